@@ -1,0 +1,4 @@
+export * from './config.ts';
+export * from './runtime.ts';
+export * from './replay.ts';
+export * from './credentials.ts';

@@ -1,0 +1,29 @@
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * One process per data directory: two runtimes folding the same log would both write the
+ * projections. A lock left by a killed process (kill -9) is taken over.
+ */
+export function lockDataDir(dataDir: string): () => void {
+  const file = path.join(dataDir, 'runtime.lock');
+  if (existsSync(file)) {
+    const pid = Number(readFileSync(file, 'utf8').trim());
+    if (Number.isInteger(pid) && pid !== process.pid && alive(pid)) {
+      throw new Error(`the data directory ${dataDir} is in use by process ${pid}; stop it first`);
+    }
+  }
+  writeFileSync(file, String(process.pid));
+  return () => {
+    if (existsSync(file) && readFileSync(file, 'utf8').trim() === String(process.pid)) rmSync(file);
+  };
+}

@@ -1,0 +1,52 @@
+import { ConfigError, loadConfig } from './config.ts';
+import { startEmbeddedRuntime } from './runtime.ts';
+
+/** `pnpm start`: the embedded runtime — every service in this process on local, durable stores. */
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = loadConfig(process.env);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+  const started = performance.now();
+  const runtime = await startEmbeddedRuntime(config);
+  const credentialHint = runtime.credentials.issuerCredentialFile
+    ? `issuer credential: ${runtime.credentials.issuerCredentialFile}`
+    : 'issuer credential: from MEMORY_ISSUER_CREDENTIAL';
+  process.stderr.write(
+    [
+      '',
+      `governed memory (embedded runtime) listening on ${runtime.url}`,
+      `data directory:    ${config.dataDir}`,
+      credentialHint,
+      `signing key (pub): ${runtime.credentials.publicKeyFile}`,
+      `started in ${Math.round(performance.now() - started)} ms — Ctrl-C to stop`,
+      '',
+    ].join('\n'),
+  );
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    runtime.log.info({ signal }, 'shutting down');
+    runtime
+      .close()
+      .then(() => process.exit(0))
+      .catch((err: unknown) => {
+        runtime.log.error({ err }, 'shutdown failed');
+        process.exit(1);
+      });
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,152 @@
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import { createSqliteBus, type Bus, type TopicSpec } from '@gm/bus';
+import { TOPICS, type Clock, type DeletionTarget, type ServiceHandle } from '@gm/contracts';
+import { createLogger, createMetrics, type Logger, type Metrics } from '@gm/observability';
+import { CapabilityIssuer, CapabilityVerifier, ScopePolicyDecisionPoint } from '@gm/policy';
+import { createSqliteSearchIndex, type SearchIndex } from '@gm/search-index';
+import { StateStore, createSqliteKeyValueStore } from '@gm/state-store';
+import { startWriteAdmission } from '@gm/write-admission';
+import { startPrimaryTarget, startProjector } from '@gm/projector';
+import { startIndexBuilder, startIndexTargets } from '@gm/index-builder';
+import { startExpiryScheduler } from '@gm/expiry-scheduler';
+import { startDeletionOrchestrator } from '@gm/deletion-orchestrator';
+import { startReceiptVerifier } from '@gm/receipt-verifier';
+import { CommandGateway, buildApp, startBrokerTargets } from '@gm/retrieval-broker';
+import type { RuntimeConfig } from './config.ts';
+import { loadOrCreateCredentials, type Credentials } from './credentials.ts';
+import { lockDataDir } from './lock.ts';
+
+export const systemClock: Clock = { now: () => new Date() };
+
+/** The copies the embedded runtime keeps; vector and summary stores arrive with later issues. */
+export const EMBEDDED_DELETION_TARGETS: DeletionTarget[] = ['primary', 'keyword', 'retrieval_cache', 'evidence_packet'];
+
+export function topicSpecs(partitions: number): TopicSpec[] {
+  return [
+    { name: TOPICS.commands, partitions },
+    { name: TOPICS.events, partitions },
+    { name: TOPICS.replies, partitions },
+    { name: TOPICS.records, partitions, compacted: true },
+    { name: TOPICS.policyChanges, partitions },
+    { name: TOPICS.deletionTasks, partitions },
+    { name: TOPICS.deletionAcks, partitions },
+    { name: TOPICS.deletionReceipts, partitions },
+  ];
+}
+
+/** The durable stores of a data directory: the log (bus), the index and the state. */
+export interface Stores {
+  bus: Bus;
+  index: SearchIndex;
+  state: StateStore;
+  close(): Promise<void>;
+}
+
+export async function openStores(dataDir: string, partitions: number, clock: Clock): Promise<Stores> {
+  mkdirSync(dataDir, { recursive: true });
+  const bus = createSqliteBus({ file: path.join(dataDir, 'bus.db'), defaultPartitions: partitions });
+  await bus.ensureTopics(topicSpecs(partitions));
+  const index = createSqliteSearchIndex({ file: path.join(dataDir, 'index.db') });
+  const kv = createSqliteKeyValueStore({ file: path.join(dataDir, 'state.db'), now: () => clock.now().getTime() });
+  const state = new StateStore(kv);
+  return {
+    bus, index, state,
+    close: async () => {
+      await bus.close();
+      await index.close();
+      await kv.close();
+    },
+  };
+}
+
+export interface EmbeddedRuntime extends Stores {
+  url: string;
+  app: FastifyInstance;
+  config: RuntimeConfig;
+  credentials: Credentials;
+  log: Logger;
+  metrics: Metrics;
+  digest(): Promise<{ projection: string; index: string }>;
+}
+
+export interface RuntimeOptions {
+  clock?: Clock;
+  logDestination?: NodeJS.WritableStream;
+}
+
+/** All seven services in one process, talking only through the bus (design §0, §4). */
+export async function startEmbeddedRuntime(config: RuntimeConfig, options: RuntimeOptions = {}): Promise<EmbeddedRuntime> {
+  const clock = options.clock ?? systemClock;
+  mkdirSync(config.dataDir, { recursive: true });
+  const unlock = lockDataDir(config.dataDir);
+  const log = createLogger({ name: 'governed-memory', level: config.logLevel, ...(options.logDestination ? { destination: options.logDestination } : {}) });
+  const metrics = createMetrics();
+  const credentials = await loadOrCreateCredentials(config.dataDir, config.issuerCredential);
+  const stores = await openStores(config.dataDir, config.partitions, clock);
+  const { bus, index, state } = stores;
+  const handles: ServiceHandle[] = [];
+  const child = (service: string) => log.child({ service });
+
+  handles.push(await startProjector({ bus, state, log: child('projector') }));
+  handles.push(await startPrimaryTarget({ bus, state, clock }));
+  handles.push(await startIndexBuilder({ bus, index }));
+  handles.push(await startIndexTargets({ bus, index, clock }));
+  handles.push(await startExpiryScheduler({ bus, state, clock, log: child('expiry-scheduler'), tickMs: config.expiryTickMs }));
+  handles.push(
+    await startDeletionOrchestrator({
+      bus, state, clock, log: child('deletion-orchestrator'), metrics, targets: EMBEDDED_DELETION_TARGETS,
+      deadlineMs: config.deletionDeadlineMs, verifyRetryMs: config.deletionVerifyRetryMs, tickMs: 250,
+    }),
+  );
+  handles.push(await startReceiptVerifier({ bus, index, state, clock }));
+  handles.push(
+    await startWriteAdmission({
+      bus, log: child('write-admission'), metrics, decide: { ttl: config.ttl, idempotencyWindowMs: config.idempotencyWindowMs },
+    }),
+  );
+  handles.push(await startBrokerTargets({ bus, state, clock }));
+  const gateway = new CommandGateway(bus, {
+    instanceId: 'embedded', replyTimeoutMs: config.replyTimeoutMs, readYourWritesTimeoutMs: config.readYourWritesTimeoutMs,
+  });
+  await gateway.start();
+
+  const revocations = { isRevoked: (c: { tenant: string; sub: string; jti: string }) => state.revocations.isRevoked(c.tenant, c.sub, c.jti) };
+  const app = await buildApp({
+    bus, index, state, gateway, clock, metrics,
+    log: child('retrieval-broker'),
+    pdp: new ScopePolicyDecisionPoint(),
+    verifier: await CapabilityVerifier.create(credentials.signing.publicJwk, config.issuerName, revocations),
+    issuer: await CapabilityIssuer.create(credentials.signing.privateJwk, config.issuerName),
+    issuerCredential: credentials.issuerCredential,
+    config: {
+      replyTimeoutMs: config.replyTimeoutMs, readYourWritesTimeoutMs: config.readYourWritesTimeoutMs,
+      packetTtlMs: config.packetTtlMs, cacheTtlMs: config.cacheTtlMs, rateLimitPerMinute: config.rateLimitPerMinute,
+      bodyLimitBytes: config.bodyLimitBytes, requestTimeoutMs: config.requestTimeoutMs,
+    },
+    ready: async () => (await state.kv.ping()) && (await bus.endOffsets(TOPICS.events)).length > 0,
+  });
+  const address = await app.listen({ host: config.host, port: config.port });
+
+  let closed = false;
+  return {
+    ...stores,
+    url: address,
+    app,
+    config,
+    credentials,
+    log,
+    metrics,
+    digest: async () => ({ projection: await state.projectionDigest(), index: await index.digest() }),
+    close: async () => {
+      if (closed) return;
+      closed = true;
+      await app.close();
+      await gateway.close();
+      for (const h of handles.reverse()) await h.close();
+      await stores.close();
+      unlock();
+    },
+  };
+}

@@ -1,0 +1,190 @@
+/**
+ * One subscription: a loop that walks the partitions this member owns, hands each message to
+ * the handler, and commits the offset together with the handler's queued sends in one SQLite
+ * transaction. The committed offset in the file is the only position there is — every fetch
+ * starts from it — so a member taking over a partition, a restart and a replay after
+ * resetGroup all continue exactly where the group's last commit left off.
+ */
+import type { ConsumedMessage, MessageHandler, ProcessContext, Subscription, SubscribeOptions } from '../port.ts';
+import type { GroupCoordinator, GroupMember } from './group-coordinator.ts';
+import { Signal } from './signal.ts';
+import { serializeMessage, type SerializedMessage, type SqliteLog } from './sqlite-log.ts';
+
+export interface BusLogger {
+  warn(obj: object, msg: string): void;
+}
+
+export interface ConsumerDeps {
+  log: SqliteLog;
+  coordinator: GroupCoordinator;
+  /** Notified after every append; the consumer's wake-up. */
+  appended: Signal;
+  /** Tells the bus that this consumer committed (and whether that appended messages). */
+  onCommitted(appended: boolean): void;
+  logger: BusLogger;
+  pollIntervalMs: number;
+}
+
+/** Messages fetched per partition per visit: bounds memory and keeps partitions interleaved. */
+const BATCH_SIZE = 64;
+
+export const errorMessage = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+
+export class GroupConsumer implements Subscription, GroupMember {
+  readonly groupId: string;
+  readonly topics: readonly string[];
+  private readonly handler: MessageHandler;
+  private readonly maxAttempts: number;
+  private readonly retryBackoffMs: number;
+  /** Interrupts idle waits and retry back-off when the subscription closes. */
+  private readonly stopping = new Signal();
+  private closing = false;
+  private loop: Promise<void> = Promise.resolve();
+  private closed: Promise<void> | undefined;
+
+  constructor(
+    private readonly deps: ConsumerDeps,
+    options: SubscribeOptions,
+  ) {
+    this.groupId = options.groupId;
+    this.topics = [...new Set(options.topics)];
+    this.handler = options.handler;
+    this.maxAttempts = options.maxAttempts ?? 5;
+    this.retryBackoffMs = options.retryBackoffMs ?? 50;
+  }
+
+  start(): void {
+    this.deps.coordinator.join(this);
+    this.loop = this.run();
+  }
+
+  /** Leaves the group at once (others take over), then waits for the in-flight message. */
+  close(): Promise<void> {
+    this.closed ??= (async () => {
+      this.closing = true;
+      this.deps.coordinator.leave(this);
+      this.stopping.notify();
+      await this.loop;
+    })();
+    return this.closed;
+  }
+
+  private async run(): Promise<void> {
+    const { appended, coordinator, logger, pollIntervalMs } = this.deps;
+    while (!this.closing) {
+      // A notify between the end of the scan and the wait must not be slept through.
+      const seen = appended.version + coordinator.changed.version;
+      let again = false;
+      try {
+        again = await this.scan();
+      } catch (err) {
+        // The log itself failed (disk, lock timeout): nothing was committed; try again later.
+        logger.warn({ groupId: this.groupId, err: errorMessage(err) }, 'bus consumer scan failed');
+      }
+      const changed = appended.version + coordinator.changed.version !== seen;
+      if (!again && !changed && !this.closing) {
+        await Signal.any([appended, coordinator.changed, this.stopping], pollIntervalMs);
+      }
+    }
+  }
+
+  /** One visit of every owned partition; true when it should run again without waiting. */
+  private async scan(): Promise<boolean> {
+    const { log, coordinator } = this.deps;
+    let again = false;
+    for (const topic of this.topics) {
+      const info = log.topic(topic);
+      if (info === undefined) continue;
+      for (const partition of coordinator.assigned(this, topic, info.partitions)) {
+        if (this.closing) return false;
+        // The previous owner is still handling a message of it; its unlock wakes us.
+        if (!coordinator.tryLock(this.groupId, topic, partition)) continue;
+        try {
+          if (await this.drain(topic, partition)) again = true;
+        } finally {
+          coordinator.unlock(this.groupId, topic, partition);
+        }
+      }
+    }
+    return again;
+  }
+
+  private async drain(topic: string, partition: number): Promise<boolean> {
+    const { log, coordinator } = this.deps;
+    const batch = log.fetch(topic, partition, log.committed(this.groupId, topic, partition), BATCH_SIZE);
+    for (const message of batch) {
+      if (this.closing || !coordinator.owns(this, topic, partition)) return false;
+      // Someone else moved the group's offset (another process, a reset): refetch from it.
+      if (log.committed(this.groupId, topic, partition) !== message.offset) return true;
+      await this.process(message);
+    }
+    return batch.length > 0;
+  }
+
+  private async process(message: ConsumedMessage): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      const queued: SerializedMessage[] = [];
+      let open = true;
+      const ctx: ProcessContext = {
+        send: (messages) => {
+          if (!open) throw new Error('ctx.send was called after the handler settled; its messages would be lost');
+          // Serialised now: the handler sees a bad value at once, and later mutation cannot leak in.
+          queued.push(...messages.map(serializeMessage));
+        },
+      };
+      try {
+        try {
+          await this.handler(message, ctx);
+        } finally {
+          open = false;
+        }
+        const written = this.deps.log.commit(this.groupId, message, queued);
+        this.deps.onCommitted(written !== undefined && written.length > 0);
+        return;
+      } catch (err) {
+        if (attempt >= this.maxAttempts) {
+          this.deadLetter(message, err, attempt);
+          return;
+        }
+        this.deps.logger.warn(
+          { groupId: this.groupId, topic: message.topic, partition: message.partition, offset: message.offset, attempt, err: errorMessage(err) },
+          'bus handler failed; retrying',
+        );
+        // Closing during back-off leaves the message uncommitted; the next owner retries it.
+        if (await this.backOff(this.retryBackoffMs * 2 ** (attempt - 1))) return;
+      }
+    }
+  }
+
+  private deadLetter(message: ConsumedMessage, err: unknown, attempts: number): void {
+    const error = errorMessage(err);
+    const dlqMessage = serializeMessage({
+      topic: `${message.topic}.dlq`,
+      key: message.key,
+      value: message.value,
+      headers: {
+        ...message.headers,
+        'dlq.topic': message.topic,
+        'dlq.partition': String(message.partition),
+        'dlq.offset': String(message.offset),
+        'dlq.error': error,
+        'dlq.attempts': String(attempts),
+        'dlq.group': this.groupId,
+      },
+    });
+    const written = this.deps.log.deadLetter(this.groupId, message, dlqMessage);
+    // Fenced: another consumer already moved past this message; nothing was written.
+    if (written === undefined) return;
+    this.deps.onCommitted(true);
+    this.deps.logger.warn(
+      { groupId: this.groupId, topic: message.topic, partition: message.partition, offset: message.offset, attempts, err: error },
+      'bus message dead-lettered',
+    );
+  }
+
+  /** Resolves true when the subscription is closing (the wait was cut short). */
+  private async backOff(delayMs: number): Promise<boolean> {
+    if (!this.closing) await Signal.any([this.stopping], delayMs);
+    return this.closing;
+  }
+}

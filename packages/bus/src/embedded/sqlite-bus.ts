@@ -1,0 +1,196 @@
+/**
+ * The embedded bus: the Kafka-shaped log of `port.ts` in one durable SQLite file.
+ *
+ * - `createSqliteBus` is synchronous: it opens (or creates) the file, and its parent folder,
+ *   before returning, so a bad path fails at start-up rather than on the first produce.
+ * - Consumers are woken in-process right after a produce or commit; changes made by another
+ *   process on the same file are picked up by polling every `pollIntervalMs` (default 200).
+ * - readAll of a compacted topic returns only the latest message per key (per partition, as
+ *   Kafka compacts), in offset order. Other reads see every message; nothing is ever deleted.
+ * - A handler that keeps failing is dead-lettered to `<topic>.dlq` with its original headers
+ *   plus the `dlq.*` provenance headers. Closing a subscription during a retry back-off leaves
+ *   that message uncommitted, so the next owner of the partition starts it again.
+ */
+import { GovernedMemoryError } from '@gm/contracts';
+import type { Bus, ConsumedMessage, LogPosition, OutgoingMessage, SubscribeOptions, Subscription, TopicSpec } from '../port.ts';
+import { GroupConsumer, type BusLogger } from './group-consumer.ts';
+import { GroupCoordinator } from './group-coordinator.ts';
+import { partitionForKey } from './partitioner.ts';
+import { Signal } from './signal.ts';
+import { serializeMessages, SqliteLog } from './sqlite-log.ts';
+
+export type { BusLogger } from './group-consumer.ts';
+
+export interface SqliteBusOptions {
+  /** The database file; created with its folder if missing. */
+  file: string;
+  /** Partition count for a topic spec that comes without one (untyped config); default 1. */
+  defaultPartitions?: number;
+  /** How often idle consumers and waitForCommitted look for other processes' writes. */
+  pollIntervalMs?: number;
+  /** Receives retry, dead-letter and consumer-failure warnings; default: JSON lines on stderr. */
+  logger?: BusLogger;
+}
+
+/** Rows per page when readAll walks a partition, so a large topic is never loaded at once. */
+const READ_PAGE_SIZE = 500;
+
+export function createSqliteBus(options: SqliteBusOptions): Bus {
+  const pollIntervalMs = options.pollIntervalMs ?? 200;
+  const defaultPartitions = options.defaultPartitions ?? 1;
+  if (!Number.isFinite(pollIntervalMs) || pollIntervalMs <= 0) {
+    throw new GovernedMemoryError('MEM_VALIDATION', `pollIntervalMs must be a positive number, got ${String(pollIntervalMs)}`);
+  }
+  if (!Number.isInteger(defaultPartitions) || defaultPartitions < 1) {
+    throw new GovernedMemoryError('MEM_VALIDATION', `defaultPartitions must be a positive integer, got ${String(defaultPartitions)}`);
+  }
+  return new SqliteBus(new SqliteLog(options.file), { pollIntervalMs, defaultPartitions, logger: options.logger ?? stderrLogger });
+}
+
+/** Without a logger a failing consumer must still be visible, so warnings go to stderr. */
+const stderrLogger: BusLogger = {
+  warn: (obj, msg) => console.warn(JSON.stringify({ level: 'warn', time: Date.now(), ...obj, msg })),
+};
+
+class SqliteBus implements Bus {
+  private readonly coordinator = new GroupCoordinator();
+  private readonly appended = new Signal();
+  private readonly committed = new Signal();
+  private readonly closingSignal = new Signal();
+  private readonly consumers = new Set<GroupConsumer>();
+  private closing = false;
+  private closed: Promise<void> | undefined;
+
+  constructor(
+    private readonly log: SqliteLog,
+    private readonly settings: { pollIntervalMs: number; defaultPartitions: number; logger: BusLogger },
+  ) {}
+
+  async ensureTopics(specs: TopicSpec[]): Promise<void> {
+    this.assertOpen();
+    this.log.ensureTopics(specs, this.settings.defaultPartitions);
+    // A topic may have grown: members recompute their assignments.
+    this.coordinator.changed.notify();
+  }
+
+  async produce(messages: OutgoingMessage[]): Promise<LogPosition[]> {
+    this.assertOpen();
+    if (messages.length === 0) return [];
+    const positions = this.log.append(serializeMessages(messages));
+    this.appended.notify();
+    return positions;
+  }
+
+  async subscribe(options: SubscribeOptions): Promise<Subscription> {
+    this.assertOpen();
+    validateSubscribeOptions(options);
+    for (const topic of options.topics) this.log.requireTopic(topic);
+    if (options.fromBeginning === false) {
+      this.log.commitEndOffsetsIfMissing(options.groupId, options.topics);
+      this.committed.notify();
+    }
+    const consumer = new GroupConsumer(
+      {
+        log: this.log,
+        coordinator: this.coordinator,
+        appended: this.appended,
+        onCommitted: (appended) => {
+          this.committed.notify();
+          if (appended) this.appended.notify();
+        },
+        logger: this.settings.logger,
+        pollIntervalMs: this.settings.pollIntervalMs,
+      },
+      options,
+    );
+    this.consumers.add(consumer);
+    consumer.start();
+    return {
+      close: async () => {
+        await consumer.close();
+        this.consumers.delete(consumer);
+      },
+    };
+  }
+
+  async waitForCommitted(groupId: string, position: LogPosition, timeoutMs: number): Promise<boolean> {
+    this.assertOpen();
+    const deadline = performance.now() + timeoutMs;
+    for (;;) {
+      if (this.closing) return false;
+      if (this.log.committed(groupId, position.topic, position.partition) > position.offset) return true;
+      const remaining = deadline - performance.now();
+      if (remaining <= 0) return false;
+      // Woken by our own commits; the poll interval catches commits of other processes.
+      await Signal.any([this.committed, this.closingSignal], Math.min(remaining, this.settings.pollIntervalMs));
+    }
+  }
+
+  async *readAll(topic: string): AsyncIterable<ConsumedMessage> {
+    this.assertOpen();
+    const { partitions, compacted } = this.log.requireTopic(topic);
+    for (let partition = 0; partition < partitions; partition++) {
+      let from = 0;
+      for (;;) {
+        this.assertOpen();
+        const page = this.log.fetch(topic, partition, from, READ_PAGE_SIZE, compacted);
+        yield* page;
+        const last = page.at(-1);
+        if (last === undefined || page.length < READ_PAGE_SIZE) break;
+        from = last.offset + 1;
+      }
+    }
+  }
+
+  async endOffsets(topic: string): Promise<number[]> {
+    this.assertOpen();
+    return this.log.endOffsets(topic);
+  }
+
+  async committedOffsets(groupId: string, topic: string): Promise<number[]> {
+    this.assertOpen();
+    return this.log.committedOffsets(groupId, topic);
+  }
+
+  async resetGroup(groupId: string): Promise<void> {
+    this.assertOpen();
+    // Kafka refuses to reset a group with live members; so do we, rather than race them.
+    if (this.coordinator.hasMembers(groupId)) {
+      throw new GovernedMemoryError('MEM_CONFLICT', `group "${groupId}" has active subscriptions; close them before resetting it`);
+    }
+    this.log.resetGroup(groupId);
+  }
+
+  partitionFor(topic: string, key: string): number {
+    this.assertOpen();
+    return partitionForKey(key, this.log.requireTopic(topic).partitions);
+  }
+
+  close(): Promise<void> {
+    this.closed ??= (async () => {
+      this.closing = true;
+      this.closingSignal.notify();
+      await Promise.all([...this.consumers].map((consumer) => consumer.close()));
+      this.consumers.clear();
+      this.log.close();
+    })();
+    return this.closed;
+  }
+
+  private assertOpen(): void {
+    if (this.closing) throw new GovernedMemoryError('MEM_UNAVAILABLE', 'the bus is closed');
+  }
+}
+
+function validateSubscribeOptions(options: SubscribeOptions): void {
+  const invalid = (why: string): GovernedMemoryError => new GovernedMemoryError('MEM_VALIDATION', `subscribe: ${why}`);
+  if (options.groupId.length === 0) throw invalid('groupId must not be empty');
+  if (options.topics.length === 0) throw invalid('topics must not be empty');
+  const { maxAttempts, retryBackoffMs } = options;
+  if (maxAttempts !== undefined && (!Number.isInteger(maxAttempts) || maxAttempts < 1)) {
+    throw invalid('maxAttempts must be a positive integer');
+  }
+  if (retryBackoffMs !== undefined && (!Number.isFinite(retryBackoffMs) || retryBackoffMs < 0)) {
+    throw invalid('retryBackoffMs must be a non-negative number');
+  }
+}

@@ -1,0 +1,286 @@
+/**
+ * The durable log behind the embedded bus: one SQLite file in WAL mode with synchronous=FULL,
+ * so a produce or commit that returned has reached the disk. Everything here is synchronous
+ * (better-sqlite3); the bus adds the async surface, notifications and consumer loops.
+ *
+ * Writes run in IMMEDIATE transactions: they take the write lock up front, so two processes
+ * appending to the same file serialize instead of failing on a lock upgrade, and offsets
+ * stay dense (the next offset is read inside the same transaction that writes it).
+ */
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Database from 'better-sqlite3';
+import { GovernedMemoryError } from '@gm/contracts';
+import type { ConsumedMessage, LogPosition, OutgoingMessage, TopicSpec } from '../port.ts';
+import { partitionForKey } from './partitioner.ts';
+
+const SCHEMA_VERSION = 1;
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS topics (
+  name       TEXT PRIMARY KEY,
+  partitions INTEGER NOT NULL CHECK (partitions > 0),
+  compacted  INTEGER NOT NULL DEFAULT 0
+) STRICT;
+CREATE TABLE IF NOT EXISTS messages (
+  topic        TEXT NOT NULL,
+  partition_no INTEGER NOT NULL,
+  offset_no    INTEGER NOT NULL,
+  key          TEXT NOT NULL,
+  value        TEXT NOT NULL,
+  headers      TEXT NOT NULL,
+  timestamp    INTEGER NOT NULL,
+  PRIMARY KEY (topic, partition_no, offset_no)
+) STRICT;
+-- Lets readAll of a compacted topic find the latest offset of a key without a scan.
+CREATE INDEX IF NOT EXISTS messages_by_key ON messages (topic, partition_no, key, offset_no);
+CREATE TABLE IF NOT EXISTS group_offsets (
+  group_id     TEXT NOT NULL,
+  topic        TEXT NOT NULL,
+  partition_no INTEGER NOT NULL,
+  next_offset  INTEGER NOT NULL,
+  PRIMARY KEY (group_id, topic, partition_no)
+) STRICT, WITHOUT ROWID;
+`;
+
+export interface TopicInfo {
+  partitions: number;
+  compacted: boolean;
+}
+
+/** A message whose value and headers are already JSON text, ready to insert. */
+export interface SerializedMessage {
+  topic: string;
+  key: string;
+  value: string;
+  headers: string;
+}
+
+interface MessageRow {
+  offset_no: number;
+  key: string;
+  value: string;
+  headers: string;
+  timestamp: number;
+}
+
+/**
+ * Turns messages into JSON text before any transaction starts, so a value JSON cannot carry
+ * (BigInt, a cycle, undefined) fails the whole call and nothing is appended.
+ */
+export function serializeMessages(messages: readonly OutgoingMessage[]): SerializedMessage[] {
+  return messages.map(serializeMessage);
+}
+
+export function serializeMessage(m: OutgoingMessage, index = 0): SerializedMessage {
+  if (typeof m.topic !== 'string' || typeof m.key !== 'string') {
+    throw new GovernedMemoryError('MEM_VALIDATION', `message ${index}: topic and key must be strings`);
+  }
+  const invalid = (why: string, cause?: unknown): GovernedMemoryError =>
+    new GovernedMemoryError('MEM_VALIDATION', `message ${index} for topic "${m.topic}": ${why}`, { cause });
+  let value: string | undefined;
+  try {
+    value = JSON.stringify(m.value);
+  } catch (cause) {
+    throw invalid('value is not JSON-serialisable', cause);
+  }
+  if (value === undefined) throw invalid('value is not JSON-serialisable');
+  const headers = m.headers ?? {};
+  for (const [name, headerValue] of Object.entries(headers)) {
+    if (typeof headerValue !== 'string') throw invalid(`header "${name}" is not a string`);
+  }
+  return { topic: m.topic, key: m.key, value, headers: JSON.stringify(headers) };
+}
+
+const unknownTopic = (topic: string): GovernedMemoryError =>
+  new GovernedMemoryError('MEM_VALIDATION', `unknown topic "${topic}" (create it with ensureTopics first)`);
+
+export class SqliteLog {
+  private readonly db: Database.Database;
+  private readonly stmt;
+
+  constructor(file: string) {
+    if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
+    this.db = new Database(file);
+    const mode = this.db.pragma('journal_mode = WAL', { simple: true });
+    if (file !== ':memory:' && mode !== 'wal') {
+      this.db.close();
+      throw new GovernedMemoryError('MEM_UNAVAILABLE', `bus file ${file}: SQLite refused WAL mode (journal_mode=${String(mode)})`);
+    }
+    this.db.pragma('synchronous = FULL');
+    this.db.exec(SCHEMA);
+    this.db.pragma(`user_version = ${SCHEMA_VERSION}`);
+    const db = this.db;
+    this.stmt = {
+      topic: db.prepare<[string], { partitions: number; compacted: number }>('SELECT partitions, compacted FROM topics WHERE name = ?'),
+      // Partition counts only grow; an existing topic keeps its compaction flag.
+      upsertTopic: db.prepare<[string, number, number]>(
+        `INSERT INTO topics (name, partitions, compacted) VALUES (?, ?, ?)
+         ON CONFLICT (name) DO UPDATE SET partitions = MAX(partitions, excluded.partitions)`,
+      ),
+      lastOffset: db.prepare<[string, number], { last: number | null }>(
+        'SELECT MAX(offset_no) AS last FROM messages WHERE topic = ? AND partition_no = ?',
+      ),
+      insert: db.prepare<[string, number, number, string, string, string, number]>(
+        'INSERT INTO messages (topic, partition_no, offset_no, key, value, headers, timestamp) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      ),
+      fetch: db.prepare<[string, number, number, number], MessageRow>(
+        `SELECT offset_no, key, value, headers, timestamp FROM messages
+         WHERE topic = ? AND partition_no = ? AND offset_no >= ? ORDER BY offset_no LIMIT ?`,
+      ),
+      fetchLatest: db.prepare<[string, number, number, number], MessageRow>(
+        `SELECT m.offset_no, m.key, m.value, m.headers, m.timestamp FROM messages m
+         WHERE m.topic = ? AND m.partition_no = ? AND m.offset_no >= ?
+           AND NOT EXISTS (SELECT 1 FROM messages n WHERE n.topic = m.topic AND n.partition_no = m.partition_no
+                                                      AND n.key = m.key AND n.offset_no > m.offset_no)
+         ORDER BY m.offset_no LIMIT ?`,
+      ),
+      committed: db.prepare<[string, string, number], { next_offset: number }>(
+        'SELECT next_offset FROM group_offsets WHERE group_id = ? AND topic = ? AND partition_no = ?',
+      ),
+      commit: db.prepare<[string, string, number, number]>(
+        `INSERT INTO group_offsets (group_id, topic, partition_no, next_offset) VALUES (?, ?, ?, ?)
+         ON CONFLICT (group_id, topic, partition_no) DO UPDATE SET next_offset = excluded.next_offset`,
+      ),
+      commitIfMissing: db.prepare<[string, string, number, number]>(
+        'INSERT OR IGNORE INTO group_offsets (group_id, topic, partition_no, next_offset) VALUES (?, ?, ?, ?)',
+      ),
+      deleteGroup: db.prepare<[string]>('DELETE FROM group_offsets WHERE group_id = ?'),
+    };
+  }
+
+  topic(name: string): TopicInfo | undefined {
+    const row = this.stmt.topic.get(name);
+    return row === undefined ? undefined : { partitions: row.partitions, compacted: row.compacted === 1 };
+  }
+
+  requireTopic(name: string): TopicInfo {
+    const info = this.topic(name);
+    if (info === undefined) throw unknownTopic(name);
+    return info;
+  }
+
+  ensureTopics(specs: readonly TopicSpec[], defaultPartitions: number): void {
+    this.db
+      .transaction(() => {
+        for (const spec of specs) {
+          // `partitions` is required by the type; untyped config that omits it gets the default.
+          const partitions = spec.partitions ?? defaultPartitions;
+          if (!Number.isInteger(partitions) || partitions < 1) {
+            throw new GovernedMemoryError('MEM_VALIDATION', `topic "${spec.name}": partitions must be a positive integer`);
+          }
+          this.stmt.upsertTopic.run(spec.name, partitions, spec.compacted === true ? 1 : 0);
+          this.stmt.upsertTopic.run(`${spec.name}.dlq`, partitions, 0);
+        }
+      })
+      .immediate();
+  }
+
+  /** Appends in one transaction; throws (appending nothing) if any topic is unknown. */
+  append(messages: readonly SerializedMessage[]): LogPosition[] {
+    return this.db.transaction(() => this.appendInTransaction(messages)).immediate();
+  }
+
+  endOffset(topic: string, partition: number): number {
+    return (this.stmt.lastOffset.get(topic, partition)?.last ?? -1) + 1;
+  }
+
+  endOffsets(topic: string): number[] {
+    const { partitions } = this.requireTopic(topic);
+    return Array.from({ length: partitions }, (_, p) => this.endOffset(topic, p));
+  }
+
+  fetch(topic: string, partition: number, fromOffset: number, limit: number, latestPerKey = false): ConsumedMessage[] {
+    const statement = latestPerKey ? this.stmt.fetchLatest : this.stmt.fetch;
+    return statement.all(topic, partition, fromOffset, limit).map((row) => ({
+      topic,
+      partition,
+      offset: row.offset_no,
+      key: row.key,
+      value: JSON.parse(row.value) as unknown,
+      headers: JSON.parse(row.headers) as Record<string, string>,
+      timestamp: row.timestamp,
+    }));
+  }
+
+  /** The group's next offset for a partition; 0 when it never committed. */
+  committed(groupId: string, topic: string, partition: number): number {
+    return this.stmt.committed.get(groupId, topic, partition)?.next_offset ?? 0;
+  }
+
+  committedOffsets(groupId: string, topic: string): number[] {
+    const { partitions } = this.requireTopic(topic);
+    return Array.from({ length: partitions }, (_, p) => this.committed(groupId, topic, p));
+  }
+
+  /** Pins groups without a committed offset to the current end (fromBeginning: false). */
+  commitEndOffsetsIfMissing(groupId: string, topics: readonly string[]): void {
+    this.db
+      .transaction(() => {
+        for (const topic of topics) {
+          this.endOffsets(topic).forEach((end, p) => this.stmt.commitIfMissing.run(groupId, topic, p, end));
+        }
+      })
+      .immediate();
+  }
+
+  /**
+   * Commits `consumed` (next offset = consumed.offset + 1) together with `sends`. Fenced: if the
+   * group's committed offset is no longer the consumed offset (another consumer got there
+   * first, or the group was reset), nothing is written and it returns undefined — so bus
+   * appends stay exactly-once even when two consumers race for a partition.
+   */
+  commit(groupId: string, consumed: LogPosition, sends: readonly SerializedMessage[]): LogPosition[] | undefined {
+    return this.db
+      .transaction(() => {
+        if (this.committed(groupId, consumed.topic, consumed.partition) !== consumed.offset) return undefined;
+        const positions = this.appendInTransaction(sends);
+        this.stmt.commit.run(groupId, consumed.topic, consumed.partition, consumed.offset + 1);
+        return positions;
+      })
+      .immediate();
+  }
+
+  /**
+   * Like `commit`, but the only message appended goes to `<topic>.dlq`. The DLQ topic is
+   * created on demand (same partition count) so a poison message is never dropped because
+   * nobody declared its dead-letter topic (e.g. a consumer of a `.dlq` topic itself).
+   */
+  deadLetter(groupId: string, consumed: LogPosition, dlqMessage: SerializedMessage): LogPosition[] | undefined {
+    return this.db
+      .transaction(() => {
+        if (this.topic(dlqMessage.topic) === undefined) {
+          this.stmt.upsertTopic.run(dlqMessage.topic, this.requireTopic(consumed.topic).partitions, 0);
+        }
+        return this.commit(groupId, consumed, [dlqMessage]);
+      })
+      .immediate();
+  }
+
+  resetGroup(groupId: string): void {
+    this.stmt.deleteGroup.run(groupId);
+  }
+
+  close(): void {
+    this.db.close();
+  }
+
+  private appendInTransaction(messages: readonly SerializedMessage[]): LogPosition[] {
+    const now = Date.now();
+    const partitionsOf = new Map<string, number>();
+    const nextOffsets = new Map<string, number>();
+    return messages.map((m) => {
+      let partitions = partitionsOf.get(m.topic);
+      if (partitions === undefined) {
+        partitions = this.requireTopic(m.topic).partitions;
+        partitionsOf.set(m.topic, partitions);
+      }
+      const partition = partitionForKey(m.key, partitions);
+      const slot = `${partition}\u0000${m.topic}`;
+      const offset = nextOffsets.get(slot) ?? this.endOffset(m.topic, partition);
+      nextOffsets.set(slot, offset + 1);
+      this.stmt.insert.run(m.topic, partition, offset, m.key, m.value, m.headers, now);
+      return { topic: m.topic, partition, offset };
+    });
+  }
+}

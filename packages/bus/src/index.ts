@@ -1,0 +1,3 @@
+export * from './port.ts';
+export { createSqliteBus, type SqliteBusOptions, type BusLogger } from './embedded/sqlite-bus.ts';
+export { partitionForKey, murmur2 } from './embedded/partitioner.ts';

@@ -1,0 +1,95 @@
+/**
+ * The bus port: a Kafka-shaped log. Topics have partitions; a message's key fixes its
+ * partition (and so its order); consumer groups commit offsets. The embedded adapter keeps
+ * the log in SQLite; the distributed one is Kafka. Both must pass `testBus` (packages/testing).
+ *
+ * Offsets follow Kafka: a committed offset is the *next* offset the group will read.
+ */
+export interface TopicSpec {
+  name: string;
+  partitions: number;
+  /** Compacted topics keep the last value per key (memory.records, later memory.keys). */
+  compacted?: boolean;
+}
+
+export interface OutgoingMessage {
+  topic: string;
+  key: string;
+  /** Any JSON-serialisable value. */
+  value: unknown;
+  headers?: Record<string, string>;
+}
+
+export interface LogPosition {
+  topic: string;
+  partition: number;
+  offset: number;
+}
+
+export interface ConsumedMessage extends LogPosition {
+  key: string;
+  value: unknown;
+  headers: Record<string, string>;
+  /** Append time, epoch milliseconds. */
+  timestamp: number;
+}
+
+/**
+ * What a handler may do besides its own side effects: queue messages that the bus appends
+ * atomically together with the commit of the consumed offset (Kafka: one transaction with
+ * sendOffsets). Either all of them and the offset land, or none.
+ */
+export interface ProcessContext {
+  send(messages: OutgoingMessage[]): void;
+}
+
+export type MessageHandler = (message: ConsumedMessage, ctx: ProcessContext) => Promise<void>;
+
+export interface SubscribeOptions {
+  groupId: string;
+  topics: string[];
+  handler: MessageHandler;
+  /** Where a group without a committed offset starts: true = earliest (default), false = latest. */
+  fromBeginning?: boolean;
+  /** Attempts per message before it is dead-lettered to `<topic>.dlq` (default 5). */
+  maxAttempts?: number;
+  /** First retry delay; doubles per attempt (default 50 ms). */
+  retryBackoffMs?: number;
+}
+
+export interface Subscription {
+  /** Stops fetching, lets the in-flight message finish and commit, then resolves. */
+  close(): Promise<void>;
+}
+
+export interface Bus {
+  /** Creates missing topics (and their `.dlq`). Idempotent. Partition counts never shrink. */
+  ensureTopics(specs: TopicSpec[]): Promise<void>;
+  /** Appends all messages atomically; returns each one's position, in input order. */
+  produce(messages: OutgoingMessage[]): Promise<LogPosition[]>;
+  subscribe(options: SubscribeOptions): Promise<Subscription>;
+  /**
+   * Resolves true once `groupId` has committed past `position` (committed > offset), false
+   * after `timeoutMs`. The API uses it to keep read-your-writes promises.
+   */
+  waitForCommitted(groupId: string, position: LogPosition, timeoutMs: number): Promise<boolean>;
+  /** Every message of a topic from the beginning, partition by partition, in offset order. */
+  readAll(topic: string): AsyncIterable<ConsumedMessage>;
+  /** Next offset per partition (index = partition). */
+  endOffsets(topic: string): Promise<number[]>;
+  committedOffsets(groupId: string, topic: string): Promise<number[]>;
+  /** Forgets a group's committed offsets so it re-reads from the start (replay). Group must be idle. */
+  resetGroup(groupId: string): Promise<void>;
+  partitionFor(topic: string, key: string): number;
+  close(): Promise<void>;
+}
+
+/** Headers of a dead-lettered message: where it came from and why it failed. */
+export interface DeadLetterHeaders {
+  'dlq.topic': string;
+  'dlq.partition': string;
+  'dlq.offset': string;
+  'dlq.error': string;
+  'dlq.attempts': string;
+  'dlq.group': string;
+}

@@ -1,0 +1,152 @@
+import { z } from 'zod';
+import { Action } from './capability.ts';
+import { LIMITS } from './limits.ts';
+import {
+  Content, Id, IsoTime, MemoryKind, Principal, PrincipalKind, Purpose, ResourceRef, Sensitivity, Trust, Visibility,
+} from './primitives.ts';
+import { Provenance, RecordStatus } from './record.ts';
+
+/** POST /v1/capabilities — the issuer (an IdP or an admin) vouches for every claim here. */
+export const IssueCapabilityRequest = z
+  .object({
+    tenant: Id,
+    agentId: Id,
+    principal: z.object({ id: Id, kind: PrincipalKind }).strict().optional(),
+    run: Id.optional(),
+    scopes: z.array(ResourceRef).min(1).max(64),
+    purpose: Purpose,
+    actions: z.array(Action).min(1),
+    ttlSeconds: z.number().int().min(1).max(LIMITS.maxCapabilityTtlSeconds).optional(),
+  })
+  .strict();
+export type IssueCapabilityRequest = z.infer<typeof IssueCapabilityRequest>;
+
+export const IssueCapabilityResponse = z.object({ token: z.string(), expiresAt: IsoTime, jti: Id });
+
+/**
+ * POST /v1/memories. tenantId, agentId and owner may be named only to be checked against the
+ * capability: a mismatch is impersonation and is rejected, never silently corrected (§5.2).
+ */
+export const WriteMemoryRequest = z
+  .object({
+    id: Id.optional(),
+    tenantId: Id.optional(),
+    agentId: Id.optional(),
+    owner: Principal.optional(),
+    subjectId: Id,
+    resource: ResourceRef,
+    visibility: Visibility.default('team'),
+    sensitivity: Sensitivity.default('normal'),
+    purposes: z.array(Purpose).min(1).max(LIMITS.maxPurposes).optional(),
+    kind: MemoryKind,
+    content: Content,
+    provenance: z.array(Provenance).min(1).max(LIMITS.maxProvenance),
+    trust: Trust,
+    confidence: z.number().min(0).max(1).default(0.5),
+    expiresAt: IsoTime.optional(),
+    supersedesId: Id.optional(),
+    expectedVersion: z.number().int().min(0).default(0),
+  })
+  .strict();
+export type WriteMemoryRequest = z.infer<typeof WriteMemoryRequest>;
+
+export const MutationResponse = z.object({ id: Id, version: z.number().int(), status: RecordStatus });
+
+export const VersionedRequest = z
+  .object({ expectedVersion: z.number().int().min(0), visibility: Visibility.optional() })
+  .strict();
+
+export const SearchRequest = z
+  .object({
+    query: z.string().min(1).max(LIMITS.maxQueryLength),
+    subjectId: Id.optional(),
+    kinds: z.array(MemoryKind).min(1).optional(),
+    limit: z.number().int().min(1).max(LIMITS.maxSearchLimit).default(10),
+    tokenBudget: z.number().int().min(1).max(LIMITS.maxTokenBudget).default(2000),
+    vector: z.array(z.number()).min(1).max(4096).optional(),
+  })
+  .strict();
+export type SearchRequest = z.infer<typeof SearchRequest>;
+
+export const RankExplanation = z.object({
+  lexical: z.number(),
+  confidence: z.number(),
+  recency: z.number(),
+  score: z.number(),
+});
+export type RankExplanation = z.infer<typeof RankExplanation>;
+
+export const PacketItem = z.object({
+  recordId: Id,
+  excerpt: z.string(),
+  provenanceRefs: z.array(Provenance),
+  allowedUse: z.array(Purpose),
+  rank: RankExplanation,
+});
+export type PacketItem = z.infer<typeof PacketItem>;
+
+export const EvidencePacket = z.object({
+  packetId: Id,
+  runId: Id,
+  policyRevision: z.number().int(),
+  expiresAt: IsoTime,
+  items: z.array(PacketItem),
+});
+export type EvidencePacket = z.infer<typeof EvidencePacket>;
+
+export const PacketValidation = z.object({
+  valid: z.boolean(),
+  items: z.array(z.object({ recordId: Id, valid: z.boolean() })),
+});
+export type PacketValidation = z.infer<typeof PacketValidation>;
+
+export const DeletionAccepted = z.object({ jobId: Id });
+
+export const DeletionTarget = z.enum(['primary', 'keyword', 'vector', 'summary', 'retrieval_cache', 'evidence_packet']);
+export type DeletionTarget = z.infer<typeof DeletionTarget>;
+export const DeletionJobStatus = z.enum(['accepted', 'invalidating', 'verifying', 'verified', 'failed']);
+export type DeletionJobStatus = z.infer<typeof DeletionJobStatus>;
+
+export const DeletionEvidence = z.object({
+  target: z.string(),
+  status: z.enum(['done', 'failed']),
+  completedAt: IsoTime,
+  verifier: z.string(),
+  ref: z.string(),
+});
+export type DeletionEvidence = z.infer<typeof DeletionEvidence>;
+
+export const DeletionJob = z.object({
+  jobId: Id,
+  tenant: Id,
+  subjectId: Id,
+  recordIds: z.array(Id),
+  mode: z.enum(['revoke', 'delete', 'forget']),
+  requestedBy: z.object({ agentId: Id, principalId: Id }),
+  requestedAt: IsoTime,
+  policyRevision: z.number().int(),
+  targets: z.array(DeletionTarget),
+  status: DeletionJobStatus,
+  deadline: IsoTime,
+  evidence: z.array(DeletionEvidence),
+  failureReason: z.string().optional(),
+  updatedAt: IsoTime,
+  progress: z.object({
+    tombstoned: z.array(Id),
+    verificationAttempts: z.number().int().min(0),
+    nextVerificationAt: IsoTime.optional(),
+    findings: z.array(z.string()).optional(),
+  }),
+});
+export type DeletionJob = z.infer<typeof DeletionJob>;
+
+export const Problem = z.object({
+  type: z.string(),
+  title: z.string(),
+  status: z.number().int(),
+  code: z.string(),
+  detail: z.string(),
+  requestId: z.string().optional(),
+});
+export type Problem = z.infer<typeof Problem>;
+

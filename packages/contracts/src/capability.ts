@@ -1,0 +1,46 @@
+import { z } from 'zod';
+import { Id, PrincipalKind, Purpose, ResourceRef } from './primitives.ts';
+
+export const Action = z.enum(['search', 'read', 'cite', 'write', 'promote', 'review', 'request_delete', 'revoke', 'admin']);
+export type Action = z.infer<typeof Action>;
+
+/** Claims of a capability (design §6.1), after signature verification. */
+export const CapabilityClaims = z.object({
+  iss: z.string().min(1),
+  aud: z.string().min(1),
+  sub: Id,
+  act: z.object({ sub: Id, kind: PrincipalKind }).strict(),
+  tenant: Id,
+  run: Id,
+  scopes: z.array(ResourceRef).min(1).max(64),
+  purpose: Purpose,
+  actions: z.array(Action).min(1),
+  exp: z.number().int(),
+  iat: z.number().int(),
+  nbf: z.number().int().optional(),
+  rev: z.number().int().min(0),
+  jti: Id,
+});
+export type CapabilityClaims = z.infer<typeof CapabilityClaims>;
+
+/** Who performs a command, always taken from a verified capability, never from a body. */
+export const Actor = z
+  .object({
+    agentId: Id,
+    principalId: Id,
+    principalKind: PrincipalKind,
+    runId: Id,
+    purpose: Purpose,
+  })
+  .strict();
+export type Actor = z.infer<typeof Actor>;
+
+export function actorFromClaims(claims: CapabilityClaims): Actor {
+  return {
+    agentId: claims.sub,
+    principalId: claims.act.sub,
+    principalKind: claims.act.kind,
+    runId: claims.run,
+    purpose: claims.purpose,
+  };
+}

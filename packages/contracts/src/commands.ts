@@ -1,0 +1,59 @@
+import { z } from 'zod';
+import { LIMITS } from './limits.ts';
+import { MessageMetadata, Version } from './messages.ts';
+import {
+  Content, Id, IsoTime, MemoryKind, Principal, Purpose, ResourceRef, Sensitivity, Sha256Hex, Trust, Visibility,
+} from './primitives.ts';
+import { Provenance } from './record.ts';
+
+const command = <T extends string, D extends z.ZodType>(type: T, data: D) =>
+  z.object({ type: z.literal(type), data, metadata: MessageMetadata }).strict();
+
+export const WriteMemoryData = z
+  .object({
+    id: Id,
+    expectedVersion: Version,
+    owner: Principal,
+    resource: ResourceRef,
+    visibility: Visibility,
+    sensitivity: Sensitivity,
+    purposes: z.array(Purpose).min(1).max(LIMITS.maxPurposes),
+    kind: MemoryKind,
+    content: Content,
+    contentHash: Sha256Hex,
+    provenance: z.array(Provenance).min(1).max(LIMITS.maxProvenance),
+    trust: Trust,
+    confidence: z.number().min(0).max(1),
+    expiresAt: IsoTime.optional(),
+    supersedesId: Id.optional(),
+  })
+  .strict();
+export type WriteMemoryData = z.infer<typeof WriteMemoryData>;
+
+const ById = z.object({ id: Id }).strict();
+const ByIdVersioned = z.object({ id: Id, expectedVersion: Version }).strict();
+const ByIdJob = z.object({ id: Id, jobId: Id }).strict();
+
+export const WriteMemory = command('WriteMemory', WriteMemoryData);
+export const PromoteMemory = command('PromoteMemory', ByIdVersioned.extend({ visibility: Visibility.optional() }));
+export const RejectQuarantined = command('RejectQuarantined', ByIdVersioned);
+export const ExpireMemory = command('ExpireMemory', ById);
+export const RevokeMemory = command('RevokeMemory', ByIdJob);
+export const DeleteMemory = command('DeleteMemory', ByIdJob);
+export const ForgetSubject = command('ForgetSubject', z.object({ jobId: Id }).strict());
+/** Internal: sent by the deletion-orchestrator once a job owns the record. */
+export const TombstoneMemory = command('TombstoneMemory', ByIdJob);
+/** Internal: sent by the deletion-orchestrator when every target acknowledged the purge. */
+export const PurgeMemory = command('PurgeMemory', ByIdJob);
+
+export const MemoryCommand = z.discriminatedUnion('type', [
+  WriteMemory, PromoteMemory, RejectQuarantined, ExpireMemory, RevokeMemory, DeleteMemory, ForgetSubject,
+  TombstoneMemory, PurgeMemory,
+]);
+export type MemoryCommand = z.infer<typeof MemoryCommand>;
+export type MemoryCommandType = MemoryCommand['type'];
+export type CommandOf<T extends MemoryCommandType> = Extract<MemoryCommand, { type: T }>;
+
+/** Commands that only services may send; the HTTP edge never forwards them from a caller. */
+export const INTERNAL_COMMANDS: readonly MemoryCommandType[] = ['ExpireMemory', 'TombstoneMemory', 'PurgeMemory'];
+

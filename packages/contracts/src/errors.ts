@@ -1,0 +1,45 @@
+/**
+ * Stable error codes. Only the HTTP edge maps them to statuses; nobody classifies errors by
+ * message text.
+ */
+export const ERROR_CODES = [
+  'MEM_VALIDATION',
+  'MEM_CONFLICT',
+  'MEM_NOT_FOUND',
+  'MEM_FORBIDDEN',
+  'MEM_IMPERSONATION',
+  'MEM_SELF_PROMOTION',
+  'MEM_INVALID_TRANSITION',
+  'MEM_RETIRED_ID',
+  'MEM_TTL_EXCEEDED',
+  'MEM_SUPERSEDE_MISMATCH',
+  'MEM_ID_TAKEN',
+  'MEM_RATE_LIMITED',
+  'MEM_PAYLOAD_TOO_LARGE',
+  'MEM_TIMEOUT',
+  'MEM_UNAVAILABLE',
+  'MEM_INTERNAL',
+  'CAP_MISSING',
+  'CAP_INVALID',
+  'CAP_EXPIRED',
+  'CAP_NOT_YET_VALID',
+  'CAP_REVOKED',
+  'CAP_ACTION_DENIED',
+  'CAP_SCOPE_DENIED',
+  'ISSUER_UNAUTHORIZED',
+] as const;
+export type ErrorCode = (typeof ERROR_CODES)[number];
+
+export class GovernedMemoryError extends Error {
+  readonly code: ErrorCode;
+  readonly retriable: boolean;
+
+  constructor(code: ErrorCode, message: string, options: { retriable?: boolean; cause?: unknown } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'GovernedMemoryError';
+    this.code = code;
+    this.retriable = options.retriable ?? false;
+  }
+}
+
+export const isGovernedMemoryError = (e: unknown): e is GovernedMemoryError => e instanceof GovernedMemoryError;

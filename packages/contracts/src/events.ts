@@ -1,0 +1,46 @@
+import { z } from 'zod';
+import { DeletionMode, MessageMetadata, TombstoneReason } from './messages.ts';
+import { Content, Id, Trust, Visibility } from './primitives.ts';
+import { MemoryRecord, RecordMeta } from './record.ts';
+
+const EventMetadata = MessageMetadata.extend({ eventId: Id });
+export type EventMetadata = z.infer<typeof EventMetadata>;
+
+const event = <T extends string, D extends z.ZodType>(type: T, data: D) =>
+  z.object({ type: z.literal(type), data, metadata: EventMetadata }).strict();
+
+const Versioned = z.object({ id: Id, version: z.number().int().min(1) }).strict();
+
+export const MemoryWritten = event('MemoryWritten', z.object({ record: MemoryRecord }).strict());
+/**
+ * Carries the promoted record's new state, and its content when it leaves quarantine, so
+ * the index-builder can index it without reading another service's store — each consumer
+ * stays a fold of the log.
+ */
+export const MemoryPromoted = event(
+  'MemoryPromoted',
+  Versioned.extend({ visibility: Visibility, trust: Trust, record: RecordMeta, content: Content.optional() }),
+);
+export const MemorySuperseded = event('MemorySuperseded', Versioned.extend({ supersededById: Id }));
+export const MemoryExpired = event('MemoryExpired', Versioned);
+export const MemoryRevocationRequested = event(
+  'MemoryRevocationRequested',
+  Versioned.extend({ jobId: Id, mode: DeletionMode }),
+);
+export const SubjectForgotten = event(
+  'SubjectForgotten',
+  z.object({ jobId: Id, records: z.array(Versioned) }).strict(),
+);
+export const MemoryTombstoned = event(
+  'MemoryTombstoned',
+  Versioned.extend({ jobId: Id.optional(), reason: TombstoneReason }),
+);
+export const MemoryPurged = event('MemoryPurged', Versioned.extend({ jobId: Id }));
+
+export const MemoryEvent = z.discriminatedUnion('type', [
+  MemoryWritten, MemoryPromoted, MemorySuperseded, MemoryExpired, MemoryRevocationRequested, SubjectForgotten,
+  MemoryTombstoned, MemoryPurged,
+]);
+export type MemoryEvent = z.infer<typeof MemoryEvent>;
+export type MemoryEventType = MemoryEvent['type'];
+export type EventOf<T extends MemoryEventType> = Extract<MemoryEvent, { type: T }>;

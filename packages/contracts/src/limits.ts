@@ -1,0 +1,11 @@
+/** Size bounds of design §5.1. Shared by the API edge and write-admission. */
+export const LIMITS = {
+  maxIdLength: 128,
+  maxContentBytes: 32 * 1024,
+  maxPurposes: 16,
+  maxProvenance: 32,
+  maxQueryLength: 1024,
+  maxSearchLimit: 50,
+  maxTokenBudget: 32_000,
+  maxCapabilityTtlSeconds: 15 * 60,
+} as const;

@@ -1,0 +1,26 @@
+import { z } from 'zod';
+import { Actor } from './capability.ts';
+import { Id, IsoTime } from './primitives.ts';
+
+/**
+ * Metadata every command and event carries. `now` is the time the command was accepted at
+ * the edge: deciders never read a clock, so replay gives the same events.
+ */
+export const MessageMetadata = z
+  .object({
+    commandId: Id,
+    tenantId: Id,
+    subjectId: Id,
+    actor: Actor,
+    now: IsoTime,
+    idempotencyKey: Id.optional(),
+    policyRevision: z.number().int().min(0),
+  })
+  .strict();
+export type MessageMetadata = z.infer<typeof MessageMetadata>;
+
+export const Version = z.number().int().min(0);
+export const TombstoneReason = z.enum(['revoked', 'deleted', 'forgotten', 'rejected']);
+export type TombstoneReason = z.infer<typeof TombstoneReason>;
+export const DeletionMode = z.enum(['revoke', 'delete']);
+export type DeletionMode = z.infer<typeof DeletionMode>;

@@ -1,0 +1,50 @@
+import { z } from 'zod';
+import { LIMITS } from './limits.ts';
+
+/** Ids are opaque to us but bounded and printable, so they are safe in keys and logs. */
+export const Id = z
+  .string()
+  .min(1)
+  .max(LIMITS.maxIdLength)
+  .regex(/^[A-Za-z0-9._:@-]+$/, 'ids may contain letters, digits and . _ : @ - only');
+export type Id = z.infer<typeof Id>;
+
+export const IsoTime = z.iso.datetime({ offset: true });
+export type IsoTime = z.infer<typeof IsoTime>;
+
+export const PrincipalKind = z.enum(['person', 'team', 'service', 'agent']);
+export type PrincipalKind = z.infer<typeof PrincipalKind>;
+
+export const Principal = z.object({ principalId: Id, kind: PrincipalKind }).strict();
+export type Principal = z.infer<typeof Principal>;
+
+export const ResourceKind = z.enum(['project', 'case', 'workspace']);
+export const ResourceRef = z.object({ kind: ResourceKind, id: Id }).strict();
+export type ResourceRef = z.infer<typeof ResourceRef>;
+
+export const Visibility = z.enum(['private', 'team', 'restricted']);
+export type Visibility = z.infer<typeof Visibility>;
+
+export const Sensitivity = z.enum(['normal', 'confidential', 'restricted']);
+export type Sensitivity = z.infer<typeof Sensitivity>;
+
+export const Purpose = z.string().min(1).max(64).regex(/^[a-z][a-z0-9_-]*$/, 'purposes are lower-case words');
+export type Purpose = z.infer<typeof Purpose>;
+
+export const MemoryKind = z.enum(['working_note', 'fact', 'skill', 'preference']);
+export type MemoryKind = z.infer<typeof MemoryKind>;
+
+export const Trust = z.enum(['untrusted', 'trusted', 'verified']);
+export type Trust = z.infer<typeof Trust>;
+
+export const Sha256Hex = z.string().regex(/^[0-9a-f]{64}$/);
+
+/** UTF-8 byte length; the 32 KiB bound of §5.1 is on bytes, not UTF-16 units. */
+export function utf8Length(text: string): number {
+  return new TextEncoder().encode(text).length;
+}
+
+export const Content = z
+  .string()
+  .min(1)
+  .refine((s) => utf8Length(s) <= 32 * 1024, { message: 'content exceeds 32 KiB' });

@@ -1,0 +1,57 @@
+import { z } from 'zod';
+import { LIMITS } from './limits.ts';
+import {
+  Content, Id, IsoTime, MemoryKind, Principal, Purpose, ResourceRef, Sensitivity, Sha256Hex, Trust, Visibility,
+} from './primitives.ts';
+
+export const ProvenanceSource = z.enum(['user', 'tool', 'review', 'import']);
+
+export const Provenance = z
+  .object({
+    source: ProvenanceSource,
+    uri: z.string().max(2048).optional(),
+    eventId: Id.optional(),
+    observedAt: IsoTime,
+  })
+  .strict();
+export type Provenance = z.infer<typeof Provenance>;
+
+export const RecordStatus = z.enum([
+  'quarantined', 'active', 'superseded', 'expired', 'revocation_pending', 'tombstoned', 'purged',
+]);
+export type RecordStatus = z.infer<typeof RecordStatus>;
+
+/** The record of design §2 without its content: what projections, logs and workers carry. */
+export const RecordMeta = z
+  .object({
+    id: Id,
+    tenantId: Id,
+    agentId: Id,
+    subjectId: Id,
+    owner: Principal,
+    resource: ResourceRef,
+    visibility: Visibility,
+    sensitivity: Sensitivity,
+    purposes: z.array(Purpose).min(1).max(LIMITS.maxPurposes),
+    kind: MemoryKind,
+    contentHash: Sha256Hex,
+    provenance: z.array(Provenance).min(1).max(LIMITS.maxProvenance),
+    trust: Trust,
+    confidence: z.number().min(0).max(1),
+    createdAt: IsoTime,
+    expiresAt: IsoTime,
+    version: z.number().int().min(1),
+    status: RecordStatus,
+    supersedesId: Id.optional(),
+    supersededById: Id.optional(),
+    legalHold: z.boolean().optional(),
+    policyRevision: z.number().int().min(0),
+  })
+  .strict();
+export type RecordMeta = z.infer<typeof RecordMeta>;
+
+export const MemoryRecord = RecordMeta.extend({ content: Content });
+export type MemoryRecord = z.infer<typeof MemoryRecord>;
+
+/** Statuses that still hold content somewhere and may be forgotten. */
+export const LIVE_STATUSES: readonly RecordStatus[] = ['quarantined', 'active', 'superseded', 'expired'];

@@ -1,0 +1,27 @@
+import { z } from 'zod';
+import { Id } from './primitives.ts';
+import { RecordStatus } from './record.ts';
+
+export const AcceptedResult = z
+  .object({
+    id: Id.optional(),
+    version: z.number().int().min(0).optional(),
+    status: RecordStatus.optional(),
+    jobId: Id.optional(),
+  })
+  .strict();
+export type AcceptedResult = z.infer<typeof AcceptedResult>;
+
+export const CommandReply = z.discriminatedUnion('outcome', [
+  z.object({ commandId: Id, outcome: z.literal('accepted'), result: AcceptedResult }).strict(),
+  z
+    .object({
+      commandId: Id,
+      outcome: z.literal('rejected'),
+      code: z.string(),
+      detail: z.string(),
+      retriable: z.boolean(),
+    })
+    .strict(),
+]);
+export type CommandReply = z.infer<typeof CommandReply>;

@@ -1,0 +1,17 @@
+/** Topic names of design §4. Commands and events are co-partitioned by `tenant/subject`. */
+export const TOPICS = {
+  commands: 'memory.commands',
+  events: 'memory.events',
+  replies: 'memory.replies',
+  records: 'memory.records',
+  policyChanges: 'policy.changes',
+  deletionTasks: 'deletion.tasks',
+  deletionAcks: 'deletion.acks',
+  deletionReceipts: 'deletion.receipts',
+} as const;
+export type TopicName = (typeof TOPICS)[keyof typeof TOPICS];
+
+export const dlqTopic = (topic: string): string => `${topic}.dlq`;
+
+/** The aggregate key: one write-admission partition owns a subject's whole state. */
+export const subjectKey = (tenantId: string, subjectId: string): string => `${tenantId}/${subjectId}`;

@@ -1,0 +1,5 @@
+export * from './partition.ts';
+export * from './ttl.ts';
+export * from './memory/index.ts';
+export * from './ranking/rank.ts';
+export * from './ranking/budget.ts';

@@ -1,0 +1,84 @@
+import { LIVE_STATUSES, type MemoryEvent, type RecordMeta } from '@gm/contracts';
+import { idempotencySlot } from './decide.ts';
+import type { RecordState, SubjectState } from './state.ts';
+
+/**
+ * evolve(state, event) → state, pure and total: an event about a record this state has
+ * never seen leaves the state unchanged rather than throwing, so replay never stops.
+ */
+export function evolve(state: SubjectState, event: MemoryEvent): SubjectState {
+  const records = { ...state.records };
+  let idempotency = state.idempotency;
+  // The latest result per slot: decide only lets a slot produce events again once its
+  // window has passed, and then the new result is the one a retry must get.
+  const remember = (result: SubjectState['idempotency'][string]['result'], recordId?: string) => {
+    if (recordId !== undefined && !records[recordId]) return;
+    idempotency = { ...idempotency, [idempotencySlot(event.metadata)]: { result, at: event.metadata.now } };
+  };
+  const update = (id: string, change: (r: RecordState) => RecordState) => {
+    const r = records[id];
+    if (r) records[id] = change(r);
+  };
+  const transition = (r: RecordState, patch: Partial<RecordMeta>): RecordState => {
+    const { pendingContent: _dropped, ...rest } = r;
+    return { ...rest, meta: { ...r.meta, ...patch } };
+  };
+
+  switch (event.type) {
+    case 'MemoryWritten': {
+      const { content, ...meta } = event.data.record;
+      records[meta.id] = meta.status === 'quarantined' ? { meta, pendingContent: content } : { meta };
+      remember({ id: meta.id, version: meta.version, status: meta.status });
+      break;
+    }
+    case 'MemoryPromoted':
+      update(event.data.id, (r) => transition(r, event.data.record));
+      remember({ id: event.data.id, version: event.data.version, status: 'active' }, event.data.id);
+      break;
+    case 'MemorySuperseded':
+      update(event.data.id, (r) =>
+        transition(r, { status: 'superseded', version: event.data.version, supersededById: event.data.supersededById }),
+      );
+      break;
+    case 'MemoryExpired':
+      update(event.data.id, (r) => transition(r, { status: 'expired', version: event.data.version }));
+      break;
+    case 'MemoryRevocationRequested': {
+      const reason = event.data.mode === 'revoke' ? 'revoked' : 'deleted';
+      update(event.data.id, (r) => ({
+        ...transition(r, { status: 'revocation_pending', version: event.data.version }),
+        deletion: { jobId: event.data.jobId, reason },
+      }));
+      remember({ id: event.data.id, version: event.data.version, status: 'revocation_pending', jobId: event.data.jobId }, event.data.id);
+      break;
+    }
+    case 'SubjectForgotten':
+      for (const { id, version } of event.data.records) {
+        update(id, (r) =>
+          LIVE_STATUSES.includes(r.meta.status)
+            ? { ...transition(r, { status: 'revocation_pending', version }), deletion: { jobId: event.data.jobId, reason: 'forgotten' } }
+            : r,
+        );
+      }
+      remember({ jobId: event.data.jobId });
+      break;
+    case 'MemoryTombstoned':
+      update(event.data.id, (r) => transition(r, { status: 'tombstoned', version: event.data.version }));
+      if (event.data.reason === 'rejected') remember({ id: event.data.id, version: event.data.version, status: 'tombstoned' }, event.data.id);
+      break;
+    case 'MemoryPurged':
+      update(event.data.id, (r) => transition(r, { status: 'purged', version: event.data.version }));
+      break;
+    default: {
+      const never: never = event;
+      throw new Error(`unhandled event ${JSON.stringify(never)}`);
+    }
+  }
+  return { records, idempotency };
+}
+
+export const fold = (events: Iterable<MemoryEvent>, state: SubjectState): SubjectState => {
+  let s = state;
+  for (const e of events) s = evolve(s, e);
+  return s;
+};

@@ -1,0 +1,3 @@
+export * from './state.ts';
+export * from './decide.ts';
+export * from './evolve.ts';

@@ -1,0 +1,18 @@
+import type { AcceptedResult, RecordMeta, TombstoneReason } from '@gm/contracts';
+
+export interface RecordState {
+  meta: RecordMeta;
+  /** Kept only while quarantined, so a promotion can hand the content to the index. */
+  pendingContent?: string;
+  /** Set once a deletion job owns the record. */
+  deletion?: { jobId: string; reason: TombstoneReason };
+}
+
+/** The state of one aggregate: every record about one subject of one tenant. */
+export interface SubjectState {
+  records: Record<string, RecordState>;
+  /** `${agentId}:${key}` → first result and when it was produced. */
+  idempotency: Record<string, { result: AcceptedResult; at: string }>;
+}
+
+export const initialState = (): SubjectState => ({ records: {}, idempotency: {} });

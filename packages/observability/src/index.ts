@@ -1,0 +1,2 @@
+export * from './logger.ts';
+export * from './metrics.ts';

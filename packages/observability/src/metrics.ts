@@ -1,0 +1,37 @@
+import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** The metrics of §10; one registry per runtime so tests can start several. */
+export function createMetrics() {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const counter = (name: string, help: string, labelNames: string[] = []) =>
+    new Counter({ name, help, labelNames, registers: [registry] });
+  return {
+    registry,
+    writes: counter('gm_writes_total', 'Memory writes admitted', ['status']),
+    rejections: counter('gm_commands_rejected_total', 'Commands rejected by write-admission', ['code']),
+    quarantines: counter('gm_quarantines_total', 'Writes quarantined as untrusted'),
+    promotions: counter('gm_promotions_total', 'Quarantined or narrowed memories promoted'),
+    conflicts: counter('gm_conflicts_total', 'Optimistic-concurrency conflicts'),
+    expirations: counter('gm_expirations_total', 'Memories expired'),
+    supersessions: counter('gm_supersessions_total', 'Memories superseded by a correction'),
+    revocations: counter('gm_revocations_total', 'Record revocations and deletions requested', ['mode']),
+    forgets: counter('gm_forgets_total', 'Subjects forgotten'),
+    deletionJobs: counter('gm_deletion_jobs_total', 'Deletion jobs by final status', ['status']),
+    deletionAlerts: counter('gm_deletion_alerts_total', 'Deletion jobs that failed or timed out', ['reason']),
+    receiptLatency: new Histogram({
+      name: 'gm_deletion_verified_seconds', help: 'Deletion request to verified job', registers: [registry],
+      buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    }),
+    searchLatency: new Histogram({
+      name: 'gm_search_seconds', help: 'Search latency', registers: [registry],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
+    }),
+    itemsReturned: new Histogram({
+      name: 'gm_search_items', help: 'Items per evidence packet', registers: [registry], buckets: [0, 1, 2, 5, 10, 20, 50],
+    }),
+    cacheHits: counter('gm_retrieval_cache_total', 'Retrieval cache lookups', ['result']),
+    deadLetters: counter('gm_dead_letters_total', 'Messages dead-lettered', ['topic']),
+  };
+}
+export type Metrics = ReturnType<typeof createMetrics>;

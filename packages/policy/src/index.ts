@@ -1,0 +1,2 @@
+export * from './capabilities.ts';
+export * from './pdp.ts';

@@ -1,0 +1,5 @@
+export * from './port.ts';
+export { createSqliteSearchIndex } from './embedded/sqlite-search-index.ts';
+export type { SqliteSearchIndexOptions } from './embedded/sqlite-search-index.ts';
+export { indexDigest } from './embedded/digest.ts';
+export type { DigestEntry } from './embedded/digest.ts';

@@ -1,0 +1,63 @@
+import type { MemoryKind, Provenance } from '@gm/contracts';
+
+/**
+ * The search index port: searchable copies of *active* records. The embedded adapter is
+ * SQLite FTS5 (BM25); the distributed one is Elasticsearch. Both must pass
+ * `testSearchIndex` (packages/testing).
+ */
+export interface IndexDocument {
+  tenantId: string;
+  recordId: string;
+  /** Partition key (see @gm/domain `partitionKey`). The only authorisation unit the index knows. */
+  partition: string;
+  subjectId: string;
+  kind: MemoryKind;
+  purposes: string[];
+  content: string;
+  contentHash: string;
+  confidence: number;
+  createdAt: string;
+  expiresAt: string;
+  version: number;
+  provenance: Provenance[];
+}
+
+export interface SearchQuery {
+  tenantId: string;
+  /**
+   * Required and authoritative: documents outside these partitions are never read, scored
+   * or returned. An empty list returns no hits without touching the index.
+   */
+  partitions: string[];
+  /** Only documents whose purposes include this one. */
+  purpose: string;
+  /** Free text; matched term by term (any term), ranked by BM25. */
+  text: string;
+  /** ISO time; documents with expiresAt <= now are not returned. */
+  now: string;
+  subjectId?: string;
+  kinds?: MemoryKind[];
+  limit: number;
+}
+
+export interface SearchHit {
+  doc: IndexDocument;
+  /** Higher is better; > 0 for every hit (a hit matched at least one term). */
+  lexicalScore: number;
+}
+
+export interface SearchIndex {
+  /** Insert or replace by (tenantId, recordId); an older version never replaces a newer one. */
+  upsert(docs: IndexDocument[]): Promise<void>;
+  /** Removes by id; returns how many documents were removed. Idempotent. */
+  remove(tenantId: string, recordIds: string[]): Promise<number>;
+  /** Direct read by id, bypassing search. For verification probes only, never the read path. */
+  get(tenantId: string, recordId: string): Promise<IndexDocument | null>;
+  search(query: SearchQuery): Promise<SearchHit[]>;
+  count(tenantId?: string): Promise<number>;
+  /** sha256 over every document's (tenant, id, version, contentHash, partition), sorted. */
+  digest(): Promise<string>;
+  /** Drops every document (replay rebuilds the index from the log). */
+  clear(): Promise<void>;
+  close(): Promise<void>;
+}

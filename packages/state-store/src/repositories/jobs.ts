@@ -1,0 +1,68 @@
+import { DeletionJob } from '@gm/contracts';
+import type { KeyValueStore } from '../port.ts';
+import { SEP, type KeySpace } from './keys.ts';
+
+/** Deletion job state (§8.1). Open jobs are indexed so a restarted orchestrator resumes them. */
+export class DeletionJobs {
+  constructor(private readonly kv: KeyValueStore, private readonly keys: KeySpace) {}
+
+  async put(job: DeletionJob): Promise<void> {
+    await this.kv.set(this.keys.job(job.tenant, job.jobId), JSON.stringify(job));
+    await this.kv.set(this.keys.jobIndex(job.jobId), job.tenant);
+    const member = `${job.tenant}${SEP}${job.jobId}`;
+    if (job.status === 'verified' || job.status === 'failed') await this.kv.srem(this.keys.openJobs(), [member]);
+    else await this.kv.sadd(this.keys.openJobs(), [member]);
+  }
+
+  async get(tenantId: string, jobId: string): Promise<DeletionJob | null> {
+    const raw = await this.kv.get(this.keys.job(tenantId, jobId));
+    return raw === null ? null : DeletionJob.parse(JSON.parse(raw));
+  }
+
+  async open(): Promise<DeletionJob[]> {
+    const jobs: DeletionJob[] = [];
+    for (const member of await this.kv.smembers(this.keys.openJobs())) {
+      const [tenant, jobId] = member.split(SEP);
+      const job = tenant && jobId ? await this.get(tenant, jobId) : null;
+      if (job) jobs.push(job);
+    }
+    return jobs;
+  }
+}
+
+/** Per-tenant policy revision (§6.6). Every policy change bumps it. */
+export class PolicyRevisions {
+  constructor(private readonly kv: KeyValueStore, private readonly keys: KeySpace) {}
+  async current(tenantId: string): Promise<number> {
+    const raw = await this.kv.get(this.keys.policyRevision(tenantId));
+    return raw === null ? 0 : Number(raw);
+  }
+  bump = (tenantId: string) => this.kv.incr(this.keys.policyRevision(tenantId));
+}
+
+/** Revoked capability ids and agents (§6.1, §7). */
+export class Revocations {
+  constructor(private readonly kv: KeyValueStore, private readonly keys: KeySpace) {}
+  revokeCapability = async (jti: string, untilMs: number, nowMs: number) => {
+    await this.kv.set(this.keys.revokedCapability(jti), '1', { ttlMs: Math.max(1, untilMs - nowMs) });
+  };
+  revokeAgent = async (tenant: string, agentId: string) => {
+    await this.kv.set(this.keys.revokedAgent(tenant, agentId), '1');
+  };
+  async isRevoked(tenant: string, agentId: string, jti: string): Promise<boolean> {
+    return (await this.kv.exists([this.keys.revokedCapability(jti), this.keys.revokedAgent(tenant, agentId)])) > 0;
+  }
+}
+
+/**
+ * A per-tenant counter bumped by the projector on every record change. Retrieval cache keys
+ * include it, so no cached result outlives a write, promotion or deletion.
+ */
+export class DataGenerations {
+  constructor(private readonly kv: KeyValueStore, private readonly keys: KeySpace) {}
+  async current(tenantId: string): Promise<number> {
+    const raw = await this.kv.get(this.keys.dataGeneration(tenantId));
+    return raw === null ? 0 : Number(raw);
+  }
+  bump = (tenantId: string) => this.kv.incr(this.keys.dataGeneration(tenantId));
+}

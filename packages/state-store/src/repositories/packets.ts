@@ -1,0 +1,60 @@
+import { EvidencePacket } from '@gm/contracts';
+import { z } from 'zod';
+import type { KeyValueStore } from '../port.ts';
+import type { KeySpace } from './keys.ts';
+
+export const StoredPacket = z.object({
+  packet: EvidencePacket,
+  tenantId: z.string(),
+  agentId: z.string(),
+  /** Items whose record was revoked or deleted after issue; their excerpts are erased. */
+  invalidated: z.array(z.string()),
+});
+export type StoredPacket = z.infer<typeof StoredPacket>;
+
+/** Evidence packets (§6.5), kept with a TTL and indexed by record so deletion reaches them. */
+export class PacketStore {
+  constructor(private readonly kv: KeyValueStore, private readonly keys: KeySpace) {}
+
+  async put(stored: StoredPacket, ttlMs: number): Promise<void> {
+    await this.kv.set(this.keys.packet(stored.packet.packetId), JSON.stringify(stored), { ttlMs });
+    for (const item of stored.packet.items) {
+      await this.kv.sadd(this.keys.packetsOf(stored.tenantId, item.recordId), [stored.packet.packetId]);
+    }
+  }
+
+  async get(packetId: string): Promise<StoredPacket | null> {
+    const raw = await this.kv.get(this.keys.packet(packetId));
+    return raw === null ? null : StoredPacket.parse(JSON.parse(raw));
+  }
+
+  /** Live packets that still carry an excerpt of any of these records. */
+  async holding(tenantId: string, recordIds: string[]): Promise<string[]> {
+    const out = new Set<string>();
+    for (const recordId of recordIds) {
+      for (const packetId of await this.kv.smembers(this.keys.packetsOf(tenantId, recordId))) {
+        const stored = await this.get(packetId);
+        const item = stored?.packet.items.find((i) => i.recordId === recordId);
+        if (item && item.excerpt !== '') out.add(packetId);
+      }
+    }
+    return [...out].sort();
+  }
+
+  /** Erases the excerpts of these records from every packet and marks them invalid. */
+  async invalidate(tenantId: string, recordIds: string[]): Promise<number> {
+    const targets = new Set(recordIds);
+    let changed = 0;
+    for (const packetId of await this.holding(tenantId, recordIds)) {
+      const key = this.keys.packet(packetId);
+      const stored = await this.get(packetId);
+      if (!stored) continue;
+      const items = stored.packet.items.map((i) => (targets.has(i.recordId) ? { ...i, excerpt: '' } : i));
+      const invalidated = [...new Set([...stored.invalidated, ...recordIds.filter((id) => items.some((i) => i.recordId === id))])];
+      const ttlMs = Math.max(1, Date.parse(stored.packet.expiresAt) - Date.now());
+      await this.kv.set(key, JSON.stringify({ ...stored, packet: { ...stored.packet, items }, invalidated }), { ttlMs });
+      changed += 1;
+    }
+    return changed;
+  }
+}

@@ -1,0 +1,27 @@
+import type { KeyValueStore } from '../port.ts';
+import { SEP, type KeySpace } from './keys.ts';
+
+export interface ScheduledExpiry {
+  tenantId: string;
+  subjectId: string;
+  recordId: string;
+  dueAtMs: number;
+}
+
+/** The expiry schedule (§4): a sorted set by due time, like a Redis ZSET. */
+export class ExpirySchedule {
+  constructor(private readonly kv: KeyValueStore, private readonly keys: KeySpace) {}
+
+  private member = (e: Omit<ScheduledExpiry, 'dueAtMs'>) => [e.tenantId, e.subjectId, e.recordId].join(SEP);
+
+  schedule = (e: ScheduledExpiry) => this.kv.zadd(this.keys.expirySchedule(), e.dueAtMs, this.member(e));
+  unschedule = (e: Omit<ScheduledExpiry, 'dueAtMs'>) => this.kv.zrem(this.keys.expirySchedule(), [this.member(e)]);
+
+  async due(nowMs: number, limit: number): Promise<ScheduledExpiry[]> {
+    const rows = await this.kv.zrangeByScore(this.keys.expirySchedule(), 0, nowMs, limit);
+    return rows.flatMap(({ member, score }) => {
+      const [tenantId, subjectId, recordId] = member.split(SEP);
+      return tenantId && subjectId && recordId ? [{ tenantId, subjectId, recordId, dueAtMs: score }] : [];
+    });
+  }
+}

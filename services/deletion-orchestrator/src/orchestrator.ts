@@ -1,0 +1,250 @@
+import type { Bus, ConsumedMessage, OutgoingMessage, ProcessContext } from '@gm/bus';
+import {
+  DeletionAck, MemoryEvent, TOPICS, dlqTopic, serviceActor, subjectKey,
+  type Clock, type DeletionJob, type DeletionTarget, type DeletionTask, type MemoryCommand, type ServiceHandle,
+} from '@gm/contracts';
+import type { Logger, Metrics } from '@gm/observability';
+import type { StateStore } from '@gm/state-store';
+
+export const ORCHESTRATOR_GROUP = 'deletion-orchestrator';
+
+export interface OrchestratorDeps {
+  bus: Bus;
+  state: StateStore;
+  clock: Clock;
+  log: Logger;
+  metrics: Metrics;
+  /** The copies this deployment keeps; each one must acknowledge. */
+  targets: DeletionTarget[];
+  deadlineMs: number;
+  verifyRetryMs: number;
+  tickMs: number;
+}
+
+/**
+ * Turns revocation, deletion and forget events into durable jobs (§8): tombstone first, then
+ * one task per target, acks with evidence, purge, verification. A job that misses its
+ * deadline fails loudly (metric, log, dead letter) — never a silent success.
+ */
+export class DeletionOrchestrator {
+  private readonly locks = new Map<string, Promise<void>>();
+
+  constructor(private readonly deps: OrchestratorDeps) {}
+
+  /** Serialises work on one job: events and acks of a job may arrive on different partitions. */
+  private async withJob(jobId: string, work: () => Promise<void>): Promise<void> {
+    const previous = this.locks.get(jobId) ?? Promise.resolve();
+    const next = previous.then(work, work);
+    this.locks.set(jobId, next.catch(() => undefined));
+    try {
+      await next;
+    } finally {
+      if (this.locks.get(jobId) === next) this.locks.delete(jobId);
+    }
+  }
+
+  handle = async (message: ConsumedMessage, ctx: ProcessContext): Promise<void> => {
+    if (message.topic === TOPICS.deletionAcks) return this.onAck(DeletionAck.parse(message.value), ctx);
+    const parsed = MemoryEvent.safeParse(message.value);
+    if (!parsed.success) throw new Error('memory.events carries a message that is not a memory event');
+    const event = parsed.data;
+    switch (event.type) {
+      case 'MemoryRevocationRequested':
+        return this.openJob(event, [event.data.id], event.data.mode, ctx);
+      case 'SubjectForgotten':
+        return this.openJob(event, event.data.records.map((r) => r.id), 'forget', ctx);
+      case 'MemoryTombstoned': {
+        const jobId = event.data.jobId;
+        if (jobId === undefined) return;
+        return this.withJob(jobId, () => this.onTombstoned(event.metadata.tenantId, jobId, event.data.id, ctx));
+      }
+      default:
+        return;
+    }
+  };
+
+  private async openJob(event: MemoryEvent, recordIds: string[], mode: DeletionJob['mode'], ctx: ProcessContext): Promise<void> {
+    const jobId = event.type === 'MemoryRevocationRequested' || event.type === 'SubjectForgotten' ? event.data.jobId : '';
+    await this.withJob(jobId, async () => {
+      const { state, clock } = this.deps;
+      const m = event.metadata;
+      if (await state.jobs.get(m.tenantId, jobId)) return; // redelivered event
+      const now = clock.now();
+      const job: DeletionJob = {
+        jobId,
+        tenant: m.tenantId,
+        subjectId: m.subjectId,
+        recordIds,
+        mode,
+        requestedBy: { agentId: m.actor.agentId, principalId: m.actor.principalId },
+        requestedAt: m.now,
+        policyRevision: m.policyRevision,
+        targets: this.deps.targets,
+        status: 'invalidating',
+        deadline: new Date(Date.parse(m.now) + this.deps.deadlineMs).toISOString(),
+        evidence: [],
+        updatedAt: now.toISOString(),
+        progress: { tombstoned: [], verificationAttempts: 0 },
+      };
+      ctx.send(recordIds.map((id) => this.command(job, 'TombstoneMemory', id, now)));
+      if (recordIds.length === 0) {
+        await this.startVerification(job, ctx);
+        return;
+      }
+      await state.jobs.put(job);
+      this.deps.log.info({ jobId, tenant: job.tenant, records: recordIds.length, mode }, 'deletion job opened');
+    });
+  }
+
+  private async onTombstoned(tenant: string, jobId: string, recordId: string, ctx: ProcessContext): Promise<void> {
+    const job = await this.deps.state.jobs.get(tenant, jobId);
+    if (!job || job.status !== 'invalidating' || job.progress.tombstoned.includes(recordId)) return;
+    const tombstoned = [...job.progress.tombstoned, recordId];
+    const next = { ...job, progress: { ...job.progress, tombstoned }, updatedAt: this.deps.clock.now().toISOString() };
+    if (job.recordIds.every((id) => tombstoned.includes(id))) ctx.send(this.tasksFor(next));
+    await this.deps.state.jobs.put(next);
+  }
+
+  private async onAck(ack: DeletionAck, ctx: ProcessContext): Promise<void> {
+    await this.withJob(ack.jobId, async () => {
+      const job = await this.deps.state.jobs.get(ack.tenantId, ack.jobId);
+      if (!job || job.status === 'verified' || job.status === 'failed') return;
+      const now = this.deps.clock.now();
+      if (ack.target === 'verification') return this.onVerification(job, ack, ctx);
+      if (ack.evidence.status === 'failed') return this.fail(job, `target ${ack.target} failed: ${ack.evidence.ref}`);
+      const evidence = [...job.evidence.filter((e) => e.target !== ack.target), ack.evidence];
+      const next: DeletionJob = { ...job, evidence, updatedAt: now.toISOString() };
+      if (job.status === 'invalidating' && job.targets.every((t) => evidence.some((e) => e.target === t))) {
+        if (job.mode !== 'revoke') ctx.send(job.recordIds.map((id) => this.command(job, 'PurgeMemory', id, now)));
+        return this.startVerification(next, ctx);
+      }
+      await this.deps.state.jobs.put(next);
+    });
+  }
+
+  private async startVerification(job: DeletionJob, ctx: ProcessContext): Promise<void> {
+    const next: DeletionJob = { ...job, status: 'verifying', updatedAt: this.deps.clock.now().toISOString() };
+    ctx.send([this.verificationTask(next)]);
+    await this.deps.state.jobs.put(next);
+  }
+
+  private async onVerification(job: DeletionJob, ack: DeletionAck, _ctx: ProcessContext): Promise<void> {
+    const now = this.deps.clock.now();
+    const findings = ack.findings ?? [];
+    const evidence = [...job.evidence.filter((e) => e.target !== 'verification'), ack.evidence];
+    const attempts = job.progress.verificationAttempts + 1;
+    if (findings.length === 0 && ack.evidence.status === 'done') {
+      await this.deps.state.jobs.put({
+        ...job, status: 'verified', evidence, updatedAt: now.toISOString(),
+        progress: { ...job.progress, verificationAttempts: attempts, findings: [] },
+      });
+      this.deps.metrics.deletionJobs.inc({ status: 'verified' });
+      this.deps.metrics.receiptLatency.observe(Math.max(0, now.getTime() - Date.parse(job.requestedAt)) / 1000);
+      this.deps.log.info({ jobId: job.jobId, tenant: job.tenant, attempts }, 'deletion job verified');
+      return;
+    }
+    // Not clean yet (a copy is still being removed): try again until the deadline.
+    await this.deps.state.jobs.put({
+      ...job, evidence, updatedAt: now.toISOString(),
+      progress: {
+        ...job.progress, verificationAttempts: attempts, findings,
+        nextVerificationAt: new Date(now.getTime() + this.deps.verifyRetryMs).toISOString(),
+      },
+    });
+  }
+
+  private async fail(job: DeletionJob, reason: string): Promise<void> {
+    const now = this.deps.clock.now();
+    await this.deps.state.jobs.put({ ...job, status: 'failed', failureReason: reason, updatedAt: now.toISOString() });
+    this.deps.metrics.deletionJobs.inc({ status: 'failed' });
+    this.deps.metrics.deletionAlerts.inc({ reason: reason.startsWith('deadline') ? 'deadline' : 'target_failed' });
+    this.deps.log.error({ jobId: job.jobId, tenant: job.tenant, status: job.status, reason }, 'ALERT deletion job failed');
+    await this.deps.bus.produce([
+      {
+        topic: dlqTopic(TOPICS.deletionTasks),
+        key: job.jobId,
+        value: { jobId: job.jobId, tenant: job.tenant, status: job.status, reason, recordIds: job.recordIds },
+        headers: { 'dlq.topic': TOPICS.deletionTasks, 'dlq.error': reason, 'dlq.group': ORCHESTRATOR_GROUP },
+      },
+    ]);
+  }
+
+  /** Timer work: fail jobs past their deadline, re-run verification that found something. */
+  async tick(): Promise<void> {
+    const now = this.deps.clock.now();
+    for (const open of await this.deps.state.jobs.open()) {
+      await this.withJob(open.jobId, async () => {
+        const job = await this.deps.state.jobs.get(open.tenant, open.jobId);
+        if (!job || job.status === 'verified' || job.status === 'failed') return;
+        if (now.getTime() > Date.parse(job.deadline)) {
+          const findings = job.progress.findings?.length ? ` (${job.progress.findings.join(', ')})` : '';
+          return this.fail(job, `deadline passed while ${job.status}${findings}`);
+        }
+        const retryAt = job.progress.nextVerificationAt;
+        if (job.status === 'verifying' && retryAt !== undefined && Date.parse(retryAt) <= now.getTime()) {
+          const { nextVerificationAt: _sent, ...progress } = job.progress;
+          const next = { ...job, progress, updatedAt: now.toISOString() };
+          await this.deps.state.jobs.put(next);
+          await this.deps.bus.produce([this.verificationTask(next)]);
+        }
+      });
+    }
+  }
+
+  private tasksFor(job: DeletionJob): OutgoingMessage[] {
+    return job.targets.map((target) => this.task(job, target));
+  }
+
+  private verificationTask(job: DeletionJob): OutgoingMessage {
+    return this.task(job, 'verification');
+  }
+
+  private task(job: DeletionJob, target: DeletionTask['target']): OutgoingMessage {
+    const task: DeletionTask = {
+      jobId: job.jobId, tenantId: job.tenant, target, recordIds: job.recordIds,
+      retainPrimary: job.mode === 'revoke', issuedAt: this.deps.clock.now().toISOString(),
+    };
+    return { topic: TOPICS.deletionTasks, key: job.jobId, value: task };
+  }
+
+  private command(job: DeletionJob, type: 'TombstoneMemory' | 'PurgeMemory', id: string, now: Date): OutgoingMessage {
+    const command: MemoryCommand = {
+      type,
+      data: { id, jobId: job.jobId },
+      metadata: {
+        commandId: `${type === 'TombstoneMemory' ? 'tomb' : 'purge'}.${job.jobId}.${id}`.slice(0, 128),
+        tenantId: job.tenant,
+        subjectId: job.subjectId,
+        actor: serviceActor('deletion-orchestrator'),
+        now: now.toISOString(),
+        policyRevision: job.policyRevision,
+      },
+    };
+    return { topic: TOPICS.commands, key: subjectKey(job.tenant, job.subjectId), value: command };
+  }
+}
+
+export async function startDeletionOrchestrator(deps: OrchestratorDeps): Promise<ServiceHandle> {
+  const orchestrator = new DeletionOrchestrator(deps);
+  const sub = await deps.bus.subscribe({
+    groupId: ORCHESTRATOR_GROUP, topics: [TOPICS.events, TOPICS.deletionAcks], handler: orchestrator.handle,
+  });
+  let running: Promise<void> | undefined;
+  const timer = setInterval(() => {
+    if (running) return;
+    running = orchestrator
+      .tick()
+      .catch((err: unknown) => deps.log.error({ err }, 'deletion orchestrator tick failed'))
+      .finally(() => {
+        running = undefined;
+      });
+  }, deps.tickMs);
+  timer.unref();
+  return {
+    close: async () => {
+      clearInterval(timer);
+      await running;
+      await sub.close();
+    },
+  };
+}

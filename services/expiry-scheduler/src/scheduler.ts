@@ -1,0 +1,120 @@
+import type { Bus, ConsumedMessage } from '@gm/bus';
+import {
+  MemoryEvent, TOPICS, serviceActor, subjectKey,
+  type Clock, type CommandOf, type ServiceHandle,
+} from '@gm/contracts';
+import type { Logger } from '@gm/observability';
+import type { ScheduledExpiry, StateStore } from '@gm/state-store';
+
+export const EXPIRY_SCHEDULER_GROUP = 'expiry-scheduler';
+
+export interface ExpirySchedulerDeps {
+  bus: Bus;
+  state: StateStore;
+  clock: Clock;
+  log: Logger;
+  tickMs: number;
+}
+
+/** Keeps the schedule equal to the live records' expiresAt (a Redis sorted set in production). */
+export async function scheduleFromEvent(state: StateStore, event: MemoryEvent): Promise<void> {
+  const { tenantId, subjectId } = event.metadata;
+  switch (event.type) {
+    case 'MemoryWritten': {
+      const r = event.data.record;
+      await state.expiries.schedule({ tenantId, subjectId, recordId: r.id, dueAtMs: Date.parse(r.expiresAt) });
+      break;
+    }
+    case 'MemoryPromoted':
+      break;
+    case 'SubjectForgotten':
+      for (const r of event.data.records) await state.expiries.unschedule({ tenantId, subjectId, recordId: r.id });
+      break;
+    case 'MemorySuperseded':
+    case 'MemoryExpired':
+    case 'MemoryRevocationRequested':
+    case 'MemoryTombstoned':
+    case 'MemoryPurged':
+      await state.expiries.unschedule({ tenantId, subjectId, recordId: event.data.id });
+      break;
+    default: {
+      const never: never = event;
+      throw new Error(`unhandled event ${JSON.stringify(never)}`);
+    }
+  }
+}
+
+/**
+ * Sends ExpireMemory for due entries. The commandId is derived from the entry, so a re-send
+ * (the event has not come back yet) is answered from the idempotency slot and never expires
+ * twice. Entries leave the schedule only when MemoryExpired (or another end) is folded, so
+ * nothing is lost if a command is dropped.
+ */
+export async function sendExpiries(bus: Bus, due: ScheduledExpiry[], now: Date): Promise<number> {
+  if (due.length === 0) return 0;
+  const commands = due.map((d): CommandOf<'ExpireMemory'> => ({
+    type: 'ExpireMemory',
+    data: { id: d.recordId },
+    metadata: {
+      commandId: `expire.${d.dueAtMs}.${d.tenantId}.${d.recordId}`.slice(0, 128),
+      tenantId: d.tenantId,
+      subjectId: d.subjectId,
+      actor: serviceActor('expiry-scheduler'),
+      now: now.toISOString(),
+      policyRevision: 0,
+    },
+  }));
+  await bus.produce(commands.map((c) => ({ topic: TOPICS.commands, key: subjectKey(c.metadata.tenantId, c.metadata.subjectId), value: c })));
+  return commands.length;
+}
+
+/** One scheduler tick: due entries not sent within `resendMs` are sent. */
+export function createTicker(deps: Pick<ExpirySchedulerDeps, 'bus' | 'state' | 'clock'>, resendMs: number) {
+  const sentAt = new Map<string, number>();
+  return async (): Promise<number> => {
+    const now = deps.clock.now();
+    const nowMs = now.getTime();
+    const due = (await deps.state.expiries.due(nowMs, 500)).filter((d) => {
+      const key = `${d.tenantId}/${d.recordId}/${d.dueAtMs}`;
+      const last = sentAt.get(key);
+      if (last !== undefined && nowMs - last < resendMs) return false;
+      sentAt.set(key, nowMs);
+      return true;
+    });
+    if (sentAt.size > 10_000) sentAt.clear();
+    return sendExpiries(deps.bus, due, now);
+  };
+}
+
+export async function startExpiryScheduler(deps: ExpirySchedulerDeps): Promise<ServiceHandle> {
+  const sub = await deps.bus.subscribe({
+    groupId: EXPIRY_SCHEDULER_GROUP,
+    topics: [TOPICS.events],
+    handler: async (message: ConsumedMessage) => {
+      const parsed = MemoryEvent.safeParse(message.value);
+      if (!parsed.success) throw new Error('memory.events carries a message that is not a memory event');
+      await scheduleFromEvent(deps.state, parsed.data);
+    },
+  });
+  const tick = createTicker(deps, Math.max(5_000, deps.tickMs * 10));
+  let running: Promise<void> | undefined;
+  const timer = setInterval(() => {
+    if (running) return;
+    running = tick()
+      .then((count) => {
+        if (count > 0) deps.log.info({ count }, 'expiry commands sent');
+      })
+      .catch((err: unknown) => deps.log.error({ err }, 'expiry tick failed'))
+      .finally(() => {
+        running = undefined;
+      });
+  }, deps.tickMs);
+  timer.unref();
+  return {
+    close: async () => {
+      clearInterval(timer);
+      await running;
+      await sub.close();
+    },
+  };
+}

@@ -1,0 +1,73 @@
+import type { Bus, ConsumedMessage } from '@gm/bus';
+import { MemoryEvent, TOPICS, type MemoryRecord, type RecordMeta, type ServiceHandle } from '@gm/contracts';
+import { partitionKey } from '@gm/domain';
+import type { IndexDocument, SearchIndex } from '@gm/search-index';
+
+export const INDEX_BUILDER_GROUP = 'index-builder';
+
+export function toIndexDocument(meta: RecordMeta, content: string): IndexDocument {
+  return {
+    tenantId: meta.tenantId,
+    recordId: meta.id,
+    partition: partitionKey({
+      tenantId: meta.tenantId, resource: meta.resource, visibility: meta.visibility,
+      sensitivity: meta.sensitivity, ownerPrincipalId: meta.owner.principalId,
+    }),
+    subjectId: meta.subjectId,
+    kind: meta.kind,
+    purposes: meta.purposes,
+    content,
+    contentHash: meta.contentHash,
+    confidence: meta.confidence,
+    createdAt: meta.createdAt,
+    expiresAt: meta.expiresAt,
+    version: meta.version,
+    provenance: meta.provenance,
+  };
+}
+
+/** Keeps the index equal to the set of active records: active ⇒ indexed, anything else ⇒ removed. */
+export async function indexEvent(index: SearchIndex, event: MemoryEvent): Promise<void> {
+  const tenant = event.metadata.tenantId;
+  switch (event.type) {
+    case 'MemoryWritten': {
+      const { content, ...meta }: MemoryRecord = event.data.record;
+      if (meta.status === 'active') await index.upsert([toIndexDocument(meta, content)]);
+      else await index.remove(tenant, [meta.id]);
+      break;
+    }
+    case 'MemoryPromoted': {
+      const content = event.data.content ?? (await index.get(tenant, event.data.id))?.content;
+      // Without content there is nothing to index: the record was removed in the meantime.
+      if (content !== undefined) await index.upsert([toIndexDocument(event.data.record, content)]);
+      break;
+    }
+    case 'SubjectForgotten':
+      await index.remove(tenant, event.data.records.map((r) => r.id));
+      break;
+    case 'MemorySuperseded':
+    case 'MemoryExpired':
+    case 'MemoryRevocationRequested':
+    case 'MemoryTombstoned':
+    case 'MemoryPurged':
+      await index.remove(tenant, [event.data.id]);
+      break;
+    default: {
+      const never: never = event;
+      throw new Error(`unhandled event ${JSON.stringify(never)}`);
+    }
+  }
+}
+
+export async function startIndexBuilder(deps: { bus: Bus; index: SearchIndex }): Promise<ServiceHandle> {
+  const sub = await deps.bus.subscribe({
+    groupId: INDEX_BUILDER_GROUP,
+    topics: [TOPICS.events],
+    handler: async (message: ConsumedMessage) => {
+      const parsed = MemoryEvent.safeParse(message.value);
+      if (!parsed.success) throw new Error('memory.events carries a message that is not a memory event');
+      await indexEvent(deps.index, parsed.data);
+    },
+  });
+  return { close: () => sub.close() };
+}

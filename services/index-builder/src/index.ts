@@ -1,0 +1,2 @@
+export * from './index-builder.ts';
+export * from './index-targets.ts';

@@ -1,0 +1,2 @@
+export * from './projector.ts';
+export * from './primary-target.ts';

@@ -1,0 +1,88 @@
+import type { Bus, ConsumedMessage, ProcessContext } from '@gm/bus';
+import { MemoryEvent, TOPICS, type RecordMeta, type ServiceHandle } from '@gm/contracts';
+import type { Logger } from '@gm/observability';
+import type { StateStore } from '@gm/state-store';
+
+export const PROJECTOR_GROUP = 'projector';
+
+export interface ProjectorDeps {
+  bus: Bus;
+  state: StateStore;
+  log: Logger;
+}
+
+/**
+ * Folds memory.events into the record hash (metadata only), the primary content copy, the
+ * tombstones and memory.records (compacted). Idempotent: the record hash is version-guarded,
+ * so a redelivered event changes nothing.
+ */
+export async function projectEvent(state: StateStore, event: MemoryEvent): Promise<RecordMeta[]> {
+  const tenant = event.metadata.tenantId;
+  const changed: RecordMeta[] = [];
+  const patch = async (id: string, fields: Partial<RecordMeta>) => {
+    const current = await state.records.get(tenant, id);
+    if (!current) return;
+    const next = { ...current, ...fields };
+    if (await state.records.put(next)) changed.push(next);
+  };
+  switch (event.type) {
+    case 'MemoryWritten': {
+      const { content, ...meta } = event.data.record;
+      await state.idClaims.claim(tenant, meta.id, meta.subjectId);
+      const current = await state.records.get(tenant, meta.id);
+      if (current && current.version > meta.version) break;
+      await state.contents.put(tenant, meta.id, content);
+      if (await state.records.put(meta)) changed.push(meta);
+      break;
+    }
+    case 'MemoryPromoted':
+      await patch(event.data.id, event.data.record);
+      break;
+    case 'MemorySuperseded':
+      await patch(event.data.id, { status: 'superseded', version: event.data.version, supersededById: event.data.supersededById });
+      break;
+    case 'MemoryExpired':
+      await patch(event.data.id, { status: 'expired', version: event.data.version });
+      break;
+    case 'MemoryRevocationRequested':
+      // Tombstone first: the read path denies from here on, before any purge work (§3).
+      await state.tombstones.add(tenant, [event.data.id]);
+      await patch(event.data.id, { status: 'revocation_pending', version: event.data.version });
+      break;
+    case 'SubjectForgotten':
+      await state.tombstones.add(tenant, event.data.records.map((r) => r.id));
+      for (const r of event.data.records) await patch(r.id, { status: 'revocation_pending', version: r.version });
+      break;
+    case 'MemoryTombstoned':
+      await state.tombstones.add(tenant, [event.data.id]);
+      // A rejected quarantine never becomes a deletion job: its only copy goes now.
+      if (event.data.reason === 'rejected') await state.contents.remove(tenant, [event.data.id]);
+      await patch(event.data.id, { status: 'tombstoned', version: event.data.version });
+      break;
+    case 'MemoryPurged':
+      // The deletion job already removed the content; removing again keeps replay identical.
+      await state.contents.remove(tenant, [event.data.id]);
+      await patch(event.data.id, { status: 'purged', version: event.data.version });
+      break;
+    default: {
+      const never: never = event;
+      throw new Error(`unhandled event ${JSON.stringify(never)}`);
+    }
+  }
+  if (changed.length > 0) await state.generations.bump(tenant);
+  return changed;
+}
+
+export function projectorHandler(deps: ProjectorDeps) {
+  return async (message: ConsumedMessage, ctx: ProcessContext): Promise<void> => {
+    const parsed = MemoryEvent.safeParse(message.value);
+    if (!parsed.success) throw new Error('memory.events carries a message that is not a memory event');
+    const changed = await projectEvent(deps.state, parsed.data);
+    ctx.send(changed.map((meta) => ({ topic: TOPICS.records, key: `${meta.tenantId}/${meta.id}`, value: meta })));
+  };
+}
+
+export async function startProjector(deps: ProjectorDeps): Promise<ServiceHandle> {
+  const sub = await deps.bus.subscribe({ groupId: PROJECTOR_GROUP, topics: [TOPICS.events], handler: projectorHandler(deps) });
+  return { close: () => sub.close() };
+}

@@ -1,0 +1,86 @@
+import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
+import rateLimit from '@fastify/rate-limit';
+import { GovernedMemoryError, isGovernedMemoryError } from '@gm/contracts';
+import type { BrokerDeps } from './deps.ts';
+import { problemOf } from './problem.ts';
+import { capabilityRoutes } from './routes/capabilities.ts';
+import { deletionRoutes } from './routes/deletion.ts';
+import { healthRoutes } from './routes/health.ts';
+import { memoryRoutes } from './routes/memories.ts';
+import { searchRoutes } from './routes/search.ts';
+
+/** Rate limits are per capability subject; the key is read unverified, so it only shapes buckets. */
+function rateLimitKey(authorization: string | undefined, ip: string): string {
+  const token = authorization?.split(' ')[1];
+  const payload = token?.split('.')[1];
+  if (!payload) return `ip:${ip}`;
+  try {
+    const claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as { tenant?: unknown; sub?: unknown };
+    return typeof claims.tenant === 'string' && typeof claims.sub === 'string' ? `cap:${claims.tenant}/${claims.sub}` : `ip:${ip}`;
+  } catch {
+    return `ip:${ip}`;
+  }
+}
+
+/** Framework errors by their stable codes (never by message text). */
+function frameworkProblem(err: FastifyError): { status: number; code: GovernedMemoryError['code']; detail: string } {
+  switch (err.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return { status: 413, code: 'MEM_PAYLOAD_TOO_LARGE', detail: 'the request body is too large' };
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return { status: 415, code: 'MEM_VALIDATION', detail: 'send application/json' };
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return { status: 400, code: 'MEM_VALIDATION', detail: 'the body is not valid JSON' };
+    default:
+      if (err.statusCode === 400) return { status: 400, code: 'MEM_VALIDATION', detail: 'the request is malformed' };
+      return { status: 500, code: 'MEM_INTERNAL', detail: 'internal error' };
+  }
+}
+
+export async function buildApp(deps: BrokerDeps): Promise<FastifyInstance> {
+  const app = Fastify({
+    // pino's Logger is a FastifyBaseLogger; the cast only drops pino-specific generics.
+    loggerInstance: deps.log as FastifyBaseLogger,
+    disableRequestLogging: true,
+    bodyLimit: deps.config.bodyLimitBytes,
+    requestTimeout: deps.config.requestTimeoutMs,
+    genReqId: () => crypto.randomUUID(),
+    return503OnClosing: true,
+  });
+
+  app.setErrorHandler((err: FastifyError | GovernedMemoryError, request, reply) => {
+    if (isGovernedMemoryError(err)) {
+      const body = problemOf(err.code, err.message, request.id);
+      if (body.status >= 500) request.log.error({ err, reqId: request.id }, 'request failed');
+      return reply.code(body.status).type('application/problem+json').send(body);
+    }
+    const { status, code, detail } = frameworkProblem(err);
+    if (status >= 500) request.log.error({ err, reqId: request.id }, 'request failed');
+    return reply.code(status).type('application/problem+json').send(problemOf(code, detail, request.id, status));
+  });
+  app.setNotFoundHandler((request, reply) =>
+    reply.code(404).type('application/problem+json').send(problemOf('MEM_NOT_FOUND', 'no such route', request.id)),
+  );
+  app.addHook('onResponse', async (request, reply) => {
+    request.log.info(
+      { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
+      'request',
+    );
+  });
+
+  await app.register(rateLimit, {
+    max: deps.config.rateLimitPerMinute,
+    timeWindow: 60_000,
+    allowList: (request) => ['/healthz', '/readyz', '/metrics'].includes(request.url),
+    keyGenerator: (request) => rateLimitKey(request.headers.authorization, request.ip),
+    errorResponseBuilder: () => new GovernedMemoryError('MEM_RATE_LIMITED', 'too many requests for this capability; slow down'),
+  });
+
+  healthRoutes(app, deps);
+  capabilityRoutes(app, deps);
+  memoryRoutes(app, deps);
+  searchRoutes(app, deps);
+  deletionRoutes(app, deps);
+  return app;
+}

@@ -1,0 +1,82 @@
+import type { Bus, Subscription } from '@gm/bus';
+import {
+  CommandReply, ERROR_CODES, GovernedMemoryError, TOPICS, subjectKey,
+  type AcceptedResult, type ErrorCode, type MemoryCommand,
+} from '@gm/contracts';
+
+/** Consumer groups whose progress the API waits for before it answers a mutation. */
+export const READ_YOUR_WRITES_GROUPS = ['projector', 'index-builder'] as const;
+
+/**
+ * Sends commands to write-admission and waits for the reply (request/reply over
+ * memory.replies, correlated by commandId). After an accepted reply it waits until the
+ * projector and index-builder have folded the events, so the caller's next read sees them.
+ */
+export class CommandGateway {
+  private readonly pending = new Map<string, (reply: CommandReply) => void>();
+  private subscription: Subscription | undefined;
+
+  constructor(
+    private readonly bus: Bus,
+    private readonly options: { instanceId: string; replyTimeoutMs: number; readYourWritesTimeoutMs: number },
+  ) {}
+
+  async start(): Promise<void> {
+    this.subscription = await this.bus.subscribe({
+      groupId: `retrieval-broker.replies.${this.options.instanceId}`,
+      topics: [TOPICS.replies],
+      fromBeginning: false,
+      handler: async (message) => {
+        const parsed = CommandReply.safeParse(message.value);
+        if (!parsed.success) return;
+        this.pending.get(parsed.data.commandId)?.(parsed.data);
+      },
+    });
+  }
+
+  async close(): Promise<void> {
+    await this.subscription?.close();
+  }
+
+  /** Returns the accepted result, or throws the rejection as a coded error. */
+  async send(command: MemoryCommand): Promise<AcceptedResult & { readYourWrites: boolean }> {
+    const { commandId } = command.metadata;
+    const key = subjectKey(command.metadata.tenantId, command.metadata.subjectId);
+    let timer: NodeJS.Timeout | undefined;
+    const reply = new Promise<CommandReply>((resolve, reject) => {
+      this.pending.set(commandId, resolve);
+      timer = setTimeout(
+        () => reject(new GovernedMemoryError('MEM_TIMEOUT', 'no reply from write-admission in time; retrying with the same Idempotency-Key is safe', { retriable: true })),
+        this.options.replyTimeoutMs,
+      );
+    });
+    try {
+      const [position] = await this.bus.produce([{ topic: TOPICS.commands, key, value: command }]);
+      const answer = await reply;
+      if (answer.outcome === 'rejected') {
+        throw new GovernedMemoryError(asCode(answer.code), answer.detail, { retriable: answer.retriable });
+      }
+      const partition = position?.partition ?? this.bus.partitionFor(TOPICS.events, key);
+      const readYourWrites = await this.waitForProjections(partition);
+      return { ...answer.result, readYourWrites };
+    } finally {
+      clearTimeout(timer);
+      this.pending.delete(commandId);
+    }
+  }
+
+  /** Events and the reply were appended in one transaction, so the events end is known now. */
+  private async waitForProjections(partition: number): Promise<boolean> {
+    const end = (await this.bus.endOffsets(TOPICS.events))[partition] ?? 0;
+    if (end === 0) return true;
+    const position = { topic: TOPICS.events, partition, offset: end - 1 };
+    const results = await Promise.all(
+      READ_YOUR_WRITES_GROUPS.map((g) => this.bus.waitForCommitted(g, position, this.options.readYourWritesTimeoutMs)),
+    );
+    return results.every(Boolean);
+  }
+}
+
+function asCode(code: string): ErrorCode {
+  return (ERROR_CODES as readonly string[]).includes(code) ? (code as ErrorCode) : 'MEM_INTERNAL';
+}

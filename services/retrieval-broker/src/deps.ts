@@ -1,0 +1,34 @@
+import type { Bus } from '@gm/bus';
+import type { Clock } from '@gm/contracts';
+import type { Logger, Metrics } from '@gm/observability';
+import type { CapabilityIssuer, CapabilityVerifier, PolicyDecisionPoint } from '@gm/policy';
+import type { SearchIndex } from '@gm/search-index';
+import type { StateStore } from '@gm/state-store';
+import type { CommandGateway } from './command-gateway.ts';
+
+export interface BrokerConfig {
+  replyTimeoutMs: number;
+  readYourWritesTimeoutMs: number;
+  packetTtlMs: number;
+  cacheTtlMs: number;
+  rateLimitPerMinute: number;
+  bodyLimitBytes: number;
+  requestTimeoutMs: number;
+}
+
+export interface BrokerDeps {
+  bus: Bus;
+  index: SearchIndex;
+  state: StateStore;
+  pdp: PolicyDecisionPoint;
+  verifier: CapabilityVerifier;
+  issuer: CapabilityIssuer;
+  issuerCredential: string;
+  gateway: CommandGateway;
+  clock: Clock;
+  log: Logger;
+  metrics: Metrics;
+  config: BrokerConfig;
+  /** Whether every dependency answers (readiness). */
+  ready(): Promise<boolean>;
+}

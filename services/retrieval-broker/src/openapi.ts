@@ -1,0 +1,62 @@
+import { z } from 'zod';
+import {
+  DeletionAccepted, DeletionJob, EvidencePacket, IssueCapabilityRequest, IssueCapabilityResponse, MemoryRecord,
+  MutationResponse, PacketValidation, Problem, SearchRequest, VersionedRequest, WriteMemoryRequest,
+} from '@gm/contracts';
+
+const schema = (s: z.ZodType) => z.toJSONSchema(s, { io: 'input', unrepresentable: 'any' });
+const json = (s: z.ZodType) => ({ 'application/json': { schema: schema(s) } });
+const problem = { description: 'problem+json (RFC 9457)', content: { 'application/problem+json': { schema: schema(Problem) } } };
+const ok = (status: string, s: z.ZodType, description: string) => ({ [status]: { description, content: json(s) } });
+const bearer = [{ capability: [] }];
+
+/** OpenAPI 3.1 generated from the same zod schemas the handlers validate with. */
+export function openApiDocument() {
+  const op = (summary: string, action: string, responses: object, requestBody?: z.ZodType) => ({
+    summary: `${summary} (action: ${action})`,
+    security: action === 'issuer' ? [{ issuer: [] }] : bearer,
+    ...(requestBody ? { requestBody: { required: true, content: json(requestBody) } } : {}),
+    responses: { ...responses, default: problem },
+  });
+  const idParam = (name: string) => [{ name, in: 'path', required: true, schema: { type: 'string' } }];
+  return {
+    openapi: '3.1.0',
+    info: { title: 'Governed memory API', version: '1.0.0' },
+    components: {
+      securitySchemes: {
+        capability: { type: 'http', scheme: 'bearer', bearerFormat: 'JWS (EdDSA) capability' },
+        issuer: { type: 'http', scheme: 'bearer', description: 'issuer credential' },
+      },
+    },
+    paths: {
+      '/v1/capabilities': { post: op('Issue a capability', 'issuer', ok('201', IssueCapabilityResponse, 'issued'), IssueCapabilityRequest) },
+      '/v1/memories': {
+        post: {
+          ...op('Write a memory', 'write', ok('201', MutationResponse, 'admitted'), WriteMemoryRequest),
+          parameters: [{ name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string' } }],
+        },
+      },
+      '/v1/memories/{id}': {
+        parameters: idParam('id'),
+        get: op('Read a memory', 'read', ok('200', MemoryRecord, 'the record')),
+        delete: op('Delete a memory', 'request_delete', ok('202', DeletionAccepted, 'deletion job accepted')),
+      },
+      '/v1/memories/{id}/promote': {
+        parameters: idParam('id'),
+        post: op('Promote a quarantined memory or widen its visibility', 'promote', ok('200', MutationResponse, 'promoted'), VersionedRequest),
+      },
+      '/v1/memories/{id}/reject': {
+        parameters: idParam('id'),
+        post: op('Reject a quarantined memory', 'review', ok('200', MutationResponse, 'tombstoned'), VersionedRequest),
+      },
+      '/v1/search': { post: op('Search', 'search', ok('200', EvidencePacket, 'evidence packet'), SearchRequest) },
+      '/v1/packets/{id}/validate': { parameters: idParam('id'), post: op('Validate a packet before acting', 'cite', ok('200', PacketValidation, 'validity')) },
+      '/v1/subjects/{subjectId}/forget': { parameters: idParam('subjectId'), post: op('Forget a subject', 'request_delete', ok('202', DeletionAccepted, 'deletion job accepted')) },
+      '/v1/deletion-jobs/{id}': { parameters: idParam('id'), get: op('Deletion job', 'admin or requester', ok('200', DeletionJob, 'job')) },
+      '/v1/review/quarantine': { get: op('Quarantined memories to review', 'review', ok('200', z.object({ items: z.array(MemoryRecord) }), 'records')) },
+      '/healthz': { get: { summary: 'Liveness', responses: { '200': { description: 'alive' } } } },
+      '/readyz': { get: { summary: 'Readiness', responses: { '200': { description: 'ready' }, '503': { description: 'not ready' } } } },
+      '/metrics': { get: { summary: 'Prometheus metrics', responses: { '200': { description: 'text exposition' } } } },
+    },
+  };
+}

@@ -1,0 +1,16 @@
+import type { FastifyInstance } from 'fastify';
+import { IssueCapabilityRequest } from '@gm/contracts';
+import { checkIssuerCredential } from '../auth.ts';
+import type { BrokerDeps } from '../deps.ts';
+import { parseBody } from '../http.ts';
+
+export function capabilityRoutes(app: FastifyInstance, deps: BrokerDeps): void {
+  app.post('/v1/capabilities', async (request, reply) => {
+    checkIssuerCredential(request, deps.issuerCredential);
+    const body = parseBody(IssueCapabilityRequest, request.body);
+    const revision = await deps.state.policyRevisions.current(body.tenant);
+    const issued = await deps.issuer.issue(body, deps.clock.now(), revision);
+    deps.log.info({ tenant: body.tenant, agentId: body.agentId, jti: issued.jti, actions: body.actions }, 'capability issued');
+    return reply.code(201).send(issued);
+  });
+}

@@ -1,0 +1,48 @@
+import type { FastifyInstance } from 'fastify';
+import { ulid } from 'ulid';
+import { GovernedMemoryError, type MemoryCommand } from '@gm/contracts';
+import { authenticate, bearer } from '../auth.ts';
+import type { BrokerDeps } from '../deps.ts';
+import { idempotencyKey, pathId } from '../http.ts';
+import { notFound } from '../problem.ts';
+import { metadataFor, authorizedRecord } from './memories.ts';
+
+export function deletionRoutes(app: FastifyInstance, deps: BrokerDeps): void {
+  app.delete('/v1/memories/:id', async (request, reply) => {
+    const claims = await authenticate(request, deps.verifier, deps.clock, 'request_delete');
+    const id = pathId(request, 'id');
+    const meta = await authorizedRecord(deps, claims, id, 'request_delete');
+    const jobId = ulid();
+    const command: MemoryCommand = {
+      type: 'DeleteMemory', data: { id, jobId }, metadata: await metadataFor(deps, claims, meta.subjectId, idempotencyKey(request)),
+    };
+    const result = await deps.gateway.send(command);
+    return reply.code(202).send({ jobId: result.jobId ?? jobId });
+  });
+
+  /**
+   * Right to be forgotten: every record about the subject in the caller's tenant, whatever
+   * its resource. The answer is the same whether the subject had records or not.
+   */
+  app.post('/v1/subjects/:subjectId/forget', async (request, reply) => {
+    const claims = await authenticate(request, deps.verifier, deps.clock, 'request_delete');
+    const subjectId = pathId(request, 'subjectId');
+    const jobId = ulid();
+    const command: MemoryCommand = {
+      type: 'ForgetSubject', data: { jobId }, metadata: await metadataFor(deps, claims, subjectId, idempotencyKey(request)),
+    };
+    const result = await deps.gateway.send(command);
+    return reply.code(202).send({ jobId: result.jobId ?? jobId });
+  });
+
+  /** Admins see every job of their tenant; a requester sees its own jobs. */
+  app.get('/v1/deletion-jobs/:id', async (request) => {
+    const claims = await deps.verifier.verify(bearer(request), deps.clock.now());
+    if (!claims.actions.includes('admin') && !claims.actions.includes('request_delete')) {
+      throw new GovernedMemoryError('CAP_ACTION_DENIED', 'the capability grants neither "admin" nor "request_delete"');
+    }
+    const job = await deps.state.jobs.get(claims.tenant, pathId(request, 'id'));
+    if (!job || (!claims.actions.includes('admin') && job.requestedBy.agentId !== claims.sub)) throw notFound();
+    return job;
+  });
+}

@@ -1,0 +1,24 @@
+import type { FastifyInstance } from 'fastify';
+import { SearchRequest } from '@gm/contracts';
+import { authenticate } from '../auth.ts';
+import type { BrokerDeps } from '../deps.ts';
+import { parseBody, pathId } from '../http.ts';
+import { notFound } from '../problem.ts';
+import { search, validatePacket } from '../retrieval.ts';
+
+export function searchRoutes(app: FastifyInstance, deps: BrokerDeps): void {
+  const retrieval = { ...deps, packetTtlMs: deps.config.packetTtlMs, cacheTtlMs: deps.config.cacheTtlMs };
+
+  app.post('/v1/search', async (request) => {
+    const claims = await authenticate(request, deps.verifier, deps.clock, 'search');
+    const body = parseBody(SearchRequest, request.body);
+    return search(retrieval, claims, body, deps.clock.now());
+  });
+
+  app.post('/v1/packets/:id/validate', async (request) => {
+    const claims = await authenticate(request, deps.verifier, deps.clock, 'cite');
+    const result = await validatePacket(retrieval, claims, pathId(request, 'id'), deps.clock.now());
+    if (!result) throw notFound();
+    return result;
+  });
+}
