@@ -166,6 +166,9 @@ export class SqliteLog {
         for (const spec of specs) {
           // `partitions` is required by the type; untyped config that omits it gets the default.
           const partitions = spec.partitions ?? defaultPartitions;
+          if (typeof spec.name !== 'string' || spec.name.length === 0) {
+            throw new GovernedMemoryError('MEM_VALIDATION', 'topic names must be non-empty strings');
+          }
           if (!Number.isInteger(partitions) || partitions < 1) {
             throw new GovernedMemoryError('MEM_VALIDATION', `topic "${spec.name}": partitions must be a positive integer`);
           }

@@ -1,0 +1,163 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { loadConfig, replayDataDir } from '@gm/embedded';
+
+const USAGE = `memctl — command line for governed memory
+
+  memctl capability issue --tenant T --agent A --scope KIND:ID [--scope ...] --purpose P --actions a,b,c
+                          [--principal ID --principal-kind person|team|service|agent] [--run R] [--ttl SECONDS]
+  memctl write   --subject S --resource KIND:ID --kind fact|preference|skill|working_note --content TEXT
+                 [--trust trusted|untrusted] [--id ID] [--supersedes ID] [--expires-at ISO] [--visibility team|private]
+                 [--confidence 0..1] [--source user|tool|review|import] [--idempotency-key K]
+  memctl search  --query TEXT [--subject S] [--limit N] [--budget TOKENS]
+  memctl promote --id ID --expected-version N
+  memctl forget  --subject S
+  memctl job     --id JOB_ID
+  memctl replay  [--data-dir DIR]      rebuild projections from the log (service stopped) and compare digests
+
+Common: --url (MEMORY_URL, default http://127.0.0.1:8080), --token (MEMORY_TOKEN),
+        --data-dir (MEMORY_DATA_DIR, default .data; where the issuer credential is read from).`;
+
+const options = {
+  url: { type: 'string' }, token: { type: 'string' }, 'data-dir': { type: 'string' },
+  tenant: { type: 'string' }, agent: { type: 'string' }, scope: { type: 'string', multiple: true }, purpose: { type: 'string' },
+  actions: { type: 'string' }, principal: { type: 'string' }, 'principal-kind': { type: 'string' }, run: { type: 'string' },
+  ttl: { type: 'string' }, subject: { type: 'string' }, resource: { type: 'string' }, kind: { type: 'string' },
+  content: { type: 'string' }, trust: { type: 'string' }, id: { type: 'string' }, supersedes: { type: 'string' },
+  'expires-at': { type: 'string' }, visibility: { type: 'string' }, confidence: { type: 'string' }, source: { type: 'string' },
+  'idempotency-key': { type: 'string' }, query: { type: 'string' }, limit: { type: 'string' }, budget: { type: 'string' },
+  'expected-version': { type: 'string' }, help: { type: 'boolean', short: 'h' },
+} as const;
+
+type Values = ReturnType<typeof parseArgs<{ options: typeof options; allowPositionals: true }>>['values'];
+
+class UsageError extends Error {}
+
+function need(values: Values, name: keyof Values): string {
+  const v = values[name];
+  if (typeof v !== 'string' || v === '') throw new UsageError(`--${name} is required`);
+  return v;
+}
+
+function resourceRef(text: string): { kind: string; id: string } {
+  const [kind, ...rest] = text.split(':');
+  if (!kind || rest.length === 0) throw new UsageError(`"${text}" is not KIND:ID (e.g. project:maple)`);
+  return { kind, id: rest.join(':') };
+}
+
+const optional = <T>(value: T | undefined, key: string) => (value === undefined ? {} : { [key]: value });
+
+async function call(values: Values, method: string, route: string, body?: unknown, auth?: string, headers: Record<string, string> = {}): Promise<unknown> {
+  const base = values.url ?? process.env.MEMORY_URL ?? 'http://127.0.0.1:8080';
+  const token = auth ?? values.token ?? process.env.MEMORY_TOKEN;
+  if (!token) throw new UsageError('--token (or MEMORY_TOKEN) is required');
+  const response = await fetch(`${base}${route}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const text = await response.text();
+  if (!response.ok) {
+    process.stderr.write(`${response.status} ${text}\n`);
+    process.exit(1);
+  }
+  return text === '' ? null : JSON.parse(text);
+}
+
+const print = (value: unknown) => process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+
+async function run(argv: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({ args: argv, options, allowPositionals: true });
+  const [command, sub] = positionals;
+  if (values.help || !command) {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
+  const dataDir = path.resolve(values['data-dir'] ?? process.env.MEMORY_DATA_DIR ?? '.data');
+  switch (command) {
+    case 'capability': {
+      if (sub !== 'issue') throw new UsageError('did you mean: memctl capability issue');
+      const credential = process.env.MEMORY_ISSUER_CREDENTIAL ?? readFileSync(path.join(dataDir, 'issuer-credential'), 'utf8').trim();
+      const body = {
+        tenant: need(values, 'tenant'),
+        agentId: need(values, 'agent'),
+        scopes: (values.scope ?? []).map(resourceRef),
+        purpose: need(values, 'purpose'),
+        actions: need(values, 'actions').split(',').map((a) => a.trim()).filter(Boolean),
+        ...optional(values.principal === undefined ? undefined : { id: values.principal, kind: values['principal-kind'] ?? 'person' }, 'principal'),
+        ...optional(values.run, 'run'),
+        ...optional(values.ttl === undefined ? undefined : Number(values.ttl), 'ttlSeconds'),
+      };
+      const issued = (await call(values, 'POST', '/v1/capabilities', body, credential)) as { token: string; expiresAt: string };
+      process.stderr.write(`expires at ${issued.expiresAt}\n`);
+      process.stdout.write(`${issued.token}\n`);
+      return;
+    }
+    case 'write': {
+      const body = {
+        subjectId: need(values, 'subject'),
+        resource: resourceRef(need(values, 'resource')),
+        kind: need(values, 'kind'),
+        content: need(values, 'content'),
+        trust: values.trust ?? 'untrusted',
+        provenance: [{ source: values.source ?? 'user', observedAt: new Date().toISOString() }],
+        ...optional(values.id, 'id'),
+        ...optional(values.supersedes, 'supersedesId'),
+        ...optional(values['expires-at'], 'expiresAt'),
+        ...optional(values.visibility, 'visibility'),
+        ...optional(values.confidence === undefined ? undefined : Number(values.confidence), 'confidence'),
+      };
+      const key = values['idempotency-key'];
+      print(await call(values, 'POST', '/v1/memories', body, undefined, key ? { 'idempotency-key': key } : {}));
+      return;
+    }
+    case 'search':
+      print(
+        await call(values, 'POST', '/v1/search', {
+          query: need(values, 'query'),
+          ...optional(values.subject, 'subjectId'),
+          ...optional(values.limit === undefined ? undefined : Number(values.limit), 'limit'),
+          ...optional(values.budget === undefined ? undefined : Number(values.budget), 'tokenBudget'),
+        }),
+      );
+      return;
+    case 'promote':
+      print(await call(values, 'POST', `/v1/memories/${encodeURIComponent(need(values, 'id'))}/promote`, { expectedVersion: Number(need(values, 'expected-version')) }));
+      return;
+    case 'forget':
+      print(await call(values, 'POST', `/v1/subjects/${encodeURIComponent(need(values, 'subject'))}/forget`, {}));
+      return;
+    case 'job':
+      print(await call(values, 'GET', `/v1/deletion-jobs/${encodeURIComponent(need(values, 'id'))}`));
+      return;
+    case 'replay': {
+      const config = loadConfig({ ...process.env, MEMORY_DATA_DIR: dataDir });
+      process.stderr.write(`replaying ${dataDir} ...\n`);
+      const started = performance.now();
+      const report = await replayDataDir(dataDir, config.partitions, (n) => process.stderr.write(`  ${n} events folded\n`));
+      process.stdout.write(
+        [
+          `events replayed:   ${report.events} in ${Math.round(performance.now() - started)} ms`,
+          `projection digest: ${report.before.projection} -> ${report.after.projection}`,
+          `index digest:      ${report.before.index} -> ${report.after.index}`,
+          report.identical ? 'identical: the projections are a pure fold of the log' : 'DIFFERENT: the projections had drifted from the log (now rebuilt)',
+          '',
+        ].join('\n'),
+      );
+      if (!report.identical) process.exitCode = 1;
+      return;
+    }
+    default:
+      throw new UsageError(`unknown command "${command}"`);
+  }
+}
+
+run(process.argv.slice(2)).catch((err: unknown) => {
+  if (err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+    process.stderr.write(`${(err as Error).message}\n\n${USAGE}\n`);
+    process.exit(2);
+  }
+  process.stderr.write(`memctl: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+});
