@@ -49,6 +49,9 @@ export async function buildApp(deps: BrokerDeps): Promise<FastifyInstance> {
     return503OnClosing: true,
   });
 
+  // JSON only: a text body would otherwise reach the handlers as a string.
+  app.removeContentTypeParser('text/plain');
+
   app.setErrorHandler((err: FastifyError | GovernedMemoryError, request, reply) => {
     if (isGovernedMemoryError(err)) {
       const body = problemOf(err.code, err.message, request.id);
