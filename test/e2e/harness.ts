@@ -30,7 +30,7 @@ export interface ApiBody {
   content?: string;
   recordIds?: string[];
   evidence?: Array<{ target: string; status: string; ref: string }>;
-  items: Array<{ recordId: string; id?: string; valid?: boolean; excerpt: string; rank: { score: number } }>;
+  items: Array<{ recordId: string; id?: string; version?: number; valid?: boolean; excerpt: string; rank: { score: number } }>;
 }
 
 export interface ApiResponse<T = ApiBody> {
@@ -105,7 +105,7 @@ export async function startTestRuntime(env: Record<string, string> = {}, existin
       };
       const response = await api('POST', '/v1/capabilities', { token: runtime.credentials.issuerCredential, body });
       if (response.status !== 201) throw new Error(`issue failed: ${response.status} ${response.text}`);
-      return (response.body as { token: string }).token;
+      return String(response.body.token);
     },
     async restart() {
       await runtime.close();

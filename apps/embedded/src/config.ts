@@ -12,20 +12,30 @@ export function parseDuration(text: string): number {
   return Number(match[1]) * (UNITS[match[2]] ?? 1);
 }
 
-const duration = (fallback: string) =>
+const duration = (fallback: string, timer = false) =>
   z
     .string()
     .default(fallback)
     .transform((v, ctx) => {
       try {
-        return parseDuration(v);
+        const ms = parseDuration(v);
+        // Node timers fire at once past 2^31-1 ms; a zero interval would spin a loop.
+        if (ms < 1 || (timer && ms > 2_147_483_647)) throw new Error(`"${v}" must be between 1ms and ${timer ? '24d' : 'any length'}`);
+        return ms;
       } catch (err) {
         ctx.addIssue({ code: 'custom', message: (err as Error).message });
         return z.NEVER;
       }
     });
 
-const integer = (fallback: number, min: number, max: number) => z.coerce.number().int().min(min).max(max).default(fallback);
+/** Digits only: an empty MEMORY_PORT= must be an error, not port 0 (Number('') === 0). */
+const integer = (fallback: number, min: number, max: number) =>
+  z
+    .string()
+    .regex(/^\d+$/, 'must be a whole number')
+    .default(String(fallback))
+    .transform(Number)
+    .pipe(z.number().int().min(min).max(max));
 
 const KINDS: MemoryKind[] = ['working_note', 'fact', 'skill', 'preference'];
 const ttlVar = (kind: MemoryKind) => `MEMORY_TTL_${kind.toUpperCase()}`;
@@ -64,15 +74,15 @@ export const EnvSchema = z.object({
   MEMORY_PARTITIONS: integer(4, 1, 256),
   MEMORY_RATE_LIMIT_PER_MINUTE: integer(1200, 1, 1_000_000),
   MEMORY_BODY_LIMIT_BYTES: integer(256 * 1024, 1024, 16 * 1024 * 1024),
-  MEMORY_REQUEST_TIMEOUT: duration('30s'),
-  MEMORY_REPLY_TIMEOUT: duration('10s'),
-  MEMORY_READ_YOUR_WRITES_TIMEOUT: duration('5s'),
+  MEMORY_REQUEST_TIMEOUT: duration('30s', true),
+  MEMORY_REPLY_TIMEOUT: duration('10s', true),
+  MEMORY_READ_YOUR_WRITES_TIMEOUT: duration('5s', true),
   MEMORY_PACKET_TTL: duration('15m'),
   MEMORY_CACHE_TTL: duration('60s'),
   MEMORY_IDEMPOTENCY_WINDOW: duration('24h'),
-  MEMORY_EXPIRY_TICK: duration('1s'),
+  MEMORY_EXPIRY_TICK: duration('1s', true),
   MEMORY_DELETION_DEADLINE: duration('60s'),
-  MEMORY_DELETION_VERIFY_RETRY: duration('500ms'),
+  MEMORY_DELETION_VERIFY_RETRY: duration('500ms', true),
   ...ttlShape,
 });
 

@@ -112,6 +112,11 @@ export class CapabilityVerifier {
         issuer: this.issuer,
         audience: CAPABILITY_AUDIENCE,
         currentDate: now,
+        typ: 'cap+jwt',
+        // Bounds the usable window to [iat, iat + 15 min] even if a token carries an early nbf
+        // or a future iat. No clock tolerance: issuer and verifier share one clock here (the
+        // distributed runtime will need a few seconds of it).
+        maxTokenAge: LIMITS.maxCapabilityTtlSeconds,
         requiredClaims: ['exp', 'iat', 'jti', 'sub'],
       }));
     } catch (err) {
@@ -127,7 +132,8 @@ export class CapabilityVerifier {
     if (p.exp - p.iat > LIMITS.maxCapabilityTtlSeconds) {
       throw new GovernedMemoryError('CAP_INVALID', 'the capability lives longer than 15 minutes');
     }
-    return p;
+    // Frozen: the cached claims are shared by every request that presents this token.
+    return Object.freeze(structuredClone(p));
   }
 }
 

@@ -1,0 +1,133 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { MemoryEvent, TOPICS } from '@gm/contracts';
+import { openStores, replayDataDir, systemClock } from '@gm/embedded';
+import { memory } from './harness.ts';
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+/** One process, as `pnpm start` runs it (tsx as a loader, so a kill reaches the server itself). */
+const NODE_ARGS = ['--import', 'tsx', 'apps/embedded/src/main.ts'];
+
+interface Running {
+  child: ChildProcess;
+  url: string;
+  exited: Promise<number | null>;
+}
+
+/** Starts the real `pnpm start` entry point as its own process and waits for its banner. */
+async function startProcess(dataDir: string, env: Record<string, string> = {}): Promise<Running> {
+  const child = spawn(process.execPath, NODE_ARGS, {
+    cwd: ROOT,
+    env: { ...process.env, MEMORY_PORT: '0', MEMORY_DATA_DIR: dataDir, MEMORY_LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  let stderr = '';
+  const url = await new Promise<string>((resolve, reject) => {
+    child.stderr?.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+      const match = /listening on (http:\/\/\S+)/.exec(stderr);
+      if (match?.[1]) resolve(match[1]);
+    });
+    void exited.then((code) => reject(new Error(`exited ${code}: ${stderr}`)));
+  });
+  return { child, url, exited };
+}
+
+async function issue(url: string, dataDir: string): Promise<string> {
+  const credential = readFileSync(path.join(dataDir, 'issuer-credential'), 'utf8').trim();
+  const res = await fetch(`${url}/v1/capabilities`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${credential}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ tenant: 'acme', agentId: 'stream-bot', scopes: [{ kind: 'project', id: 'maple' }], purpose: 'support', actions: ['write', 'read', 'search'] }),
+  });
+  return ((await res.json()) as { token: string }).token;
+}
+
+describe('embedded runtime as a process', () => {
+  const dirs: string[] = [];
+  const tempDir = () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'gm-proc-'));
+    dirs.push(dir);
+    return dir;
+  };
+  afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+
+  it('fails fast with a clear message on invalid configuration', async () => {
+    const child = spawn(process.execPath, NODE_ARGS, {
+      cwd: ROOT, env: { ...process.env, MEMORY_PORT: 'eighty', MEMORY_PACKET_TTL: 'soon', MEMORY_DATA_DIR: tempDir() }, stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr?.on('data', (c: Buffer) => (stderr += c.toString()));
+    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+    expect(code).toBe(2);
+    expect(stderr).toContain('MEMORY_PORT');
+    expect(stderr).toContain('MEMORY_PACKET_TTL');
+  });
+
+  it('loses no acknowledged write when killed with SIGKILL mid-stream, and replays to the same state', async () => {
+    const dataDir = tempDir();
+    let proc = await startProcess(dataDir);
+    const token = await issue(proc.url, dataDir);
+    const acknowledged = new Map<string, string>();
+    let attempted = 0;
+    const writer = async (lane: number) => {
+      for (let i = 0; ; i += 1) {
+        const id = `w-${lane}-${i}`;
+        const content = `Stream lane ${lane} item ${i} kestrel`;
+        attempted += 1;
+        try {
+          const res = await fetch(`${proc.url}/v1/memories`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+            body: JSON.stringify(memory({ id, subjectId: `subj-${i % 5}`, content })),
+          });
+          if (res.status === 201) acknowledged.set(id, content);
+        } catch {
+          return; // the process is gone: this write was never acknowledged
+        }
+      }
+    };
+    const lanes = [0, 1, 2, 3].map(writer);
+    while (acknowledged.size < 80) await new Promise((r) => setTimeout(r, 10));
+    proc.child.kill('SIGKILL');
+    await Promise.all(lanes);
+    await proc.exited;
+    expect(acknowledged.size).toBeGreaterThanOrEqual(80);
+
+    proc = await startProcess(dataDir);
+    const token2 = await issue(proc.url, dataDir);
+    for (const [id, content] of acknowledged) {
+      const res = await fetch(`${proc.url}/v1/memories/${id}`, { headers: { authorization: `Bearer ${token2}` } });
+      expect(res.status, id).toBe(200);
+      expect(((await res.json()) as { content: string }).content).toBe(content);
+    }
+    proc.child.kill('SIGTERM');
+    expect(await proc.exited).toBe(0);
+
+    // Every event exactly once, versions strictly increasing per record.
+    const stores = await openStores(dataDir, 4, systemClock);
+    const seen = new Set<string>();
+    const versions = new Map<string, number>();
+    for await (const message of stores.bus.readAll(TOPICS.events)) {
+      const event = MemoryEvent.parse(message.value);
+      expect(seen.has(event.metadata.eventId)).toBe(false);
+      seen.add(event.metadata.eventId);
+      if (event.type === 'MemoryWritten') {
+        const previous = versions.get(event.data.record.id) ?? 0;
+        expect(event.data.record.version).toBe(previous + 1);
+        versions.set(event.data.record.id, event.data.record.version);
+      }
+    }
+    await stores.close();
+    for (const id of acknowledged.keys()) expect(versions.get(id)).toBe(1);
+    expect(versions.size).toBeLessThanOrEqual(attempted);
+
+    const report = await replayDataDir(dataDir, 4);
+    expect(report.identical).toBe(true);
+    expect(report.events).toBe(seen.size);
+  });
+});
