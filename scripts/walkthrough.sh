@@ -29,7 +29,7 @@ curl -s -X POST "$B/v1/search" "${H[@]}" -d '{"query":"customer 42 email"}' | js
 
 echo '# 6. correct the preference: the correction supersedes it, only the correction is returned'
 curl -s -X POST "$B/v1/memories" "${H[@]}" -d '{"id":"pref-2","supersedesId":"pref-1","subjectId":"cust-42","resource":{"kind":"project","id":"maple"},"kind":"preference","trust":"trusted","content":"Customer 42 now prefers phone calls over email","provenance":[{"source":"user","observedAt":"2026-11-30T07:05:00Z"}]}'; echo
-curl -s -X POST "$B/v1/search" "${H[@]}" -d '{"query":"customer 42 prefers"}' | json 'v.items.length + " item(s): " + v.items.map(i => i.recordId).join(", ")'
+curl -s -X POST "$B/v1/search" "${H[@]}" -d '{"query":"prefers"}' | json 'v.items.length + " item(s): " + v.items.map(i => i.recordId).join(", ")'
 
 echo '# 7. forget the subject: 0 items'
 JOB=$(curl -s -X POST "$B/v1/subjects/cust-42/forget" "${H[@]}" -d '{}' | json v.jobId)

@@ -56,6 +56,29 @@ describe('embedded runtime as a process', () => {
   };
   afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
 
+  it('runs the README walkthrough end to end (scripts/walkthrough.sh)', async () => {
+    const dataDir = tempDir();
+    const proc = await startProcess(dataDir);
+    try {
+      const output = await new Promise<string>((resolve, reject) => {
+        const child = spawn('bash', ['scripts/walkthrough.sh', proc.url, dataDir], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+        let out = '';
+        child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+        child.stderr.on('data', (c: Buffer) => (out += c.toString()));
+        child.on('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`walkthrough exited ${code}:\n${out}`))));
+      });
+      expect(output).toContain('{"id":"tool-1","version":1,"status":"quarantined"}');
+      expect(output).toContain('1 item(s): pref-1\n');
+      expect(output).toContain('2 item(s): pref-1, tool-1\n');
+      expect(output).toContain('1 item(s): pref-2\n');
+      expect(output).toContain('0 item(s)\n');
+      expect(output).toMatch(/status=verified records=pref-1,pref-2,tool-1 evidence=primary:done keyword:done retrieval_cache:done evidence_packet:done verification:done/);
+    } finally {
+      proc.child.kill('SIGTERM');
+      await proc.exited;
+    }
+  });
+
   it('fails fast with a clear message on invalid configuration', async () => {
     const child = spawn(process.execPath, NODE_ARGS, {
       cwd: ROOT, env: { ...process.env, MEMORY_PORT: 'eighty', MEMORY_PACKET_TTL: 'soon', MEMORY_DATA_DIR: tempDir() }, stdio: ['ignore', 'ignore', 'pipe'],

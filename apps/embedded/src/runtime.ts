@@ -47,6 +47,13 @@ export interface Stores {
 export async function openStores(dataDir: string, partitions: number, clock: Clock): Promise<Stores> {
   mkdirSync(dataDir, { recursive: true });
   const bus = createSqliteBus({ file: path.join(dataDir, 'bus.db'), defaultPartitions: partitions });
+  // The key → partition map depends on the count: changing it on an existing log would break
+  // per-subject ordering, so a mismatch stops the start instead of growing the topics.
+  const existing = await bus.endOffsets(TOPICS.events).catch(() => []);
+  if (existing.length > 0 && existing.length !== partitions) {
+    await bus.close();
+    throw new Error(`the data directory was created with ${existing.length} partitions; MEMORY_PARTITIONS is ${partitions}`);
+  }
   await bus.ensureTopics(topicSpecs(partitions));
   const index = createSqliteSearchIndex({ file: path.join(dataDir, 'index.db') });
   const kv = createSqliteKeyValueStore({ file: path.join(dataDir, 'state.db'), now: () => clock.now().getTime() });

@@ -1,4 +1,4 @@
-import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
 import rateLimit from '@fastify/rate-limit';
 import { GovernedMemoryError, isGovernedMemoryError } from '@gm/contracts';
 import type { BrokerDeps } from './deps.ts';
@@ -42,7 +42,8 @@ export async function buildApp(deps: BrokerDeps): Promise<FastifyInstance> {
   const app = Fastify({
     // pino's Logger is a FastifyBaseLogger; the cast only drops pino-specific generics.
     loggerInstance: deps.log as FastifyBaseLogger,
-    disableRequestLogging: true,
+    // Our own onResponse line logs the route pattern, never the raw URL or headers.
+    logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: deps.config.bodyLimitBytes,
     requestTimeout: deps.config.requestTimeoutMs,
     genReqId: () => crypto.randomUUID(),
