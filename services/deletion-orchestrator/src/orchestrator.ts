@@ -4,6 +4,7 @@ import {
   type Clock, type DeletionJob, type DeletionTarget, type DeletionTask, type MemoryCommand, type ServiceHandle,
 } from '@gm/contracts';
 import type { Logger, Metrics } from '@gm/observability';
+import { periodic } from '@gm/service-kit';
 import type { StateStore } from '@gm/state-store';
 
 export const ORCHESTRATOR_GROUP = 'deletion-orchestrator';
@@ -229,21 +230,10 @@ export async function startDeletionOrchestrator(deps: OrchestratorDeps): Promise
   const sub = await deps.bus.subscribe({
     groupId: ORCHESTRATOR_GROUP, topics: [TOPICS.events, TOPICS.deletionAcks], handler: orchestrator.handle,
   });
-  let running: Promise<void> | undefined;
-  const timer = setInterval(() => {
-    if (running) return;
-    running = orchestrator
-      .tick()
-      .catch((err: unknown) => deps.log.error({ err }, 'deletion orchestrator tick failed'))
-      .finally(() => {
-        running = undefined;
-      });
-  }, deps.tickMs);
-  timer.unref();
+  const timer = periodic(deps.tickMs, () => orchestrator.tick(), deps.log, 'deletion orchestrator tick');
   return {
     close: async () => {
-      clearInterval(timer);
-      await running;
+      await timer.close();
       await sub.close();
     },
   };

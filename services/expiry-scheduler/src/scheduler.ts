@@ -1,7 +1,8 @@
-import type { Bus, ConsumedMessage } from '@gm/bus';
+import type { Bus } from '@gm/bus';
+import { periodic, subscribeToMemoryEvents } from '@gm/service-kit';
 import {
-  MemoryEvent, TOPICS, serviceActor, subjectKey,
-  type Clock, type CommandOf, type ServiceHandle,
+  TOPICS, serviceActor, subjectKey,
+  type Clock, type CommandOf, type MemoryEvent, type ServiceHandle,
 } from '@gm/contracts';
 import type { Logger } from '@gm/observability';
 import type { ScheduledExpiry, StateStore } from '@gm/state-store';
@@ -87,33 +88,20 @@ export function createTicker(deps: Pick<ExpirySchedulerDeps, 'bus' | 'state' | '
 }
 
 export async function startExpiryScheduler(deps: ExpirySchedulerDeps): Promise<ServiceHandle> {
-  const sub = await deps.bus.subscribe({
-    groupId: EXPIRY_SCHEDULER_GROUP,
-    topics: [TOPICS.events],
-    handler: async (message: ConsumedMessage) => {
-      const parsed = MemoryEvent.safeParse(message.value);
-      if (!parsed.success) throw new Error('memory.events carries a message that is not a memory event');
-      await scheduleFromEvent(deps.state, parsed.data);
-    },
-  });
+  const sub = await subscribeToMemoryEvents(deps.bus, EXPIRY_SCHEDULER_GROUP, (event) => scheduleFromEvent(deps.state, event));
   const tick = createTicker(deps, Math.max(5_000, deps.tickMs * 10));
-  let running: Promise<void> | undefined;
-  const timer = setInterval(() => {
-    if (running) return;
-    running = tick()
-      .then((count) => {
-        if (count > 0) deps.log.info({ count }, 'expiry commands sent');
-      })
-      .catch((err: unknown) => deps.log.error({ err }, 'expiry tick failed'))
-      .finally(() => {
-        running = undefined;
-      });
-  }, deps.tickMs);
-  timer.unref();
+  const timer = periodic(
+    deps.tickMs,
+    async () => {
+      const count = await tick();
+      if (count > 0) deps.log.info({ count }, 'expiry commands sent');
+    },
+    deps.log,
+    'expiry tick',
+  );
   return {
     close: async () => {
-      clearInterval(timer);
-      await running;
+      await timer.close();
       await sub.close();
     },
   };

@@ -1,5 +1,6 @@
-import type { Bus, ConsumedMessage } from '@gm/bus';
-import { MemoryEvent, TOPICS, type MemoryRecord, type RecordMeta, type ServiceHandle } from '@gm/contracts';
+import type { Bus } from '@gm/bus';
+import { subscribeToMemoryEvents } from '@gm/service-kit';
+import { type MemoryEvent, type MemoryRecord, type RecordMeta, type ServiceHandle } from '@gm/contracts';
 import { partitionKey } from '@gm/domain';
 import type { IndexDocument, SearchIndex } from '@gm/search-index';
 
@@ -60,14 +61,5 @@ export async function indexEvent(index: SearchIndex, event: MemoryEvent): Promis
 }
 
 export async function startIndexBuilder(deps: { bus: Bus; index: SearchIndex }): Promise<ServiceHandle> {
-  const sub = await deps.bus.subscribe({
-    groupId: INDEX_BUILDER_GROUP,
-    topics: [TOPICS.events],
-    handler: async (message: ConsumedMessage) => {
-      const parsed = MemoryEvent.safeParse(message.value);
-      if (!parsed.success) throw new Error('memory.events carries a message that is not a memory event');
-      await indexEvent(deps.index, parsed.data);
-    },
-  });
-  return { close: () => sub.close() };
+  return subscribeToMemoryEvents(deps.bus, INDEX_BUILDER_GROUP, (event) => indexEvent(deps.index, event));
 }

@@ -1,5 +1,6 @@
 import type { Bus, ConsumedMessage, ProcessContext } from '@gm/bus';
-import { DeletionTask, TOPICS, type Clock, type DeletionAck, type ServiceHandle } from '@gm/contracts';
+import { DeletionTask, TOPICS, type Clock, type ServiceHandle } from '@gm/contracts';
+import { deletionAck } from '@gm/service-kit';
 import type { SearchIndex } from '@gm/search-index';
 
 export const INDEX_TARGETS_GROUP = 'index-builder.deletion';
@@ -15,19 +16,7 @@ export function indexTargetHandler(index: SearchIndex, clock: Clock) {
     const removed = await index.remove(task.tenantId, task.recordIds);
     let remaining = 0;
     for (const id of task.recordIds) if (await index.get(task.tenantId, id)) remaining += 1;
-    const ack: DeletionAck = {
-      jobId: task.jobId,
-      tenantId: task.tenantId,
-      target: 'keyword',
-      evidence: {
-        target: 'keyword',
-        status: remaining === 0 ? 'done' : 'failed',
-        completedAt: clock.now().toISOString(),
-        verifier: 'index-builder',
-        ref: `removed=${removed};remaining=${remaining}`,
-      },
-    };
-    ctx.send([{ topic: TOPICS.deletionAcks, key: task.jobId, value: ack }]);
+    ctx.send([deletionAck(task, 'index-builder', clock, { ok: remaining === 0, ref: `removed=${removed};remaining=${remaining}` })]);
   };
 }
 

@@ -1,5 +1,6 @@
 import type { Bus, ConsumedMessage, ProcessContext } from '@gm/bus';
-import { DeletionTask, TOPICS, type Clock, type DeletionAck, type ServiceHandle } from '@gm/contracts';
+import { DeletionTask, TOPICS, type Clock, type ServiceHandle } from '@gm/contracts';
+import { deletionAck } from '@gm/service-kit';
 import type { StateStore } from '@gm/state-store';
 
 export const PRIMARY_TARGET_GROUP = 'projector.deletion';
@@ -12,19 +13,8 @@ export function primaryTargetHandler(state: StateStore, clock: Clock) {
     const removed = task.retainPrimary ? 0 : await state.contents.remove(task.tenantId, task.recordIds);
     const left = await state.contents.count(task.tenantId, task.recordIds);
     const ok = task.retainPrimary || left === 0;
-    const ack: DeletionAck = {
-      jobId: task.jobId,
-      tenantId: task.tenantId,
-      target: 'primary',
-      evidence: {
-        target: 'primary',
-        status: ok ? 'done' : 'failed',
-        completedAt: clock.now().toISOString(),
-        verifier: 'projector',
-        ref: task.retainPrimary ? `retained=${left}` : `removed=${removed};remaining=${left}`,
-      },
-    };
-    ctx.send([{ topic: TOPICS.deletionAcks, key: task.jobId, value: ack }]);
+    const ref = task.retainPrimary ? `retained=${left}` : `removed=${removed};remaining=${left}`;
+    ctx.send([deletionAck(task, 'projector', clock, { ok, ref })]);
   };
 }
 

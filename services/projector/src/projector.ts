@@ -1,5 +1,6 @@
-import type { Bus, ConsumedMessage, ProcessContext } from '@gm/bus';
-import { MemoryEvent, TOPICS, type RecordMeta, type ServiceHandle } from '@gm/contracts';
+import type { Bus } from '@gm/bus';
+import { subscribeToMemoryEvents } from '@gm/service-kit';
+import { TOPICS, type MemoryEvent, type RecordMeta, type ServiceHandle } from '@gm/contracts';
 import type { Logger } from '@gm/observability';
 import type { StateStore } from '@gm/state-store';
 
@@ -73,16 +74,9 @@ export async function projectEvent(state: StateStore, event: MemoryEvent): Promi
   return changed;
 }
 
-export function projectorHandler(deps: ProjectorDeps) {
-  return async (message: ConsumedMessage, ctx: ProcessContext): Promise<void> => {
-    const parsed = MemoryEvent.safeParse(message.value);
-    if (!parsed.success) throw new Error('memory.events carries a message that is not a memory event');
-    const changed = await projectEvent(deps.state, parsed.data);
-    ctx.send(changed.map((meta) => ({ topic: TOPICS.records, key: `${meta.tenantId}/${meta.id}`, value: meta })));
-  };
-}
-
 export async function startProjector(deps: ProjectorDeps): Promise<ServiceHandle> {
-  const sub = await deps.bus.subscribe({ groupId: PROJECTOR_GROUP, topics: [TOPICS.events], handler: projectorHandler(deps) });
-  return { close: () => sub.close() };
+  return subscribeToMemoryEvents(deps.bus, PROJECTOR_GROUP, async (event, _message, ctx) => {
+    const changed = await projectEvent(deps.state, event);
+    ctx.send(changed.map((meta) => ({ topic: TOPICS.records, key: `${meta.tenantId}/${meta.id}`, value: meta })));
+  });
 }

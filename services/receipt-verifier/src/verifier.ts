@@ -1,5 +1,6 @@
 import type { Bus, ConsumedMessage, ProcessContext } from '@gm/bus';
-import { DeletionTask, TOPICS, type Clock, type DeletionAck, type ServiceHandle } from '@gm/contracts';
+import { DeletionTask, TOPICS, type Clock, type ServiceHandle } from '@gm/contracts';
+import { deletionAck } from '@gm/service-kit';
 import type { SearchIndex } from '@gm/search-index';
 import type { StateStore } from '@gm/state-store';
 
@@ -37,20 +38,8 @@ export async function startReceiptVerifier(deps: { bus: Bus; index: SearchIndex;
       const task = DeletionTask.parse(message.value);
       if (task.target !== 'verification') return;
       const findings = await probe(deps, task);
-      const ack: DeletionAck = {
-        jobId: task.jobId,
-        tenantId: task.tenantId,
-        target: 'verification',
-        findings,
-        evidence: {
-          target: 'verification',
-          status: findings.length === 0 ? 'done' : 'failed',
-          completedAt: deps.clock.now().toISOString(),
-          verifier: 'receipt-verifier',
-          ref: `probes=${task.recordIds.length * 4 + 2};findings=${findings.length}`,
-        },
-      };
-      ctx.send([{ topic: TOPICS.deletionAcks, key: task.jobId, value: ack }]);
+      const ref = `probes=${task.recordIds.length * 4 + 2};findings=${findings.length}`;
+      ctx.send([deletionAck(task, 'receipt-verifier', deps.clock, { ok: findings.length === 0, ref, findings })]);
     },
   });
   return { close: () => sub.close() };

@@ -1,5 +1,6 @@
 import type { Bus, ConsumedMessage, ProcessContext } from '@gm/bus';
-import { DeletionTask, TOPICS, type Clock, type DeletionAck, type ServiceHandle } from '@gm/contracts';
+import { DeletionTask, TOPICS, type Clock, type ServiceHandle } from '@gm/contracts';
+import { deletionAck } from '@gm/service-kit';
 import type { StateStore } from '@gm/state-store';
 
 export const BROKER_TARGETS_GROUP = 'retrieval-broker.deletion';
@@ -15,19 +16,7 @@ export function brokerTargetHandler(state: StateStore, clock: Clock) {
     const store = task.target === 'retrieval_cache' ? state.cache : state.packets;
     const changed = await store.invalidate(task.tenantId, task.recordIds);
     const remaining = (await store.holding(task.tenantId, task.recordIds)).length;
-    const ack: DeletionAck = {
-      jobId: task.jobId,
-      tenantId: task.tenantId,
-      target: task.target,
-      evidence: {
-        target: task.target,
-        status: remaining === 0 ? 'done' : 'failed',
-        completedAt: clock.now().toISOString(),
-        verifier: 'retrieval-broker',
-        ref: `invalidated=${changed};remaining=${remaining}`,
-      },
-    };
-    ctx.send([{ topic: TOPICS.deletionAcks, key: task.jobId, value: ack }]);
+    ctx.send([deletionAck(task, 'retrieval-broker', clock, { ok: remaining === 0, ref: `invalidated=${changed};remaining=${remaining}` })]);
   };
 }
 

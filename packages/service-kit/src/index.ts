@@ -1,0 +1,65 @@
+import type { Bus, ConsumedMessage, MessageHandler, ProcessContext } from '@gm/bus';
+import {
+  MemoryEvent, TOPICS,
+  type Clock, type DeletionAck, type DeletionTask, type ServiceHandle,
+} from '@gm/contracts';
+import type { Logger } from '@gm/observability';
+
+/**
+ * Runs `work` every `intervalMs`, never overlapping itself; errors are logged, not thrown, so
+ * one bad tick never stops the loop. close() waits for a tick in flight.
+ */
+export function periodic(intervalMs: number, work: () => Promise<void>, log: Logger, what: string): ServiceHandle {
+  let running: Promise<void> | undefined;
+  const timer = setInterval(() => {
+    if (running) return;
+    running = work()
+      .catch((err: unknown) => log.error({ err }, `${what} failed`))
+      .finally(() => {
+        running = undefined;
+      });
+  }, intervalMs);
+  timer.unref();
+  return {
+    close: async () => {
+      clearInterval(timer);
+      await running;
+    },
+  };
+}
+
+/**
+ * Subscribes a group to memory.events with a typed handler. A message that is not a memory
+ * event throws, so the bus retries it and then dead-letters it with its provenance.
+ */
+export async function subscribeToMemoryEvents(
+  bus: Bus, groupId: string, handle: (event: MemoryEvent, message: ConsumedMessage, ctx: ProcessContext) => Promise<void>,
+): Promise<ServiceHandle> {
+  const handler: MessageHandler = async (message, ctx) => {
+    const parsed = MemoryEvent.safeParse(message.value);
+    if (!parsed.success) throw new Error('memory.events carries a message that is not a memory event');
+    await handle(parsed.data, message, ctx);
+  };
+  const sub = await bus.subscribe({ groupId, topics: [TOPICS.events], handler });
+  return { close: () => sub.close() };
+}
+
+/** The ack a target worker sends for a deletion task: what is left, read back, not what was hoped. */
+export function deletionAck(
+  task: DeletionTask, verifier: string, clock: Clock, outcome: { ok: boolean; ref: string; findings?: string[] },
+): { topic: string; key: string; value: DeletionAck } {
+  const value: DeletionAck = {
+    jobId: task.jobId,
+    tenantId: task.tenantId,
+    target: task.target,
+    evidence: {
+      target: task.target,
+      status: outcome.ok ? 'done' : 'failed',
+      completedAt: clock.now().toISOString(),
+      verifier,
+      ref: outcome.ref,
+    },
+    ...(outcome.findings === undefined ? {} : { findings: outcome.findings }),
+  };
+  return { topic: TOPICS.deletionAcks, key: task.jobId, value };
+}
