@@ -75,6 +75,8 @@ export interface Bus {
   waitForCommitted(groupId: string, position: LogPosition, timeoutMs: number): Promise<boolean>;
   /** Every message of a topic from the beginning, partition by partition, in offset order. */
   readAll(topic: string): AsyncIterable<ConsumedMessage>;
+  /** The messages of one partition from `fromOffset` (inclusive) to its current end, in order. */
+  readPartition(topic: string, partition: number, fromOffset: number): AsyncIterable<ConsumedMessage>;
   /** Next offset per partition (index = partition). */
   endOffsets(topic: string): Promise<number[]>;
   committedOffsets(groupId: string, topic: string): Promise<number[]>;

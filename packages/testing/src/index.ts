@@ -2,3 +2,4 @@ export * from './decider-spec.ts';
 export * from './contracts/bus.contract.ts';
 export * from './contracts/search-index.contract.ts';
 export * from './contracts/key-value.contract.ts';
+export * from './embedded-fixture.ts';

@@ -20,6 +20,8 @@ export interface OrchestratorDeps {
   deadlineMs: number;
   verifyRetryMs: number;
   tickMs: number;
+  /** A job with no progress for this long re-sends what its state still needs (default 2 s). */
+  resendAfterMs?: number;
 }
 
 /**
@@ -69,7 +71,13 @@ export class DeletionOrchestrator {
     await this.withJob(jobId, async () => {
       const { state, clock } = this.deps;
       const m = event.metadata;
-      if (await state.jobs.get(m.tenantId, jobId)) return; // redelivered event
+      const existing = await state.jobs.get(m.tenantId, jobId);
+      if (existing) {
+        // Redelivered: the first handling may have saved the job and died before its sends
+        // were committed. Re-sending is safe: commands are idempotent by commandId.
+        ctx.send(this.pendingSends(existing));
+        return;
+      }
       const now = clock.now();
       const job: DeletionJob = {
         jobId,
@@ -170,7 +178,25 @@ export class DeletionOrchestrator {
     ]);
   }
 
-  /** Timer work: fail jobs past their deadline, re-run verification that found something. */
+  /**
+   * What a job's saved state still waits for, as messages: tombstones not yet seen, tasks of
+   * targets without evidence, or the purge and verification of a job that waits for neither.
+   */
+  private pendingSends(job: DeletionJob): OutgoingMessage[] {
+    const now = this.deps.clock.now();
+    if (job.status === 'invalidating') {
+      const missing = job.recordIds.filter((id) => !job.progress.tombstoned.includes(id));
+      if (missing.length > 0) return missing.map((id) => this.command(job, 'TombstoneMemory', id, now));
+      return job.targets.filter((t) => !job.evidence.some((e) => e.target === t)).map((t) => this.task(job, t));
+    }
+    if (job.status === 'verifying' && job.progress.nextVerificationAt === undefined) {
+      const purges = job.mode === 'revoke' ? [] : job.recordIds.map((id) => this.command(job, 'PurgeMemory', id, now));
+      return [...purges, this.verificationTask(job)];
+    }
+    return [];
+  }
+
+  /** Timer work: fail jobs past their deadline, re-run verification, resume stalled jobs. */
   async tick(): Promise<void> {
     const now = this.deps.clock.now();
     for (const open of await this.deps.state.jobs.open()) {
@@ -187,6 +213,15 @@ export class DeletionOrchestrator {
           const next = { ...job, progress, updatedAt: now.toISOString() };
           await this.deps.state.jobs.put(next);
           await this.deps.bus.produce([this.verificationTask(next)]);
+          return;
+        }
+        // Stalled (a crash between saving the job and committing its sends): send again.
+        if (now.getTime() - Date.parse(job.updatedAt) >= (this.deps.resendAfterMs ?? 2_000)) {
+          const sends = this.pendingSends(job);
+          if (sends.length === 0) return;
+          await this.deps.state.jobs.put({ ...job, updatedAt: now.toISOString() });
+          await this.deps.bus.produce(sends);
+          this.deps.log.warn({ jobId: job.jobId, status: job.status, messages: sends.length }, 'stalled deletion job resumed');
         }
       });
     }

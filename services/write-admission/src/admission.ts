@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Bus, ConsumedMessage, ProcessContext } from '@gm/bus';
 import {
-  GovernedMemoryError, MemoryCommand, MemoryEvent, TOPICS, dlqTopic, isGovernedMemoryError, subjectKey,
+  GovernedMemoryError, Id, MemoryCommand, MemoryEvent, TOPICS, dlqTopic, isGovernedMemoryError, subjectKey,
   type CommandReply, type ServiceHandle,
 } from '@gm/contracts';
 import { decide, evolve, initialState, type DecideContext, type SubjectState } from '@gm/domain';
@@ -24,32 +24,42 @@ export interface WriteAdmissionDeps {
 export class WriteAdmission {
   private readonly states = new Map<string, SubjectState>();
   /**
-   * State changes of the message in flight per partition. They are applied only when the
-   * next message of that partition arrives — i.e. after the bus committed the previous one —
-   * and dropped if the same message is redelivered, so a failed commit never leaves the
-   * in-memory state ahead of the log.
+   * Next unread offset of memory.events per partition. The state is always the fold of the log
+   * up to there: before each command the partition's new events are folded — this instance's
+   * own events of the previous command, or another instance's after a partition moved here. A
+   * command whose transaction failed left no events, so it left no trace in the state either.
    */
-  private readonly staged = new Map<number, { offset: number; key: string; state: SubjectState }>();
+  private readonly folded = new Map<number, number>();
 
   constructor(private readonly deps: WriteAdmissionDeps) {}
 
+  /** Folds every partition of memory.events; returns how many events were folded. */
   async rebuild(): Promise<number> {
     let count = 0;
-    for await (const message of this.deps.bus.readAll(TOPICS.events)) {
+    const partitions = (await this.deps.bus.endOffsets(TOPICS.events)).length;
+    for (let p = 0; p < partitions; p += 1) count += await this.catchUp(p);
+    return count;
+  }
+
+  private async catchUp(partition: number): Promise<number> {
+    let count = 0;
+    let next = this.folded.get(partition) ?? 0;
+    for await (const message of this.deps.bus.readPartition(TOPICS.events, partition, next)) {
+      next = message.offset + 1;
       const parsed = MemoryEvent.safeParse(message.value);
       if (!parsed.success) continue;
       const key = subjectKey(parsed.data.metadata.tenantId, parsed.data.metadata.subjectId);
       this.states.set(key, evolve(this.states.get(key) ?? initialState(), parsed.data));
       count += 1;
     }
+    this.folded.set(partition, next);
     return count;
   }
 
   handle = async (message: ConsumedMessage, ctx: ProcessContext): Promise<void> => {
-    const staged = this.staged.get(message.partition);
-    if (staged && staged.offset !== message.offset) this.states.set(staged.key, staged.state);
-    this.staged.delete(message.partition);
-
+    // Commands and events are co-partitioned: this partition of memory.events holds the
+    // whole history of every subject whose commands arrive here.
+    await this.catchUp(message.partition);
     const parsed = MemoryCommand.safeParse(message.value);
     if (!parsed.success) return this.rejectMalformed(message, ctx, parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
     const command = parsed.data;
@@ -64,9 +74,6 @@ export class WriteAdmission {
       }
       const decision = decide(command, state, this.deps.decide);
       ctx.send(decision.events.map((e) => ({ topic: TOPICS.events, key, value: e })));
-      this.staged.set(message.partition, {
-        offset: message.offset, key, state: decision.events.reduce((s, e) => evolve(s, e), state),
-      });
       reply = { commandId: command.metadata.commandId, outcome: 'accepted', result: decision.result };
       for (const e of decision.events) countEvent(metrics, e);
     } catch (err) {
@@ -82,7 +89,9 @@ export class WriteAdmission {
   /** A command that is not even well-formed cannot be replied to reliably: dead-letter it at once. */
   private rejectMalformed(message: ConsumedMessage, ctx: ProcessContext, error: string): void {
     const value = message.value as { metadata?: { commandId?: unknown } } | null;
-    const commandId = typeof value?.metadata?.commandId === 'string' ? value.metadata.commandId : undefined;
+    // Reply only to a well-formed id: memory.replies must carry valid CommandReply messages.
+    const parsedId = Id.safeParse(value?.metadata?.commandId);
+    const commandId = parsedId.success ? parsedId.data : undefined;
     ctx.send([
       {
         topic: dlqTopic(message.topic),

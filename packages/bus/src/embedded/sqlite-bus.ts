@@ -128,17 +128,24 @@ class SqliteBus implements Bus {
 
   async *readAll(topic: string): AsyncIterable<ConsumedMessage> {
     this.assertOpen();
+    const { partitions } = this.log.requireTopic(topic);
+    for (let partition = 0; partition < partitions; partition++) yield* this.readPartition(topic, partition, 0);
+  }
+
+  async *readPartition(topic: string, partition: number, fromOffset: number): AsyncIterable<ConsumedMessage> {
+    this.assertOpen();
     const { partitions, compacted } = this.log.requireTopic(topic);
-    for (let partition = 0; partition < partitions; partition++) {
-      let from = 0;
-      for (;;) {
-        this.assertOpen();
-        const page = this.log.fetch(topic, partition, from, READ_PAGE_SIZE, compacted);
-        yield* page;
-        const last = page.at(-1);
-        if (last === undefined || page.length < READ_PAGE_SIZE) break;
-        from = last.offset + 1;
-      }
+    if (!Number.isInteger(partition) || partition < 0 || partition >= partitions) {
+      throw new GovernedMemoryError('MEM_VALIDATION', `topic ${topic} has no partition ${partition}`);
+    }
+    let from = Math.max(0, fromOffset);
+    for (;;) {
+      this.assertOpen();
+      const page = this.log.fetch(topic, partition, from, READ_PAGE_SIZE, compacted);
+      yield* page;
+      const last = page.at(-1);
+      if (last === undefined || page.length < READ_PAGE_SIZE) break;
+      from = last.offset + 1;
     }
   }
 

@@ -4,7 +4,9 @@ import type { RecordState, SubjectState } from './state.ts';
 
 /**
  * evolve(state, event) → state, pure and total: an event about a record this state has
- * never seen leaves the state unchanged rather than throwing, so replay never stops.
+ * never seen leaves the state unchanged rather than throwing, so replay never stops. Every
+ * record event carries the version it produces; one that is not newer than the record is a
+ * duplicate (an at-least-once producer, a replayed segment) and changes nothing.
  */
 export function evolve(state: SubjectState, event: MemoryEvent): SubjectState {
   const records = { ...state.records };
@@ -15,9 +17,9 @@ export function evolve(state: SubjectState, event: MemoryEvent): SubjectState {
     if (recordId !== undefined && !records[recordId]) return;
     idempotency = { ...idempotency, [idempotencySlot(event.metadata)]: { result, at: event.metadata.now } };
   };
-  const update = (id: string, change: (r: RecordState) => RecordState) => {
+  const update = (id: string, version: number, change: (r: RecordState) => RecordState) => {
     const r = records[id];
-    if (r) records[id] = change(r);
+    if (r && version > r.meta.version) records[id] = change(r);
   };
   const transition = (r: RecordState, patch: Partial<RecordMeta>): RecordState => {
     const { pendingContent: _dropped, ...rest } = r;
@@ -27,25 +29,27 @@ export function evolve(state: SubjectState, event: MemoryEvent): SubjectState {
   switch (event.type) {
     case 'MemoryWritten': {
       const { content, ...meta } = event.data.record;
+      const current = records[meta.id];
+      if (current && current.meta.version >= meta.version) break;
       records[meta.id] = meta.status === 'quarantined' ? { meta, pendingContent: content } : { meta };
       remember({ id: meta.id, version: meta.version, status: meta.status });
       break;
     }
     case 'MemoryPromoted':
-      update(event.data.id, (r) => transition(r, event.data.record));
+      update(event.data.id, event.data.version, (r) => transition(r, event.data.record));
       remember({ id: event.data.id, version: event.data.version, status: 'active' }, event.data.id);
       break;
     case 'MemorySuperseded':
-      update(event.data.id, (r) =>
+      update(event.data.id, event.data.version, (r) =>
         transition(r, { status: 'superseded', version: event.data.version, supersededById: event.data.supersededById }),
       );
       break;
     case 'MemoryExpired':
-      update(event.data.id, (r) => transition(r, { status: 'expired', version: event.data.version }));
+      update(event.data.id, event.data.version, (r) => transition(r, { status: 'expired', version: event.data.version }));
       break;
     case 'MemoryRevocationRequested': {
       const reason = event.data.mode === 'revoke' ? 'revoked' : 'deleted';
-      update(event.data.id, (r) => ({
+      update(event.data.id, event.data.version, (r) => ({
         ...transition(r, { status: 'revocation_pending', version: event.data.version }),
         deletion: { jobId: event.data.jobId, reason },
       }));
@@ -54,7 +58,7 @@ export function evolve(state: SubjectState, event: MemoryEvent): SubjectState {
     }
     case 'SubjectForgotten':
       for (const { id, version } of event.data.records) {
-        update(id, (r) =>
+        update(id, version, (r) =>
           LIVE_STATUSES.includes(r.meta.status)
             ? { ...transition(r, { status: 'revocation_pending', version }), deletion: { jobId: event.data.jobId, reason: 'forgotten' } }
             : r,
@@ -63,11 +67,11 @@ export function evolve(state: SubjectState, event: MemoryEvent): SubjectState {
       remember({ jobId: event.data.jobId });
       break;
     case 'MemoryTombstoned':
-      update(event.data.id, (r) => transition(r, { status: 'tombstoned', version: event.data.version }));
+      update(event.data.id, event.data.version, (r) => transition(r, { status: 'tombstoned', version: event.data.version }));
       if (event.data.reason === 'rejected') remember({ id: event.data.id, version: event.data.version, status: 'tombstoned' }, event.data.id);
       break;
     case 'MemoryPurged':
-      update(event.data.id, (r) => transition(r, { status: 'purged', version: event.data.version }));
+      update(event.data.id, event.data.version, (r) => transition(r, { status: 'purged', version: event.data.version }));
       break;
     default: {
       const never: never = event;

@@ -183,6 +183,25 @@ export function testBus(adapterName: string, factory: () => Promise<BusFixture>)
         for (const list of offsets.values()) expect(list).toEqual(list.map((_, i) => i));
       });
 
+      it('reads one partition from an offset to its end (readPartition), and refuses a partition that does not exist', async () => {
+        await bus.ensureTopics([{ name: topic('t'), partitions: 2 }]);
+        const keys = keysCoveringPartitions(bus, topic('t'), 2, 8);
+        const positions = await bus.produce(messagesTo(topic('t'), keys, 'p'));
+        const inOne = positions.filter((p) => p.partition === 1).map((p) => p.offset);
+        const read: number[] = [];
+        for await (const m of bus.readPartition(topic('t'), 1, 2)) {
+          expect(m.partition).toBe(1);
+          read.push(m.offset);
+        }
+        expect(read).toEqual(inOne.filter((o) => o >= 2));
+        const past: number[] = [];
+        for await (const m of bus.readPartition(topic('t'), 1, 10_000)) past.push(m.offset);
+        expect(past).toEqual([]);
+        await expect(async () => {
+          for await (const _ of bus.readPartition(topic('t'), 2, 0)) break;
+        }).rejects.toThrow();
+      });
+
       it('lets a reader folding a compacted topic by key see the latest value of each key', async () => {
         await bus.ensureTopics([{ name: topic('records'), partitions: 2, compacted: true }]);
         const t = topic('records');
@@ -402,9 +421,10 @@ export function testBus(adapterName: string, factory: () => Promise<BusFixture>)
       });
     });
 
-    it('keeps messages and committed offsets across a close and reopen of the store', async (ctx) => {
+    it('keeps messages and committed offsets across a close and reopen of the store', async () => {
       const { reopen } = fixture;
-      if (reopen === undefined) return ctx.skip(`${adapterName} provides no reopen()`);
+      // Durability is part of the contract: an adapter that cannot be reopened fails, never skips.
+      if (reopen === undefined) throw new Error(`${adapterName} provides no reopen(): durability cannot be shown`);
       await bus.ensureTopics([{ name: topic('in'), partitions: 2 }]);
       await bus.produce(messagesTo(topic('in'), ['a', 'b', 'c', 'd'], 'one'));
       await consumeIn('g');

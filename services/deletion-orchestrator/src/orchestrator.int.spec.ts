@@ -1,0 +1,475 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import type { ConsumedMessage, LogPosition } from '@gm/bus';
+import {
+  CommandReply, DeletionTask, MemoryCommand, MemoryEvent, TOPICS, dlqTopic, subjectKey,
+  type DeletionJob, type DeletionTarget, type MemoryCommandType, type ServiceHandle,
+} from '@gm/contracts';
+import { DEFAULT_TTL_POLICY } from '@gm/domain';
+import { createLogger, createMetrics, type Logger, type Metrics } from '@gm/observability';
+import { deletionAck } from '@gm/service-kit';
+import {
+  LogSink, TEST_WRITER, eventually, openEmbeddedFixture, writeMemoryCommand, type EmbeddedFixture,
+} from '../../../packages/testing/src/embedded-fixture.ts';
+// Services run in-process by relative path: this package depends on none of them.
+import { INDEX_BUILDER_GROUP, startIndexBuilder, startIndexTargets, toIndexDocument } from '../../index-builder/src/index.ts';
+import { PROJECTOR_GROUP, startPrimaryTarget, startProjector } from '../../projector/src/index.ts';
+import { startReceiptVerifier } from '../../receipt-verifier/src/index.ts';
+import { startBrokerTargets } from '../../retrieval-broker/src/deletion-targets.ts';
+import { WRITE_ADMISSION_GROUP, startWriteAdmission } from '../../write-admission/src/index.ts';
+import { DeletionOrchestrator, ORCHESTRATOR_GROUP, startDeletionOrchestrator } from './orchestrator.ts';
+
+const TENANT = 'acme';
+const DEADLINE_MS = 60_000;
+const VERIFY_RETRY_MS = 5_000;
+/** The copies the embedded runtime keeps (apps/embedded): each one must acknowledge. */
+const EMBEDDED_TARGETS: DeletionTarget[] = ['primary', 'keyword', 'retrieval_cache', 'evidence_packet'];
+
+type Worker = 'admission' | 'projector' | 'indexBuilder' | 'orchestrator' | 'primary' | 'keyword' | 'broker' | 'verifier';
+/** Everything but the target workers and the verifier: commands in, events folded, jobs opened. */
+const PIPELINE: Worker[] = ['admission', 'projector', 'indexBuilder', 'orchestrator'];
+const TARGET_WORKERS: Worker[] = ['primary', 'keyword', 'broker'];
+
+interface Env {
+  fx: EmbeddedFixture;
+  logs: LogSink;
+  log: Logger;
+  metrics: Metrics;
+  handles: ServiceHandle[];
+  targets: DeletionTarget[];
+}
+
+let env: Env | undefined;
+
+afterEach(async () => {
+  const current = env;
+  env = undefined;
+  if (!current) return;
+  try {
+    for (const handle of current.handles.reverse()) await handle.close();
+  } finally {
+    await current.fx.close();
+  }
+});
+
+async function setup(targets: DeletionTarget[] = EMBEDDED_TARGETS): Promise<Env> {
+  const logs = new LogSink();
+  env = {
+    fx: await openEmbeddedFixture({ partitions: 3 }),
+    logs,
+    log: createLogger({ name: 'orchestrator-int', level: 'info', destination: logs }),
+    metrics: createMetrics(),
+    handles: [],
+    targets,
+  };
+  return env;
+}
+
+async function start(e: Env, ...workers: Worker[]): Promise<void> {
+  const { fx, metrics } = e;
+  const { bus, state, index, clock } = fx;
+  const log = (service: string) => e.log.child({ service });
+  for (const worker of workers) {
+    switch (worker) {
+      case 'admission':
+        e.handles.push(await startWriteAdmission({
+          bus, metrics, log: log('write-admission'), decide: { ttl: DEFAULT_TTL_POLICY, idempotencyWindowMs: 86_400_000 },
+        }));
+        break;
+      case 'projector':
+        e.handles.push(await startProjector({ bus, state, log: log('projector') }));
+        break;
+      case 'indexBuilder':
+        e.handles.push(await startIndexBuilder({ bus, index }));
+        break;
+      case 'orchestrator':
+        e.handles.push(await startDeletionOrchestrator({
+          bus, state, clock, metrics, log: log('deletion-orchestrator'), targets: e.targets,
+          deadlineMs: DEADLINE_MS, verifyRetryMs: VERIFY_RETRY_MS, tickMs: 10,
+        }));
+        break;
+      case 'primary':
+        e.handles.push(await startPrimaryTarget({ bus, state, clock }));
+        break;
+      case 'keyword':
+        e.handles.push(await startIndexTargets({ bus, index, clock }));
+        break;
+      case 'broker':
+        e.handles.push(await startBrokerTargets({ bus, state, clock }));
+        break;
+      case 'verifier':
+        e.handles.push(await startReceiptVerifier({ bus, index, state, clock }));
+        break;
+      default: {
+        const never: never = worker;
+        throw new Error(`unknown worker ${String(never)}`);
+      }
+    }
+  }
+}
+
+/** Produces a command and waits until write-admission committed it; returns its reply. */
+async function send(e: Env, command: MemoryCommand): Promise<CommandReply> {
+  const { bus } = e.fx;
+  const [position] = await bus.produce([
+    { topic: TOPICS.commands, key: subjectKey(command.metadata.tenantId, command.metadata.subjectId), value: command },
+  ]);
+  await committed(e, WRITE_ADMISSION_GROUP, position);
+  const reply = (await e.fx.readTopic(TOPICS.replies)).find((m) => m.key === command.metadata.commandId);
+  if (!reply) throw new Error(`no reply to ${command.metadata.commandId}`);
+  return CommandReply.parse(reply.value);
+}
+
+async function committed(e: Env, group: string, position: LogPosition | undefined): Promise<void> {
+  if (position === undefined) throw new Error('nothing was produced');
+  expect(await e.fx.bus.waitForCommitted(group, position, 10_000), `${group} committed ${position.topic}`).toBe(true);
+}
+
+/** Waits until `group` has consumed everything on `topic` so far. */
+async function caughtUp(e: Env, group: string, topic: string): Promise<void> {
+  await eventually(`${group} caught up on ${topic}`, async () => {
+    const ends = await e.fx.bus.endOffsets(topic);
+    const done = await e.fx.bus.committedOffsets(group, topic);
+    return ends.every((end, p) => (done[p] ?? 0) >= end);
+  });
+}
+
+/** The read-your-writes promise of the API: the projections have folded every event. */
+async function projected(e: Env): Promise<void> {
+  await caughtUp(e, PROJECTOR_GROUP, TOPICS.events);
+  await caughtUp(e, INDEX_BUILDER_GROUP, TOPICS.events);
+}
+
+const meta = (e: Env, commandId: string, subjectId: string) => ({
+  commandId, tenantId: TENANT, subjectId, now: e.fx.clock.iso(), actor: TEST_WRITER, policyRevision: 1,
+});
+
+async function write(e: Env, id: string, subjectId: string, content: string, trust: 'trusted' | 'untrusted' = 'trusted'): Promise<void> {
+  const reply = await send(e, writeMemoryCommand(meta(e, `cmd-write-${id}`, subjectId), { id, content, trust }));
+  expect(reply.outcome).toBe('accepted');
+}
+
+const deletion = (e: Env, type: 'DeleteMemory' | 'RevokeMemory', id: string, jobId: string, subjectId: string) =>
+  MemoryCommand.parse({ type, data: { id, jobId }, metadata: meta(e, `cmd-${jobId}`, subjectId) });
+
+const job = async (e: Env, jobId: string): Promise<DeletionJob | null> => e.fx.state.jobs.get(TENANT, jobId);
+
+async function jobWhen(e: Env, jobId: string, what: string, accept: (j: DeletionJob) => boolean): Promise<DeletionJob> {
+  return eventually(`job ${jobId} ${what}`, async () => {
+    const current = await job(e, jobId);
+    return current !== null && accept(current) ? current : undefined;
+  });
+}
+
+async function commandsOf(e: Env, type: MemoryCommandType, jobId: string): Promise<string[]> {
+  return (await e.fx.readTopic(TOPICS.commands))
+    .map((m) => MemoryCommand.parse(m.value))
+    .filter((c) => c.type === type && 'jobId' in c.data && c.data.jobId === jobId)
+    .map((c) => ('id' in c.data ? c.data.id : ''))
+    .sort();
+}
+
+async function tasksOf(e: Env, jobId: string): Promise<DeletionTask[]> {
+  return (await e.fx.readTopic(TOPICS.deletionTasks)).map((m) => DeletionTask.parse(m.value)).filter((t) => t.jobId === jobId);
+}
+
+const targetsOf = (tasks: DeletionTask[]): string[] => tasks.map((t) => t.target).sort();
+const evidenceOf = (j: DeletionJob): string[] => j.evidence.map((x) => `${x.target}:${x.status}`).sort();
+const metric = async (e: Env, name: string): Promise<string> => e.metrics.registry.getSingleMetricAsString(name);
+const alertsFor = (e: Env, jobId: string) =>
+  e.logs.records().filter((r) => r.msg === 'ALERT deletion job failed' && r.jobId === jobId);
+const deadLettersFor = async (e: Env, jobId: string): Promise<ConsumedMessage[]> =>
+  (await e.fx.readTopic(dlqTopic(TOPICS.deletionTasks))).filter((m) => m.key === jobId);
+
+/** Deletes one freshly written record and waits until its job has tombstoned it. */
+async function deleteOne(e: Env, id: string, jobId: string, mode: 'DeleteMemory' | 'RevokeMemory' = 'DeleteMemory'): Promise<void> {
+  await write(e, id, `cust-${id}`, `Customer ${id} keeps a spare key under the mat`);
+  await projected(e);
+  const reply = await send(e, deletion(e, mode, id, jobId, `cust-${id}`));
+  expect(reply).toMatchObject({ outcome: 'accepted', result: { status: 'revocation_pending', jobId } });
+}
+
+/** Asserts the loud failure of §8.2: failed status, metric, ALERT log line and a dead letter. */
+async function expectLoudFailure(e: Env, jobId: string, reason: string, alertReason: 'deadline' | 'target_failed'): Promise<void> {
+  const failed = await jobWhen(e, jobId, 'failed', (j) => j.status === 'failed');
+  expect(failed.failureReason).toBe(reason);
+  expect(await metric(e, 'gm_deletion_alerts_total')).toContain(`gm_deletion_alerts_total{reason="${alertReason}"} 1`);
+  expect(await metric(e, 'gm_deletion_jobs_total')).toContain('gm_deletion_jobs_total{status="failed"} 1');
+  expect(alertsFor(e, jobId)).toEqual([expect.objectContaining({ level: 50, jobId, tenant: TENANT, reason })]);
+  const letters = await eventually('dead letter', async () => {
+    const found = await deadLettersFor(e, jobId);
+    return found.length > 0 ? found : undefined;
+  });
+  expect(letters).toHaveLength(1);
+  expect(letters[0]?.value).toMatchObject({ jobId, tenant: TENANT, reason });
+  expect(letters[0]?.headers).toMatchObject({ 'dlq.topic': TOPICS.deletionTasks, 'dlq.error': reason, 'dlq.group': ORCHESTRATOR_GROUP });
+}
+
+describe('deletion orchestrator with the embedded services', () => {
+  it('forgets a subject: invalidating → verifying → verified, one evidence per target, each command sent once', async () => {
+    const e = await setup();
+    const { fx } = e;
+    await start(e, ...PIPELINE);
+    await write(e, 'f-1', 'cust-f', 'Flamingo account uses rebate plan A');
+    await write(e, 'f-2', 'cust-f', 'Flamingo said the tool output was wrong', 'untrusted');
+    await write(e, 'g-1', 'cust-g', 'Gannet account uses rebate plan B');
+    await projected(e);
+    // Copies the read path made: a cached result and an evidence packet citing f-1 and g-1.
+    await fx.state.cache.set('search:rebate', '["f-1","g-1"]', TENANT, ['f-1', 'g-1'], 600_000);
+    const item = (recordId: string) => ({
+      recordId, excerpt: `excerpt of ${recordId}`, provenanceRefs: [{ source: 'user' as const, observedAt: fx.clock.iso() }],
+      allowedUse: ['support'], rank: { lexical: 1, confidence: 0.8, recency: 1, score: 1 },
+    });
+    await fx.state.packets.put({
+      packet: { packetId: 'pkt-1', runId: 'run-1', policyRevision: 1, expiresAt: new Date(fx.clock.ms + 600_000).toISOString(), items: [item('f-1'), item('g-1')] },
+      tenantId: TENANT, agentId: TEST_WRITER.agentId, invalidated: [],
+    }, 600_000);
+
+    const forget = MemoryCommand.parse({ type: 'ForgetSubject', data: { jobId: 'job-forget' }, metadata: meta(e, 'cmd-forget', 'cust-f') });
+    expect(await send(e, forget)).toMatchObject({ outcome: 'accepted', result: { jobId: 'job-forget' } });
+
+    // Tombstone first: the read path denies before any target worker has run.
+    const invalidating = await jobWhen(e, 'job-forget', 'tombstoned both records', (j) => j.progress.tombstoned.length === 2);
+    expect(invalidating).toMatchObject({ status: 'invalidating', mode: 'forget', recordIds: ['f-1', 'f-2'], evidence: [], targets: EMBEDDED_TARGETS });
+    const tasks = await eventually('one task per target', async () => {
+      const found = await tasksOf(e, 'job-forget');
+      return found.length === EMBEDDED_TARGETS.length ? found : undefined;
+    });
+    expect(targetsOf(tasks)).toEqual([...EMBEDDED_TARGETS].sort());
+    expect(tasks.every((t) => !t.retainPrimary && t.recordIds.join() === 'f-1,f-2')).toBe(true);
+    await projected(e);
+    expect([...(await fx.state.tombstones.filterTombstoned(TENANT, ['f-1', 'f-2', 'g-1']))].sort()).toEqual(['f-1', 'f-2']);
+    expect(await fx.index.get(TENANT, 'f-1')).toBeNull();
+    expect(await commandsOf(e, 'PurgeMemory', 'job-forget')).toEqual([]);
+
+    // Every target acknowledges with evidence: purge and verification start.
+    await start(e, ...TARGET_WORKERS);
+    const verifying = await jobWhen(e, 'job-forget', 'verifying', (j) => j.status === 'verifying');
+    expect(evidenceOf(verifying)).toEqual(['evidence_packet:done', 'keyword:done', 'primary:done', 'retrieval_cache:done']);
+    await eventually('verification task', async () => targetsOf(await tasksOf(e, 'job-forget')).includes('verification'));
+
+    await start(e, 'verifier');
+    const verified = await jobWhen(e, 'job-forget', 'verified', (j) => j.status === 'verified' || j.status === 'failed');
+    expect(verified.status).toBe('verified');
+    expect(evidenceOf(verified)).toEqual(['evidence_packet:done', 'keyword:done', 'primary:done', 'retrieval_cache:done', 'verification:done']);
+    expect(verified.progress).toMatchObject({ verificationAttempts: 1, findings: [] });
+
+    await caughtUp(e, WRITE_ADMISSION_GROUP, TOPICS.commands);
+    await projected(e);
+    expect(await commandsOf(e, 'TombstoneMemory', 'job-forget')).toEqual(['f-1', 'f-2']);
+    expect(await commandsOf(e, 'PurgeMemory', 'job-forget')).toEqual(['f-1', 'f-2']);
+    expect(targetsOf(await tasksOf(e, 'job-forget'))).toEqual([...EMBEDDED_TARGETS, 'verification'].sort());
+    for (const id of ['f-1', 'f-2']) {
+      expect((await fx.state.records.get(TENANT, id))?.status).toBe('purged');
+      expect(await fx.state.contents.get(TENANT, id)).toBeNull();
+    }
+    expect(await fx.state.cache.get('search:rebate')).toBeNull();
+    const packet = await fx.state.packets.get('pkt-1');
+    expect(packet?.packet.items.map((i) => [i.recordId, i.excerpt])).toEqual([['f-1', ''], ['g-1', 'excerpt of g-1']]);
+    // Nothing of another subject is touched.
+    expect((await fx.state.records.get(TENANT, 'g-1'))?.status).toBe('active');
+    expect(await fx.state.contents.get(TENANT, 'g-1')).toBe('Gannet account uses rebate plan B');
+    expect(await fx.index.get(TENANT, 'g-1')).not.toBeNull();
+
+    expect(await metric(e, 'gm_deletion_jobs_total')).toContain('gm_deletion_jobs_total{status="verified"} 1');
+    expect(await metric(e, 'gm_deletion_alerts_total')).not.toContain('gm_deletion_alerts_total{');
+    expect(e.logs.records().filter((r) => r.msg === 'deletion job verified' && r.jobId === 'job-forget')).toHaveLength(1);
+    expect(e.logs.lines.join('\n')).not.toContain('rebate plan');
+    expect(fx.busWarnings).toEqual([]);
+  });
+
+  it('fails a job whose target never acknowledges once the deadline passes, loudly, and never verifies it later', async () => {
+    const e = await setup([...EMBEDDED_TARGETS, 'vector']); // no worker serves 'vector'
+    await start(e, ...PIPELINE, ...TARGET_WORKERS, 'verifier');
+    await deleteOne(e, 'd-2', 'job-d2');
+
+    const waiting = await jobWhen(e, 'job-d2', 'acked by the running targets', (j) => j.evidence.length === EMBEDDED_TARGETS.length);
+    expect(waiting.status).toBe('invalidating');
+    expect(await commandsOf(e, 'PurgeMemory', 'job-d2')).toEqual([]);
+
+    e.fx.clock.advance(DEADLINE_MS + 1);
+    await expectLoudFailure(e, 'job-d2', 'deadline passed while invalidating', 'deadline');
+
+    // The missing ack arrives late: the failed job stays failed, nothing is purged or verified.
+    const [task] = (await tasksOf(e, 'job-d2')).filter((t) => t.target === 'vector');
+    if (!task) throw new Error('no vector task was issued');
+    const [late] = await e.fx.bus.produce([deletionAck(task, 'vector-store', e.fx.clock, { ok: true, ref: 'removed=1;remaining=0' })]);
+    await committed(e, ORCHESTRATOR_GROUP, late);
+    e.fx.clock.advance(VERIFY_RETRY_MS);
+    await caughtUp(e, WRITE_ADMISSION_GROUP, TOPICS.commands);
+    const after = await job(e, 'job-d2');
+    expect(after?.status).toBe('failed');
+    expect(await commandsOf(e, 'PurgeMemory', 'job-d2')).toEqual([]);
+    expect(targetsOf(await tasksOf(e, 'job-d2'))).not.toContain('verification');
+    expect(await deadLettersFor(e, 'job-d2')).toHaveLength(1);
+    expect(await metric(e, 'gm_deletion_jobs_total')).not.toContain('status="verified"');
+    expect((await e.fx.state.records.get(TENANT, 'd-2'))?.status).toBe('tombstoned');
+  });
+
+  it('fails a job at once, with an alert, when a target acknowledges with status failed', async () => {
+    const e = await setup([...EMBEDDED_TARGETS, 'summary']);
+    await start(e, ...PIPELINE, ...TARGET_WORKERS, 'verifier');
+    // A summary store that cannot remove its copy says so in its ack.
+    const summary = await e.fx.bus.subscribe({
+      groupId: 'test.summary-target',
+      topics: [TOPICS.deletionTasks],
+      handler: async (message, ctx) => {
+        const task = DeletionTask.parse(message.value);
+        if (task.target === 'summary') ctx.send([deletionAck(task, 'summary-store', e.fx.clock, { ok: false, ref: 'remaining=1' })]);
+      },
+    });
+    e.handles.push({ close: () => summary.close() });
+    await deleteOne(e, 'd-3', 'job-d3');
+
+    await expectLoudFailure(e, 'job-d3', 'target summary failed: remaining=1', 'target_failed');
+
+    // The other targets' acks, before or after, change nothing: no purge, no verification.
+    await eventually('every target acked', async () => {
+      const acks = (await e.fx.readTopic(TOPICS.deletionAcks)).filter((m) => m.key === 'job-d3');
+      return acks.length === EMBEDDED_TARGETS.length + 1;
+    });
+    await caughtUp(e, ORCHESTRATOR_GROUP, TOPICS.deletionAcks);
+    expect((await job(e, 'job-d3'))?.status).toBe('failed');
+    expect(await commandsOf(e, 'PurgeMemory', 'job-d3')).toEqual([]);
+    expect(targetsOf(await tasksOf(e, 'job-d3'))).not.toContain('verification');
+  });
+
+  describe('verification that finds a leftover copy', () => {
+    /** Deletes a record, lets the purge settle, then plants a stale index copy before the verifier starts. */
+    async function leftoverInIndex(e: Env, id: string, jobId: string): Promise<void> {
+      await start(e, ...PIPELINE, ...TARGET_WORKERS);
+      await deleteOne(e, id, jobId);
+      await jobWhen(e, jobId, 'verifying', (j) => j.status === 'verifying');
+      // The purge must have reached the index-builder, or it would remove the planted copy.
+      const purged = await eventually('MemoryPurged on the log', async () =>
+        (await e.fx.readTopic(TOPICS.events)).find((m) => {
+          const event = MemoryEvent.parse(m.value);
+          return event.type === 'MemoryPurged' && event.data.id === id;
+        }));
+      await committed(e, INDEX_BUILDER_GROUP, purged);
+      await committed(e, PROJECTOR_GROUP, purged);
+      const meta = await e.fx.state.records.get(TENANT, id);
+      if (!meta) throw new Error(`no record hash for ${id}`);
+      await e.fx.index.upsert([toIndexDocument(meta, 'a stale replica copy')]);
+      await start(e, 'verifier');
+    }
+
+    const attempts = (e: Env, jobId: string, n: number) =>
+      jobWhen(e, jobId, `verification attempt ${n}`, (j) => j.progress.verificationAttempts >= n);
+
+    it('keeps the job verifying with findings, retries after verifyRetryMs, and verifies once the copy is gone', async () => {
+      const e = await setup();
+      await leftoverInIndex(e, 'd-4', 'job-d4');
+
+      const first = await attempts(e, 'job-d4', 1);
+      const retryAt = new Date(e.fx.clock.ms + VERIFY_RETRY_MS).toISOString();
+      expect(first).toMatchObject({ status: 'verifying', progress: { verificationAttempts: 1, findings: ['index:d-4'], nextVerificationAt: retryAt } });
+      expect(first.evidence.find((x) => x.target === 'verification')?.status).toBe('failed');
+
+      e.fx.clock.advance(VERIFY_RETRY_MS);
+      const second = await attempts(e, 'job-d4', 2);
+      expect(second).toMatchObject({ status: 'verifying', progress: { verificationAttempts: 2, findings: ['index:d-4'] } });
+
+      await e.fx.index.remove(TENANT, ['d-4']);
+      e.fx.clock.advance(VERIFY_RETRY_MS);
+      const verified = await jobWhen(e, 'job-d4', 'verified', (j) => j.status === 'verified' || j.status === 'failed');
+      expect(verified).toMatchObject({ status: 'verified', progress: { verificationAttempts: 3, findings: [] } });
+      expect(verified.evidence.find((x) => x.target === 'verification')?.status).toBe('done');
+      expect(targetsOf(await tasksOf(e, 'job-d4')).filter((t) => t === 'verification')).toHaveLength(3);
+      expect(await commandsOf(e, 'PurgeMemory', 'job-d4')).toEqual(['d-4']);
+    });
+
+    it('fails the job at the deadline when the copy is never removed, naming what it found', async () => {
+      const e = await setup();
+      await leftoverInIndex(e, 'd-5', 'job-d5');
+      await attempts(e, 'job-d5', 1);
+
+      e.fx.clock.advance(DEADLINE_MS + 1);
+      await expectLoudFailure(e, 'job-d5', 'deadline passed while verifying (index:d-5)', 'deadline');
+      expect(await metric(e, 'gm_deletion_jobs_total')).not.toContain('status="verified"');
+    });
+  });
+
+  it('opens one job for a redelivered MemoryRevocationRequested and applies each transition once', async () => {
+    const e = await setup();
+    await start(e, ...PIPELINE, ...TARGET_WORKERS, 'verifier');
+    await deleteOne(e, 'r-1', 'job-r1');
+
+    // An at-least-once producer delivers the same event again: at once, and after the job is done.
+    const original = await eventually('MemoryRevocationRequested on the log', async () =>
+      (await e.fx.readTopic(TOPICS.events)).find((m) => MemoryEvent.parse(m.value).type === 'MemoryRevocationRequested'));
+    const redeliver = async () => e.fx.bus.produce([{ topic: TOPICS.events, key: original.key, value: original.value, headers: original.headers }]);
+    await redeliver();
+    const verified = await jobWhen(e, 'job-r1', 'verified', (j) => j.status === 'verified' || j.status === 'failed');
+    expect(verified.status).toBe('verified');
+    const [again] = await redeliver();
+    await committed(e, ORCHESTRATOR_GROUP, again);
+    await caughtUp(e, WRITE_ADMISSION_GROUP, TOPICS.commands);
+    await projected(e);
+
+    expect(await job(e, 'job-r1')).toEqual(verified);
+    // A redelivery mid-job may re-send a command (crash safety, see the next test); the
+    // commandId is the same, so write-admission applies it once: one event per transition.
+    expect(new Set(await commandsOf(e, 'TombstoneMemory', 'job-r1'))).toEqual(new Set(['r-1']));
+    expect(new Set(await commandsOf(e, 'PurgeMemory', 'job-r1'))).toEqual(new Set(['r-1']));
+    const transitions = (await e.fx.readTopic(TOPICS.events))
+      .map((m) => MemoryEvent.parse(m.value))
+      .filter((ev) => ev.type === 'MemoryTombstoned' || ev.type === 'MemoryPurged')
+      .map((ev) => ev.type);
+    expect(transitions).toEqual(['MemoryTombstoned', 'MemoryPurged']);
+    expect(new Set(targetsOf(await tasksOf(e, 'job-r1')))).toEqual(new Set([...EMBEDDED_TARGETS, 'verification']));
+    expect(verified.evidence.map((x) => x.target).sort()).toEqual([...EMBEDDED_TARGETS, 'verification'].sort());
+    expect(await metric(e, 'gm_deletion_jobs_total')).toContain('gm_deletion_jobs_total{status="verified"} 1');
+    expect((await e.fx.state.records.get(TENANT, 'r-1'))?.status).toBe('purged');
+    expect(e.logs.records().filter((r) => r.msg === 'deletion job opened' && r.jobId === 'job-r1')).toHaveLength(1);
+  });
+
+  // The job state is written before the bus commits the handler's sends. A crash in that
+  // window (here: the handler ran, its transaction never committed) must not strand the job
+  // (§8.1): the redelivered event re-sends what the recorded progress still needs.
+  it('finishes a job whose first handling crashed before the bus commit', async () => {
+    const e = await setup();
+    const { fx } = e;
+    await start(e, 'admission', 'projector', 'indexBuilder', ...TARGET_WORKERS, 'verifier');
+    await deleteOne(e, 'c-1', 'job-c1');
+    const requested = await eventually('MemoryRevocationRequested on the log', async () =>
+      (await fx.readTopic(TOPICS.events)).find((m) => MemoryEvent.parse(m.value).type === 'MemoryRevocationRequested'));
+
+    // The first orchestrator handles the event and dies before its commit: its sends are gone.
+    const crashed = new DeletionOrchestrator({
+      bus: fx.bus, state: fx.state, clock: fx.clock, metrics: e.metrics, log: e.log, targets: EMBEDDED_TARGETS,
+      deadlineMs: DEADLINE_MS, verifyRetryMs: VERIFY_RETRY_MS, tickMs: 10,
+    });
+    await crashed.handle(requested, { send: () => undefined });
+    expect((await job(e, 'job-c1'))?.status).toBe('invalidating');
+
+    // Its replacement gets the uncommitted event again.
+    await start(e, 'orchestrator');
+    await committed(e, ORCHESTRATOR_GROUP, requested);
+    await caughtUp(e, ORCHESTRATOR_GROUP, TOPICS.events);
+    expect(await commandsOf(e, 'TombstoneMemory', 'job-c1')).toEqual(['c-1']);
+    const finished = await jobWhen(e, 'job-c1', 'finished', (j) => j.status === 'verified' || j.status === 'failed');
+    expect(finished.status).toBe('verified');
+  });
+
+  it('revokes without purging: primary content is retained and verification accepts it', async () => {
+    const e = await setup();
+    await start(e, ...PIPELINE, ...TARGET_WORKERS, 'verifier');
+    await deleteOne(e, 'v-1', 'job-v1', 'RevokeMemory');
+
+    const verified = await jobWhen(e, 'job-v1', 'verified', (j) => j.status === 'verified' || j.status === 'failed');
+    expect(verified).toMatchObject({ status: 'verified', mode: 'revoke' });
+    expect(verified.evidence.find((x) => x.target === 'primary')).toMatchObject({ status: 'done', ref: 'retained=1' });
+    expect(evidenceOf(verified)).toContain('verification:done');
+    await caughtUp(e, WRITE_ADMISSION_GROUP, TOPICS.commands);
+    await projected(e);
+
+    expect(await commandsOf(e, 'TombstoneMemory', 'job-v1')).toEqual(['v-1']);
+    expect(await commandsOf(e, 'PurgeMemory', 'job-v1')).toEqual([]);
+    expect((await tasksOf(e, 'job-v1')).every((t) => t.retainPrimary)).toBe(true);
+    // Retained for audit, unreadable: tombstoned, out of the index, content still in the primary store.
+    expect((await e.fx.state.records.get(TENANT, 'v-1'))?.status).toBe('tombstoned');
+    expect(await e.fx.state.contents.get(TENANT, 'v-1')).toBe('Customer v-1 keeps a spare key under the mat');
+    expect(await e.fx.index.get(TENANT, 'v-1')).toBeNull();
+    expect((await e.fx.state.tombstones.filterTombstoned(TENANT, ['v-1'])).size).toBe(1);
+  });
+});

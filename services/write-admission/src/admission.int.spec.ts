@@ -1,0 +1,278 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { LogPosition } from '@gm/bus';
+import {
+  CommandReply, MemoryEvent, TOPICS, dlqTopic, subjectKey,
+  type MemoryCommand, type ServiceHandle,
+} from '@gm/contracts';
+import { DEFAULT_TTL_POLICY, type DecideContext } from '@gm/domain';
+import { createLogger, createMetrics, type Metrics } from '@gm/observability';
+import {
+  LogSink, openEmbeddedFixture, sha256Hex, writeMemoryCommand, type EmbeddedFixture,
+} from '../../../packages/testing/src/embedded-fixture.ts';
+import { WRITE_ADMISSION_GROUP, startWriteAdmission } from './admission.ts';
+
+const TENANT = 'acme';
+const DECIDE: DecideContext = { ttl: DEFAULT_TTL_POLICY, idempotencyWindowMs: 24 * 3_600_000 };
+const WAIT_MS = 10_000;
+
+describe('write-admission over the embedded bus', () => {
+  let fx: EmbeddedFixture;
+  let logs: LogSink;
+  let metrics: Metrics;
+  let admission: ServiceHandle | undefined;
+
+  const start = async (): Promise<void> => {
+    admission = await startWriteAdmission({
+      bus: fx.bus, metrics, decide: DECIDE, log: createLogger({ name: 'write-admission', level: 'info', destination: logs }),
+    });
+  };
+  const stop = async (): Promise<void> => {
+    await admission?.close();
+    admission = undefined;
+  };
+
+  beforeEach(async () => {
+    fx = await openEmbeddedFixture({ partitions: 4 });
+    logs = new LogSink();
+    metrics = createMetrics();
+  });
+
+  afterEach(async () => {
+    await stop();
+    await fx.close();
+  });
+
+  const meta = (commandId: string, subjectId: string, extra: { idempotencyKey?: string } = {}) => ({
+    commandId, tenantId: TENANT, subjectId, now: fx.clock.iso(), ...extra,
+  });
+  const keyOf = (command: MemoryCommand): string => subjectKey(command.metadata.tenantId, command.metadata.subjectId);
+
+  /** Appends raw values under one key, in order; returns their positions. */
+  const produce = async (key: string, values: unknown[]): Promise<LogPosition[]> =>
+    fx.bus.produce(values.map((value) => ({ topic: TOPICS.commands, key, value })));
+
+  const processed = async (position: LogPosition | undefined): Promise<void> => {
+    if (position === undefined) throw new Error('nothing was produced');
+    expect(await fx.bus.waitForCommitted(WRITE_ADMISSION_GROUP, position, WAIT_MS)).toBe(true);
+  };
+
+  /** Sends commands (each under its own subject key) and waits until write-admission committed them. */
+  const send = async (...commands: MemoryCommand[]): Promise<void> => {
+    const positions = await fx.bus.produce(commands.map((c) => ({ topic: TOPICS.commands, key: keyOf(c), value: c })));
+    for (const p of positions) await processed(p);
+  };
+
+  const replies = async (): Promise<CommandReply[]> =>
+    (await fx.readTopic(TOPICS.replies)).map((m) => CommandReply.parse(m.value));
+  const replyTo = async (commandId: string): Promise<CommandReply | undefined> =>
+    (await replies()).find((r) => r.commandId === commandId);
+  const events = async (): Promise<MemoryEvent[]> => (await fx.readTopic(TOPICS.events)).map((m) => MemoryEvent.parse(m.value));
+  const eventsOf = async (commandId: string): Promise<MemoryEvent[]> =>
+    (await events()).filter((e) => e.metadata.commandId === commandId);
+  const counter = async (name: string): Promise<string> => metrics.registry.getSingleMetricAsString(name);
+
+  it('dead-letters malformed commands with provenance, rejects those with a readable commandId, and keeps going', async () => {
+    await start();
+    const key = subjectKey(TENANT, 'cust-1');
+    const valid = writeMemoryCommand(meta('cmd-ok', 'cust-1'), { id: 'mem-ok', content: 'Customer 1 prefers email' });
+    const noMetadata = { type: 'WriteMemory', data: valid.data };
+    const unknownType = { type: 'EraseEverything', data: {}, metadata: { ...valid.metadata, commandId: 'cmd-bogus' } };
+    const notACommand = 'not even an object';
+    const positions = await produce(key, [noMetadata, unknownType, notACommand, valid]);
+    await processed(positions.at(-1));
+
+    const dlq = await fx.readTopic(dlqTopic(TOPICS.commands));
+    expect(dlq.map((m) => m.value)).toEqual([noMetadata, unknownType, notACommand]);
+    dlq.forEach((m, i) => {
+      const original = positions[i];
+      expect(m.key).toBe(key);
+      expect(m.headers).toMatchObject({
+        'dlq.topic': TOPICS.commands,
+        'dlq.partition': String(original?.partition),
+        'dlq.offset': String(original?.offset),
+        'dlq.attempts': '1',
+        'dlq.group': WRITE_ADMISSION_GROUP,
+      });
+      expect(m.headers['dlq.error']).toMatch(/^invalid command: /);
+    });
+    expect(dlq[0]?.headers['dlq.error']).toContain('metadata');
+
+    // Only the malformed command whose commandId could be read gets an answer.
+    expect(await replies()).toEqual([
+      { commandId: 'cmd-bogus', outcome: 'rejected', code: 'MEM_VALIDATION', detail: 'invalid command', retriable: false },
+      { commandId: 'cmd-ok', outcome: 'accepted', result: { id: 'mem-ok', version: 1, status: 'active' } },
+    ]);
+    expect((await events()).map((e) => `${e.type}:${e.metadata.commandId}`)).toEqual(['MemoryWritten:cmd-ok']);
+    expect(await counter('gm_dead_letters_total')).toContain('gm_dead_letters_total{topic="memory.commands"} 3');
+    // Dead-lettered at once, not after bus retries.
+    expect(fx.busWarnings).toEqual([]);
+  });
+
+  it('rejects a WriteMemory whose contentHash does not match its content, with no event', async () => {
+    await start();
+    const forged = writeMemoryCommand(meta('cmd-forged', 'cust-2'), {
+      id: 'mem-h', content: 'Customer 2 ships to Lisbon', contentHash: sha256Hex('Customer 2 ships to Porto'),
+    });
+    await send(forged);
+
+    expect(await replyTo('cmd-forged')).toMatchObject({ outcome: 'rejected', code: 'MEM_VALIDATION', retriable: false });
+    expect(await events()).toEqual([]);
+    expect(await fx.readTopic(dlqTopic(TOPICS.commands))).toEqual([]);
+    expect(await counter('gm_commands_rejected_total')).toContain('gm_commands_rejected_total{code="MEM_VALIDATION"} 1');
+
+    // Nothing was recorded: the honest write of the same id is a new record.
+    await send(writeMemoryCommand(meta('cmd-honest', 'cust-2'), { id: 'mem-h', content: 'Customer 2 ships to Lisbon' }));
+    expect(await replyTo('cmd-honest')).toMatchObject({ outcome: 'accepted', result: { id: 'mem-h', version: 1 } });
+  });
+
+  it('appends the events and the reply of a command together, with eventIds `${commandId}:${i}`', async () => {
+    await start();
+    await send(writeMemoryCommand(meta('cmd-a', 'cust-3'), { id: 'pref-a', kind: 'preference', content: 'Customer 3 prefers email' }));
+    await stop();
+
+    // A correction emits two events (written + superseded). It waits on the log while write-admission is down.
+    const correction = writeMemoryCommand(meta('cmd-b', 'cust-3'), {
+      id: 'pref-b', kind: 'preference', supersedesId: 'pref-a', content: 'Customer 3 now prefers phone calls',
+    });
+    const [position] = await fx.bus.produce([{ topic: TOPICS.commands, key: keyOf(correction), value: correction }]);
+    if (position === undefined) throw new Error('nothing was produced');
+    const committed = async () => ((await fx.bus.committedOffsets(WRITE_ADMISSION_GROUP, TOPICS.commands))[position.partition] ?? 0) > position.offset;
+
+    // Observed in this order, each fact implies the next: the commit, the reply and the
+    // events land in one transaction, so no reader ever sees one without the others.
+    const observe = async () => {
+      const committedBefore = await committed();
+      const replyBefore = (await replyTo('cmd-b')) !== undefined;
+      const eventCount = (await eventsOf('cmd-b')).length;
+      const replyAfter = (await replyTo('cmd-b')) !== undefined;
+      const committedAfter = await committed();
+      if (committedBefore) expect(replyBefore).toBe(true);
+      if (replyBefore) expect(eventCount).toBe(2);
+      if (eventCount > 0) expect(replyAfter).toBe(true);
+      if (replyAfter) expect(committedAfter).toBe(true);
+      return committedAfter;
+    };
+    expect(await observe()).toBe(false);
+    await start();
+    const deadline = Date.now() + WAIT_MS;
+    while (!(await observe())) {
+      if (Date.now() > deadline) throw new Error('write-admission did not process the correction');
+      await new Promise((resolve) => setTimeout(resolve, 1));
+    }
+
+    expect(await replyTo('cmd-b')).toEqual({ commandId: 'cmd-b', outcome: 'accepted', result: { id: 'pref-b', version: 1, status: 'active' } });
+    const written = await eventsOf('cmd-b');
+    expect(written.map((e) => [e.type, e.metadata.eventId])).toEqual([
+      ['MemoryWritten', 'cmd-b:0'],
+      ['MemorySuperseded', 'cmd-b:1'],
+    ]);
+    expect(written[1]?.data).toEqual({ id: 'pref-a', version: 2, supersededById: 'pref-b' });
+    expect((await eventsOf('cmd-a')).map((e) => e.metadata.eventId)).toEqual(['cmd-a:0']);
+  });
+
+  it('after a restart on the same bus file, rebuilt state rejects a stale expectedVersion and replays an idempotency key', async () => {
+    await start();
+    const first = writeMemoryCommand(meta('cmd-1', 'cust-4', { idempotencyKey: 'idem-1' }), { id: 'mem-r', content: 'Customer 4 lives in Oslo' });
+    await send(first);
+    const firstReply = await replyTo('cmd-1');
+    expect(firstReply).toEqual({ commandId: 'cmd-1', outcome: 'accepted', result: { id: 'mem-r', version: 1, status: 'active' } });
+
+    await stop();
+    await fx.reopen();
+    fx.clock.advance(60_000);
+    await start();
+
+    // The client retries with the same key (a new commandId): the first result, no second record.
+    const retry = writeMemoryCommand(meta('cmd-2', 'cust-4', { idempotencyKey: 'idem-1' }), { id: 'mem-r', content: 'Customer 4 lives in Oslo' });
+    const stale = writeMemoryCommand(meta('cmd-3', 'cust-4'), { id: 'mem-r', content: 'Customer 4 lives in Bergen', expectedVersion: 0 });
+    const current = writeMemoryCommand(meta('cmd-4', 'cust-4'), { id: 'mem-r', content: 'Customer 4 lives in Bergen', expectedVersion: 1 });
+    await send(retry, stale, current);
+
+    expect(await replyTo('cmd-2')).toEqual({ commandId: 'cmd-2', outcome: 'accepted', result: { id: 'mem-r', version: 1, status: 'active' } });
+    expect(await eventsOf('cmd-2')).toEqual([]);
+    expect(await replyTo('cmd-3')).toMatchObject({ outcome: 'rejected', code: 'MEM_CONFLICT' });
+    expect(await eventsOf('cmd-3')).toEqual([]);
+    expect(await replyTo('cmd-4')).toEqual({ commandId: 'cmd-4', outcome: 'accepted', result: { id: 'mem-r', version: 2, status: 'active' } });
+    expect((await events()).map((e) => `${e.type}:${e.metadata.commandId}`)).toEqual(['MemoryWritten:cmd-1', 'MemoryWritten:cmd-4']);
+  });
+
+  it('processes two subjects of one partition in order, each subject in command order', async () => {
+    await start();
+    const subjects = Array.from({ length: 64 }, (_, i) => `cust-p${i}`);
+    const partitionOf = (s: string) => fx.bus.partitionFor(TOPICS.commands, subjectKey(TENANT, s));
+    const a = subjects[0] ?? 'cust-p0';
+    const b = subjects.find((s) => s !== a && partitionOf(s) === partitionOf(a));
+    if (b === undefined) throw new Error('no second subject shares the partition');
+
+    const write = (id: string, subject: string, n: number, expectedVersion: number) =>
+      writeMemoryCommand(meta(`cmd-${id}-${n}`, subject), { id, content: `note ${n} about ${subject}`, expectedVersion });
+    // Each update names the version the previous command of its subject produced: any
+    // reordering within a subject would surface as a conflict.
+    const commands = [
+      write('a-1', a, 1, 0), write('b-1', b, 1, 0), write('a-1', a, 2, 1), write('b-1', b, 2, 1),
+      write('a-1', a, 3, 2), write('b-1', b, 3, 2), write('b-1', b, 4, 3),
+    ];
+    const positions = await fx.bus.produce(commands.map((c) => ({ topic: TOPICS.commands, key: keyOf(c), value: c })));
+    expect(new Set(positions.map((p) => p.partition)).size).toBe(1);
+    await processed(positions.at(-1));
+
+    // Replies are keyed by commandId, so they spread over partitions: compare as a set.
+    const answered = await replies();
+    expect(answered.map((r) => r.commandId).sort()).toEqual(commands.map((c) => c.metadata.commandId).sort());
+    expect(answered.filter((r) => r.outcome !== 'accepted')).toEqual([]);
+
+    const logged = await fx.readTopic(TOPICS.events);
+    for (const [subject, id, count] of [[a, 'a-1', 3], [b, 'b-1', 4]] as const) {
+      const ofSubject = logged.filter((m) => m.key === subjectKey(TENANT, subject)).map((m) => MemoryEvent.parse(m.value));
+      expect(ofSubject.map((e) => e.metadata.commandId)).toEqual(Array.from({ length: count }, (_, i) => `cmd-${id}-${i + 1}`));
+      expect(ofSubject.map((e) => (e.type === 'MemoryWritten' ? e.data.record.version : -1))).toEqual(
+        Array.from({ length: count }, (_, i) => i + 1),
+      );
+    }
+  });
+
+  // §4: a member that takes over a partition from a peer must decide on the partition's
+  // current state, not on what it knew at its own start (it folds memory.events first).
+  it('decides on current state after taking over a partition from a peer of its group', async () => {
+    // Join order fixes ownership: with two members, the second owns the odd partitions.
+    await start();
+    const peer = await startWriteAdmission({
+      bus: fx.bus, metrics, decide: DECIDE, log: createLogger({ name: 'write-admission-2', level: 'info', destination: logs }),
+    });
+    const subject = Array.from({ length: 64 }, (_, i) => `cust-r${i}`).find((s) => fx.bus.partitionFor(TOPICS.commands, subjectKey(TENANT, s)) % 2 === 1);
+    if (subject === undefined) throw new Error('no subject on an odd partition');
+    try {
+      await send(writeMemoryCommand(meta('cmd-peer', subject), { id: 'mem-t', content: 'written by the peer' }));
+      expect(await replyTo('cmd-peer')).toMatchObject({ outcome: 'accepted', result: { version: 1 } });
+    } finally {
+      await peer.close();
+    }
+
+    await send(writeMemoryCommand(meta('cmd-stale', subject), { id: 'mem-t', content: 'a stale write', expectedVersion: 0 }));
+    expect(await replyTo('cmd-stale')).toMatchObject({ outcome: 'rejected', code: 'MEM_CONFLICT' });
+    expect(await eventsOf('cmd-stale')).toEqual([]);
+  });
+
+  // memory.replies carries CommandReply messages only, keyed by valid ids, even when a
+  // malformed command names an invalid commandId (spaces, 300 characters).
+  it('keeps memory.replies within the CommandReply contract when the commandId itself is invalid', async () => {
+    await start();
+    const key = subjectKey(TENANT, 'cust-9');
+    const bad = { type: 'WriteMemory', data: {}, metadata: { commandId: `has spaces ${'x'.repeat(300)}` } };
+    const positions = await produce(key, [bad]);
+    await processed(positions.at(-1));
+    expect(await fx.readTopic(dlqTopic(TOPICS.commands))).toHaveLength(1);
+    const raw = await fx.readTopic(TOPICS.replies);
+    expect(raw.filter((m) => !CommandReply.safeParse(m.value).success)).toEqual([]);
+  });
+
+  it('never logs content', async () => {
+    await start();
+    await send(
+      writeMemoryCommand(meta('cmd-secret', 'cust-5'), { id: 'mem-s', content: 'Customer 5 door code is 9911' }),
+      writeMemoryCommand(meta('cmd-secret-2', 'cust-5'), { id: 'mem-s', content: 'Customer 5 door code is 9911', expectedVersion: 7 }),
+    );
+    expect(logs.lines.length).toBeGreaterThan(0);
+    expect(logs.lines.join('\n')).not.toContain('door code');
+  });
+});
