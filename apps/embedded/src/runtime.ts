@@ -57,7 +57,7 @@ export async function openStores(dataDir: string, partitions: number, clock: Clo
   await bus.ensureTopics(topicSpecs(partitions));
   const index = createSqliteSearchIndex({ file: path.join(dataDir, 'index.db') });
   const kv = createSqliteKeyValueStore({ file: path.join(dataDir, 'state.db'), now: () => clock.now().getTime() });
-  const state = new StateStore(kv);
+  const state = new StateStore(kv, 'gm:', () => clock.now().getTime());
   return {
     bus, index, state,
     close: async () => {

@@ -23,13 +23,18 @@ export const MemoryPromoted = event(
 );
 export const MemorySuperseded = event('MemorySuperseded', Versioned.extend({ supersededById: Id }));
 export const MemoryExpired = event('MemoryExpired', Versioned);
+/**
+ * `alreadyTombstoned`: the record was revoked earlier (tombstoned, content retained for audit)
+ * and is now being deleted or forgotten — it stays tombstoned and its content gets purged.
+ */
+const AlreadyTombstoned = z.object({ alreadyTombstoned: z.literal(true).optional() });
 export const MemoryRevocationRequested = event(
   'MemoryRevocationRequested',
-  Versioned.extend({ jobId: Id, mode: DeletionMode }),
+  Versioned.extend({ jobId: Id, mode: DeletionMode }).extend(AlreadyTombstoned.shape),
 );
 export const SubjectForgotten = event(
   'SubjectForgotten',
-  z.object({ jobId: Id, records: z.array(Versioned) }).strict(),
+  z.object({ jobId: Id, records: z.array(Versioned.extend(AlreadyTombstoned.shape)) }).strict(),
 );
 export const MemoryTombstoned = event(
   'MemoryTombstoned',

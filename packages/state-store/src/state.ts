@@ -22,14 +22,15 @@ export class StateStore {
   readonly revocations: Revocations;
   readonly generations: DataGenerations;
 
-  constructor(readonly kv: KeyValueStore, prefix = 'gm:') {
+  /** `nowMs` must be the clock the key-value store expires keys by. */
+  constructor(readonly kv: KeyValueStore, prefix = 'gm:', nowMs: () => number = Date.now) {
     this.keys = new KeySpace(prefix);
     this.records = new RecordHash(kv, this.keys);
     this.contents = new ContentStore(kv, this.keys);
     this.tombstones = new Tombstones(kv, this.keys);
     this.idClaims = new IdClaims(kv, this.keys);
     this.expiries = new ExpirySchedule(kv, this.keys);
-    this.packets = new PacketStore(kv, this.keys);
+    this.packets = new PacketStore(kv, this.keys, nowMs);
     this.cache = new RetrievalCache(kv, this.keys);
     this.jobs = new DeletionJobs(kv, this.keys);
     this.policyRevisions = new PolicyRevisions(kv, this.keys);

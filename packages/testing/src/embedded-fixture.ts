@@ -88,7 +88,7 @@ export async function openEmbeddedFixture(options: { partitions?: number; clock?
     await bus.ensureTopics(memoryTopicSpecs(partitions));
     const kv = createSqliteKeyValueStore({ file: path.join(dir, 'state.db'), now: () => clock.now().getTime() });
     const index = createSqliteSearchIndex({ file: path.join(dir, 'index.db') });
-    return { bus, kv, index, state: new StateStore(kv) };
+    return { bus, kv, index, state: new StateStore(kv, 'gm:', () => clock.now().getTime()) };
   };
   let stores = await open();
   let closed = false;

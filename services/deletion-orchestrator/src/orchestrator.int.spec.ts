@@ -472,4 +472,23 @@ describe('deletion orchestrator with the embedded services', () => {
     expect(await e.fx.index.get(TENANT, 'v-1')).toBeNull();
     expect((await e.fx.state.tombstones.filterTombstoned(TENANT, ['v-1'])).size).toBe(1);
   });
+
+  it('forgets a subject whose record was revoked earlier: the retained content is purged after all', async () => {
+    const e = await setup();
+    await start(e, ...PIPELINE, ...TARGET_WORKERS, 'verifier');
+    await deleteOne(e, 'rf-1', 'job-rf-revoke', 'RevokeMemory');
+    await jobWhen(e, 'job-rf-revoke', 'verified', (j) => j.status === 'verified');
+    expect(await e.fx.state.contents.get(TENANT, 'rf-1')).not.toBeNull();
+
+    const reply = await send(e, MemoryCommand.parse({ type: 'ForgetSubject', data: { jobId: 'job-rf-forget' }, metadata: meta(e, 'cmd-rf-forget', 'cust-rf-1') }));
+    expect(reply).toMatchObject({ outcome: 'accepted', result: { jobId: 'job-rf-forget' } });
+    const forgotten = await jobWhen(e, 'job-rf-forget', 'finished', (j) => j.status === 'verified' || j.status === 'failed');
+    expect(forgotten).toMatchObject({ status: 'verified', mode: 'forget', recordIds: ['rf-1'] });
+    // Already tombstoned by the revocation: no second tombstone command, straight to fan-out.
+    expect(await commandsOf(e, 'TombstoneMemory', 'job-rf-forget')).toEqual([]);
+    await caughtUp(e, WRITE_ADMISSION_GROUP, TOPICS.commands);
+    await projected(e);
+    expect(await e.fx.state.contents.get(TENANT, 'rf-1')).toBeNull();
+    expect((await e.fx.state.records.get(TENANT, 'rf-1'))?.status).toBe('purged');
+  });
 });

@@ -53,9 +53,11 @@ export class DeletionOrchestrator {
     const event = parsed.data;
     switch (event.type) {
       case 'MemoryRevocationRequested':
-        return this.openJob(event, [event.data.id], event.data.mode, ctx);
+        return this.openJob(event, [event.data.id], event.data.mode, event.data.alreadyTombstoned ? [event.data.id] : [], ctx);
       case 'SubjectForgotten':
-        return this.openJob(event, event.data.records.map((r) => r.id), 'forget', ctx);
+        return this.openJob(
+          event, event.data.records.map((r) => r.id), 'forget', event.data.records.filter((r) => r.alreadyTombstoned).map((r) => r.id), ctx,
+        );
       case 'MemoryTombstoned': {
         const jobId = event.data.jobId;
         if (jobId === undefined) return;
@@ -66,7 +68,9 @@ export class DeletionOrchestrator {
     }
   };
 
-  private async openJob(event: MemoryEvent, recordIds: string[], mode: DeletionJob['mode'], ctx: ProcessContext): Promise<void> {
+  private async openJob(
+    event: MemoryEvent, recordIds: string[], mode: DeletionJob['mode'], alreadyTombstoned: string[], ctx: ProcessContext,
+  ): Promise<void> {
     const jobId = event.type === 'MemoryRevocationRequested' || event.type === 'SubjectForgotten' ? event.data.jobId : '';
     await this.withJob(jobId, async () => {
       const { state, clock } = this.deps;
@@ -93,13 +97,14 @@ export class DeletionOrchestrator {
         deadline: new Date(Date.parse(m.now) + this.deps.deadlineMs).toISOString(),
         evidence: [],
         updatedAt: now.toISOString(),
-        progress: { tombstoned: [], verificationAttempts: 0 },
+        progress: { tombstoned: alreadyTombstoned, verificationAttempts: 0 },
       };
-      ctx.send(recordIds.map((id) => this.command(job, 'TombstoneMemory', id, now)));
       if (recordIds.length === 0) {
         await this.startVerification(job, ctx);
         return;
       }
+      // Tombstone first; records tombstoned by an earlier revocation go straight to fan-out.
+      ctx.send(this.pendingSends(job));
       await state.jobs.put(job);
       this.deps.log.info({ jobId, tenant: job.tenant, records: recordIds.length, mode }, 'deletion job opened');
     });

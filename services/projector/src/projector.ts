@@ -48,11 +48,13 @@ export async function projectEvent(state: StateStore, event: MemoryEvent): Promi
     case 'MemoryRevocationRequested':
       // Tombstone first: the read path denies from here on, before any purge work (§3).
       await state.tombstones.add(tenant, [event.data.id]);
-      await patch(event.data.id, { status: 'revocation_pending', version: event.data.version });
+      await patch(event.data.id, { status: event.data.alreadyTombstoned ? 'tombstoned' : 'revocation_pending', version: event.data.version });
       break;
     case 'SubjectForgotten':
       await state.tombstones.add(tenant, event.data.records.map((r) => r.id));
-      for (const r of event.data.records) await patch(r.id, { status: 'revocation_pending', version: r.version });
+      for (const r of event.data.records) {
+        await patch(r.id, { status: r.alreadyTombstoned ? 'tombstoned' : 'revocation_pending', version: r.version });
+      }
       break;
     case 'MemoryTombstoned':
       await state.tombstones.add(tenant, [event.data.id]);

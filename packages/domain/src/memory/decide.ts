@@ -238,9 +238,30 @@ function decideExpire(command: CommandOf<'ExpireMemory'>, state: SubjectState): 
   };
 }
 
+/** Revoked earlier: tombstoned with its content retained for audit, not yet erased. */
+const isRetained = (r: RecordState): boolean => r.meta.status === 'tombstoned' && r.deletion?.reason === 'revoked';
+
 function decideRevocation(command: CommandOf<'RevokeMemory' | 'DeleteMemory'>, state: SubjectState): Decision {
   const { data } = command;
   const r = requireRecord(state, data.id);
+  if (command.type === 'DeleteMemory' && isRetained(r) && !r.meta.legalHold) {
+    // Deletion overrides an earlier revocation's audit retention (but never a legal hold).
+    const version = r.meta.version + 1;
+    return {
+      events: [
+        {
+          type: 'MemoryRevocationRequested',
+          data: { id: data.id, version, jobId: data.jobId, mode: 'delete', alreadyTombstoned: true },
+          metadata: eventMeta(command, 0),
+        },
+      ],
+      result: { id: data.id, version, status: 'tombstoned', jobId: data.jobId },
+    };
+  }
+  if (command.type === 'DeleteMemory' && r.meta.status === 'revocation_pending' && r.deletion?.reason === 'revoked') {
+    // Answering with the revocation's job would let a deletion end as "retained": say so instead.
+    throw new GovernedMemoryError('MEM_CONFLICT', 'a revocation of this memory is in progress; retry the deletion once it completes', { retriable: true });
+  }
   if (!LIVE_STATUSES.includes(r.meta.status)) {
     // Already owned by a deletion job: report that job, change nothing.
     return { events: [], result: { id: r.meta.id, version: r.meta.version, status: r.meta.status, jobId: r.deletion?.jobId ?? data.jobId } };
@@ -255,11 +276,15 @@ function decideRevocation(command: CommandOf<'RevokeMemory' | 'DeleteMemory'>, s
   };
 }
 
-/** One event for the whole subject, whatever it holds — even nothing (no existence oracle). */
+/**
+ * One event for the whole subject, whatever it holds — even nothing (no existence oracle).
+ * Revoked records whose content was retained for audit are forgotten too: the right to be
+ * forgotten overrides audit retention, not a legal hold.
+ */
 function decideForget(command: CommandOf<'ForgetSubject'>, state: SubjectState): Decision {
   const records = Object.values(state.records)
-    .filter((r) => LIVE_STATUSES.includes(r.meta.status))
-    .map((r) => ({ id: r.meta.id, version: r.meta.version + 1 }))
+    .filter((r) => LIVE_STATUSES.includes(r.meta.status) || (isRetained(r) && !r.meta.legalHold))
+    .map((r) => ({ id: r.meta.id, version: r.meta.version + 1, ...(isRetained(r) ? { alreadyTombstoned: true as const } : {}) }))
     .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   return {
     events: [{ type: 'SubjectForgotten', data: { jobId: command.data.jobId, records }, metadata: eventMeta(command, 0) }],

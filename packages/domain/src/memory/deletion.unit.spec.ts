@@ -59,11 +59,15 @@ describe('RevokeMemory / DeleteMemory (§3, §7)', () => {
     });
   });
 
-  it('answers a deletion of a memory already revoked with the revocation job', () => {
-    const given = spec.given(history([...active, revoke(T1, { jobId: 'job-revoke' })]));
-    given.when(deleteMemory(T2, { jobId: 'job-delete' })).then(({ events, result }) => {
+  it('refuses, retriably, a deletion while a revocation is still in progress (it would end as "retained")', () => {
+    spec.given(history([...active, revoke(T1, { jobId: 'job-revoke' })])).when(deleteMemory(T2, { jobId: 'job-delete' })).thenThrows('MEM_CONFLICT');
+  });
+
+  it('answers a second deletion while the first is in progress with the first job', () => {
+    const given = spec.given(history([...active, deleteMemory(T1, { jobId: 'job-first' })]));
+    given.when(deleteMemory(T2, { jobId: 'job-second' })).then(({ events, result }) => {
       expect(events).toEqual([]);
-      expect(result.jobId).toBe('job-revoke');
+      expect(result.jobId).toBe('job-first');
     });
   });
 });
@@ -194,5 +198,45 @@ describe('TombstoneMemory / PurgeMemory (§8.2, deletion-orchestrator)', () => {
       expect(events).toEqual([]);
       expect(result).toEqual({ id: 'mem-1', version: 4, status: 'purged' });
     });
+  });
+});
+
+describe('forgetting overrides an earlier revocation\'s audit retention (right to be forgotten)', () => {
+  const T3 = after(T2, HOUR);
+  const revoked = [...active, revoke(T1, { jobId: 'job-r' }), tombstone(T1, { jobId: 'job-r' })];
+
+  it('forget includes a revoked record (tombstoned, content retained) and marks it already tombstoned', () => {
+    const given = spec.given(history(revoked));
+    expect(given.state.records['mem-1']?.meta.status).toBe('tombstoned');
+    given.when(forget(T2, { jobId: 'job-f' })).then(({ events }) => {
+      const event = forgotten(events);
+      expect(event.data.records).toEqual([{ id: 'mem-1', version: 4, alreadyTombstoned: true }]);
+      expect(fold(events, given.state).records['mem-1']).toMatchObject({
+        meta: { status: 'tombstoned', version: 4 },
+        deletion: { jobId: 'job-f', reason: 'forgotten' },
+      });
+    });
+  });
+
+  it('lets the forget job purge what the revocation retained', () => {
+    spec.given(history([...revoked, forget(T2, { jobId: 'job-f' })])).when(purge(T3, { jobId: 'job-f' })).then(({ events }) => {
+      expect(events).toMatchObject([{ type: 'MemoryPurged', data: { id: 'mem-1', version: 5, jobId: 'job-f' } }]);
+    });
+  });
+
+  it('lets a delete of a revoked record purge it too, and still refuses to purge under the revocation alone', () => {
+    spec.given(history(revoked)).when(purge(T2, { jobId: 'job-r' })).thenThrows('MEM_INVALID_TRANSITION');
+    const given = spec.given(history([...revoked, deleteMemory(T2, { jobId: 'job-d' })]));
+    expect(given.state.records['mem-1']).toMatchObject({ meta: { status: 'tombstoned', version: 4 }, deletion: { reason: 'deleted' } });
+    given.when(purge(T3, { jobId: 'job-d' })).then(({ events }) => {
+      expect(events).toMatchObject([{ type: 'MemoryPurged', data: { id: 'mem-1', version: 5 } }]);
+    });
+  });
+
+  it('ignores a duplicate (stale) event when folding: the purged record stays purged', () => {
+    const events = history([...revoked, forget(T2, { jobId: 'job-f' }), purge(T3, { jobId: 'job-f' })]);
+    const requested = events.find((e) => e.type === 'MemoryRevocationRequested');
+    if (!requested) throw new Error('no revocation event');
+    expect(evolve(stateOf(events), requested).records['mem-1']?.meta).toMatchObject({ status: 'purged', version: 5 });
   });
 });

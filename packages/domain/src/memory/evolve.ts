@@ -49,18 +49,22 @@ export function evolve(state: SubjectState, event: MemoryEvent): SubjectState {
       break;
     case 'MemoryRevocationRequested': {
       const reason = event.data.mode === 'revoke' ? 'revoked' : 'deleted';
+      const status = event.data.alreadyTombstoned ? 'tombstoned' : 'revocation_pending';
       update(event.data.id, event.data.version, (r) => ({
-        ...transition(r, { status: 'revocation_pending', version: event.data.version }),
+        ...transition(r, { status, version: event.data.version }),
         deletion: { jobId: event.data.jobId, reason },
       }));
       remember({ id: event.data.id, version: event.data.version, status: 'revocation_pending', jobId: event.data.jobId }, event.data.id);
       break;
     }
     case 'SubjectForgotten':
-      for (const { id, version } of event.data.records) {
+      for (const { id, version, alreadyTombstoned } of event.data.records) {
         update(id, version, (r) =>
-          LIVE_STATUSES.includes(r.meta.status)
-            ? { ...transition(r, { status: 'revocation_pending', version }), deletion: { jobId: event.data.jobId, reason: 'forgotten' } }
+          LIVE_STATUSES.includes(r.meta.status) || alreadyTombstoned
+            ? {
+                ...transition(r, { status: alreadyTombstoned ? 'tombstoned' : 'revocation_pending', version }),
+                deletion: { jobId: event.data.jobId, reason: 'forgotten' },
+              }
             : r,
         );
       }

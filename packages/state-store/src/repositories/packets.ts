@@ -14,7 +14,11 @@ export type StoredPacket = z.infer<typeof StoredPacket>;
 
 /** Evidence packets (§6.5), kept with a TTL and indexed by record so deletion reaches them. */
 export class PacketStore {
-  constructor(private readonly kv: KeyValueStore, private readonly keys: KeySpace) {}
+  constructor(
+    private readonly kv: KeyValueStore,
+    private readonly keys: KeySpace,
+    private readonly nowMs: () => number,
+  ) {}
 
   async put(stored: StoredPacket, ttlMs: number): Promise<void> {
     await this.kv.set(this.keys.packet(stored.packet.packetId), JSON.stringify(stored), { ttlMs });
@@ -51,7 +55,7 @@ export class PacketStore {
       if (!stored) continue;
       const items = stored.packet.items.map((i) => (targets.has(i.recordId) ? { ...i, excerpt: '' } : i));
       const invalidated = [...new Set([...stored.invalidated, ...recordIds.filter((id) => items.some((i) => i.recordId === id))])];
-      const ttlMs = Math.max(1, Date.parse(stored.packet.expiresAt) - Date.now());
+      const ttlMs = Math.max(1, Date.parse(stored.packet.expiresAt) - this.nowMs());
       await this.kv.set(key, JSON.stringify({ ...stored, packet: { ...stored.packet, items }, invalidated }), { ttlMs });
       changed += 1;
     }
