@@ -3,3 +3,4 @@ export * from './contracts/bus.contract.ts';
 export * from './contracts/search-index.contract.ts';
 export * from './contracts/key-value.contract.ts';
 export * from './embedded-fixture.ts';
+export * from './infra/engines.ts';

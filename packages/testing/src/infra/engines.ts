@@ -1,0 +1,23 @@
+/**
+ * Where the real engines of the distributed runtime are, in the order of design §11:
+ *   1. KAFKA_BROKERS / ELASTICSEARCH_URL / REDIS_URL when set;
+ *   2. otherwise the local launcher (infra/local/engines.sh), which .ci/run also uses.
+ * (testcontainers would come second when a container runtime answers; none runs on these
+ * machines, and the launcher is what CI uses — see README.)
+ * A missing engine fails the run loudly; it is never skipped.
+ */
+export const LOCAL_ENDPOINTS = {
+  kafka: { env: 'KAFKA_BROKERS', value: '127.0.0.1:19092' },
+  redis: { env: 'REDIS_URL', value: 'redis://127.0.0.1:16379' },
+  elasticsearch: { env: 'ELASTICSEARCH_URL', value: 'http://127.0.0.1:19200' },
+} as const;
+
+export type Engine = keyof typeof LOCAL_ENDPOINTS;
+
+/** The endpoint of an engine inside a test (set by the global setup). */
+export function engineEndpoint(engine: Engine): string {
+  const { env } = LOCAL_ENDPOINTS[engine];
+  const value = process.env[env];
+  if (!value) throw new Error(`${env} is not set: run the engine suites through vitest's global setup (pnpm test)`);
+  return value;
+}
