@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import { createSqliteBus, type Bus, type TopicSpec } from '@gm/bus';
+import { createSqliteBus, memoryTopicSpecs, type Bus } from '@gm/bus';
 import { TOPICS, type Clock, type DeletionTarget, type ServiceHandle } from '@gm/contracts';
 import { createLogger, createMetrics, type Logger, type Metrics } from '@gm/observability';
 import { CapabilityIssuer, CapabilityVerifier, ScopePolicyDecisionPoint } from '@gm/policy';
@@ -23,18 +23,6 @@ export const systemClock: Clock = { now: () => new Date() };
 /** The copies the embedded runtime keeps; vector and summary stores arrive with later issues. */
 export const EMBEDDED_DELETION_TARGETS: DeletionTarget[] = ['primary', 'keyword', 'retrieval_cache', 'evidence_packet'];
 
-export function topicSpecs(partitions: number): TopicSpec[] {
-  return [
-    { name: TOPICS.commands, partitions },
-    { name: TOPICS.events, partitions },
-    { name: TOPICS.replies, partitions },
-    { name: TOPICS.records, partitions, compacted: true },
-    { name: TOPICS.policyChanges, partitions },
-    { name: TOPICS.deletionTasks, partitions },
-    { name: TOPICS.deletionAcks, partitions },
-    { name: TOPICS.deletionReceipts, partitions },
-  ];
-}
 
 /** The durable stores of a data directory: the log (bus), the index and the state. */
 export interface Stores {
@@ -54,7 +42,7 @@ export async function openStores(dataDir: string, partitions: number, clock: Clo
     await bus.close();
     throw new Error(`the data directory was created with ${existing.length} partitions; MEMORY_PARTITIONS is ${partitions}`);
   }
-  await bus.ensureTopics(topicSpecs(partitions));
+  await bus.ensureTopics(memoryTopicSpecs(partitions));
   const index = createSqliteSearchIndex({ file: path.join(dataDir, 'index.db') });
   const kv = createSqliteKeyValueStore({ file: path.join(dataDir, 'state.db'), now: () => clock.now().getTime() });
   const state = new StateStore(kv, 'gm:', () => clock.now().getTime());

@@ -1,3 +1,4 @@
 export * from './port.ts';
 export { createSqliteBus, type SqliteBusOptions, type BusLogger } from './embedded/sqlite-bus.ts';
 export { partitionForKey, murmur2 } from './embedded/partitioner.ts';
+export { memoryTopicSpecs } from './topics.ts';

@@ -1,3 +1,4 @@
+export * from './run-service.ts';
 import type { Bus, ConsumedMessage, MessageHandler, ProcessContext } from '@gm/bus';
 import {
   MemoryEvent, TOPICS,

@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
-import { createSqliteBus, type Bus, type ConsumedMessage, type TopicSpec } from '@gm/bus';
+import { createSqliteBus, memoryTopicSpecs, type Bus, type ConsumedMessage } from '@gm/bus';
 import {
   MemoryCommand, TOPICS,
   type Actor, type Clock, type MessageMetadata, type WriteMemoryData,
@@ -29,18 +29,6 @@ export class TestClock implements Clock {
 }
 
 /** The topics of design §4, co-partitioned (the embedded runtime declares the same set). */
-export function memoryTopicSpecs(partitions: number): TopicSpec[] {
-  return [
-    { name: TOPICS.commands, partitions },
-    { name: TOPICS.events, partitions },
-    { name: TOPICS.replies, partitions },
-    { name: TOPICS.records, partitions, compacted: true },
-    { name: TOPICS.policyChanges, partitions },
-    { name: TOPICS.deletionTasks, partitions },
-    { name: TOPICS.deletionAcks, partitions },
-    { name: TOPICS.deletionReceipts, partitions },
-  ];
-}
 
 /** Collects JSON log lines written to it (a pino destination) so specs can read them. */
 export class LogSink extends Writable {

@@ -1,0 +1,90 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { z } from 'zod';
+import type { ServiceHandle } from '@gm/contracts';
+import { createLogger, createMetrics, type Logger, type Metrics } from '@gm/observability';
+
+export interface Started {
+  handle: ServiceHandle;
+  /** Whether every dependency of this service answers. */
+  ready(): Promise<boolean>;
+}
+
+export interface ServiceContext<E> {
+  env: E;
+  log: Logger;
+  metrics: Metrics;
+}
+
+/** Parses the environment or exits with code 2 and one line per problem, naming the variable. */
+export function parseEnvOrExit<S extends z.ZodType>(schema: S, env: NodeJS.ProcessEnv, service: string): z.infer<S> {
+  const parsed = schema.safeParse(env);
+  if (parsed.success) return parsed.data;
+  const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
+  process.stderr.write(`${service}: invalid configuration:\n${lines.join('\n')}\n`);
+  process.exit(2);
+}
+
+/** Liveness, readiness and Prometheus metrics of one service process, on 127.0.0.1. */
+function healthServer(port: number, ready: () => Promise<boolean>, metrics: Metrics): Promise<Server> {
+  const server = createServer((req, res) => {
+    void (async () => {
+      if (req.url === '/healthz') {
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}');
+      } else if (req.url === '/readyz') {
+        const ok = await ready().catch(() => false);
+        res.writeHead(ok ? 200 : 503, { 'content-type': 'application/json' }).end(JSON.stringify({ status: ok ? 'ready' : 'not_ready' }));
+      } else if (req.url === '/metrics') {
+        res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(await metrics.registry.metrics());
+      } else {
+        res.writeHead(404).end();
+      }
+    })();
+  });
+  return new Promise((resolve) => server.listen(port, '127.0.0.1', () => resolve(server)));
+}
+
+/**
+ * The composition root shared by every service's main.ts: env (fail fast), logger, metrics,
+ * health endpoints, start, and a graceful stop on SIGTERM/SIGINT (finish the in-flight
+ * message, commit, close, exit 0).
+ */
+export async function runService<S extends z.ZodType<{ HEALTH_PORT: number; MEMORY_LOG_LEVEL: string }>>(
+  name: string,
+  schema: S,
+  start: (ctx: ServiceContext<z.infer<S>>) => Promise<Started>,
+): Promise<void> {
+  const env = parseEnvOrExit(schema, process.env, name);
+  const log = createLogger({ name, level: env.MEMORY_LOG_LEVEL });
+  const metrics = createMetrics();
+  let started: Started;
+  try {
+    started = await start({ env, log, metrics });
+  } catch (err) {
+    log.fatal({ err }, 'failed to start');
+    process.exit(1);
+  }
+  const health = await healthServer(env.HEALTH_PORT, started.ready, metrics);
+  const port = (health.address() as AddressInfo).port;
+  log.info({ healthPort: port, pid: process.pid }, 'service started');
+  // One parseable line for launchers that wait for readiness.
+  process.stderr.write(`${name} ready: health on http://127.0.0.1:${port}\n`);
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'stopping');
+    void (async () => {
+      try {
+        health.close();
+        await started.handle.close();
+        process.exit(0);
+      } catch (err) {
+        log.error({ err }, 'stop failed');
+        process.exit(1);
+      }
+    })();
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
