@@ -1,68 +1,9 @@
 import path from 'node:path';
 import { z } from 'zod';
-import type { MemoryKind } from '@gm/contracts';
-import { DEFAULT_TTL_POLICY, type TtlPolicy } from '@gm/domain';
+import type { TtlPolicy } from '@gm/domain';
+import { LogLevel, duration, integer, parseDuration, ttlPolicyOf, ttlShape } from '@gm/service-kit';
 
-const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
-
-/** "250ms", "30s", "15m", "24h", "90d" → milliseconds. */
-export function parseDuration(text: string): number {
-  const match = /^(\d+)(ms|s|m|h|d)$/.exec(text.trim());
-  if (!match?.[1] || !match[2]) throw new Error(`"${text}" is not a duration like 30s, 15m, 24h or 90d`);
-  return Number(match[1]) * (UNITS[match[2]] ?? 1);
-}
-
-const duration = (fallback: string, timer = false) =>
-  z
-    .string()
-    .default(fallback)
-    .transform((v, ctx) => {
-      try {
-        const ms = parseDuration(v);
-        // Node timers fire at once past 2^31-1 ms; a zero interval would spin a loop.
-        if (ms < 1 || (timer && ms > 2_147_483_647)) throw new Error(`"${v}" must be between 1ms and ${timer ? '24d' : 'any length'}`);
-        return ms;
-      } catch (err) {
-        ctx.addIssue({ code: 'custom', message: (err as Error).message });
-        return z.NEVER;
-      }
-    });
-
-/** Digits only: an empty MEMORY_PORT= must be an error, not port 0 (Number('') === 0). */
-const integer = (fallback: number, min: number, max: number) =>
-  z
-    .string()
-    .regex(/^\d+$/, 'must be a whole number')
-    .default(String(fallback))
-    .transform(Number)
-    .pipe(z.number().int().min(min).max(max));
-
-const KINDS: MemoryKind[] = ['working_note', 'fact', 'skill', 'preference'];
-const ttlVar = (kind: MemoryKind) => `MEMORY_TTL_${kind.toUpperCase()}`;
-const fmt = (s: number) => `${Math.round(s / 86400)}d`;
-
-/** "default,max" per kind, e.g. MEMORY_TTL_FACT=90d,365d. */
-const ttlShape = Object.fromEntries(
-  KINDS.map((kind) => [
-    ttlVar(kind),
-    z
-      .string()
-      .default(`${fmt(DEFAULT_TTL_POLICY[kind].defaultSeconds)},${fmt(DEFAULT_TTL_POLICY[kind].maxSeconds)}`)
-      .transform((v, ctx) => {
-        const [d, m, extra] = v.split(',');
-        try {
-          if (!d || !m || extra !== undefined) throw new Error('expected "default,max", e.g. 90d,365d');
-          const defaultSeconds = parseDuration(d) / 1000;
-          const maxSeconds = parseDuration(m) / 1000;
-          if (defaultSeconds <= 0 || defaultSeconds > maxSeconds) throw new Error('need 0 < default <= max');
-          return { defaultSeconds, maxSeconds };
-        } catch (err) {
-          ctx.addIssue({ code: 'custom', message: (err as Error).message });
-          return z.NEVER;
-        }
-      }),
-  ]),
-);
+export { parseDuration };
 
 export const EnvSchema = z.object({
   MEMORY_HOST: z.string().min(1).default('127.0.0.1'),
@@ -70,7 +11,7 @@ export const EnvSchema = z.object({
   MEMORY_DATA_DIR: z.string().min(1).default('.data'),
   MEMORY_ISSUER_CREDENTIAL: z.string().min(32, 'must be at least 32 characters').optional(),
   MEMORY_ISSUER_NAME: z.string().min(1).default('governed-memory'),
-  MEMORY_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  MEMORY_LOG_LEVEL: LogLevel.default('info'),
   MEMORY_PARTITIONS: integer(4, 1, 256),
   MEMORY_RATE_LIMIT_PER_MINUTE: integer(1200, 1, 1_000_000),
   MEMORY_BODY_LIMIT_BYTES: integer(256 * 1024, 1024, 16 * 1024 * 1024),
@@ -117,8 +58,8 @@ export function loadConfig(env: NodeJS.ProcessEnv): RuntimeConfig {
     const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
     throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);
   }
-  const e = parsed.data as z.infer<typeof EnvSchema> & Record<string, { defaultSeconds: number; maxSeconds: number }>;
-  const ttl = Object.fromEntries(KINDS.map((k) => [k, e[ttlVar(k)]])) as TtlPolicy;
+  const e = parsed.data;
+  const ttl = ttlPolicyOf(e);
   return {
     host: e.MEMORY_HOST,
     port: e.MEMORY_PORT,

@@ -44,15 +44,17 @@ public final class Launcher {
             builder.put(arg.substring(0, eq), arg.substring(eq + 1));
         }
         Settings settings = builder.build();
+
+        // Logging first: Elasticsearch's own logger facade has no provider until log4j is
+        // configured, and even reading settings logs. Console only; elasticsearch.sh redirects
+        // stdout to the log file, so no log4j2.properties has to be shipped.
+        LogConfigurator.registerErrorListener();
+        LogConfigurator.setNodeName(Node.NODE_NAME_SETTING.get(settings));
+        LogConfigurator.configureWithoutConfig(settings);
+
         Path configDir = Path.of(Environment.PATH_HOME_SETTING.get(settings), "config");
         Environment environment = InternalSettingsPreparer.prepareEnvironment(
             settings, Map.of(), configDir, () -> "gm-local");
-
-        // Console logging at the node's levels; elasticsearch.sh redirects stdout to the log
-        // file, so no log4j2.properties has to be shipped.
-        LogConfigurator.registerErrorListener();
-        LogConfigurator.setNodeName(Node.NODE_NAME_SETTING.get(environment.settings()));
-        LogConfigurator.configureWithoutConfig(environment.settings());
 
         // false: the stateful (not serverless) set of modules, as `deployment.target=ALL` asks.
         PluginsLoader plugins = PluginsLoader.createPluginsLoader(

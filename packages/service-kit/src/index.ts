@@ -64,3 +64,4 @@ export function deletionAck(
   };
   return { topic: TOPICS.deletionAcks, key: task.jobId, value };
 }
+export * from './env.ts';

@@ -1,5 +1,6 @@
 export * from './port.ts';
 export { createSqliteKeyValueStore } from './embedded/sqlite-key-value.ts';
+export { createRedisKeyValueStore } from './redis/redis-key-value.ts';
 export * from './state.ts';
 export { KeySpace } from './repositories/keys.ts';
 export type { ScheduledExpiry } from './repositories/schedule.ts';
