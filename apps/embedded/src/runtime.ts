@@ -4,7 +4,6 @@ import type { FastifyInstance } from 'fastify';
 import { createSqliteBus, memoryTopicSpecs, type Bus } from '@gm/bus';
 import { TOPICS, type Clock, type DeletionTarget, type ServiceHandle } from '@gm/contracts';
 import { createLogger, createMetrics, type Logger, type Metrics } from '@gm/observability';
-import { CapabilityIssuer, CapabilityVerifier, ScopePolicyDecisionPoint } from '@gm/policy';
 import { createSqliteSearchIndex, type SearchIndex } from '@gm/search-index';
 import { StateStore, createSqliteKeyValueStore } from '@gm/state-store';
 import { startWriteAdmission } from '@gm/write-admission';
@@ -13,7 +12,7 @@ import { startIndexBuilder, startIndexTargets } from '@gm/index-builder';
 import { startExpiryScheduler } from '@gm/expiry-scheduler';
 import { startDeletionOrchestrator } from '@gm/deletion-orchestrator';
 import { startReceiptVerifier } from '@gm/receipt-verifier';
-import { CommandGateway, buildApp, startBrokerTargets } from '@gm/retrieval-broker';
+import { startRetrievalBroker } from '@gm/retrieval-broker';
 import type { RuntimeConfig } from './config.ts';
 import { loadOrCreateCredentials, type Credentials } from './credentials.ts';
 import { lockDataDir } from './lock.ts';
@@ -101,20 +100,15 @@ export async function startEmbeddedRuntime(config: RuntimeConfig, options: Runti
       bus, log: child('write-admission'), metrics, decide: { ttl: config.ttl, idempotencyWindowMs: config.idempotencyWindowMs },
     }),
   );
-  handles.push(await startBrokerTargets({ bus, state, clock }));
-  const gateway = new CommandGateway(bus, {
-    instanceId: 'embedded', replyTimeoutMs: config.replyTimeoutMs, readYourWritesTimeoutMs: config.readYourWritesTimeoutMs,
-  });
-  await gateway.start();
-
-  const revocations = { isRevoked: (c: { tenant: string; sub: string; jti: string }) => state.revocations.isRevoked(c.tenant, c.sub, c.jti) };
-  const app = await buildApp({
-    bus, index, state, gateway, clock, metrics,
+  const broker = await startRetrievalBroker({
+    bus, index, state, clock, metrics,
     log: child('retrieval-broker'),
-    pdp: new ScopePolicyDecisionPoint(),
-    verifier: await CapabilityVerifier.create(credentials.signing.publicJwk, config.issuerName, revocations),
-    issuer: await CapabilityIssuer.create(credentials.signing.privateJwk, config.issuerName),
+    signing: credentials.signing,
+    issuerName: config.issuerName,
     issuerCredential: credentials.issuerCredential,
+    instanceId: 'embedded',
+    host: config.host,
+    port: config.port,
     config: {
       replyTimeoutMs: config.replyTimeoutMs, readYourWritesTimeoutMs: config.readYourWritesTimeoutMs,
       packetTtlMs: config.packetTtlMs, cacheTtlMs: config.cacheTtlMs, rateLimitPerMinute: config.rateLimitPerMinute,
@@ -122,13 +116,12 @@ export async function startEmbeddedRuntime(config: RuntimeConfig, options: Runti
     },
     ready: async () => (await state.kv.ping()) && (await bus.endOffsets(TOPICS.events)).length > 0,
   });
-  const address = await app.listen({ host: config.host, port: config.port });
 
   let closed = false;
   return {
     ...stores,
-    url: address,
-    app,
+    url: broker.url,
+    app: broker.app,
     config,
     credentials,
     log,
@@ -137,8 +130,7 @@ export async function startEmbeddedRuntime(config: RuntimeConfig, options: Runti
     close: async () => {
       if (closed) return;
       closed = true;
-      await app.close();
-      await gateway.close();
+      await broker.close();
       for (const h of handles.reverse()) await h.close();
       await stores.close();
       unlock();

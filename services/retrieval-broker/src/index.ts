@@ -4,3 +4,4 @@ export * from './command-gateway.ts';
 export * from './deletion-targets.ts';
 export * from './retrieval.ts';
 export * from './problem.ts';
+export * from './start.ts';

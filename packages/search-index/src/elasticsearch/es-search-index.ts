@@ -1,0 +1,342 @@
+import { Client, errors } from '@elastic/elasticsearch';
+import type { estypes } from '@elastic/elasticsearch';
+import { GovernedMemoryError } from '@gm/contracts';
+import type { IndexDocument, SearchHit, SearchIndex, SearchQuery } from '../port.ts';
+import { indexDigest } from '../embedded/digest.ts';
+
+export interface ElasticsearchSearchIndexOptions {
+  /** Elasticsearch URL, e.g. http://127.0.0.1:19200. */
+  node: string;
+  /** Lower-case prefix of this index's names; one deployment (or test) per prefix. */
+  indexPrefix: string;
+}
+
+/**
+ * Writes go to an alias with `require_alias`, so a write after someone deleted the index can
+ * never auto-create one with dynamic mappings (partition as analysed text would silently break
+ * the filters); the concrete index carries the mapping generation, so a new mapping can be
+ * built beside the old one by replay.
+ */
+export function esIndexNames(indexPrefix: string): { alias: string; concrete: string } {
+  if (!/^[a-z0-9][a-z0-9._-]*$/.test(indexPrefix)) {
+    throw new GovernedMemoryError('MEM_VALIDATION', 'indexPrefix must be lower-case letters, digits, ".", "_" or "-"');
+  }
+  return { alias: `${indexPrefix}-records`, concrete: `${indexPrefix}-records-v1` };
+}
+
+/*
+ * The content analyzer matches the SQLite adapter's `porter unicode61 remove_diacritics 2`, so
+ * both runtimes match the same word forms. One shard: BM25 statistics are then index-wide, as
+ * in SQLite, and rankings agree; a search index of active records stays small.
+ */
+const INDEX_SETTINGS: estypes.IndicesIndexSettings = {
+  number_of_shards: 1,
+  auto_expand_replicas: '0-1',
+  analysis: {
+    analyzer: {
+      gm_content: { type: 'custom', tokenizer: 'standard', filter: ['lowercase', 'asciifolding', 'porter_stem'] },
+    },
+  },
+};
+
+const MAPPINGS: estypes.MappingTypeMapping = {
+  // Strict: a document that does not fit the mapping is rejected, never half-indexed.
+  dynamic: 'strict',
+  properties: {
+    tenantId: { type: 'keyword' },
+    recordId: { type: 'keyword' },
+    partition: { type: 'keyword' },
+    subjectId: { type: 'keyword' },
+    kind: { type: 'keyword' },
+    purposes: { type: 'keyword' },
+    content: { type: 'text', analyzer: 'gm_content' },
+    contentHash: { type: 'keyword' },
+    confidence: { type: 'float' },
+    createdAt: { type: 'date' },
+    expiresAt: { type: 'date' },
+    // The expiry filter compares this number, parsed by the same Date.parse as the SQLite
+    // adapter, so both runtimes agree on every offset form an ISO time may take.
+    expiresAtMs: { type: 'long' },
+    version: { type: 'long' },
+    // Kept in _source for get(), never searched.
+    provenance: { type: 'object', enabled: false },
+  },
+};
+
+type StoredDocument = IndexDocument & { expiresAtMs: number };
+
+const DIGEST_PAGE = 1000;
+/** Elasticsearch refuses a larger `size` (index.max_result_window); the port allows fewer hits. */
+const MAX_HITS = 10_000;
+
+function epochMs(iso: string, field: string): number {
+  const ms = Date.parse(iso);
+  if (!Number.isFinite(ms)) throw new GovernedMemoryError('MEM_VALIDATION', `${field} is not a valid time`);
+  return ms;
+}
+
+/** `%` and `/` escaped, so `tenant/record` is unambiguous for any input and unchanged for valid ids. */
+const idPart = (s: string) => s.replaceAll('%', '%25').replaceAll('/', '%2F');
+const docId = (tenantId: string, recordId: string) => `${idPart(tenantId)}/${idPart(recordId)}`;
+
+function toStored(doc: IndexDocument): StoredDocument {
+  epochMs(doc.createdAt, 'createdAt');
+  if (!Number.isSafeInteger(doc.version) || doc.version < 0) {
+    throw new GovernedMemoryError('MEM_VALIDATION', 'version must be a non-negative integer');
+  }
+  return { ...doc, expiresAtMs: epochMs(doc.expiresAt, 'expiresAt') };
+}
+
+function fromStored(source: StoredDocument): IndexDocument {
+  const { expiresAtMs: _derived, ...doc } = source;
+  return doc;
+}
+
+function errorType(e: unknown): string | undefined {
+  if (!(e instanceof errors.ResponseError)) return undefined;
+  const body: unknown = e.body;
+  if (typeof body !== 'object' || body === null || !('error' in body)) return undefined;
+  const error: unknown = body.error;
+  return typeof error === 'object' && error !== null && 'type' in error && typeof error.type === 'string' ? error.type : undefined;
+}
+
+/** A bulk item found no index behind the alias: the index was dropped after we created it. */
+class IndexMissingError extends Error {}
+
+const isIndexMissing = (e: unknown) => e instanceof IndexMissingError || errorType(e) === 'index_not_found_exception';
+
+/** Engine and transport failures, as coded errors: unreachable or overloaded is retriable. */
+function toGovernedError(e: unknown, operation: string): GovernedMemoryError {
+  if (e instanceof GovernedMemoryError) return e;
+  const transient =
+    e instanceof errors.ConnectionError ||
+    e instanceof errors.TimeoutError ||
+    e instanceof errors.NoLivingConnectionsError ||
+    (e instanceof errors.ResponseError && (e.statusCode === 429 || (e.statusCode ?? 500) >= 500));
+  return transient
+    ? new GovernedMemoryError('MEM_UNAVAILABLE', `search index unavailable (${operation})`, { retriable: true, cause: e })
+    : new GovernedMemoryError('MEM_INTERNAL', `search index request failed (${operation})`, { cause: e });
+}
+
+/** Shard failures or a timeout mean some documents were not looked at: never answer from part. */
+function requireComplete(response: { timed_out?: boolean; _shards: estypes.ShardStatistics }, operation: string): void {
+  if (response.timed_out === true || response._shards.failed > 0) {
+    throw new GovernedMemoryError('MEM_UNAVAILABLE', `search index answered from part of its shards (${operation})`, { retriable: true });
+  }
+}
+
+function bulkItemError(item: estypes.BulkResponseItem, operation: string): GovernedMemoryError {
+  const cause = new Error(`${item.error?.type ?? 'unknown'}: ${item.error?.reason ?? ''}`);
+  return item.status === 429 || item.status >= 500
+    ? new GovernedMemoryError('MEM_UNAVAILABLE', `search index rejected a write (${operation})`, { retriable: true, cause })
+    : new GovernedMemoryError('MEM_INTERNAL', `search index rejected a document (${operation})`, { cause });
+}
+
+export function createElasticsearchSearchIndex(options: ElasticsearchSearchIndexOptions): SearchIndex {
+  const { alias, concrete } = esIndexNames(options.indexPrefix);
+  const client = new Client({ node: options.node });
+  let ready: Promise<void> | undefined;
+  let closed = false;
+
+  async function createIndex(): Promise<void> {
+    try {
+      await client.indices.create({ index: concrete, settings: INDEX_SETTINGS, mappings: MAPPINGS, aliases: { [alias]: {} } });
+    } catch (e) {
+      // Another instance (or a reopen) created it first: same mapping, nothing to do.
+      if (errorType(e) !== 'resource_already_exists_exception') throw e;
+    }
+  }
+
+  function ensureIndex(): Promise<void> {
+    ready ??= createIndex().catch((e: unknown) => {
+      ready = undefined;
+      throw e;
+    });
+    return ready;
+  }
+
+  /**
+   * Runs one operation against an existing index. If the index vanished meanwhile (another
+   * instance's clear(), an operator), it is recreated empty and the operation runs once more.
+   */
+  async function run<T>(operation: string, op: () => Promise<T>): Promise<T> {
+    if (closed) throw new GovernedMemoryError('MEM_UNAVAILABLE', `search index is closed (${operation})`);
+    try {
+      await ensureIndex();
+      try {
+        return await op();
+      } catch (e) {
+        if (!isIndexMissing(e)) throw e;
+        ready = undefined;
+        await ensureIndex();
+        return await op();
+      }
+    } catch (e) {
+      throw toGovernedError(e, operation);
+    }
+  }
+
+  /**
+   * One bulk request through the alias. `refresh: wait_for` returns once the writes are
+   * visible to search, so a search right after an upsert or remove sees it (read-your-writes).
+   */
+  async function bulk(operations: (estypes.BulkOperationContainer | StoredDocument)[]) {
+    const response = await client.bulk({ operations, refresh: 'wait_for', require_alias: true });
+    const items = response.items.map((item) => item.index ?? item.delete);
+    if (items.some((item) => item?.error?.type === 'index_not_found_exception')) throw new IndexMissingError();
+    return items;
+  }
+
+  return {
+    async upsert(docs) {
+      // Converted first, so an invalid document rejects the batch before anything is sent.
+      const stored = docs.map(toStored);
+      if (stored.length === 0) return;
+      // external_gte: Elasticsearch keeps the record version as the document version and
+      // refuses an older one (409), atomically per document, also within one batch. Not
+      // atomic across the batch: after a failure a retry of the same batch converges.
+      const operations = stored.flatMap((d) => [
+        { index: { _index: alias, _id: docId(d.tenantId, d.recordId), version: d.version, version_type: 'external_gte' as const } },
+        d,
+      ]);
+      await run('upsert', async () => {
+        for (const item of await bulk(operations)) {
+          if (item?.error === undefined) continue;
+          // An older version than the indexed one: ignored by design, not a failure.
+          if (item.status === 409 && item.error.type === 'version_conflict_engine_exception') continue;
+          throw bulkItemError(item, 'upsert');
+        }
+      });
+    },
+
+    async remove(tenantId, recordIds) {
+      if (recordIds.length === 0) return 0;
+      const operations = recordIds.map((recordId) => ({ delete: { _index: alias, _id: docId(tenantId, recordId) } }));
+      return run('remove', async () => {
+        let removed = 0;
+        for (const item of await bulk(operations)) {
+          // not_found (404) is an already-removed document: idempotent, not counted.
+          if (item?.result === 'deleted') removed += 1;
+          else if (item?.error !== undefined) throw bulkItemError(item, 'remove');
+        }
+        return removed;
+      });
+    },
+
+    async get(tenantId, recordId) {
+      return run('get', async () => {
+        try {
+          const response = await client.get<StoredDocument>({ index: alias, id: docId(tenantId, recordId) });
+          const source = response._source;
+          // The id already scopes by tenant; the check keeps that true whatever wrote the document.
+          return source !== undefined && source.tenantId === tenantId ? fromStored(source) : null;
+        } catch (e) {
+          if (e instanceof errors.ResponseError && e.statusCode === 404 && !isIndexMissing(e)) return null;
+          throw e;
+        }
+      });
+    },
+
+    async search(query: SearchQuery): Promise<SearchHit[]> {
+      // No authorised partition means nothing may be read: no request is even sent.
+      if (query.partitions.length === 0) return [];
+      const limit = Math.min(Math.floor(query.limit), MAX_HITS);
+      if (!(limit > 0)) return [];
+      const now = epochMs(query.now, 'now');
+      // Every filter sits in the one query, so an excluded document is never scored, counted
+      // against `size` or returned. An explicit empty kinds list matches nothing (fail closed).
+      const filter: estypes.QueryDslQueryContainer[] = [
+        { term: { tenantId: query.tenantId } },
+        { terms: { partition: query.partitions } },
+        { term: { purposes: query.purpose } },
+        { range: { expiresAtMs: { gt: now } } },
+      ];
+      if (query.subjectId !== undefined) filter.push({ term: { subjectId: query.subjectId } });
+      if (query.kinds !== undefined) filter.push({ terms: { kind: query.kinds } });
+      return run('search', async () => {
+        const response = await client.search<StoredDocument>({
+          index: alias,
+          size: limit,
+          track_total_hits: false,
+          track_scores: true,
+          allow_partial_search_results: false,
+          query: {
+            bool: {
+              filter,
+              // Plain words, any of them (match never parses query syntax); no term, no hit.
+              must: [{ match: { content: { query: query.text, operator: 'or', zero_terms_query: 'none' } } }],
+            },
+          },
+          // recordId breaks score ties the way the SQLite adapter does, so pages are stable.
+          sort: [{ _score: { order: 'desc' } }, { recordId: { order: 'asc' } }],
+        });
+        requireComplete(response, 'search');
+        return response.hits.hits.map((hit) => {
+          if (hit._source === undefined || typeof hit._score !== 'number') {
+            throw new GovernedMemoryError('MEM_INTERNAL', 'search index returned a hit without source or score');
+          }
+          // BM25 of a matching term is positive; the floor only guards the port's "> 0".
+          return { doc: fromStored(hit._source), lexicalScore: Math.max(hit._score, Number.MIN_VALUE) };
+        });
+      });
+    },
+
+    async count(tenantId) {
+      return run('count', async () => {
+        const response = await client.count({
+          index: alias,
+          query: tenantId === undefined ? { match_all: {} } : { term: { tenantId } },
+        });
+        requireComplete(response, 'count');
+        return response.count;
+      });
+    },
+
+    async digest() {
+      return run('digest', async () => {
+        const entries: Pick<IndexDocument, 'tenantId' | 'recordId' | 'version' | 'contentHash' | 'partition'>[] = [];
+        let after: estypes.SortResults | undefined;
+        // search_after over the unique (tenantId, recordId) order: complete and never repeated,
+        // without holding a scroll context open on the node.
+        for (;;) {
+          const response = await client.search<StoredDocument>({
+            index: alias,
+            size: DIGEST_PAGE,
+            track_total_hits: false,
+            allow_partial_search_results: false,
+            query: { match_all: {} },
+            _source: ['tenantId', 'recordId', 'version', 'contentHash', 'partition'],
+            sort: [{ tenantId: { order: 'asc' } }, { recordId: { order: 'asc' } }],
+            ...(after === undefined ? {} : { search_after: after }),
+          });
+          requireComplete(response, 'digest');
+          const hits = response.hits.hits;
+          for (const hit of hits) {
+            if (hit._source === undefined) throw new GovernedMemoryError('MEM_INTERNAL', 'search index returned a hit without source');
+            const { tenantId, recordId, version, contentHash, partition } = hit._source;
+            entries.push({ tenantId, recordId, version, contentHash, partition });
+          }
+          after = hits.at(-1)?.sort;
+          if (hits.length < DIGEST_PAGE || after === undefined) break;
+        }
+        return indexDigest(entries);
+      });
+    },
+
+    async clear() {
+      // Dropping the index is the only complete "delete everything" without delete_by_query;
+      // it also drops version tombstones, so a replay may write any version again.
+      await run('clear', async () => {
+        await client.indices.delete({ index: concrete, ignore_unavailable: true });
+        ready = undefined;
+        await ensureIndex();
+      });
+    },
+
+    async close() {
+      if (closed) return;
+      closed = true;
+      await client.close();
+    },
+  };
+}

@@ -1,0 +1,65 @@
+import type { FastifyInstance } from 'fastify';
+import type { Bus } from '@gm/bus';
+import type { Clock, ServiceHandle } from '@gm/contracts';
+import type { Logger, Metrics } from '@gm/observability';
+import { CapabilityIssuer, CapabilityVerifier, ScopePolicyDecisionPoint, type SigningKeyPair } from '@gm/policy';
+import type { SearchIndex } from '@gm/search-index';
+import type { StateStore } from '@gm/state-store';
+import { buildApp } from './app.ts';
+import { CommandGateway } from './command-gateway.ts';
+import { startBrokerTargets } from './deletion-targets.ts';
+import type { BrokerConfig } from './deps.ts';
+
+export interface RetrievalBrokerOptions {
+  bus: Bus;
+  index: SearchIndex;
+  state: StateStore;
+  clock: Clock;
+  log: Logger;
+  metrics: Metrics;
+  signing: SigningKeyPair;
+  issuerName: string;
+  issuerCredential: string;
+  /** Names this instance's reply consumer group; unique per running broker. */
+  instanceId: string;
+  host: string;
+  port: number;
+  config: BrokerConfig;
+  ready(): Promise<boolean>;
+}
+
+export interface RunningBroker extends ServiceHandle {
+  url: string;
+  app: FastifyInstance;
+}
+
+/** The retrieval-broker: reply gateway, deletion targets of the read path, and the HTTP API. */
+export async function startRetrievalBroker(o: RetrievalBrokerOptions): Promise<RunningBroker> {
+  const targets = await startBrokerTargets({ bus: o.bus, state: o.state, clock: o.clock });
+  const gateway = new CommandGateway(o.bus, {
+    instanceId: o.instanceId, replyTimeoutMs: o.config.replyTimeoutMs, readYourWritesTimeoutMs: o.config.readYourWritesTimeoutMs,
+  });
+  await gateway.start();
+  const revocations = {
+    isRevoked: (c: { tenant: string; sub: string; jti: string }) => o.state.revocations.isRevoked(c.tenant, c.sub, c.jti),
+  };
+  const app = await buildApp({
+    bus: o.bus, index: o.index, state: o.state, gateway, clock: o.clock, metrics: o.metrics, log: o.log,
+    pdp: new ScopePolicyDecisionPoint(),
+    verifier: await CapabilityVerifier.create(o.signing.publicJwk, o.issuerName, revocations),
+    issuer: await CapabilityIssuer.create(o.signing.privateJwk, o.issuerName),
+    issuerCredential: o.issuerCredential,
+    config: o.config,
+    ready: o.ready,
+  });
+  const url = await app.listen({ host: o.host, port: o.port });
+  return {
+    url,
+    app,
+    close: async () => {
+      await app.close();
+      await gateway.close();
+      await targets.close();
+    },
+  };
+}
