@@ -1,0 +1,115 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { loadOrCreateCredentials } from '@gm/embedded';
+import { LOCAL_ENDPOINTS } from '@gm/testing';
+
+const ROOT = path.resolve(import.meta.dirname, '../../..');
+
+/** The seven services, in start order: consumers before the API that feeds them. */
+export const SERVICES = [
+  'write-admission', 'projector', 'index-builder', 'expiry-scheduler', 'deletion-orchestrator', 'receipt-verifier', 'retrieval-broker',
+] as const;
+export type ServiceName = (typeof SERVICES)[number];
+
+export interface StackOptions {
+  dataDir: string;
+  port: number;
+  /** Isolates topics, keys and indices of this stack on shared engines. */
+  namespace: string;
+  env?: Record<string, string>;
+  /** Receives every child's stderr line, prefixed with the service name. */
+  onLine?: (service: ServiceName, line: string) => void;
+}
+
+export interface Stack {
+  url: string;
+  children: Map<ServiceName, ChildProcess>;
+  env: Record<string, string>;
+  start(service: ServiceName): Promise<void>;
+  kill(service: ServiceName, signal: NodeJS.Signals): Promise<number | null>;
+  stop(): Promise<void>;
+}
+
+/** Starts the engines that no env URL names, with the local launcher (design §11). */
+export function ensureEngines(): Record<string, string> {
+  const missing = Object.entries(LOCAL_ENDPOINTS).filter(([, e]) => !process.env[e.env]).map(([name]) => name);
+  if (missing.length > 0) {
+    const run = spawnSync('bash', [path.join(ROOT, 'infra/local/engines.sh'), 'start', ...missing], { stdio: 'inherit' });
+    if (run.status !== 0) throw new Error(`the local engines did not start: ${missing.join(', ')}`);
+  }
+  return Object.fromEntries(Object.values(LOCAL_ENDPOINTS).map((e) => [e.env, process.env[e.env] ?? e.value]));
+}
+
+/**
+ * Every service as its own process on Kafka, Elasticsearch and Redis. Each child is started
+ * exactly as `node --import tsx services/<name>/src/main.ts` and awaited until it says ready.
+ */
+export async function startStack(options: StackOptions): Promise<Stack> {
+  const engines = ensureEngines();
+  mkdirSync(options.dataDir, { recursive: true });
+  const credentials = await loadOrCreateCredentials(options.dataDir, undefined);
+  const keyFile = path.join(options.dataDir, 'keys', 'capability-signing.jwk.json');
+  const credentialFile = credentials.issuerCredentialFile ?? path.join(options.dataDir, 'issuer-credential');
+  if (!credentials.issuerCredentialFile) writeFileSync(credentialFile, credentials.issuerCredential, { mode: 0o600 });
+  const env: Record<string, string> = {
+    ...engines,
+    MEMORY_NAMESPACE: options.namespace,
+    MEMORY_PORT: String(options.port),
+    MEMORY_SIGNING_KEY_FILE: keyFile,
+    MEMORY_ISSUER_CREDENTIAL_FILE: credentialFile,
+    MEMORY_LOG_LEVEL: 'warn',
+    ...options.env,
+  };
+  const children = new Map<ServiceName, ChildProcess>();
+  let url = '';
+
+  const start = (service: ServiceName) =>
+    new Promise<void>((resolve, reject) => {
+      const child = spawn(process.execPath, ['--import', 'tsx', `services/${service}/src/main.ts`], {
+        cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'],
+      });
+      children.set(service, child);
+      let buffer = '';
+      let ready = false;
+      child.stderr?.on('data', (chunk: Buffer) => {
+        buffer += chunk.toString();
+        let nl: number;
+        while ((nl = buffer.indexOf('\n')) >= 0) {
+          const line = buffer.slice(0, nl);
+          buffer = buffer.slice(nl + 1);
+          options.onLine?.(service, line);
+          const listening = /retrieval-broker listening on (\S+)/.exec(line);
+          if (listening?.[1]) url = listening[1];
+          if (!ready && line.startsWith(`${service} ready`)) {
+            ready = true;
+            resolve();
+          }
+        }
+      });
+      child.on('exit', (code) => {
+        if (!ready) reject(new Error(`${service} exited with ${code} before it was ready`));
+      });
+    });
+
+  for (const service of SERVICES) await start(service);
+  const stack: Stack = {
+    get url() {
+      return url;
+    },
+    children,
+    env,
+    start,
+    async kill(service, signal) {
+      const child = children.get(service);
+      if (!child || child.exitCode !== null) return child?.exitCode ?? null;
+      const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+      child.kill(signal);
+      return exited;
+    },
+    async stop() {
+      for (const service of [...SERVICES].reverse()) await stack.kill(service, 'SIGTERM');
+    },
+  };
+  return stack;
+}

@@ -1,0 +1,136 @@
+/**
+ * What travels between the port's messages and Kafka records: JSON values, string headers,
+ * UTF-8 keys, and the namespace (topic prefix) that maps port names onto a shared cluster.
+ */
+import { GovernedMemoryError } from '@gm/contracts';
+import type { IHeaders, KafkaMessage, Message } from 'kafkajs';
+import type { ConsumedMessage, OutgoingMessage } from '../port.ts';
+
+/** A message validated and serialised before anything is sent, so a bad batch sends nothing. */
+export interface EncodedMessage {
+  topic: string;
+  key: string;
+  value: string;
+  headers: Record<string, string>;
+}
+
+export function encodeMessage(m: OutgoingMessage, index = 0): EncodedMessage {
+  if (typeof m.topic !== 'string' || typeof m.key !== 'string') {
+    throw new GovernedMemoryError('MEM_VALIDATION', `message ${index}: topic and key must be strings`);
+  }
+  const invalid = (why: string, cause?: unknown): GovernedMemoryError =>
+    new GovernedMemoryError('MEM_VALIDATION', `message ${index} for topic "${m.topic}": ${why}`, { cause });
+  let value: string | undefined;
+  try {
+    value = JSON.stringify(m.value);
+  } catch (cause) {
+    throw invalid('value is not JSON-serialisable', cause);
+  }
+  if (value === undefined) throw invalid('value is not JSON-serialisable');
+  const headers: Record<string, string> = {};
+  for (const [name, headerValue] of Object.entries(m.headers ?? {})) {
+    if (typeof headerValue !== 'string') throw invalid(`header "${name}" is not a string`);
+    headers[name] = headerValue;
+  }
+  return { topic: m.topic, key: m.key, value, headers };
+}
+
+export const toRecord = (m: EncodedMessage, partition: number): Message => ({ key: m.key, value: m.value, headers: m.headers, partition });
+
+export function decodeMessage(topic: string, partition: number, record: KafkaMessage): ConsumedMessage {
+  return {
+    topic,
+    partition,
+    offset: Number(record.offset),
+    key: record.key?.toString('utf8') ?? '',
+    value: decodeValue(record.value),
+    headers: decodeHeaders(record.headers),
+    timestamp: Number(record.timestamp),
+  };
+}
+
+/**
+ * Our producers only write JSON. A record from a foreign producer that is not JSON is handed
+ * over as its text, so the handler's schema check rejects (and dead-letters) it instead of the
+ * consumer crashing on it; a null value (a compaction tombstone) stays null.
+ */
+function decodeValue(value: Buffer | null): unknown {
+  if (value === null) return null;
+  const text = value.toString('utf8');
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+function decodeHeaders(headers: IHeaders | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, raw] of Object.entries(headers ?? {})) {
+    // Kafka allows repeated header names; the port has one value per name: the first wins.
+    const first = Array.isArray(raw) ? raw[0] : raw;
+    if (first !== undefined) out[name] = typeof first === 'string' ? first : first.toString('utf8');
+  }
+  return out;
+}
+
+/** Port names ⇄ Kafka names: one prefix for topics and consumer groups of a deployment. */
+export class Namespace {
+  constructor(readonly prefix: string) {}
+
+  topic(name: string): string {
+    return this.prefix + name;
+  }
+
+  group(groupId: string): string {
+    return this.prefix + groupId;
+  }
+
+  /** The port's name of a Kafka topic of this namespace. */
+  portTopic(kafkaTopic: string): string {
+    return kafkaTopic.startsWith(this.prefix) ? kafkaTopic.slice(this.prefix.length) : kafkaTopic;
+  }
+}
+
+export const unknownTopic = (topic: string): GovernedMemoryError =>
+  new GovernedMemoryError('MEM_VALIDATION', `unknown topic "${topic}" (create it with ensureTopics first)`);
+
+export const errorMessage = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+
+/** Kafka failures reach callers as one retriable code; the kafkajs error stays the cause. */
+export function unavailable(what: string, err: unknown): GovernedMemoryError {
+  if (err instanceof GovernedMemoryError) return err;
+  return new GovernedMemoryError('MEM_UNAVAILABLE', `kafka: ${what} failed: ${errorMessage(err)}`, { retriable: true, cause: err });
+}
+
+/**
+ * True when a newer owner of the same transactional id fenced this producer. The request
+ * versions kafkajs speaks get PRODUCER_FENCED reported as INVALID_PRODUCER_EPOCH (47).
+ */
+export function isFenced(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    if ((e as Error & { type?: unknown }).type === 'INVALID_PRODUCER_EPOCH') return true;
+  }
+  return false;
+}
+
+/** Serialises async critical sections (one open transaction per transactional producer). */
+export class Mutex {
+  private tail: Promise<void> = Promise.resolve();
+
+  run<T>(section: () => Promise<T>): Promise<T> {
+    const result = this.tail.then(section);
+    this.tail = result.then(
+      () => undefined,
+      () => undefined,
+    );
+    return result;
+  }
+
+  /** Resolves once everything queued so far has settled. */
+  idle(): Promise<void> {
+    return this.tail;
+  }
+}
+
+export const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
