@@ -15,7 +15,8 @@
  * transaction markers (`batch.lastOffset() + 1`), and a batch of markers only commits their
  * end too, so a caught-up group's committed offsets equal the end offsets.
  */
-import type { Admin, Batch, Consumer, EachBatchPayload, Kafka, Producer } from 'kafkajs';
+import { isGovernedMemoryError } from '@gm/contracts';
+import type { Batch, Consumer, EachBatchPayload, Kafka, Producer } from 'kafkajs';
 import type { BusLogger } from '../embedded/group-consumer.ts';
 import { Signal } from '../embedded/signal.ts';
 import type { ConsumedMessage, MessageHandler, ProcessContext, Subscription, SubscribeOptions } from '../port.ts';
@@ -24,7 +25,6 @@ import type { TransactionRunner } from './kafka-transactions.ts';
 
 export interface SubscriptionDeps {
   kafka: Kafka;
-  admin: () => Promise<Admin>;
   ns: Namespace;
   logger: BusLogger;
   transactions: TransactionRunner;
@@ -168,18 +168,25 @@ export class KafkaSubscription implements Subscription {
         },
       };
       let failure: unknown;
+      let failed = false;
       try {
-        try {
-          await this.handler(message, ctx);
-        } finally {
-          open = false;
-        }
-        return await this.commit(message, queued, next);
+        await this.handler(message, ctx);
       } catch (err) {
-        // Broker trouble is not the message's fault: kafkajs refetches from the last commit.
-        if (isFenced(err)) return this.lost(message);
-        if (this.deps.transactions.isKafkaFailure(err)) throw err;
+        failed = true;
         failure = err;
+      } finally {
+        open = false;
+      }
+      if (!failed) {
+        try {
+          return await this.commit(message, queued, next);
+        } catch (err) {
+          if (isFenced(err)) return this.lost(message);
+          // Broker trouble is not the message's fault: kafkajs refetches from the last commit.
+          if (!isValidationError(err)) throw err;
+          // The handler sent to a topic that does not exist: as deterministic as a throw.
+          failure = err;
+        }
       }
       if (attempt >= this.maxAttempts) {
         try {
@@ -302,3 +309,5 @@ export class KafkaSubscription implements Subscription {
       .catch((err: unknown) => this.deps.logger.warn({ groupId: this.groupId, topic: kafkaTopic, partition, err: errorMessage(err) }, 'bus commit past transaction markers failed'));
   }
 }
+
+const isValidationError = (err: unknown): boolean => isGovernedMemoryError(err) && err.code === 'MEM_VALIDATION';
