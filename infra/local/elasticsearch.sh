@@ -50,7 +50,7 @@ our_pid() {
 
 is_ours() {
   local cmdline
-  cmdline="$(tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null || true)"
+  cmdline="$({ tr '\0' ' ' <"/proc/$1/cmdline"; } 2>/dev/null || true)"
   [[ "$cmdline" == *"$MAIN"* && "$cmdline" == *"path.home=$HOME_DIR "* ]]
 }
 
@@ -62,10 +62,13 @@ answering_pid() {
   [ -n "$pid" ] && is_ours "$pid" && echo "$pid"
 }
 
+# The first failure lines (a stack trace can push them out of the tail), then the tail.
 log_tail() {
   if [ -f "$LOGFILE" ]; then
+    echo "---- first errors in $LOGFILE ----" >&2
+    grep -m 3 -E '^Exception in thread|^[a-z.]+\.[A-Za-z]+Exception:| ERROR |OutOfMemoryError' "$LOGFILE" | cut -c1-400 >&2 || true
     echo "---- last lines of $LOGFILE ----" >&2
-    tail -n 40 "$LOGFILE" >&2
+    tail -n 30 "$LOGFILE" >&2
   fi
 }
 
@@ -126,7 +129,7 @@ compile_launcher() {
   mv "$tmp/classes/gm/local/elasticsearch/Launcher.class" "$tmp/launcher/gm/local/elasticsearch/"
   "$JAVA_HOME_ES/bin/jar" cf "$tmp/gm-analysis/gm-analysis.jar" -C "$tmp/classes" .
   cat >"$tmp/gm-analysis/plugin-descriptor.properties" <<EOF
-description=asciifolding and porter_stem token filters (analysis-common is not on Maven Central)
+description=pattern tokenizer, asciifolding and porter_stem filters (analysis-common is not on Maven Central)
 version=$ES_VERSION
 name=gm-analysis
 classname=gm.local.elasticsearch.Launcher\$GmAnalysisPlugin
@@ -141,15 +144,15 @@ EOF
   say "compiled in $((SECONDS - began)) s"
 }
 
+# Takes the start lock (released by start once a node is launched): concurrent starts wait
+# here instead of racing on the cache or launching two nodes.
 prepare() {
   require_java
   mkdir -p "$HERE/.cache"
-  # One builder at a time: concurrent starts wait here instead of racing on the cache.
   exec 9>"$HERE/.cache/elasticsearch.lock"
   flock 9
   [ -d "$CACHE/modules/transport-netty4" ] || download_jars
   compile_launcher
-  flock -u 9
   mkdir -p "$HOME_DIR/config" "$RUN/data" "$RUN/logs" "$RUN/tmp"
   # path.home must hold modules/; the jars stay in the shared cache.
   ln -sfn "$CACHE/modules" "$HOME_DIR/modules"
@@ -159,7 +162,8 @@ launch() {
   : >"$LOGFILE"
   say "starting Elasticsearch $ES_VERSION on 127.0.0.1:$HTTP_PORT (data in $RUN)"
   # setsid: the node outlives the shell and the test run that started it, and a Ctrl-C in
-  # that terminal does not reach it; `stop` ends it by its pid.
+  # that terminal does not reach it; `stop` ends it by its pid. (A background job of this
+  # non-interactive shell leads no process group, so setsid execs in place and $! is java.)
   # -D flags: the netty and log4j settings a distribution's launcher passes; es.path.home
   # tells the native loader where a distribution's lib/platform would be (absent here).
   setsid "$JAVA_HOME_ES/bin/java" -Xms512m -Xmx512m -Xss1m \
@@ -174,7 +178,7 @@ launch() {
     cluster.name=gm-local node.name=gm-local-1 discovery.type=single-node \
     http.host=127.0.0.1 http.port="$HTTP_PORT" transport.host=127.0.0.1 transport.port="$TRANSPORT_PORT" \
     cluster.routing.allocation.disk.threshold_enabled=false logger.level=INFO \
-    </dev/null >>"$LOGFILE" 2>&1 &
+    </dev/null >>"$LOGFILE" 2>&1 9>&- &
   echo $! >"$PIDFILE"
 }
 
@@ -200,6 +204,7 @@ start() {
     rm -f "$PIDFILE"
     launch
   fi
+  flock -u 9
   while [ $((SECONDS - began)) -lt "$START_WAIT_S" ]; do
     if answering; then
       local rss

@@ -9,10 +9,14 @@ import java.util.concurrent.TimeUnit;
 
 import org.apache.lucene.analysis.en.PorterStemFilter;
 import org.apache.lucene.analysis.miscellaneous.ASCIIFoldingFilter;
+import org.apache.lucene.analysis.pattern.PatternTokenizer;
 import org.elasticsearch.common.logging.LogConfigurator;
+import org.elasticsearch.common.regex.Regex;
 import org.elasticsearch.common.settings.Settings;
 import org.elasticsearch.env.Environment;
 import org.elasticsearch.index.analysis.PreConfiguredTokenFilter;
+import org.elasticsearch.index.analysis.TokenizerFactory;
+import org.elasticsearch.indices.analysis.AnalysisModule.AnalysisProvider;
 import org.elasticsearch.node.InternalSettingsPreparer;
 import org.elasticsearch.node.Node;
 import org.elasticsearch.plugins.AnalysisPlugin;
@@ -30,13 +34,26 @@ import org.elasticsearch.plugins.PluginsLoader;
  * - the server CLI and its stdin protocol: settings come from the arguments instead;
  * - entitlements: they need the entitlement agent, which is not published on Central. The
  *   node binds 127.0.0.1 only and runs our own tests, so the sandbox buys nothing here;
- * - native system-call filters and memory locking: optional, logged as unavailable.
+ * - native access (zstd, vector, system-call filter and mlockall libraries ship only in a
+ *   distribution's lib/platform): the node logs "Unable to load native provider" once and
+ *   runs on its pure-Java fallbacks.
  * Bootstrap checks stay as Node applies them (skipped for single-node on loopback).
  */
 public final class Launcher {
     private Launcher() {}
 
-    public static void main(String[] args) throws Exception {
+    public static void main(String[] args) {
+        try {
+            run(args);
+        } catch (Throwable t) {
+            // Exit instead of lingering with a half-started node: elasticsearch.sh sees the
+            // process gone and prints the log at once rather than waiting out its timeout.
+            t.printStackTrace();
+            System.exit(1);
+        }
+    }
+
+    private static void run(String[] args) throws Exception {
         Settings.Builder builder = Settings.builder();
         for (String arg : args) {
             int eq = arg.indexOf('=');
@@ -56,7 +73,8 @@ public final class Launcher {
         Environment environment = InternalSettingsPreparer.prepareEnvironment(
             settings, Map.of(), configDir, () -> "gm-local");
 
-        // false: the stateful (not serverless) set of modules, as `deployment.target=ALL` asks.
+        // false: a stateful (not serverless) node; each module's `deployment.target` says
+        // which kinds of node load it.
         PluginsLoader plugins = PluginsLoader.createPluginsLoader(
             PluginsLoader.loadModulesBundles(environment.modulesDir(), false), Set.of(), Map.of());
         Node node = new Node(environment, plugins);
@@ -79,14 +97,26 @@ public final class Launcher {
     }
 
     /**
-     * The two token filters of the content analyzer that live in Elasticsearch's analysis-common
-     * module, which is not published on Maven Central. Registered under the same names and with
-     * the same Lucene filters, so the index settings the adapter sends work unchanged on a full
-     * distribution. elasticsearch.sh moves this class file into its own plugin jar under
-     * modules/gm-analysis: the plugin class loader must not also find it on the classpath.
+     * The parts of the search index's content analyzer that live in Elasticsearch's
+     * analysis-common module, which is not published on Maven Central: the `pattern` tokenizer
+     * and the `asciifolding` and `porter_stem` filters. Registered under the upstream names,
+     * with the upstream parameters and the same Lucene classes, so the index settings the
+     * adapter sends work unchanged on a full distribution. elasticsearch.sh moves this class
+     * into its own plugin jar (modules/gm-analysis): its plugin class loader must not also
+     * find it on the launcher's class path.
      */
     public static final class GmAnalysisPlugin extends Plugin implements AnalysisPlugin {
         public GmAnalysisPlugin() {}
+
+        @Override
+        public Map<String, AnalysisProvider<TokenizerFactory>> getTokenizers() {
+            // Upstream defaults: split on \W+ (group -1 = the pattern separates tokens).
+            return Map.of("pattern", (indexSettings, environment, name, settings) -> {
+                var pattern = Regex.compile(settings.get("pattern", "\\W+"), settings.get("flags"));
+                int group = settings.getAsInt("group", -1);
+                return TokenizerFactory.newFactory(name, () -> new PatternTokenizer(pattern, group));
+            });
+        }
 
         @Override
         public List<PreConfiguredTokenFilter> getPreConfiguredTokenFilters() {

@@ -9,6 +9,12 @@ export interface ElasticsearchSearchIndexOptions {
   node: string;
   /** Lower-case prefix of this index's names; one deployment (or test) per prefix. */
   indexPrefix: string;
+  /**
+   * How an upsert or remove becomes searchable before it returns (read-your-writes either way).
+   * `true` (default) refreshes at once, as deletion verification (§8.3) and revocation
+   * convergence (§7) need; `'wait_for'` waits up to 1 s for the periodic refresh instead.
+   */
+  refresh?: true | 'wait_for';
 }
 
 /**
@@ -25,16 +31,23 @@ export function esIndexNames(indexPrefix: string): { alias: string; concrete: st
 }
 
 /*
- * The content analyzer matches the SQLite adapter's `porter unicode61 remove_diacritics 2`, so
- * both runtimes match the same word forms. One shard: BM25 statistics are then index-wide, as
- * in SQLite, and rankings agree; a search index of active records stays small.
+ * The content analyzer mirrors the SQLite adapter's `porter unicode61 remove_diacritics 2`, so
+ * both runtimes match the same word forms:
+ * - tokens are runs of letters, digits and marks, everything else separates (as unicode61).
+ *   Not the `standard` tokenizer: its UAX#29 rules keep "content:alpha" or "example.com" as
+ *   one token, where SQLite finds "alpha" and "example";
+ * - lowercase, then asciifolding (café → cafe; decomposed accents are not folded, unlike
+ *   remove_diacritics 2), then porter_stem.
+ * One shard: BM25 statistics are then index-wide, as in SQLite, so rankings agree; an index of
+ * active records stays small. Replicas follow the cluster: none on one node, one otherwise.
  */
 const INDEX_SETTINGS: estypes.IndicesIndexSettings = {
   number_of_shards: 1,
   auto_expand_replicas: '0-1',
   analysis: {
+    tokenizer: { gm_words: { type: 'pattern', pattern: '[^\\p{L}\\p{N}\\p{M}]+' } },
     analyzer: {
-      gm_content: { type: 'custom', tokenizer: 'standard', filter: ['lowercase', 'asciifolding', 'porter_stem'] },
+      gm_content: { type: 'custom', tokenizer: 'gm_words', filter: ['lowercase', 'asciifolding', 'porter_stem'] },
     },
   },
 };
@@ -92,11 +105,10 @@ function fromStored(source: StoredDocument): IndexDocument {
   return doc;
 }
 
+/** Elasticsearch's own error type (`{error: {type}}`), the stable way to tell failures apart. */
 function errorType(e: unknown): string | undefined {
-  if (!(e instanceof errors.ResponseError)) return undefined;
-  const body: unknown = e.body;
-  if (typeof body !== 'object' || body === null || !('error' in body)) return undefined;
-  const error: unknown = body.error;
+  const body: unknown = e instanceof errors.ResponseError ? e.body : undefined;
+  const error: unknown = typeof body === 'object' && body !== null && 'error' in body ? body.error : undefined;
   return typeof error === 'object' && error !== null && 'type' in error && typeof error.type === 'string' ? error.type : undefined;
 }
 
@@ -134,7 +146,10 @@ function bulkItemError(item: estypes.BulkResponseItem, operation: string): Gover
 
 export function createElasticsearchSearchIndex(options: ElasticsearchSearchIndexOptions): SearchIndex {
   const { alias, concrete } = esIndexNames(options.indexPrefix);
-  const client = new Client({ node: options.node });
+  // No transport retries: every failure surfaces at once as a coded, retriable error, and the
+  // caller, which knows its deadline, decides (the client's default backoff is 1-8 s).
+  // No tracing: spans could carry query text, and §10 keeps queries out of telemetry.
+  const client = new Client({ node: options.node, maxRetries: 0, openTelemetry: { enabled: false } });
   let ready: Promise<void> | undefined;
   let closed = false;
 
@@ -176,12 +191,11 @@ export function createElasticsearchSearchIndex(options: ElasticsearchSearchIndex
     }
   }
 
-  /**
-   * One bulk request through the alias. `refresh: wait_for` returns once the writes are
-   * visible to search, so a search right after an upsert or remove sees it (read-your-writes).
-   */
+  const refresh = options.refresh ?? true;
+
+  /** One bulk request through the alias, visible to search when it returns. */
   async function bulk(operations: (estypes.BulkOperationContainer | StoredDocument)[]) {
-    const response = await client.bulk({ operations, refresh: 'wait_for', require_alias: true });
+    const response = await client.bulk({ operations, refresh, require_alias: true });
     const items = response.items.map((item) => item.index ?? item.delete);
     if (items.some((item) => item?.error?.type === 'index_not_found_exception')) throw new IndexMissingError();
     return items;
@@ -296,8 +310,7 @@ export function createElasticsearchSearchIndex(options: ElasticsearchSearchIndex
       return run('digest', async () => {
         const entries: Pick<IndexDocument, 'tenantId' | 'recordId' | 'version' | 'contentHash' | 'partition'>[] = [];
         let after: estypes.SortResults | undefined;
-        // search_after over the unique (tenantId, recordId) order: complete and never repeated,
-        // without holding a scroll context open on the node.
+        // search_after over the unique (tenantId, recordId) order: no scroll context to hold.
         for (;;) {
           const response = await client.search<StoredDocument>({
             index: alias,
