@@ -148,8 +148,10 @@ export function createElasticsearchSearchIndex(options: ElasticsearchSearchIndex
   const { alias, concrete } = esIndexNames(options.indexPrefix);
   // No transport retries: every failure surfaces at once as a coded, retriable error, and the
   // caller, which knows its deadline, decides (the client's default backoff is 1-8 s).
-  // No tracing: spans could carry query text, and §10 keeps queries out of telemetry.
-  const client = new Client({ node: options.node, maxRetries: 0, openTelemetry: { enabled: false } });
+  // No query text in telemetry (§10): the client only traces when OpenTelemetry is set up,
+  // and then it must not record search bodies.
+  process.env.OTEL_ELASTICSEARCH_CAPTURE_SEARCH_QUERY ??= 'false';
+  const client = new Client({ node: options.node, maxRetries: 0 });
   let ready: Promise<void> | undefined;
   let closed = false;
 
