@@ -2,3 +2,4 @@ export * from './port.ts';
 export { createSqliteBus, type SqliteBusOptions, type BusLogger } from './embedded/sqlite-bus.ts';
 export { partitionForKey, murmur2 } from './embedded/partitioner.ts';
 export { memoryTopicSpecs } from './topics.ts';
+export { createKafkaBus, type KafkaBusOptions } from './kafka/kafka-bus.ts';

@@ -65,3 +65,4 @@ export function deletionAck(
   return { topic: TOPICS.deletionAcks, key: task.jobId, value };
 }
 export * from './env.ts';
+export * from './distributed.ts';

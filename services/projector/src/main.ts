@@ -1,0 +1,17 @@
+import { DistributedEnv, WithRedis, openBus, openState, runService, systemClock } from '@gm/service-kit';
+import { startPrimaryTarget } from './primary-target.ts';
+import { startProjector } from './projector.ts';
+
+/** projector as its own process: record hash, primary content, tombstones, memory.records. */
+const Env = DistributedEnv.extend(WithRedis.shape);
+
+await runService('projector', Env, async ({ env, log }) => {
+  const bus = await openBus(env, 'projector');
+  const state = openState(env);
+  const projector = await startProjector({ bus, state, log });
+  const primary = await startPrimaryTarget({ bus, state, clock: systemClock });
+  return {
+    handle: { close: async () => { await primary.close(); await projector.close(); await bus.close(); await state.kv.close(); } },
+    ready: () => state.kv.ping(),
+  };
+});
