@@ -52,12 +52,18 @@ our_pid() {
   echo "$pid"
 }
 
+# The errors first (a failed start often logs its cause long before the last line), then the end.
 log_tail() {
-  if [ -f "$LOGFILE" ]; then
-    echo "---- last lines of $LOGFILE ----" >&2
-    tail -n 40 "$LOGFILE" >&2
+  [ -f "$LOGFILE" ] || return 0
+  if grep -qE '^\[[^]]*\] (ERROR|FATAL) ' "$LOGFILE"; then
+    echo "---- errors in $LOGFILE ----" >&2
+    grep -E -A3 '^\[[^]]*\] (ERROR|FATAL) ' "$LOGFILE" | tail -n 30 >&2
   fi
+  echo "---- last lines of $LOGFILE ----" >&2
+  tail -n 20 "$LOGFILE" >&2
 }
+
+listening() { timeout 1 bash -c "exec 3<>/dev/tcp/127.0.0.1/$1" 2>/dev/null; }
 
 # A generated pom whose dependencies are the broker and the log binding; Maven resolves the
 # runtime closure. A private local repository keeps concurrent Maven runs of other launchers
@@ -81,10 +87,11 @@ download() {
 EOF
   say "downloading kafka_2.13 $KAFKA_VERSION and its runtime dependencies from Maven Central into $CACHE"
   rm -rf "$CACHE.partial"
-  if ! mvn -q -B -f "$work/pom.xml" -Dmaven.repo.local="$HERE/.cache/m2" \
-      dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$CACHE.partial"; then
+  if ! mvn -q -B -Dstyle.color=never -f "$work/pom.xml" -Dmaven.repo.local="$HERE/.cache/m2" \
+      dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$CACHE.partial" >"$work/mvn.log" 2>&1; then
+    say "the download failed (is repo1.maven.org reachable?); Maven said:" >&2
+    tail -n 30 "$work/mvn.log" >&2
     rm -rf "$work" "$CACHE.partial"
-    say "the download failed (is repo1.maven.org reachable?)" >&2
     return 1
   fi
   rm -rf "$work" "$CACHE"
@@ -152,6 +159,17 @@ logger.log.name = org.apache.kafka.storage.internals.log
 logger.log.level = warn
 logger.unified.name = kafka.log.UnifiedLog
 logger.unified.level = warn
+# Metadata replay and config dumps: hundreds of lines per start and per topic.
+logger.controller.name = org.apache.kafka.controller
+logger.controller.level = warn
+logger.image.name = org.apache.kafka.image
+logger.image.level = warn
+logger.metadata.name = kafka.server.metadata
+logger.metadata.level = warn
+logger.config.name = org.apache.kafka.common.config.AbstractConfig
+logger.config.level = warn
+logger.kconfig.name = kafka.server.KafkaConfig
+logger.kconfig.level = warn
 EOF
 }
 
@@ -173,7 +191,16 @@ format_once() {
   fi
 }
 
+# The readiness probe runs kafkajs from packages/bus: without it every probe would fail and the
+# start would time out with a healthy broker's log.
+require_probe() {
+  command -v node >/dev/null 2>&1 || { say "node is missing: the readiness probe needs Node and the workspace's kafkajs" >&2; return 1; }
+  (cd "$ROOT/packages/bus" && node --input-type=module -e "await import('kafkajs')" >/dev/null 2>&1) ||
+    { say "kafkajs is not installed in packages/bus: run 'pnpm install' (scripts/setup.sh) first" >&2; return 1; }
+}
+
 start() {
+  require_probe
   if answering; then
     say "already running on 127.0.0.1:$PORT"
     return 0
@@ -185,10 +212,12 @@ start() {
     # Alive but not answering yet (still starting, or started by a concurrent `start`).
     say "broker (pid $pid) is up but not answering yet: waiting"
   else
-    if timeout 1 bash -c "exec 3<>/dev/tcp/127.0.0.1/$PORT" 2>/dev/null; then
-      say "something else listens on 127.0.0.1:$PORT but does not answer as a Kafka broker" >&2
-      return 1
-    fi
+    for port in "$PORT" "$CONTROLLER_PORT"; do
+      if listening "$port"; then
+        say "something else listens on 127.0.0.1:$port (not a broker started from $RUN): free the port first" >&2
+        return 1
+      fi
+    done
     write_config
     : >"$LOGFILE"
     format_once

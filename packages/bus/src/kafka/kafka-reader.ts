@@ -41,7 +41,14 @@ export async function* readRange(kafka: Kafka, admin: Admin, ns: Namespace, rang
     // Also fires for batches that held only markers or aborted records (never in eachBatch).
     if (payload.partition === range.partition && Number(payload.lastOffset) + 1 >= range.end) channel.close();
   });
-  consumer.on(consumer.events.CRASH, ({ payload }) => channel.fail(unavailable(`reading ${range.topic}[${range.partition}]`, payload.error)));
+  // Seeking as the member joins places the first fetch; kafkajs has no assignment before that.
+  consumer.on(consumer.events.GROUP_JOIN, () => {
+    if (range.from > range.low) consumer.seek({ topic: range.kafkaTopic, partition: range.partition, offset: String(range.from) });
+  });
+  // A retriable crash (a coordinator still loading on a fresh broker) is restarted by kafkajs.
+  consumer.on(consumer.events.CRASH, ({ payload }) => {
+    if (!payload.restart) channel.fail(unavailable(`reading ${range.topic}[${range.partition}]`, payload.error));
+  });
   try {
     await consumer.connect();
     await consumer.subscribe({ topics: [range.kafkaTopic], fromBeginning: true });
@@ -51,7 +58,7 @@ export async function* readRange(kafka: Kafka, admin: Admin, ns: Namespace, rang
         const wanted: ConsumedMessage[] = [];
         for (const record of batch.messages) {
           const offset = Number(record.offset);
-          // The fetch that raced the seek below, or a refetch after it, repeats offsets.
+          // A fetch that raced the seek, or a refetch after a restart, repeats offsets.
           if (offset < next || offset >= range.end) continue;
           next = offset + 1;
           wanted.push(decodeMessage(range.topic, batch.partition, record));
@@ -60,7 +67,6 @@ export async function* readRange(kafka: Kafka, admin: Admin, ns: Namespace, rang
         if (wanted.length > 0) await channel.push(wanted);
       },
     });
-    if (range.from > range.low) consumer.seek({ topic: range.kafkaTopic, partition: range.partition, offset: String(range.from) });
     for (;;) {
       const page = await channel.take(STALL_TIMEOUT_MS);
       if (page === undefined) break;

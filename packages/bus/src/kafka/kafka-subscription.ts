@@ -38,6 +38,9 @@ export interface SubscriptionDeps {
 
 type Outcome = 'committed' | 'stopped' | 'lost';
 
+/** kafkajs restarts a consumer whose join failed retriably; a join this late is an outage. */
+const JOIN_TIMEOUT_MS = 60_000;
+
 export class KafkaSubscription implements Subscription {
   readonly groupId: string;
   private readonly consumer: Consumer;
@@ -72,19 +75,42 @@ export class KafkaSubscription implements Subscription {
     });
   }
 
-  /** Resolves once this member joined the group and got its partitions. */
+  /**
+   * Resolves once this member joined the group and got its partitions. kafkajs's run() also
+   * returns when the first join failed with a retriable error (a coordinator still loading on
+   * a fresh broker) and it will restart the consumer itself, so the join is awaited as an event.
+   */
   async start(topics: readonly string[], fromBeginning: boolean): Promise<void> {
     const { consumer } = this;
-    consumer.on(consumer.events.GROUP_JOIN, () => this.onAssignment());
+    let joined: () => void = () => undefined;
+    let failed: (err: unknown) => void = () => undefined;
+    const joining = new Promise<void>((resolve, reject) => {
+      joined = resolve;
+      failed = reject;
+    });
+    consumer.on(consumer.events.GROUP_JOIN, () => {
+      this.onAssignment();
+      joined();
+    });
     consumer.on(consumer.events.END_BATCH_PROCESS, ({ payload }) => {
       if (payload.batchSize === 0 && !this.closing) this.commitSkipped(payload.topic, payload.partition, Number(payload.lastOffset) + 1);
     });
     consumer.on(consumer.events.CRASH, ({ payload }) => {
+      if (!payload.restart) failed(payload.error);
       this.deps.logger.warn({ groupId: this.groupId, err: errorMessage(payload.error), restart: payload.restart }, 'bus consumer crashed');
     });
     await consumer.connect();
     await consumer.subscribe({ topics: topics.map((t) => this.deps.ns.topic(t)), fromBeginning });
     await consumer.run({ autoCommit: false, eachBatchAutoResolve: false, eachBatch: (payload) => this.onBatch(payload) });
+    let timer: NodeJS.Timeout | undefined;
+    const gaveUp = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no group join within ${JOIN_TIMEOUT_MS} ms`)), JOIN_TIMEOUT_MS);
+    });
+    try {
+      await Promise.race([joining, gaveUp]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** Stops taking messages, lets the in-flight one finish and commit, then leaves the group. */
@@ -213,12 +239,12 @@ export class KafkaSubscription implements Subscription {
       await this.commitOffsetOnly(kafkaTopic, message.partition, next);
       return 'committed';
     }
+    const routed = await this.deps.transactions.route(queued);
     const producer = await this.producer(`${kafkaTopic}\u0000${message.partition}`, kafkaTopic, message.partition);
-    await this.deps.transactions.commit(producer, queued, {
+    await this.deps.transactions.commit(producer, routed, {
       groupId: this.deps.ns.group(this.groupId),
       kafkaTopic,
-      partition: message.partition,
-      offset: next,
+      partitions: [{ partition: message.partition, offset: next }],
     });
     return 'committed';
   }

@@ -1,0 +1,225 @@
+/**
+ * The Kafka bus against the bus contract, on the broker the engines' global setup provides;
+ * each test runs in its own namespace (topic and group prefix), which cleanup deletes. Plus
+ * what only the Kafka adapter has to show: exactly-once consume → produce when an attempt
+ * fails, when a stalled member is replaced, and when a consumer process is killed mid-stream.
+ */
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { Kafka, logLevel, type Admin } from 'kafkajs';
+import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { testBus } from '../../../testing/src/contracts/bus.contract.ts';
+import { engineEndpoint } from '../../../testing/src/infra/engines.ts';
+import type { BusLogger } from '../embedded/group-consumer.ts';
+import type { Bus, ConsumedMessage, LogPosition } from '../port.ts';
+import { createKafkaBus, type KafkaBusOptions } from './kafka-bus.ts';
+
+const brokers = (): string[] => engineEndpoint('kafka').split(',');
+
+/** Collects warnings instead of printing them: several tests make handlers fail on purpose. */
+function memoryLogger(): BusLogger & { entries: Array<{ obj: object; msg: string }> } {
+  const entries: Array<{ obj: object; msg: string }> = [];
+  return { entries, warn: (obj, msg) => entries.push({ obj, msg }) };
+}
+
+let cleanupAdmin: Promise<Admin> | undefined;
+const admin = (): Promise<Admin> => {
+  cleanupAdmin ??= (async () => {
+    const client = new Kafka({ clientId: 'gm-bus-spec-cleanup', brokers: brokers(), logLevel: logLevel.NOTHING }).admin();
+    await client.connect();
+    return client;
+  })();
+  return cleanupAdmin;
+};
+afterAll(async () => {
+  await (await cleanupAdmin)?.disconnect();
+});
+
+/** Deletes every topic and consumer group of a test's namespace. */
+async function deleteNamespace(prefix: string): Promise<void> {
+  const client = await admin();
+  const topics = (await client.listTopics()).filter((t) => t.startsWith(prefix));
+  if (topics.length > 0) await client.deleteTopics({ topics });
+  const groups = (await client.listGroups()).groups.map((g) => g.groupId).filter((g) => g.startsWith(prefix));
+  if (groups.length > 0) await client.deleteGroups(groups);
+}
+
+const namespace = (): string => `gm-spec-${randomUUID().slice(0, 8)}.`;
+
+testBus('kafka', async () => {
+  const topicPrefix = namespace();
+  const logger = memoryLogger();
+  const open = () => createKafkaBus({ brokers: brokers(), clientId: 'gm-bus-spec', topicPrefix, logger });
+  let bus = open();
+  return {
+    get bus() {
+      return bus;
+    },
+    reopen: async () => {
+      await bus.close();
+      bus = open();
+      return bus;
+    },
+    cleanup: async () => {
+      await bus.close();
+      await deleteNamespace(topicPrefix);
+    },
+  };
+});
+
+function deferred(): { promise: Promise<void>; resolve: () => void } {
+  let resolve: () => void = () => undefined;
+  const promise = new Promise<void>((r) => {
+    resolve = r;
+  });
+  return { promise, resolve };
+}
+
+async function collect(bus: Bus, topic: string): Promise<ConsumedMessage[]> {
+  const all: ConsumedMessage[] = [];
+  for await (const message of bus.readAll(topic)) all.push(message);
+  return all;
+}
+
+/** Waits until `groupId` committed everything now in `topic` (bounded; the caller asserts). */
+async function caughtUp(bus: Bus, groupId: string, topic: string): Promise<boolean> {
+  const ends = await bus.endOffsets(topic);
+  for (const [partition, end] of ends.entries()) {
+    if (end > 0 && !(await bus.waitForCommitted(groupId, { topic, partition, offset: end - 1 }, 20_000))) return false;
+  }
+  return true;
+}
+
+describe('kafka bus: exactly-once consume → produce', () => {
+  let topicPrefix: string;
+  const opened: Bus[] = [];
+  const open = (options: Partial<KafkaBusOptions> = {}): Bus => {
+    const bus = createKafkaBus({ brokers: brokers(), clientId: 'gm-bus-spec', topicPrefix, logger: memoryLogger(), ...options });
+    opened.push(bus);
+    return bus;
+  };
+
+  beforeEach(() => {
+    topicPrefix = namespace();
+  });
+  afterEach(async () => {
+    await Promise.all(opened.splice(0).map((bus) => bus.close()));
+    await deleteNamespace(topicPrefix);
+  });
+
+  it('numbers offsets strictly increasing per partition; a multi-partition batch is one transaction whose commit marker takes an offset', async () => {
+    const bus = open();
+    await bus.ensureTopics([{ name: 't', partitions: 2 }]);
+    const keys = ['a', 'b', 'c', 'd', 'e', 'f'];
+    const first = await bus.produce(keys.map((key) => ({ topic: 't', key, value: 1 })));
+    const second = await bus.produce(keys.map((key) => ({ topic: 't', key, value: 2 })));
+    const read = await collect(bus, 't');
+    expect(read.map((m) => `${m.partition}/${m.offset}`)).toEqual([...first, ...second].sort((x, y) => x.partition - y.partition || x.offset - y.offset).map((p) => `${p.partition}/${p.offset}`));
+    const ends = await bus.endOffsets('t');
+    for (const [partition, end] of ends.entries()) {
+      const offsets = read.filter((m) => m.partition === partition).map((m) => m.offset);
+      // Each batch's messages are contiguous; the marker after each batch leaves one gap.
+      const perBatch = offsets.length / 2;
+      expect(offsets).toEqual([...Array(perBatch).keys(), ...Array.from({ length: perBatch }, (_, i) => perBatch + 1 + i)]);
+      expect(end).toBe(2 * perBatch + 2);
+    }
+    // A single-partition batch needs no transaction: its offsets continue densely.
+    const [single] = await bus.produce([{ topic: 't', key: 'a', value: 3 }]);
+    expect(single?.offset).toBe(ends[single?.partition ?? -1]);
+  });
+
+  it('a handler that throws after ctx.send leaves nothing of that attempt for read_committed readers', async () => {
+    const bus = open();
+    await bus.ensureTopics([{ name: 'in', partitions: 2 }, { name: 'out', partitions: 2 }]);
+    await bus.produce(['a', 'b', 'c', 'd'].map((key) => ({ topic: 'in', key, value: key })));
+    const attempts = new Map<string, number>();
+    const sub = await bus.subscribe({
+      groupId: 'g', topics: ['in'], maxAttempts: 3, retryBackoffMs: 1,
+      handler: async (m, ctx) => {
+        const attempt = (attempts.get(m.key) ?? 0) + 1;
+        attempts.set(m.key, attempt);
+        ctx.send([{ topic: 'out', key: m.key, value: { key: m.key, attempt } }, { topic: 'out', key: `${m.key}-2`, value: { key: m.key, attempt } }]);
+        if (attempt === 1) throw new Error('first attempt fails after sending');
+      },
+    });
+    expect(await caughtUp(bus, 'g', 'in')).toBe(true);
+    await sub.close();
+    const out = (await collect(bus, 'out')).map((m) => m.value as { key: string; attempt: number });
+    expect(out).toHaveLength(8);
+    expect(out.every((v) => v.attempt === 2)).toBe(true);
+    expect(await collect(bus, 'in.dlq')).toEqual([]);
+  });
+
+  it('fences a member that stalled past its session: its late result is never committed, and its successor\'s appears once', async () => {
+    const stalled = deferred();
+    const release = deferred();
+    const aLog = memoryLogger();
+    const a = open({ sessionTimeoutMs: 6_000, logger: aLog });
+    const b = open({ sessionTimeoutMs: 6_000 });
+    await a.ensureTopics([{ name: 'in', partitions: 1 }, { name: 'out', partitions: 1 }]);
+    const positions: LogPosition[] = await a.produce([0, 1, 2].map((value) => ({ topic: 'in', key: 'k', value })));
+    const subA = await a.subscribe({
+      groupId: 'g', topics: ['in'],
+      handler: async (m, ctx) => {
+        ctx.send([{ topic: 'out', key: 'k', value: { value: m.value, by: 'a' } }]);
+        if (m.value === 1) {
+          // Neither heartbeats nor commits while stuck: the group evicts it after 6 s.
+          stalled.resolve();
+          await release.promise;
+        }
+      },
+    });
+    await stalled.promise;
+    const subB = await b.subscribe({ groupId: 'g', topics: ['in'], handler: async (m, ctx) => {
+      ctx.send([{ topic: 'out', key: 'k', value: { value: m.value, by: 'b' } }]);
+    } });
+    const last = positions.at(-1);
+    if (last === undefined) throw new Error('produce returned no positions');
+    expect(await b.waitForCommitted('g', last, 20_000)).toBe(true);
+    release.resolve();
+    // Closing waits for a's in-flight message: its transaction is fenced, not committed.
+    await subA.close();
+    await subB.close();
+    const out = (await collect(b, 'out')).map((m) => m.value);
+    expect(out).toEqual([{ value: 0, by: 'a' }, { value: 1, by: 'b' }, { value: 2, by: 'b' }]);
+    expect(aLog.entries.map((e) => e.msg)).toContain('bus partition taken over by another member; its result was not committed');
+    expect(await b.committedOffsets('g', 'in')).toEqual(await b.endOffsets('in'));
+  });
+
+  it('a consumer process killed mid-stream leaves no duplicate for read_committed readers; its successor finishes the stream', async () => {
+    const bus = open({ sessionTimeoutMs: 6_000 });
+    await bus.ensureTopics([{ name: 'in', partitions: 2 }, { name: 'out', partitions: 2 }]);
+    const values = Array.from({ length: 80 }, (_, i) => i);
+    // Several batches, so the child commits some while more are still to come.
+    for (let i = 0; i < values.length; i += 10) {
+      await bus.produce(values.slice(i, i + 10).map((value) => ({ topic: 'in', key: `k${value % 7}`, value })));
+    }
+    const child = fileURLToPath(new URL('./kafka-bus.crash-child.ts', import.meta.url));
+    const root = fileURLToPath(new URL('../../../..', import.meta.url));
+    const proc = spawn(process.execPath, ['--import', 'tsx', child, brokers().join(','), topicPrefix], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
+    const exited = new Promise<NodeJS.Signals | null>((resolve) => proc.once('exit', (_code, signal) => resolve(signal)));
+    try {
+      // Kill it once it has committed part of the stream: it is then inside later messages.
+      const deadline = Date.now() + 20_000;
+      let committed = 0;
+      while (committed < 20 && Date.now() < deadline) {
+        committed = (await bus.committedOffsets('g', 'in')).reduce((sum, n) => sum + n, 0);
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      expect(committed, 'the child did not consume').toBeGreaterThanOrEqual(20);
+    } finally {
+      proc.kill('SIGKILL');
+    }
+    expect(await exited).toBe('SIGKILL');
+    expect((await collect(bus, 'out')).length).toBeLessThan(values.length);
+
+    const sub = await bus.subscribe({ groupId: 'g', topics: ['in'], handler: async (m, ctx) => {
+      ctx.send([{ topic: 'out', key: m.key, value: m.value }]);
+    } });
+    expect(await caughtUp(bus, 'g', 'in')).toBe(true);
+    await sub.close();
+    const out = (await collect(bus, 'out')).map((m) => m.value as number).sort((x, y) => x - y);
+    expect(out).toEqual(values);
+  });
+});

@@ -1,0 +1,322 @@
+/**
+ * The distributed bus: the port of `port.ts` on Kafka (kafkajs), with the embedded adapter's
+ * semantics (both pass `testBus`).
+ *
+ * - Keys land where `partitionForKey` (Kafka's murmur2) says: partitions are always explicit.
+ * - `produce` is atomic: a batch for one partition is one record batch of an idempotent
+ *   producer; a batch spanning partitions is one transaction. Offsets of transactional
+ *   batches are followed by a commit marker, so a partition's offsets increase strictly but
+ *   are not dense (see kafka-reader.ts).
+ * - Subscriptions are read_committed group members that commit each message's offset in one
+ *   transaction with what the handler sent (kafka-subscription.ts).
+ * - `endOffsets` are last stable offsets: what a read_committed reader can reach.
+ * - `topicPrefix` namespaces topics and consumer groups of a deployment on a shared cluster;
+ *   the port only ever sees unprefixed names.
+ */
+import { randomUUID } from 'node:crypto';
+import { GovernedMemoryError } from '@gm/contracts';
+import { Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
+import type { BusLogger } from '../embedded/group-consumer.ts';
+import { partitionForKey } from '../embedded/partitioner.ts';
+import { Signal } from '../embedded/signal.ts';
+import type { Bus, ConsumedMessage, LogPosition, OutgoingMessage, SubscribeOptions, Subscription, TopicSpec } from '../port.ts';
+import { encodeMessage, Mutex, Namespace, unavailable } from './kafka-codec.ts';
+import { Groups } from './kafka-groups.ts';
+import { readRange } from './kafka-reader.ts';
+import { KafkaSubscription } from './kafka-subscription.ts';
+import { Topics } from './kafka-topics.ts';
+import { TransactionRunner, type Routed } from './kafka-transactions.ts';
+
+export interface KafkaBusOptions {
+  brokers: string[];
+  clientId: string;
+  /** Prepended to every topic and consumer group name (default none). */
+  topicPrefix?: string;
+  /** Receives retry, dead-letter and consumer-failure warnings; default: JSON lines on stderr. */
+  logger?: BusLogger;
+  /**
+   * Prefix of the transactional ids. Every instance of a service must use the same one: the
+   * id of a consumed partition is what fences its previous owner. Default `gm`.
+   */
+  transactionalIdPrefix?: string;
+  /** Consumer group session timeout: how long a silent member keeps its partitions (default 10 s). */
+  sessionTimeoutMs?: number;
+}
+
+export function createKafkaBus(options: KafkaBusOptions): Bus {
+  const invalid = (why: string): GovernedMemoryError => new GovernedMemoryError('MEM_VALIDATION', `createKafkaBus: ${why}`);
+  if (options.brokers.length === 0 || options.brokers.some((b) => b.trim() === '')) throw invalid('brokers must be non-empty host:port strings');
+  if (options.clientId.trim() === '') throw invalid('clientId must not be empty');
+  const sessionTimeoutMs = options.sessionTimeoutMs ?? 10_000;
+  // 6 s is the broker's default group.min.session.timeout.ms.
+  if (!Number.isInteger(sessionTimeoutMs) || sessionTimeoutMs < 6_000) throw invalid('sessionTimeoutMs must be an integer ≥ 6000');
+  return new KafkaBus(options, sessionTimeoutMs);
+}
+
+/** Without a logger a failing consumer must still be visible, so warnings go to stderr. */
+const stderrLogger: BusLogger = {
+  warn: (obj, msg) => console.warn(JSON.stringify({ level: 'warn', time: Date.now(), ...obj, msg })),
+};
+
+class KafkaBus implements Bus {
+  private readonly kafka: Kafka;
+  private readonly adminClient: Admin;
+  private adminReady: Promise<Admin> | undefined;
+  private readonly ns: Namespace;
+  private readonly logger: BusLogger;
+  private readonly topics: Topics;
+  private readonly groups: Groups;
+  private readonly transactions: TransactionRunner;
+  private readonly subscriptions = new Set<KafkaSubscription>();
+  /** Open subscriptions per group: resetGroup refuses those at once, before asking Kafka. */
+  private readonly members = new Map<string, number>();
+  private idempotent: Promise<Producer> | undefined;
+  private transactional: Promise<Producer> | undefined;
+  /** A transactional producer runs one transaction at a time. */
+  private readonly transactionLock = new Mutex();
+  private readonly closingSignal = new Signal();
+  private closing = false;
+  private closed: Promise<void> | undefined;
+
+  constructor(
+    private readonly options: KafkaBusOptions,
+    private readonly sessionTimeoutMs: number,
+  ) {
+    this.kafka = new Kafka({
+      clientId: options.clientId,
+      brokers: options.brokers,
+      // kafkajs logs every retriable response as an error; failures reach us as exceptions.
+      logLevel: logLevel.NOTHING,
+      // Short first retry: the next transaction of a producer often meets the markers of the
+      // previous one still being written (CONCURRENT_TRANSACTIONS) for a few milliseconds.
+      retry: { initialRetryTime: 25, maxRetryTime: 3_000, retries: 10 },
+    });
+    this.adminClient = this.kafka.admin();
+    this.ns = new Namespace(options.topicPrefix ?? '');
+    this.logger = options.logger ?? stderrLogger;
+    this.topics = new Topics(() => this.admin(), this.ns);
+    this.groups = new Groups(() => this.admin());
+    this.transactions = new TransactionRunner(this.kafka, () => this.admin(), this.topics, this.ns, this.logger);
+  }
+
+  async ensureTopics(specs: TopicSpec[]): Promise<void> {
+    this.assertOpen();
+    try {
+      await this.topics.ensure(specs);
+    } catch (err) {
+      throw unavailable('ensureTopics', err);
+    }
+  }
+
+  async produce(messages: OutgoingMessage[]): Promise<LogPosition[]> {
+    this.assertOpen();
+    if (messages.length === 0) return [];
+    const encoded = messages.map((m, i) => encodeMessage(m, i));
+    try {
+      const routed = await this.transactions.route(encoded);
+      if (routed.groups.size === 1) {
+        const producer = (this.idempotent ??= this.transactions.connect());
+        // A failed connect is not cached: the next produce tries again.
+        producer.catch(() => {
+          if (this.idempotent === producer) this.idempotent = undefined;
+        });
+        return await this.transactions.send(await producer, routed);
+      }
+      return await this.inTransaction((producer) => this.transactions.commit(producer, routed));
+    } catch (err) {
+      throw unavailable('produce', err);
+    }
+  }
+
+  async subscribe(options: SubscribeOptions): Promise<Subscription> {
+    this.assertOpen();
+    validateSubscribeOptions(options);
+    const topics = [...new Set(options.topics)];
+    for (const topic of topics) await this.topics.count(topic);
+    if (options.fromBeginning === false) await this.commitEndOffsetsIfMissing(options.groupId, topics);
+    const subscription = new KafkaSubscription(
+      {
+        kafka: this.kafka,
+        ns: this.ns,
+        logger: this.logger,
+        transactions: this.transactions,
+        transactionalIdPrefix: this.transactionalIdPrefix(),
+        sessionTimeoutMs: this.sessionTimeoutMs,
+        committedOffset: (kafkaGroup, kafkaTopic, partition) => this.groups.committedOffset(kafkaGroup, kafkaTopic, partition),
+        ensureDeadLetterTopic: (topic) => this.topics.ensureDeadLetter(topic),
+      },
+      options,
+    );
+    this.subscriptions.add(subscription);
+    this.members.set(options.groupId, (this.members.get(options.groupId) ?? 0) + 1);
+    const release = once(async () => {
+      await subscription.close();
+      this.subscriptions.delete(subscription);
+      const left = (this.members.get(options.groupId) ?? 1) - 1;
+      if (left > 0) this.members.set(options.groupId, left);
+      else this.members.delete(options.groupId);
+    });
+    try {
+      await subscription.start(topics, options.fromBeginning !== false);
+    } catch (err) {
+      await release();
+      throw unavailable(`subscribe ${options.groupId}`, err);
+    }
+    return { close: release };
+  }
+
+  /**
+   * A new group starting at the end: the end offsets are committed before the first member
+   * joins, so messages produced from now on are never skipped. The commit is a transaction of
+   * offsets only (TxnOffsetCommit needs no group membership, unlike kafkajs's setOffsets,
+   * which joins the group). A group with live members already has its start positions.
+   */
+  private async commitEndOffsetsIfMissing(groupId: string, topics: readonly string[]): Promise<void> {
+    const kafkaGroup = this.ns.group(groupId);
+    if (!(await this.groups.idle(kafkaGroup))) return;
+    for (const topic of topics) {
+      const kafkaTopic = this.ns.topic(topic);
+      const missing = new Set([...(await this.groups.committed(kafkaGroup, kafkaTopic))].filter(([, offset]) => offset < 0).map(([p]) => p));
+      if (missing.size === 0) continue;
+      const ends = await (await this.admin()).fetchTopicOffsets(kafkaTopic);
+      const partitions = ends.filter((e) => missing.has(e.partition)).map((e) => ({ partition: e.partition, offset: Number(e.offset) }));
+      await this.inTransaction((producer) => this.transactions.commit(producer, noMessages, { groupId: kafkaGroup, kafkaTopic, partitions }));
+    }
+  }
+
+  async waitForCommitted(groupId: string, position: LogPosition, timeoutMs: number): Promise<boolean> {
+    this.assertOpen();
+    const deadline = performance.now() + timeoutMs;
+    const kafkaGroup = this.ns.group(groupId);
+    const kafkaTopic = this.ns.topic(position.topic);
+    for (let wait = 10; ; wait = Math.min(wait * 2, 100)) {
+      if (this.closing) return false;
+      if ((await this.groups.committedOffset(kafkaGroup, kafkaTopic, position.partition)) > position.offset) return true;
+      const remaining = deadline - performance.now();
+      if (remaining <= 0) return false;
+      await Signal.any([this.closingSignal], Math.min(remaining, wait));
+    }
+  }
+
+  async *readAll(topic: string): AsyncIterable<ConsumedMessage> {
+    this.assertOpen();
+    const partitions = await this.topics.count(topic);
+    for (let partition = 0; partition < partitions; partition++) yield* this.readPartition(topic, partition, 0);
+  }
+
+  async *readPartition(topic: string, partition: number, fromOffset: number): AsyncIterable<ConsumedMessage> {
+    this.assertOpen();
+    const partitions = await this.topics.count(topic);
+    if (!Number.isInteger(partition) || partition < 0 || partition >= partitions) {
+      throw new GovernedMemoryError('MEM_VALIDATION', `topic ${topic} has no partition ${partition}`);
+    }
+    const kafkaTopic = this.ns.topic(topic);
+    const admin = await this.admin();
+    const offsets = (await admin.fetchTopicOffsets(kafkaTopic)).find((o) => o.partition === partition);
+    const end = Number(offsets?.offset ?? 0);
+    const from = Math.max(0, fromOffset);
+    if (from >= end) return;
+    yield* readRange(this.kafka, admin, this.ns, { kafkaTopic, topic, partition, from, end, low: Number(offsets?.low ?? 0) });
+  }
+
+  async endOffsets(topic: string): Promise<number[]> {
+    this.assertOpen();
+    await this.topics.count(topic);
+    try {
+      const offsets = await (await this.admin()).fetchTopicOffsets(this.ns.topic(topic));
+      return offsets.sort((a, b) => a.partition - b.partition).map((o) => Number(o.offset));
+    } catch (err) {
+      throw unavailable(`endOffsets ${topic}`, err);
+    }
+  }
+
+  async committedOffsets(groupId: string, topic: string): Promise<number[]> {
+    this.assertOpen();
+    const partitions = await this.topics.count(topic);
+    const committed = await this.groups.committed(this.ns.group(groupId), this.ns.topic(topic));
+    return Array.from({ length: partitions }, (_, p) => Math.max(0, committed.get(p) ?? 0));
+  }
+
+  async resetGroup(groupId: string): Promise<void> {
+    this.assertOpen();
+    const conflict = new GovernedMemoryError('MEM_CONFLICT', `group "${groupId}" has active subscriptions; close them before resetting it`);
+    if (this.members.has(groupId)) throw conflict;
+    // Deleting the group drops its committed offsets; Kafka refuses while members are alive.
+    const outcome = await this.groups.delete(this.ns.group(groupId)).catch((err: unknown) => {
+      throw unavailable(`resetGroup ${groupId}`, err);
+    });
+    if (outcome === 'busy') throw conflict;
+  }
+
+  partitionFor(topic: string, key: string): number {
+    this.assertOpen();
+    return partitionForKey(key, this.topics.known(topic));
+  }
+
+  close(): Promise<void> {
+    this.closed ??= (async () => {
+      this.closing = true;
+      this.closingSignal.notify();
+      await Promise.all([...this.subscriptions].map((s) => s.close()));
+      this.subscriptions.clear();
+      await this.transactionLock.idle();
+      const producers = [this.idempotent, this.transactional].filter((p) => p !== undefined);
+      await Promise.all(producers.map((p) => p.then((producer) => producer.disconnect()).catch(() => undefined)));
+      if (this.adminReady !== undefined) await this.adminClient.disconnect().catch(() => undefined);
+    })();
+    return this.closed;
+  }
+
+  /** Runs `work` with the bus's transactional producer, one transaction at a time. */
+  private inTransaction<T>(work: (producer: Producer) => Promise<T>): Promise<T> {
+    return this.transactionLock.run(async () => {
+      this.transactional ??= this.transactions.connect(`${this.transactionalIdPrefix()}.produce.${randomUUID()}`);
+      try {
+        return await work(await this.transactional);
+      } catch (err) {
+        // A producer whose transaction failed half-way is not reused.
+        const broken = this.transactional;
+        this.transactional = undefined;
+        void broken.then((p) => p.disconnect()).catch(() => undefined);
+        throw err;
+      }
+    });
+  }
+
+  private admin(): Promise<Admin> {
+    if (this.adminReady === undefined) {
+      const ready = this.adminClient.connect().then(() => this.adminClient);
+      this.adminReady = ready;
+      // A failed connect is retried by the next call rather than cached.
+      ready.catch(() => {
+        if (this.adminReady === ready) this.adminReady = undefined;
+      });
+    }
+    return this.adminReady;
+  }
+
+  private transactionalIdPrefix(): string {
+    return this.options.transactionalIdPrefix ?? 'gm';
+  }
+
+  private assertOpen(): void {
+    if (this.closing) throw new GovernedMemoryError('MEM_UNAVAILABLE', 'the bus is closed');
+  }
+}
+
+function validateSubscribeOptions(options: SubscribeOptions): void {
+  const invalid = (why: string): GovernedMemoryError => new GovernedMemoryError('MEM_VALIDATION', `subscribe: ${why}`);
+  if (options.groupId.length === 0) throw invalid('groupId must not be empty');
+  if (options.topics.length === 0) throw invalid('topics must not be empty');
+  const { maxAttempts, retryBackoffMs } = options;
+  if (maxAttempts !== undefined && (!Number.isInteger(maxAttempts) || maxAttempts < 1)) throw invalid('maxAttempts must be a positive integer');
+  if (retryBackoffMs !== undefined && (!Number.isFinite(retryBackoffMs) || retryBackoffMs < 0)) throw invalid('retryBackoffMs must be a non-negative number');
+}
+
+const noMessages: Routed = { topicMessages: [], slots: [], groups: new Map() };
+
+const once = (fn: () => Promise<void>): (() => Promise<void>) => {
+  let done: Promise<void> | undefined;
+  return () => (done ??= fn());
+};
+

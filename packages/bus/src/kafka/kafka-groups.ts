@@ -1,0 +1,53 @@
+/**
+ * Consumer group offsets through the admin client, in the port's terms: a partition the group
+ * never committed reads 0 (Kafka says -1), and resetting a group deletes it, which Kafka
+ * refuses while it has members.
+ */
+import type { Admin } from 'kafkajs';
+
+const NON_EMPTY_GROUP = 68;
+const GROUP_ID_NOT_FOUND = 69;
+
+export class Groups {
+  constructor(private readonly admin: () => Promise<Admin>) {}
+
+  /** Committed offsets by partition; -1 where the group has none. */
+  async committed(kafkaGroup: string, kafkaTopic: string): Promise<Map<number, number>> {
+    const [topic] = await (await this.admin()).fetchOffsets({ groupId: kafkaGroup, topics: [kafkaTopic] });
+    return new Map((topic?.partitions ?? []).map((p) => [p.partition, Number(p.offset)]));
+  }
+
+  /** The port's committed offset of one partition: 0 when none. */
+  async committedOffset(kafkaGroup: string, kafkaTopic: string, partition: number): Promise<number> {
+    return Math.max(0, (await this.committed(kafkaGroup, kafkaTopic)).get(partition) ?? 0);
+  }
+
+  /** True when no member is in the group (or it does not exist). */
+  async idle(kafkaGroup: string): Promise<boolean> {
+    const { groups } = await (await this.admin()).describeGroups([kafkaGroup]);
+    const state = groups[0]?.state ?? 'Dead';
+    return state === 'Empty' || state === 'Dead';
+  }
+
+  /** Deletes the group and its offsets: 'busy' when it has members, 'done' otherwise. */
+  async delete(kafkaGroup: string): Promise<'done' | 'busy'> {
+    try {
+      await (await this.admin()).deleteGroups([kafkaGroup]);
+      return 'done';
+    } catch (err) {
+      const codes = groupErrorCodes(err);
+      if (codes.includes(NON_EMPTY_GROUP)) return 'busy';
+      if (codes.length > 0 && codes.every((code) => code === GROUP_ID_NOT_FOUND)) return 'done';
+      throw err;
+    }
+  }
+}
+
+/**
+ * The per-group error codes of a failed DeleteGroups (kafkajs's KafkaJSDeleteGroupsError,
+ * whose class is not importable by name from ESM, so it is recognised by its shape).
+ */
+function groupErrorCodes(err: unknown): number[] {
+  if (!(err instanceof Error) || !('groups' in err) || !Array.isArray(err.groups)) return [];
+  return err.groups.map((g: unknown) => (typeof g === 'object' && g !== null && 'errorCode' in g && typeof g.errorCode === 'number' ? g.errorCode : -1));
+}
