@@ -56,6 +56,8 @@ testBus('kafka', async () => {
     get bus() {
       return bus;
     },
+    // Transaction commit markers take offsets: strictly increasing, not dense.
+    offsets: 'increasing' as const,
     reopen: async () => {
       await bus.close();
       bus = open();
