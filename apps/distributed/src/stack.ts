@@ -67,17 +67,34 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   const start = (service: ServiceName) =>
     new Promise<void>((resolve, reject) => {
       const child = spawn(process.execPath, ['--import', 'tsx', `services/${service}/src/main.ts`], {
-        cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'],
+        cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      // stdout carries the JSON logs: forwarded line by line, so a failed start explains itself.
+      let logBuffer = '';
+      child.stdout?.on('data', (chunk: Buffer) => {
+        logBuffer += chunk.toString();
+        let nl: number;
+        while ((nl = logBuffer.indexOf('\n')) >= 0) {
+          remember(logBuffer.slice(0, nl));
+          options.onLine?.(service, logBuffer.slice(0, nl));
+          logBuffer = logBuffer.slice(nl + 1);
+        }
       });
       children.set(service, child);
       let buffer = '';
       let ready = false;
+      const recent: string[] = [];
+      const remember = (line: string) => {
+        recent.push(line);
+        if (recent.length > 20) recent.shift();
+      };
       child.stderr?.on('data', (chunk: Buffer) => {
         buffer += chunk.toString();
         let nl: number;
         while ((nl = buffer.indexOf('\n')) >= 0) {
           const line = buffer.slice(0, nl);
           buffer = buffer.slice(nl + 1);
+          remember(line);
           options.onLine?.(service, line);
           const listening = /retrieval-broker listening on (\S+)/.exec(line);
           if (listening?.[1]) url = listening[1];
@@ -88,7 +105,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
         }
       });
       child.on('exit', (code) => {
-        if (!ready) reject(new Error(`${service} exited with ${code} before it was ready`));
+        if (!ready) reject(new Error(`${service} exited with ${code} before it was ready:\n${[...recent, buffer, logBuffer].join('\n')}`));
       });
     });
 

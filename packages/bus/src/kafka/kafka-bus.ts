@@ -20,7 +20,7 @@ import type { BusLogger } from '../embedded/group-consumer.ts';
 import { partitionForKey } from '../embedded/partitioner.ts';
 import { Signal } from '../embedded/signal.ts';
 import type { Bus, ConsumedMessage, LogPosition, OutgoingMessage, SubscribeOptions, Subscription, TopicSpec } from '../port.ts';
-import { encodeMessage, Mutex, Namespace, unavailable } from './kafka-codec.ts';
+import { encodeMessage, Mutex, Namespace, unavailable, withMetadataRetry } from './kafka-codec.ts';
 import { Groups } from './kafka-groups.ts';
 import { readRange } from './kafka-reader.ts';
 import { KafkaSubscription } from './kafka-subscription.ts';
@@ -178,7 +178,7 @@ class KafkaBus implements Bus {
       const kafkaTopic = this.ns.topic(topic);
       const missing = new Set([...(await this.groups.committed(kafkaGroup, kafkaTopic))].filter(([, offset]) => offset < 0).map(([p]) => p));
       if (missing.size === 0) continue;
-      const ends = await (await this.admin()).fetchTopicOffsets(kafkaTopic);
+      const ends = await withMetadataRetry(async () => (await this.admin()).fetchTopicOffsets(kafkaTopic));
       const partitions = ends.filter((e) => missing.has(e.partition)).map((e) => ({ partition: e.partition, offset: Number(e.offset) }));
       await this.inTransaction((producer) => this.transactions.commit(producer, noMessages, { groupId: kafkaGroup, kafkaTopic, partitions }));
     }
@@ -212,7 +212,7 @@ class KafkaBus implements Bus {
     }
     const kafkaTopic = this.ns.topic(topic);
     const admin = await this.admin();
-    const offsets = (await admin.fetchTopicOffsets(kafkaTopic)).find((o) => o.partition === partition);
+    const offsets = (await withMetadataRetry(() => admin.fetchTopicOffsets(kafkaTopic))).find((o) => o.partition === partition);
     const end = Number(offsets?.offset ?? 0);
     const from = Math.max(0, fromOffset);
     if (from >= end) return;
@@ -223,7 +223,7 @@ class KafkaBus implements Bus {
     this.assertOpen();
     await this.topics.count(topic);
     try {
-      const offsets = await (await this.admin()).fetchTopicOffsets(this.ns.topic(topic));
+      const offsets = await withMetadataRetry(async () => (await this.admin()).fetchTopicOffsets(this.ns.topic(topic)));
       return offsets.sort((a, b) => a.partition - b.partition).map((o) => Number(o.offset));
     } catch (err) {
       throw unavailable(`endOffsets ${topic}`, err);

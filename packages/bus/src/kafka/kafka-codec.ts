@@ -134,3 +134,19 @@ export class Mutex {
 }
 
 export const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Retries a metadata read while kafkajs says the failure is retriable (a leader moving, a
+ * topic just created, stale metadata): a few attempts, doubling from 100 ms.
+ */
+export async function withMetadataRetry<T>(read: () => Promise<T>, attempts = 6): Promise<T> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await read();
+    } catch (err) {
+      const retriable = (err as { retriable?: unknown }).retriable === true;
+      if (!retriable || attempt >= attempts) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 100 * 2 ** (attempt - 1)));
+    }
+  }
+}

@@ -7,7 +7,7 @@
 import { Partitioners, type Admin, type Kafka, type Message, type Producer, type RecordMetadata, type TopicMessages } from 'kafkajs';
 import type { BusLogger } from '../embedded/group-consumer.ts';
 import type { LogPosition } from '../port.ts';
-import { delay, toRecord, type EncodedMessage, type Namespace } from './kafka-codec.ts';
+import { delay, toRecord, withMetadataRetry, type EncodedMessage, type Namespace } from './kafka-codec.ts';
 import type { Topics } from './kafka-topics.ts';
 
 /** Offsets a transaction commits for a consumer group, next to its messages (if any). */
@@ -125,7 +125,7 @@ export class TransactionRunner {
     const deadline = performance.now() + VISIBILITY_TIMEOUT_MS;
     for (let wait = 2; ; wait = Math.min(wait * 2, 50)) {
       const pending: Array<Promise<boolean>> = [...lastOffset].map(async ([topic, perPartition]) => {
-        const ends = await admin.fetchTopicOffsets(this.ns.topic(topic));
+        const ends = await withMetadataRetry(() => admin.fetchTopicOffsets(this.ns.topic(topic)));
         return [...perPartition].every(([partition, last]) => Number(ends.find((e) => e.partition === partition)?.offset ?? -1) > last);
       });
       if (offsets !== undefined) {
