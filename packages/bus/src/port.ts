@@ -51,9 +51,13 @@ export interface SubscribeOptions {
   handler: MessageHandler;
   /** Where a group without a committed offset starts: true = earliest (default), false = latest. */
   fromBeginning?: boolean;
-  /** Attempts per message before it is dead-lettered to `<topic>.dlq` (default 5). */
+  /**
+   * Attempts per message before it is dead-lettered to `<topic>.dlq` (default 5). A handler
+   * error that is a dependency outage (`isDependencyOutage`: MEM_UNAVAILABLE, retriable) is
+   * retried without limit and never dead-lettered: an outage delays work, it never drops it.
+   */
   maxAttempts?: number;
-  /** First retry delay; doubles per attempt (default 50 ms). */
+  /** First retry delay; doubles per attempt, capped at 5 s (default 50 ms). */
   retryBackoffMs?: number;
 }
 

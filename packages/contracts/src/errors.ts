@@ -43,3 +43,15 @@ export class GovernedMemoryError extends Error {
 }
 
 export const isGovernedMemoryError = (e: unknown): e is GovernedMemoryError => e instanceof GovernedMemoryError;
+
+/**
+ * A dependency (index, state store, broker) is down: retrying later will work, and the
+ * message is not at fault. Consumers retry such failures without limit instead of
+ * dead-lettering them, so an outage delays work but never drops it.
+ */
+export const isDependencyOutage = (e: unknown): boolean =>
+  isGovernedMemoryError(e) && e.code === 'MEM_UNAVAILABLE' && e.retriable;
+
+/** Back-off for retries: doubling from `baseMs`, capped so an outage is polled, not hammered. */
+export const retryDelayMs = (baseMs: number, attempt: number, capMs = 5_000): number =>
+  Math.min(capMs, baseMs * 2 ** Math.max(0, attempt - 1));

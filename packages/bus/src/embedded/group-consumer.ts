@@ -5,6 +5,7 @@
  * starts from it — so a member taking over a partition, a restart and a replay after
  * resetGroup all continue exactly where the group's last commit left off.
  */
+import { isDependencyOutage, retryDelayMs } from '@gm/contracts';
 import type { ConsumedMessage, MessageHandler, ProcessContext, Subscription, SubscribeOptions } from '../port.ts';
 import type { GroupCoordinator, GroupMember } from './group-coordinator.ts';
 import { Signal } from './signal.ts';
@@ -142,7 +143,8 @@ export class GroupConsumer implements Subscription, GroupMember {
         this.deps.onCommitted(written !== undefined && written.length > 0);
         return;
       } catch (err) {
-        if (attempt >= this.maxAttempts) {
+        // An outage of a dependency is not the message's fault: retry it for as long as it lasts.
+        if (attempt >= this.maxAttempts && !isDependencyOutage(err)) {
           this.deadLetter(message, err, attempt);
           return;
         }
@@ -151,7 +153,7 @@ export class GroupConsumer implements Subscription, GroupMember {
           'bus handler failed; retrying',
         );
         // Closing during back-off leaves the message uncommitted; the next owner retries it.
-        if (await this.backOff(this.retryBackoffMs * 2 ** (attempt - 1))) return;
+        if (await this.backOff(retryDelayMs(this.retryBackoffMs, attempt))) return;
       }
     }
   }

@@ -15,7 +15,7 @@
  * transaction markers (`batch.lastOffset() + 1`), and a batch of markers only commits their
  * end too, so a caught-up group's committed offsets equal the end offsets.
  */
-import { isGovernedMemoryError } from '@gm/contracts';
+import { isDependencyOutage, isGovernedMemoryError, retryDelayMs } from '@gm/contracts';
 import type { Batch, Consumer, EachBatchPayload, Kafka, Producer } from 'kafkajs';
 import type { BusLogger } from '../embedded/group-consumer.ts';
 import { Signal } from '../embedded/signal.ts';
@@ -214,7 +214,8 @@ export class KafkaSubscription implements Subscription {
           failure = err;
         }
       }
-      if (attempt >= this.maxAttempts) {
+      // An outage of a dependency is not the message's fault: retry it for as long as it lasts.
+      if (attempt >= this.maxAttempts && !isDependencyOutage(failure)) {
         try {
           return await this.deadLetter(message, failure, attempt, next);
         } catch (err) {
@@ -227,7 +228,7 @@ export class KafkaSubscription implements Subscription {
         'bus handler failed; retrying',
       );
       // Closing during back-off leaves the message uncommitted; the next owner retries it.
-      if (!this.closing) await Signal.any([this.stopping], this.retryBackoffMs * 2 ** (attempt - 1));
+      if (!this.closing) await Signal.any([this.stopping], retryDelayMs(this.retryBackoffMs, attempt));
       if (this.closing) return 'stopped';
       await heartbeat();
     }

@@ -8,6 +8,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { GovernedMemoryError } from '@gm/contracts';
 import type { Bus, ConsumedMessage, LogPosition, MessageHandler, OutgoingMessage, SubscribeOptions, Subscription } from '@gm/bus';
 
 export interface BusFixture {
@@ -310,6 +311,21 @@ export function testBus(adapterName: string, factory: () => Promise<BusFixture>)
             'dlq.attempts': '3', 'dlq.group': group('g'),
           },
         });
+      });
+
+      it('retries a dependency outage past maxAttempts instead of dead-lettering, until it passes', async () => {
+        await bus.ensureTopics([{ name: topic('in'), partitions: 1 }, { name: topic('out'), partitions: 1 }]);
+        await bus.produce([{ topic: topic('in'), key: 'k', value: { n: 1 } }]);
+        let attempts = 0;
+        await consumeIn('g', async (m, ctx) => {
+          attempts += 1;
+          // The index or state store is down for the first 6 attempts (maxAttempts is 2).
+          if (attempts <= 6) throw new GovernedMemoryError('MEM_UNAVAILABLE', 'index down', { retriable: true });
+          ctx.send([{ topic: topic('out'), key: m.key, value: m.value }]);
+        }, { maxAttempts: 2, retryBackoffMs: 1 });
+        expect(attempts).toBe(7);
+        expect((await collect(bus, topic('out'))).map((m) => m.value)).toEqual([{ n: 1 }]);
+        expect(await collect(bus, topic('in.dlq'))).toEqual([]);
       });
 
       it('gives every group every message, each with its own offsets', async () => {
