@@ -168,4 +168,24 @@ describe('distributed runtime (separate processes on Kafka, Elasticsearch, Redis
     const dlq = lines.filter((l) => l.includes('dead-letter'));
     expect(dlq).toEqual([]);
   }, 300_000);
+
+  it('with two write-admission instances splitting the partitions, concurrent conflicting writes have exactly one winner', async () => {
+    await stack.start('write-admission');
+    expect(stack.children.get('write-admission')?.length).toBe(2);
+    const token = await issue();
+    for (let round = 0; round < 4; round += 1) {
+      const subject = `race-subject-${round}`;
+      const statuses = await Promise.all(
+        Array.from({ length: 8 }, (_, i) =>
+          fetch(`${stack.url}/v1/memories`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+            body: JSON.stringify(memory({ id: `race-${round}`, subjectId: subject, content: `Racer ${i} claims round ${round}` })),
+          }).then((r) => r.status),
+        ),
+      );
+      expect(statuses.filter((s) => s === 201)).toHaveLength(1);
+      expect(statuses.filter((s) => s === 409)).toHaveLength(7);
+    }
+  }, 120_000);
 });

@@ -16,7 +16,7 @@ process.stderr.write(
   [
     '',
     `governed memory (distributed runtime) listening on ${stack.url}`,
-    `services:          ${[...stack.children.entries()].map(([name, c]) => `${name}(pid ${c.pid})`).join(', ')}`,
+    `services:          ${[...stack.children.entries()].map(([name, cs]) => `${name}(pid ${cs.map((c) => c.pid).join(',')})`).join(', ')}`,
     `issuer credential: ${path.join(dataDir, 'issuer-credential')}`,
     `started in ${Math.round(performance.now() - started)} ms — Ctrl-C stops the services (engines keep running: infra/local/engines.sh stop)`,
     '',

@@ -24,10 +24,13 @@ export interface StackOptions {
 
 export interface Stack {
   url: string;
-  children: Map<ServiceName, ChildProcess>;
+  /** Running instances per service (scale a consumer group by starting another). */
+  children: Map<ServiceName, ChildProcess[]>;
   env: Record<string, string>;
+  /** Starts one more instance of a service and waits until it is ready. */
   start(service: ServiceName): Promise<void>;
-  kill(service: ServiceName, signal: NodeJS.Signals): Promise<number | null>;
+  /** Signals every instance of a service and waits until they exited. */
+  kill(service: ServiceName, signal: NodeJS.Signals): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -61,7 +64,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     MEMORY_LOG_LEVEL: 'warn',
     ...options.env,
   };
-  const children = new Map<ServiceName, ChildProcess>();
+  const children = new Map<ServiceName, ChildProcess[]>();
   let url = '';
 
   const start = (service: ServiceName) =>
@@ -80,7 +83,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
           logBuffer = logBuffer.slice(nl + 1);
         }
       });
-      children.set(service, child);
+      children.set(service, [...(children.get(service) ?? []), child]);
       let buffer = '';
       let ready = false;
       const recent: string[] = [];
@@ -118,11 +121,15 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     env,
     start,
     async kill(service, signal) {
-      const child = children.get(service);
-      if (!child || child.exitCode !== null) return child?.exitCode ?? null;
-      const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-      child.kill(signal);
-      return exited;
+      const running = (children.get(service) ?? []).filter((c) => c.exitCode === null && c.signalCode === null);
+      await Promise.all(
+        running.map((child) => {
+          const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
+          child.kill(signal);
+          return exited;
+        }),
+      );
+      children.set(service, []);
     },
     async stop() {
       for (const service of [...SERVICES].reverse()) await stack.kill(service, 'SIGTERM');
