@@ -188,4 +188,41 @@ describe('distributed runtime (separate processes on Kafka, Elasticsearch, Redis
       expect(statuses.filter((s) => s === 409)).toHaveLength(7);
     }
   }, 120_000);
+
+  it('fails closed while Redis is down (capability revocation cannot be checked), and recovers after', async () => {
+    const token = await issue();
+    const engines = (action: string) =>
+      new Promise<void>((resolve, reject) => {
+        const child = spawn('bash', ['infra/local/engines.sh', action, 'redis'], { cwd: ROOT, stdio: 'ignore' });
+        child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`engines.sh ${action} redis exited ${code}`))));
+      });
+    const post = (route: string, body: unknown) =>
+      fetch(`${stack.url}${route}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    await engines('stop');
+    try {
+      const write = await post('/v1/memories', memory({ id: 'redis-out-0', subjectId: 'cust-redis', content: 'Redis outage plover note' }));
+      expect(write.status).toBe(503);
+      const search = await post('/v1/search', { query: 'plover' });
+      expect(search.status).toBe(503);
+      expect(((await search.json()) as { code: string }).code).toBe('MEM_UNAVAILABLE');
+    } finally {
+      await engines('start');
+    }
+    // Every service reconnects by itself: a write then round-trips through all of them.
+    const written = await eventually('writes admitted again', async () => {
+      const res = await post('/v1/memories', memory({ id: 'redis-out-1', subjectId: 'cust-redis', content: 'Redis outage plover note after' }));
+      return res.status === 201 ? res.status : undefined;
+    }, 60_000);
+    expect(written).toBe(201);
+    const found = await eventually('searchable again', async () => {
+      const res = await post('/v1/search', { query: 'plover' });
+      if (res.status !== 200) return undefined;
+      const ids = ((await res.json()) as { items: Array<{ recordId: string }> }).items.map((i) => i.recordId);
+      return ids.includes('redis-out-1') ? ids : undefined;
+    }, 60_000);
+    expect(found).not.toContain('redis-out-0');
+    for (const service of ['write-admission', 'projector', 'index-builder', 'retrieval-broker'] as ServiceName[]) {
+      expect(stack.children.get(service)?.every((c) => c.exitCode === null), `${service} still running`).toBe(true);
+    }
+  }, 180_000);
 });

@@ -1,0 +1,152 @@
+import { randomBytes } from 'node:crypto';
+import { RESOURCE, PURPOSE, contentOf, tenantOf } from './corpus.ts';
+import type { BenchOptions } from './options.ts';
+import { queriesFor, warmupQueriesFor } from './raw-search.ts';
+import { lanes, perSecond, progress, summarize, type Summary } from './stats.ts';
+
+/** What an agent sees: every number here is an HTTP round trip against the runtime's API. */
+export interface HttpTarget {
+  url: string;
+  issuerCredential: string;
+}
+
+export interface WritePathResult {
+  /** One write at a time; the API answers after read-your-writes (projector and index-builder). */
+  sequential: Summary;
+  throughput: { writes: number; concurrency: number; admitted: number; failed: number; perSecond: number; latency: Summary };
+  /** From sending a write with a unique word to the first search response that contains it. */
+  searchable: Summary;
+  /** The acknowledgement latency of those same writes. */
+  searchableAck: Summary;
+  searchablePolls: number;
+}
+
+export interface SearchStepResult {
+  records: number;
+  query: Summary;
+  /** Mean items per packet: shows the seeded records are really retrieved. */
+  itemsMean: number;
+}
+
+export const WRITES_TENANT = 'bench-writes';
+
+async function call(url: string, token: string, body: unknown): Promise<{ status: number; body: unknown }> {
+  const res = await fetch(url, {
+    method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, body: text.length > 0 ? JSON.parse(text) : null };
+}
+
+export async function issueToken(target: HttpTarget, tenant: string): Promise<string> {
+  const res = await call(`${target.url}/v1/capabilities`, target.issuerCredential, {
+    tenant, agentId: 'bench', scopes: [{ ...RESOURCE }], purpose: PURPOSE, actions: ['write', 'search', 'read'],
+  });
+  const token = (res.body as { token?: unknown } | null)?.token;
+  if (res.status !== 201 || typeof token !== 'string') throw new Error(`capability issue answered ${res.status}`);
+  return token;
+}
+
+export const writeBody = (content: string, subjectId: string, id?: string) => ({
+  ...(id === undefined ? {} : { id }), subjectId, resource: { ...RESOURCE }, kind: 'fact', trust: 'trusted', content,
+  provenance: [{ source: 'user', observedAt: new Date().toISOString() }],
+});
+
+export async function write(target: HttpTarget, token: string, body: unknown): Promise<number> {
+  const res = await call(`${target.url}/v1/memories`, token, body);
+  if (res.status !== 201) throw new Error(`write answered ${res.status}: ${JSON.stringify(res.body)}`);
+  return res.status;
+}
+
+async function searchIds(target: HttpTarget, token: string, query: string): Promise<string[]> {
+  const res = await call(`${target.url}/v1/search`, token, { query, limit: 10 });
+  if (res.status !== 200) throw new Error(`search answered ${res.status}: ${JSON.stringify(res.body)}`);
+  const items = (res.body as { items?: Array<{ recordId: string }> } | null)?.items ?? [];
+  return items.map((i) => i.recordId);
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+export async function measureWritePath(target: HttpTarget, options: BenchOptions, label: string): Promise<WritePathResult> {
+  const token = await issueToken(target, WRITES_TENANT);
+  let n = 0;
+  // Contents come from the bench vocabulary; subjects spread the writes over the partitions.
+  const next = () => {
+    n += 1;
+    return writeBody(contentOf(1_000_000 + n), `ws-${n % 64}`);
+  };
+  for (let i = 0; i < 10; i += 1) await write(target, token, next());
+
+  const sequential: number[] = [];
+  for (let i = 0; i < options.writes; i += 1) {
+    const started = performance.now();
+    await write(target, token, next());
+    sequential.push(performance.now() - started);
+    if ((i + 1) % 100 === 0) progress(`${label}: sequential writes ${i + 1}/${options.writes}`);
+  }
+
+  const latency: number[] = [];
+  let failed = 0;
+  const started = performance.now();
+  await lanes(options.throughputWrites, options.concurrency, async () => {
+    const t0 = performance.now();
+    try {
+      await write(target, token, next());
+      latency.push(performance.now() - t0);
+    } catch {
+      failed += 1;
+    }
+  });
+  const wall = performance.now() - started;
+  progress(`${label}: ${options.throughputWrites} writes by ${options.concurrency} writers in ${(wall / 1000).toFixed(1)} s`);
+
+  // Write→searchable: the poller starts with the write, one search in flight at a time. Each
+  // poll adds a distinct non-matching word, so the retrieval cache never answers for the index.
+  const run = randomBytes(4).toString('hex');
+  const searchable: number[] = [];
+  const acks: number[] = [];
+  let polls = 0;
+  for (let i = 0; i < options.visibilityProbes; i += 1) {
+    const word = `vis${run}x${i}`;
+    const id = `vis-${run}-${i}`;
+    const t0 = performance.now();
+    const written = write(target, token, writeBody(`${contentOf(2_000_000 + i)} ${word}`, `ws-${i % 64}`, id)).then(() => acks.push(performance.now() - t0));
+    for (let k = 0; ; k += 1) {
+      polls += 1;
+      if ((await searchIds(target, token, `${word} poll${k}x`)).includes(id)) {
+        searchable.push(performance.now() - t0);
+        break;
+      }
+      if (performance.now() - t0 > 30_000) throw new Error(`${label}: write ${id} not searchable after 30 s`);
+      await sleep(1);
+    }
+    await written;
+  }
+  progress(`${label}: ${options.visibilityProbes} write→searchable probes`);
+  return {
+    sequential: summarize(sequential),
+    throughput: {
+      writes: options.throughputWrites, concurrency: options.concurrency, admitted: latency.length, failed,
+      perSecond: perSecond(latency.length, wall), latency: summarize(latency),
+    },
+    searchable: summarize(searchable), searchableAck: summarize(acks), searchablePolls: polls,
+  };
+}
+
+/** Distinct queries over every tenant of the dataset, one at a time, after a short warm-up. */
+export async function measureSearch(target: HttpTarget, records: number, options: BenchOptions, label: string): Promise<SearchStepResult> {
+  const tokens: string[] = [];
+  for (let t = 0; t < options.tenants; t += 1) tokens.push(await issueToken(target, tenantOf(t, options.tenants)));
+  const tokenOf = (j: number) => tokens[j % tokens.length] ?? '';
+  for (const [j, q] of warmupQueriesFor(records).entries()) await searchIds(target, tokenOf(j), q);
+  const ms: number[] = [];
+  let items = 0;
+  for (const [j, q] of queriesFor(records, options.searches).entries()) {
+    const started = performance.now();
+    items += (await searchIds(target, tokenOf(j), q)).length;
+    ms.push(performance.now() - started);
+  }
+  const query = summarize(ms);
+  progress(`${label}: ${ms.length} searches at ${records} records (p50 ${query.p50.toFixed(2)} ms)`);
+  return { records, query, itemsMean: items / Math.max(1, ms.length) };
+}

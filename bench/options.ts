@@ -1,0 +1,84 @@
+/**
+ * Sizes of one bench run, from flags (`--records 20000`) or env (`BENCH_RECORDS=20000`).
+ * Defaults budget about 5–8 minutes on a 2-core machine; `--quick` is a smoke run of the
+ * same phases, `--large` adds the 100k-record search step.
+ */
+export type RuntimeName = 'embedded' | 'distributed';
+
+export interface BenchOptions {
+  /** Sequential writes per runtime (latency of one write, read-your-writes included). */
+  writes: number;
+  /** Writes of the throughput phase, sent by `concurrency` writers at once. */
+  throughputWrites: number;
+  concurrency: number;
+  /** Write→searchable probes per runtime. */
+  visibilityProbes: number;
+  /** Distinct search queries per dataset size. */
+  searches: number;
+  /** Dataset sizes of the search path, ascending; each is spread over `tenants` tenants. */
+  datasetSizes: number[];
+  tenants: number;
+  /** Sequential round trips per raw engine probe (Kafka, Redis, SQLite, ES single writes). */
+  rawRoundTrips: number;
+  /** Records of the raw Kafka throughput probes. */
+  kafkaRecords: number;
+  runtimes: RuntimeName[];
+}
+
+const HELP = `pnpm bench [options]      (each option also as env, e.g. BENCH_RECORDS=20000)
+  --records N        search dataset size (default 10000)
+  --large            also measure search at 100000 records (seeded below the API)
+  --writes N         sequential writes per runtime (default 200)
+  --throughput N     writes of the concurrent throughput phase (default 400)
+  --concurrency N    concurrent writers (default 8)
+  --visibility N     write→searchable probes (default 40)
+  --searches N       distinct queries per dataset size (default 300)
+  --tenants N        tenants the dataset is spread over (default 100)
+  --raw N            sequential round trips per raw engine probe (default 1000)
+  --kafka-records N  records of the raw Kafka throughput probes (default 20000)
+  --only NAME        embedded | distributed (default both)
+  --quick            small sizes, a smoke run of every phase (~1-2 min)`;
+
+export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv): BenchOptions {
+  const flags = new Map<string, string>();
+  for (let i = 0; i < argv.length; i += 1) {
+    const arg = argv[i] ?? '';
+    if (arg === '--help' || arg === '-h') {
+      process.stdout.write(`${HELP}\n`);
+      process.exit(0);
+    }
+    if (!arg.startsWith('--')) throw new Error(`unexpected argument "${arg}"\n${HELP}`);
+    const name = arg.slice(2);
+    const value = argv[i + 1];
+    if (name === 'large' || name === 'quick') flags.set(name, '1');
+    else if (value === undefined || value.startsWith('--')) throw new Error(`--${name} needs a value`);
+    else {
+      flags.set(name, value);
+      i += 1;
+    }
+  }
+  const raw = (name: string): string | undefined => flags.get(name) ?? env[`BENCH_${name.toUpperCase().replaceAll('-', '_')}`];
+  const quick = raw('quick') === '1' || raw('quick') === 'true';
+  const int = (name: string, fallback: number, quickValue: number): number => {
+    const text = raw(name);
+    if (text === undefined) return quick ? quickValue : fallback;
+    if (!/^\d+$/.test(text) || Number(text) < 1) throw new Error(`--${name} must be a positive whole number, got "${text}"`);
+    return Number(text);
+  };
+  const records = int('records', 10_000, 2_000);
+  const large = raw('large') === '1' || raw('large') === 'true';
+  const only = raw('only');
+  if (only !== undefined && only !== 'embedded' && only !== 'distributed') throw new Error('--only must be embedded or distributed');
+  return {
+    writes: int('writes', 200, 40),
+    throughputWrites: int('throughput', 400, 80),
+    concurrency: int('concurrency', 8, 8),
+    visibilityProbes: int('visibility', 40, 10),
+    searches: int('searches', 300, 60),
+    datasetSizes: large && records < 100_000 ? [records, 100_000] : [records],
+    tenants: int('tenants', 100, 100),
+    rawRoundTrips: int('raw', 1000, 200),
+    kafkaRecords: int('kafka-records', 20_000, 3_000),
+    runtimes: only === undefined ? ['embedded', 'distributed'] : [only],
+  };
+}

@@ -1,0 +1,80 @@
+import Database from 'better-sqlite3';
+import { Client } from '@elastic/elasticsearch';
+import { Redis } from 'ioredis';
+import { contentOf } from './corpus.ts';
+import { documentOf } from './raw-search.ts';
+import { progress, summarize, type Summary } from './stats.ts';
+
+/** Single round trips of the stores one write or one search touches, one at a time. */
+export interface RawRoundTrips {
+  redisSet: Summary;
+  redisGet: Summary;
+  /** One row inserted in its own transaction (WAL, synchronous=FULL like bus.db), then read back. */
+  sqliteInsertSelect: Summary;
+  /** One document indexed with refresh=true (what the index-builder asks for), alone. */
+  esIndexRefresh: Summary;
+}
+
+const WARMUP = 20;
+
+async function sample(n: number, op: (i: number) => Promise<unknown> | unknown): Promise<number[]> {
+  const out: number[] = [];
+  for (let i = 0; i < n + WARMUP; i += 1) {
+    const started = performance.now();
+    await op(i);
+    if (i >= WARMUP) out.push(performance.now() - started);
+  }
+  return out;
+}
+
+export async function measureRoundTrips(
+  redisUrl: string, keyPrefix: string, esUrl: string, esIndex: string, sqliteFile: string, n: number,
+): Promise<RawRoundTrips> {
+  const value = contentOf(0);
+  const redis = new Redis(redisUrl, { lazyConnect: true });
+  await redis.connect();
+  let redisSet: number[];
+  let redisGet: number[];
+  try {
+    redisSet = await sample(n, (i) => redis.set(`${keyPrefix}${i}`, value));
+    redisGet = await sample(n, (i) => redis.get(`${keyPrefix}${i}`));
+  } finally {
+    const keys = await redis.keys(`${keyPrefix}*`);
+    if (keys.length > 0) await redis.del(...keys);
+    redis.disconnect();
+  }
+  progress(`raw redis: ${n} SET + ${n} GET round trips`);
+
+  const db = new Database(sqliteFile);
+  let sqliteMs: number[];
+  try {
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = FULL');
+    db.exec('CREATE TABLE kv (k TEXT PRIMARY KEY, v TEXT NOT NULL)');
+    const put = db.prepare('INSERT INTO kv (k, v) VALUES (?, ?)');
+    const get = db.prepare('SELECT v FROM kv WHERE k = ?');
+    sqliteMs = await sample(n, (i) => {
+      put.run(`k${i}`, value);
+      return get.get(`k${i}`);
+    });
+  } finally {
+    db.close();
+  }
+  progress(`raw sqlite: ${n} insert+select round trips`);
+
+  const es = new Client({ node: esUrl, maxRetries: 0 });
+  let esMs: number[];
+  const now = new Date();
+  try {
+    // Refreshing per document is expensive; a few hundred show its distribution.
+    esMs = await sample(Math.min(n, 300), (i) => {
+      const d = documentOf(i, 100, now);
+      return es.index({ index: esIndex, id: `${d.tenantId}/${d.recordId}`, document: { ...d, expiresAtMs: Date.parse(d.expiresAt) }, refresh: true });
+    });
+  } finally {
+    await es.indices.delete({ index: esIndex, ignore_unavailable: true }).catch(() => undefined);
+    await es.close();
+  }
+  progress(`raw elasticsearch: ${esMs.length} single-document index+refresh round trips`);
+  return { redisSet: summarize(redisSet), redisGet: summarize(redisGet), sqliteInsertSelect: summarize(sqliteMs), esIndexRefresh: summarize(esMs) };
+}

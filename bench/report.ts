@@ -1,0 +1,147 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import type { BenchOptions } from './options.ts';
+import type { RawKafkaResult } from './raw-kafka.ts';
+import type { RawRoundTrips } from './raw-roundtrips.ts';
+import type { RawSearchResult } from './raw-search.ts';
+import type { RuntimeResult } from './runtimes.ts';
+import type { Summary } from './stats.ts';
+
+export interface Ratio {
+  name: string;
+  ours: number;
+  raw: number;
+  /** ours / raw: above 1 means ours takes longer (latency) or, for rates, does more per second. */
+  ratio: number;
+  unit: string;
+  definition: string;
+}
+
+export interface BenchResult {
+  at: string;
+  wallMs: number;
+  node: string;
+  host: { platform: string; cpus: number; memoryGb: number };
+  namespace: string;
+  options: BenchOptions;
+  raw: { kafka?: RawKafkaResult; roundTrips: RawRoundTrips; search: RawSearchResult };
+  embedded?: RuntimeResult;
+  distributed?: RuntimeResult;
+  ratios: Ratio[];
+  cleanup: string[];
+}
+
+const ratio = (name: string, ours: number, raw: number, unit: string, definition: string): Ratio => ({
+  name, ours, raw, ratio: raw > 0 ? ours / raw : Number.NaN, unit, definition,
+});
+
+export function computeRatios(r: Pick<BenchResult, 'raw' | 'embedded' | 'distributed'>): Ratio[] {
+  const out: Ratio[] = [];
+  const { kafka, roundTrips, search } = r.raw;
+  const d = r.distributed;
+  if (d && kafka) {
+    const floor = 2 * kafka.produceToConsume.p50 + roundTrips.esIndexRefresh.p50;
+    const floorText = '2 × kafkajs produce→consume p50 + ES index-one-doc+refresh p50 (the command hop, the event hop, the index write a write waits for)';
+    out.push(ratio('distributed write p50', d.write.sequential.p50, floor, 'ms', `sequential write p50 ÷ (${floorText})`));
+    out.push(ratio('distributed write→searchable p50', d.write.searchable.p50, floor, 'ms', `write→searchable p50 ÷ the same floor`));
+    out.push(ratio('distributed admitted throughput', d.write.throughput.perSecond, kafka.produceThroughput, '/s',
+      'writes/s admitted by concurrent writers ÷ kafkajs produce records/s (batches of 500)'));
+    for (const step of d.search) {
+      const es = search.elasticsearch.find((s) => s.records === step.records);
+      if (!es) continue;
+      out.push(ratio(`distributed search p50 @${step.records}`, step.query.p50, es.query.p50, 'ms', 'HTTP search p50 ÷ the same bool query sent to ES directly, p50, same documents'));
+      out.push(ratio(`distributed search p95 @${step.records}`, step.query.p95, es.query.p95, 'ms', 'the same at p95'));
+    }
+  }
+  const e = r.embedded;
+  if (e) {
+    const floor = roundTrips.sqliteInsertSelect.p50;
+    out.push(ratio('embedded write p50', e.write.sequential.p50, floor, 'ms', 'sequential write p50 ÷ one durable SQLite insert+select p50 (WAL, synchronous=FULL)'));
+    out.push(ratio('embedded write→searchable p50', e.write.searchable.p50, floor, 'ms', 'write→searchable p50 ÷ the same SQLite round trip'));
+    out.push(ratio('embedded admitted throughput', e.write.throughput.perSecond, 1000 / Math.max(roundTrips.sqliteInsertSelect.mean, 1e-9), '/s',
+      'writes/s admitted by concurrent writers ÷ durable SQLite insert+select per second (1000 / mean)'));
+    for (const step of e.search) {
+      const fts = search.sqliteFts.find((s) => s.records === step.records);
+      if (!fts) continue;
+      out.push(ratio(`embedded search p50 @${step.records}`, step.query.p50, fts.query.p50, 'ms', 'HTTP search p50 ÷ the same FTS5 MATCH+filters query in better-sqlite3, p50, same documents'));
+      out.push(ratio(`embedded search p95 @${step.records}`, step.query.p95, fts.query.p95, 'ms', 'the same at p95'));
+    }
+  }
+  return out;
+}
+
+const num = (x: number, digits = 2) => (Number.isFinite(x) ? x.toFixed(digits) : 'n/a');
+/** Ratios far below 1 (throughput against a raw batch producer) keep two significant digits. */
+const times = (x: number) => (!Number.isFinite(x) ? 'n/a' : x >= 10 ? `${x.toFixed(0)}×` : x >= 0.1 ? `${x.toFixed(2)}×` : `${x.toPrecision(2)}×`);
+const W = 58;
+
+function row(label: string, s: Summary | undefined, note = ''): string {
+  const cells = s ? [String(s.n).padStart(6), num(s.p50).padStart(9), num(s.p95).padStart(9), num(s.p99).padStart(9)] : ['', '', '', ''].map((c, i) => c.padStart(i === 0 ? 6 : 9));
+  return `${label.padEnd(W)} ${cells.join(' ')}  ${note}`.trimEnd();
+}
+
+function runtimeRows(name: string, r: RuntimeResult, tenants: number): string[] {
+  const t = r.write.throughput;
+  return [
+    `${name} — over HTTP, started in ${(r.startMs / 1000).toFixed(1)} s`,
+    row('  write, sequential (ack after read-your-writes)', r.write.sequential),
+    row(`  write, ${t.concurrency} concurrent writers`, t.latency, `${num(t.perSecond, 1)} writes/s admitted, ${t.failed} failed`),
+    row('  write→searchable (send → first search returning it)', r.write.searchable,
+      `ack of the same writes p50 ${num(r.write.searchableAck.p50)}; ${r.write.searchablePolls} searches in all`),
+    ...r.search.map((s) => row(`  search @${s.records} records / ${tenants} tenants (seeded*)`, s.query,
+      `${num(s.itemsMean, 1)} items/packet; seeded in ${num(s.seedMs / 1000, 1)} s`)),
+  ];
+}
+
+export function formatTable(r: BenchResult): string {
+  const lines: string[] = [
+    `governed-memory bench — ${r.at} — node ${r.node}, ${r.host.cpus} cpus, ${r.host.memoryGb} GB — wall ${num(r.wallMs / 1000, 1)} s`,
+    `${'latencies in ms'.padEnd(W)} ${'n'.padStart(6)} ${'p50'.padStart(9)} ${'p95'.padStart(9)} ${'p99'.padStart(9)}  notes`,
+  ];
+  if (r.embedded) lines.push('', ...runtimeRows('embedded runtime (SQLite, one process)', r.embedded, r.options.tenants));
+  if (r.distributed) lines.push('', ...runtimeRows('distributed runtime (Kafka, Elasticsearch, Redis; 7 processes)', r.distributed, r.options.tenants));
+  const { kafka, roundTrips: rt, search } = r.raw;
+  lines.push('', 'raw engines, same run, same record size, same documents and queries');
+  if (kafka) {
+    lines.push(
+      row(`  kafkajs produce 1 record (${kafka.recordBytes} B, acks=all)`, kafka.produce),
+      row('  kafkajs produce → consumer eachMessage, 1 record', kafka.produceToConsume),
+      row(`  kafkajs produce throughput (${kafka.records} records)`, undefined, `${num(kafka.produceThroughput, 0)} records/s`),
+      row(`  kafkajs consume throughput (${kafka.records} records)`, undefined, `${num(kafka.consumeThroughput, 0)} records/s`),
+    );
+  }
+  lines.push(row('  ES index 1 document, refresh=true', rt.esIndexRefresh));
+  for (const s of search.elasticsearch) lines.push(row(`  ES bool query @${s.records} (bulk ${num(s.loadPerSecond, 0)} docs/s)`, s.query));
+  lines.push(row('  Redis SET', rt.redisSet), row('  Redis GET', rt.redisGet), row('  SQLite insert+select (WAL, synchronous=FULL)', rt.sqliteInsertSelect));
+  for (const s of search.sqliteFts) lines.push(row(`  SQLite FTS5 query @${s.records} (load ${num(s.loadPerSecond, 0)} docs/s)`, s.query));
+  if (r.ratios.length > 0) {
+    lines.push('', `${'ratios ours/raw'.padEnd(40)} ${'ours'.padStart(10)} ${'raw'.padStart(10)} ${'ratio'.padStart(9)}`);
+    for (const x of r.ratios) {
+      lines.push(`  ${x.name.padEnd(38)} ${num(x.ours).padStart(10)} ${num(x.raw).padStart(10)} ${times(x.ratio).padStart(9)}  ${x.unit}`);
+    }
+    // Each definition once: the p95 rows of a size share theirs with the p50 row.
+    lines.push('', 'ratio definitions:');
+    const defined = new Set<string>();
+    for (const x of r.ratios) {
+      if (defined.has(x.definition)) continue;
+      defined.add(x.definition);
+      lines.push(`  ${x.name}: ${x.definition}`);
+    }
+  }
+  lines.push(
+    '',
+    '* the search datasets are seeded below the API through the runtime\'s own store ports (record hash, content, index',
+    '  document, as the projector and index-builder fold MemoryWritten); every query is distinct, so the retrieval cache misses.',
+  );
+  return `${lines.join('\n')}\n`;
+}
+
+export function writeResults(root: string, r: BenchResult): string {
+  const dir = path.join(root, 'bench-results');
+  mkdirSync(dir, { recursive: true });
+  const file = path.join(dir, `bench-${r.at.replaceAll(':', '-')}.json`);
+  const json = `${JSON.stringify(r, null, 2)}\n`;
+  writeFileSync(file, json);
+  writeFileSync(path.join(dir, 'latest.json'), json);
+  return file;
+}

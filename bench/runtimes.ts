@@ -1,0 +1,107 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { RecordMeta } from '@gm/contracts';
+import { startStack } from '@gm/distributed';
+import { loadConfig, startEmbeddedRuntime } from '@gm/embedded';
+import type { SearchIndex } from '@gm/search-index';
+import { DistributedEnv, openIndex, openState } from '@gm/service-kit';
+import type { StateStore } from '@gm/state-store';
+import { contentOf, tenantOf } from './corpus.ts';
+import { issueToken, measureSearch, measureWritePath, write, writeBody, type HttpTarget, type SearchStepResult, type WritePathResult } from './http-probe.ts';
+import type { BenchOptions } from './options.ts';
+import type { Engines } from './engines.ts';
+import { seedBelowApi } from './seed.ts';
+import { progress } from './stats.ts';
+
+export interface RuntimeResult {
+  /** From the call to the API answering (embedded: in-process; distributed: seven processes). */
+  startMs: number;
+  write: WritePathResult;
+  search: Array<SearchStepResult & { seedMs: number }>;
+}
+
+const TEMPLATE_ID = 'bench-template';
+
+/** The write, visibility and search phases, the same for both runtimes. */
+async function benchApi(
+  target: HttpTarget, stores: { index: SearchIndex; state: StateStore }, options: BenchOptions, label: string, startMs: number,
+): Promise<RuntimeResult> {
+  const writePath = await measureWritePath(target, options, label);
+
+  // The seed template: one record through the API, read back from the runtime's record hash.
+  const tenant = tenantOf(0, options.tenants);
+  await write(target, await issueToken(target, tenant), writeBody(contentOf(3_000_000), 'subj-template', TEMPLATE_ID));
+  const template: RecordMeta | null = await stores.state.records.get(tenant, TEMPLATE_ID);
+  if (template === null) throw new Error(`${label}: the template record is not in the record hash after its write`);
+
+  const search: RuntimeResult['search'] = [];
+  let seeded = 0;
+  for (const size of options.datasetSizes) {
+    const started = performance.now();
+    await seedBelowApi(stores.index, stores.state, template, seeded, size, options.tenants, label);
+    const seedMs = performance.now() - started;
+    seeded = size;
+    search.push({ ...(await measureSearch(target, size, options, label)), seedMs });
+  }
+  return { startMs, write: writePath, search };
+}
+
+export async function benchEmbedded(options: BenchOptions): Promise<RuntimeResult> {
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'gm-bench-embedded-'));
+  try {
+    const started = performance.now();
+    const runtime = await startEmbeddedRuntime(
+      loadConfig({ MEMORY_PORT: '0', MEMORY_DATA_DIR: dataDir, MEMORY_LOG_LEVEL: 'warn', MEMORY_RATE_LIMIT_PER_MINUTE: '1000000' }),
+    );
+    const startMs = performance.now() - started;
+    progress(`embedded: runtime started in ${startMs.toFixed(0)} ms at ${runtime.url}`);
+    try {
+      const target = { url: runtime.url, issuerCredential: runtime.credentials.issuerCredential };
+      return await benchApi(target, runtime, options, 'embedded', startMs);
+    } finally {
+      await runtime.close();
+    }
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+export async function benchDistributed(options: BenchOptions, namespace: string, engines: Engines): Promise<RuntimeResult> {
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'gm-bench-distributed-'));
+  const recent: string[] = [];
+  try {
+    const started = performance.now();
+    const stack = await startStack({
+      dataDir, port: 0, namespace,
+      env: { MEMORY_RATE_LIMIT_PER_MINUTE: '1000000' },
+      onLine: (service, line) => {
+        recent.push(`[${service}] ${line}`);
+        if (recent.length > 40) recent.shift();
+      },
+    });
+    const startMs = performance.now() - started;
+    progress(`distributed: seven services started in ${startMs.toFixed(0)} ms at ${stack.url}`);
+    // The seeder opens the stores exactly as the services do (same key prefix, same index).
+    const env = {
+      ...DistributedEnv.parse({ KAFKA_BROKERS: engines.kafkaBrokers, MEMORY_NAMESPACE: namespace }),
+      REDIS_URL: engines.redisUrl, ELASTICSEARCH_URL: engines.elasticsearchUrl,
+    };
+    const state = openState(env);
+    const index = openIndex(env);
+    try {
+      const issuerCredential = readFileSync(path.join(dataDir, 'issuer-credential'), 'utf8').trim();
+      return await benchApi({ url: stack.url, issuerCredential }, { index, state }, options, 'distributed', startMs);
+    } catch (err) {
+      process.stderr.write(`last service log lines:\n${recent.join('\n')}\n`);
+      throw err;
+    } finally {
+      await index.close();
+      await state.kv.close();
+      await stack.stop();
+      progress('distributed: services stopped');
+    }
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
