@@ -5,6 +5,7 @@
  * starts from it — so a member taking over a partition, a restart and a replay after
  * resetGroup all continue exactly where the group's last commit left off.
  */
+import { deadLetterOf } from '../messages.ts';
 import { isDependencyOutage, retryDelayMs } from '@gm/contracts';
 import type { ConsumedMessage, MessageHandler, ProcessContext, Subscription, SubscribeOptions } from '../port.ts';
 import type { GroupCoordinator, GroupMember } from './group-coordinator.ts';
@@ -160,20 +161,7 @@ export class GroupConsumer implements Subscription, GroupMember {
 
   private deadLetter(message: ConsumedMessage, err: unknown, attempts: number): void {
     const error = errorMessage(err);
-    const dlqMessage = serializeMessage({
-      topic: `${message.topic}.dlq`,
-      key: message.key,
-      value: message.value,
-      headers: {
-        ...message.headers,
-        'dlq.topic': message.topic,
-        'dlq.partition': String(message.partition),
-        'dlq.offset': String(message.offset),
-        'dlq.error': error,
-        'dlq.attempts': String(attempts),
-        'dlq.group': this.groupId,
-      },
-    });
+    const dlqMessage = serializeMessage(deadLetterOf(message, this.groupId, error, attempts));
     const written = this.deps.log.deadLetter(this.groupId, message, dlqMessage);
     // Fenced: another consumer already moved past this message; nothing was written.
     if (written === undefined) return;

@@ -11,6 +11,7 @@
  *   plus the `dlq.*` provenance headers. Closing a subscription during a retry back-off leaves
  *   that message uncommitted, so the next owner of the partition starts it again.
  */
+import { validateSubscribeOptions } from '../messages.ts';
 import { GovernedMemoryError } from '@gm/contracts';
 import type { Bus, ConsumedMessage, LogPosition, OutgoingMessage, SubscribeOptions, Subscription, TopicSpec } from '../port.ts';
 import { GroupConsumer, type BusLogger } from './group-consumer.ts';
@@ -189,15 +190,3 @@ class SqliteBus implements Bus {
   }
 }
 
-function validateSubscribeOptions(options: SubscribeOptions): void {
-  const invalid = (why: string): GovernedMemoryError => new GovernedMemoryError('MEM_VALIDATION', `subscribe: ${why}`);
-  if (options.groupId.length === 0) throw invalid('groupId must not be empty');
-  if (options.topics.length === 0) throw invalid('topics must not be empty');
-  const { maxAttempts, retryBackoffMs } = options;
-  if (maxAttempts !== undefined && (!Number.isInteger(maxAttempts) || maxAttempts < 1)) {
-    throw invalid('maxAttempts must be a positive integer');
-  }
-  if (retryBackoffMs !== undefined && (!Number.isFinite(retryBackoffMs) || retryBackoffMs < 0)) {
-    throw invalid('retryBackoffMs must be a non-negative number');
-  }
-}

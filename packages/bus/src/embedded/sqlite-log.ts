@@ -7,6 +7,7 @@
  * appending to the same file serialize instead of failing on a lock upgrade, and offsets
  * stay dense (the next offset is read inside the same transaction that writes it).
  */
+import { encodeMessage } from '../messages.ts';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
@@ -72,25 +73,12 @@ export function serializeMessages(messages: readonly OutgoingMessage[]): Seriali
   return messages.map(serializeMessage);
 }
 
+/** The SQLite row form: headers as JSON text. */
 export function serializeMessage(m: OutgoingMessage, index = 0): SerializedMessage {
-  if (typeof m.topic !== 'string' || typeof m.key !== 'string') {
-    throw new GovernedMemoryError('MEM_VALIDATION', `message ${index}: topic and key must be strings`);
-  }
-  const invalid = (why: string, cause?: unknown): GovernedMemoryError =>
-    new GovernedMemoryError('MEM_VALIDATION', `message ${index} for topic "${m.topic}": ${why}`, { cause });
-  let value: string | undefined;
-  try {
-    value = JSON.stringify(m.value);
-  } catch (cause) {
-    throw invalid('value is not JSON-serialisable', cause);
-  }
-  if (value === undefined) throw invalid('value is not JSON-serialisable');
-  const headers = m.headers ?? {};
-  for (const [name, headerValue] of Object.entries(headers)) {
-    if (typeof headerValue !== 'string') throw invalid(`header "${name}" is not a string`);
-  }
-  return { topic: m.topic, key: m.key, value, headers: JSON.stringify(headers) };
+  const encoded = encodeMessage(m, index);
+  return { ...encoded, headers: JSON.stringify(encoded.headers) };
 }
+
 
 const unknownTopic = (topic: string): GovernedMemoryError =>
   new GovernedMemoryError('MEM_VALIDATION', `unknown topic "${topic}" (create it with ensureTopics first)`);

@@ -13,6 +13,7 @@
  * - `topicPrefix` namespaces topics and consumer groups of a deployment on a shared cluster;
  *   the port only ever sees unprefixed names.
  */
+import { validateSubscribeOptions } from '../messages.ts';
 import { randomUUID } from 'node:crypto';
 import { GovernedMemoryError } from '@gm/contracts';
 import { Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
@@ -304,14 +305,6 @@ class KafkaBus implements Bus {
   }
 }
 
-function validateSubscribeOptions(options: SubscribeOptions): void {
-  const invalid = (why: string): GovernedMemoryError => new GovernedMemoryError('MEM_VALIDATION', `subscribe: ${why}`);
-  if (options.groupId.length === 0) throw invalid('groupId must not be empty');
-  if (options.topics.length === 0) throw invalid('topics must not be empty');
-  const { maxAttempts, retryBackoffMs } = options;
-  if (maxAttempts !== undefined && (!Number.isInteger(maxAttempts) || maxAttempts < 1)) throw invalid('maxAttempts must be a positive integer');
-  if (retryBackoffMs !== undefined && (!Number.isFinite(retryBackoffMs) || retryBackoffMs < 0)) throw invalid('retryBackoffMs must be a non-negative number');
-}
 
 const noMessages: Routed = { topicMessages: [], slots: [], groups: new Map() };
 

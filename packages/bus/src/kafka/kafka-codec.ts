@@ -7,33 +7,9 @@ import type { IHeaders, KafkaMessage, Message } from 'kafkajs';
 import type { ConsumedMessage, OutgoingMessage } from '../port.ts';
 
 /** A message validated and serialised before anything is sent, so a bad batch sends nothing. */
-export interface EncodedMessage {
-  topic: string;
-  key: string;
-  value: string;
-  headers: Record<string, string>;
-}
+import type { EncodedMessage } from '../messages.ts';
+export { encodeMessage, type EncodedMessage } from '../messages.ts';
 
-export function encodeMessage(m: OutgoingMessage, index = 0): EncodedMessage {
-  if (typeof m.topic !== 'string' || typeof m.key !== 'string') {
-    throw new GovernedMemoryError('MEM_VALIDATION', `message ${index}: topic and key must be strings`);
-  }
-  const invalid = (why: string, cause?: unknown): GovernedMemoryError =>
-    new GovernedMemoryError('MEM_VALIDATION', `message ${index} for topic "${m.topic}": ${why}`, { cause });
-  let value: string | undefined;
-  try {
-    value = JSON.stringify(m.value);
-  } catch (cause) {
-    throw invalid('value is not JSON-serialisable', cause);
-  }
-  if (value === undefined) throw invalid('value is not JSON-serialisable');
-  const headers: Record<string, string> = {};
-  for (const [name, headerValue] of Object.entries(m.headers ?? {})) {
-    if (typeof headerValue !== 'string') throw invalid(`header "${name}" is not a string`);
-    headers[name] = headerValue;
-  }
-  return { topic: m.topic, key: m.key, value, headers };
-}
 
 export const toRecord = (m: EncodedMessage, partition: number): Message => ({ key: m.key, value: m.value, headers: m.headers, partition });
 

@@ -15,6 +15,7 @@
  * transaction markers (`batch.lastOffset() + 1`), and a batch of markers only commits their
  * end too, so a caught-up group's committed offsets equal the end offsets.
  */
+import { deadLetterOf } from '../messages.ts';
 import { isDependencyOutage, isGovernedMemoryError, retryDelayMs } from '@gm/contracts';
 import type { Batch, Consumer, EachBatchPayload, Kafka, Producer } from 'kafkajs';
 import type { BusLogger } from '../embedded/group-consumer.ts';
@@ -254,20 +255,7 @@ export class KafkaSubscription implements Subscription {
     const error = errorMessage(err);
     const dlqTopic = `${message.topic}.dlq`;
     await this.deps.ensureDeadLetterTopic(message.topic);
-    const dlqMessage = encodeMessage({
-      topic: dlqTopic,
-      key: message.key,
-      value: message.value,
-      headers: {
-        ...message.headers,
-        'dlq.topic': message.topic,
-        'dlq.partition': String(message.partition),
-        'dlq.offset': String(message.offset),
-        'dlq.error': error,
-        'dlq.attempts': String(attempts),
-        'dlq.group': this.groupId,
-      },
-    });
+    const dlqMessage = encodeMessage(deadLetterOf(message, this.groupId, error, attempts));
     const outcome = await this.commit(message, [dlqMessage], next);
     this.deps.logger.warn(
       { groupId: this.groupId, topic: message.topic, partition: message.partition, offset: message.offset, attempts, err: error },
