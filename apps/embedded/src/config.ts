@@ -1,25 +1,16 @@
 import path from 'node:path';
 import { z } from 'zod';
 import type { TtlPolicy } from '@gm/domain';
-import { LogLevel, duration, integer, parseDuration, ttlPolicyOf, ttlShape } from '@gm/service-kit';
+import { LogLevel, brokerEnvShape, brokerSettingsOf, duration, integer, parseDuration, ttlPolicyOf, ttlShape } from '@gm/service-kit';
 
 export { parseDuration };
 
 export const EnvSchema = z.object({
-  MEMORY_HOST: z.string().min(1).default('127.0.0.1'),
-  MEMORY_PORT: integer(8080, 0, 65535),
+  ...brokerEnvShape,
   MEMORY_DATA_DIR: z.string().min(1).default('.data'),
   MEMORY_ISSUER_CREDENTIAL: z.string().min(32, 'must be at least 32 characters').optional(),
-  MEMORY_ISSUER_NAME: z.string().min(1).default('governed-memory'),
   MEMORY_LOG_LEVEL: LogLevel.default('info'),
   MEMORY_PARTITIONS: integer(4, 1, 256),
-  MEMORY_RATE_LIMIT_PER_MINUTE: integer(1200, 1, 1_000_000),
-  MEMORY_BODY_LIMIT_BYTES: integer(256 * 1024, 1024, 16 * 1024 * 1024),
-  MEMORY_REQUEST_TIMEOUT: duration('30s', true),
-  MEMORY_REPLY_TIMEOUT: duration('10s', true),
-  MEMORY_READ_YOUR_WRITES_TIMEOUT: duration('5s', true),
-  MEMORY_PACKET_TTL: duration('15m'),
-  MEMORY_CACHE_TTL: duration('60s'),
   MEMORY_IDEMPOTENCY_WINDOW: duration('24h'),
   MEMORY_EXPIRY_TICK: duration('1s', true),
   MEMORY_DELETION_DEADLINE: duration('60s'),
@@ -61,20 +52,11 @@ export function loadConfig(env: NodeJS.ProcessEnv): RuntimeConfig {
   const e = parsed.data;
   const ttl = ttlPolicyOf(e);
   return {
-    host: e.MEMORY_HOST,
-    port: e.MEMORY_PORT,
+    ...brokerSettingsOf(e),
     dataDir: path.resolve(e.MEMORY_DATA_DIR),
     ...(e.MEMORY_ISSUER_CREDENTIAL === undefined ? {} : { issuerCredential: e.MEMORY_ISSUER_CREDENTIAL }),
-    issuerName: e.MEMORY_ISSUER_NAME,
     logLevel: e.MEMORY_LOG_LEVEL,
     partitions: e.MEMORY_PARTITIONS,
-    rateLimitPerMinute: e.MEMORY_RATE_LIMIT_PER_MINUTE,
-    bodyLimitBytes: e.MEMORY_BODY_LIMIT_BYTES,
-    requestTimeoutMs: e.MEMORY_REQUEST_TIMEOUT,
-    replyTimeoutMs: e.MEMORY_REPLY_TIMEOUT,
-    readYourWritesTimeoutMs: e.MEMORY_READ_YOUR_WRITES_TIMEOUT,
-    packetTtlMs: e.MEMORY_PACKET_TTL,
-    cacheTtlMs: e.MEMORY_CACHE_TTL,
     idempotencyWindowMs: e.MEMORY_IDEMPOTENCY_WINDOW,
     expiryTickMs: e.MEMORY_EXPIRY_TICK,
     deletionDeadlineMs: e.MEMORY_DELETION_DEADLINE,

@@ -71,3 +71,33 @@ export function ttlPolicyOf(env: Record<string, unknown>): TtlPolicy {
 }
 
 export const LogLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
+
+/** Settings of the HTTP API, read the same way by the embedded runtime and the broker process. */
+export const brokerEnvShape = {
+  MEMORY_HOST: z.string().min(1).default('127.0.0.1'),
+  MEMORY_PORT: integer(8080, 0, 65535),
+  MEMORY_ISSUER_NAME: z.string().min(1).default('governed-memory'),
+  MEMORY_RATE_LIMIT_PER_MINUTE: integer(1200, 1, 1_000_000),
+  MEMORY_BODY_LIMIT_BYTES: integer(256 * 1024, 1024, 16 * 1024 * 1024),
+  MEMORY_REQUEST_TIMEOUT: duration('30s', true),
+  MEMORY_REPLY_TIMEOUT: duration('10s', true),
+  MEMORY_READ_YOUR_WRITES_TIMEOUT: duration('5s', true),
+  MEMORY_PACKET_TTL: duration('15m'),
+  MEMORY_CACHE_TTL: duration('60s'),
+};
+const BrokerEnv = z.object(brokerEnvShape);
+
+export function brokerSettingsOf(e: z.infer<typeof BrokerEnv>) {
+  return {
+    host: e.MEMORY_HOST,
+    port: e.MEMORY_PORT,
+    issuerName: e.MEMORY_ISSUER_NAME,
+    rateLimitPerMinute: e.MEMORY_RATE_LIMIT_PER_MINUTE,
+    bodyLimitBytes: e.MEMORY_BODY_LIMIT_BYTES,
+    requestTimeoutMs: e.MEMORY_REQUEST_TIMEOUT,
+    replyTimeoutMs: e.MEMORY_REPLY_TIMEOUT,
+    readYourWritesTimeoutMs: e.MEMORY_READ_YOUR_WRITES_TIMEOUT,
+    packetTtlMs: e.MEMORY_PACKET_TTL,
+    cacheTtlMs: e.MEMORY_CACHE_TTL,
+  };
+}
