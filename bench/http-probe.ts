@@ -30,10 +30,22 @@ export interface SearchStepResult {
 
 export const WRITES_TENANT = 'bench-writes';
 
-async function call(url: string, token: string, body: unknown): Promise<{ status: number; body: unknown }> {
-  const res = await fetch(url, {
+/**
+ * `retry`: a read may be sent once more when the connection fails before any answer. After a
+ * long seed the server may close a pooled keep-alive socket just as the client reuses it
+ * (ECONNRESET); that is the client pool, not the runtime. Writes are never retried.
+ */
+async function call(url: string, token: string, body: unknown, retry = false): Promise<{ status: number; body: unknown }> {
+  const init = {
     method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body),
-  });
+  };
+  let res: Response;
+  try {
+    res = await fetch(url, init);
+  } catch (err) {
+    if (!retry) throw err;
+    res = await fetch(url, init);
+  }
   const text = await res.text();
   return { status: res.status, body: text.length > 0 ? JSON.parse(text) : null };
 }
@@ -41,7 +53,7 @@ async function call(url: string, token: string, body: unknown): Promise<{ status
 export async function issueToken(target: HttpTarget, tenant: string): Promise<string> {
   const res = await call(`${target.url}/v1/capabilities`, target.issuerCredential, {
     tenant, agentId: 'bench', scopes: [{ ...RESOURCE }], purpose: PURPOSE, actions: ['write', 'search', 'read'],
-  });
+  }, true);
   const token = (res.body as { token?: unknown } | null)?.token;
   if (res.status !== 201 || typeof token !== 'string') throw new Error(`capability issue answered ${res.status}`);
   return token;
@@ -59,7 +71,7 @@ export async function write(target: HttpTarget, token: string, body: unknown): P
 }
 
 async function searchIds(target: HttpTarget, token: string, query: string): Promise<string[]> {
-  const res = await call(`${target.url}/v1/search`, token, { query, limit: 10 });
+  const res = await call(`${target.url}/v1/search`, token, { query, limit: 10 }, true);
   if (res.status !== 200) throw new Error(`search answered ${res.status}: ${JSON.stringify(res.body)}`);
   const items = (res.body as { items?: Array<{ recordId: string }> } | null)?.items ?? [];
   return items.map((i) => i.recordId);
@@ -96,6 +108,8 @@ export async function measureWritePath(target: HttpTarget, options: BenchOptions
     } catch {
       failed += 1;
     }
+    const done = latency.length + failed;
+    if (done % 100 === 0) progress(`${label}: concurrent writes ${done}/${options.throughputWrites}`);
   });
   const wall = performance.now() - started;
   progress(`${label}: ${options.throughputWrites} writes by ${options.concurrency} writers in ${(wall / 1000).toFixed(1)} s`);
@@ -145,6 +159,7 @@ export async function measureSearch(target: HttpTarget, records: number, options
     const started = performance.now();
     items += (await searchIds(target, tokenOf(j), q)).length;
     ms.push(performance.now() - started);
+    if (ms.length % 200 === 0) progress(`${label}: searches ${ms.length}/${options.searches} at ${records} records`);
   }
   const query = summarize(ms);
   progress(`${label}: ${ms.length} searches at ${records} records (p50 ${query.p50.toFixed(2)} ms)`);

@@ -1,7 +1,8 @@
 /**
  * Sizes of one bench run, from flags (`--records 20000`) or env (`BENCH_RECORDS=20000`).
- * Defaults budget about 5–8 minutes on a 2-core machine; `--quick` is a smoke run of the
- * same phases, `--large` adds the 100k-record search step.
+ * Defaults take about 4–5 minutes on a 2-core machine (the distributed writes dominate);
+ * `--quick` is a 1–2 minute smoke run of the same phases; `--large` adds the 100k-record
+ * search step (its seeding and 100k queries add several minutes).
  */
 export type RuntimeName = 'embedded' | 'distributed';
 
@@ -28,13 +29,13 @@ export interface BenchOptions {
 const HELP = `pnpm bench [options]      (each option also as env, e.g. BENCH_RECORDS=20000)
   --records N        search dataset size (default 10000)
   --large            also measure search at 100000 records (seeded below the API)
-  --writes N         sequential writes per runtime (default 200)
-  --throughput N     writes of the concurrent throughput phase (default 400)
+  --writes N         sequential writes per runtime (default 400)
+  --throughput N     writes of the concurrent throughput phase (default 1000)
   --concurrency N    concurrent writers (default 8)
-  --visibility N     write→searchable probes (default 40)
-  --searches N       distinct queries per dataset size (default 300)
+  --visibility N     write→searchable probes (default 100)
+  --searches N       distinct queries per dataset size (default 1000)
   --tenants N        tenants the dataset is spread over (default 100)
-  --raw N            sequential round trips per raw engine probe (default 1000)
+  --raw N            sequential round trips per raw engine probe (default 2000)
   --kafka-records N  records of the raw Kafka throughput probes (default 20000)
   --only NAME        embedded | distributed (default both)
   --quick            small sizes, a smoke run of every phase (~1-2 min)`;
@@ -70,14 +71,14 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv): B
   const only = raw('only');
   if (only !== undefined && only !== 'embedded' && only !== 'distributed') throw new Error('--only must be embedded or distributed');
   return {
-    writes: int('writes', 200, 40),
-    throughputWrites: int('throughput', 400, 80),
+    writes: int('writes', 400, 40),
+    throughputWrites: int('throughput', 1000, 80),
     concurrency: int('concurrency', 8, 8),
-    visibilityProbes: int('visibility', 40, 10),
-    searches: int('searches', 300, 60),
+    visibilityProbes: int('visibility', 100, 10),
+    searches: int('searches', 1000, 60),
     datasetSizes: large && records < 100_000 ? [records, 100_000] : [records],
     tenants: int('tenants', 100, 100),
-    rawRoundTrips: int('raw', 1000, 200),
+    rawRoundTrips: int('raw', 2000, 200),
     kafkaRecords: int('kafka-records', 20_000, 3_000),
     runtimes: only === undefined ? ['embedded', 'distributed'] : [only],
   };

@@ -46,11 +46,13 @@ export function computeRatios(r: Pick<BenchResult, 'raw' | 'embedded' | 'distrib
     out.push(ratio('distributed write→searchable p50', d.write.searchable.p50, floor, 'ms', `write→searchable p50 ÷ the same floor`));
     out.push(ratio('distributed admitted throughput', d.write.throughput.perSecond, kafka.produceThroughput, '/s',
       'writes/s admitted by concurrent writers ÷ kafkajs produce records/s (batches of 500)'));
+    out.push(ratio('distributed admitted throughput (serial)', d.write.throughput.perSecond, 1000 / floor, '/s',
+      'writes/s admitted by concurrent writers ÷ 1000 / that floor (one write at a time through the raw hops)'));
     for (const step of d.search) {
       const es = search.elasticsearch.find((s) => s.records === step.records);
       if (!es) continue;
       out.push(ratio(`distributed search p50 @${step.records}`, step.query.p50, es.query.p50, 'ms', 'HTTP search p50 ÷ the same bool query sent to ES directly, p50, same documents'));
-      out.push(ratio(`distributed search p95 @${step.records}`, step.query.p95, es.query.p95, 'ms', 'the same at p95'));
+      out.push(ratio(`distributed search p95 @${step.records}`, step.query.p95, es.query.p95, 'ms', 'HTTP search p95 ÷ the same ES query p95'));
     }
   }
   const e = r.embedded;
@@ -64,7 +66,7 @@ export function computeRatios(r: Pick<BenchResult, 'raw' | 'embedded' | 'distrib
       const fts = search.sqliteFts.find((s) => s.records === step.records);
       if (!fts) continue;
       out.push(ratio(`embedded search p50 @${step.records}`, step.query.p50, fts.query.p50, 'ms', 'HTTP search p50 ÷ the same FTS5 MATCH+filters query in better-sqlite3, p50, same documents'));
-      out.push(ratio(`embedded search p95 @${step.records}`, step.query.p95, fts.query.p95, 'ms', 'the same at p95'));
+      out.push(ratio(`embedded search p95 @${step.records}`, step.query.p95, fts.query.p95, 'ms', 'HTTP search p95 ÷ the same FTS5 query p95'));
     }
   }
   return out;
@@ -76,7 +78,8 @@ const times = (x: number) => (!Number.isFinite(x) ? 'n/a' : x >= 10 ? `${x.toFix
 const W = 58;
 
 function row(label: string, s: Summary | undefined, note = ''): string {
-  const cells = s ? [String(s.n).padStart(6), num(s.p50).padStart(9), num(s.p95).padStart(9), num(s.p99).padStart(9)] : ['', '', '', ''].map((c, i) => c.padStart(i === 0 ? 6 : 9));
+  // Rates have no distribution: their value goes in the notes column.
+  const cells = s ? [String(s.n).padStart(6), num(s.p50).padStart(9), num(s.p95).padStart(9), num(s.p99).padStart(9)] : [' '.repeat(6), ...Array<string>(3).fill(' '.repeat(9))];
   return `${label.padEnd(W)} ${cells.join(' ')}  ${note}`.trimEnd();
 }
 
@@ -115,9 +118,9 @@ export function formatTable(r: BenchResult): string {
   lines.push(row('  Redis SET', rt.redisSet), row('  Redis GET', rt.redisGet), row('  SQLite insert+select (WAL, synchronous=FULL)', rt.sqliteInsertSelect));
   for (const s of search.sqliteFts) lines.push(row(`  SQLite FTS5 query @${s.records} (load ${num(s.loadPerSecond, 0)} docs/s)`, s.query));
   if (r.ratios.length > 0) {
-    lines.push('', `${'ratios ours/raw'.padEnd(40)} ${'ours'.padStart(10)} ${'raw'.padStart(10)} ${'ratio'.padStart(9)}`);
+    lines.push('', `${'ratios ours/raw'.padEnd(44)} ${'ours'.padStart(10)} ${'raw'.padStart(10)} ${'ratio'.padStart(9)}`);
     for (const x of r.ratios) {
-      lines.push(`  ${x.name.padEnd(38)} ${num(x.ours).padStart(10)} ${num(x.raw).padStart(10)} ${times(x.ratio).padStart(9)}  ${x.unit}`);
+      lines.push(`  ${x.name.padEnd(42)} ${num(x.ours).padStart(10)} ${num(x.raw).padStart(10)} ${times(x.ratio).padStart(9)}  ${x.unit}`);
     }
     // Each definition once: the p95 rows of a size share theirs with the p50 row.
     lines.push('', 'ratio definitions:');

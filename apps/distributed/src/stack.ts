@@ -112,7 +112,6 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       });
     });
 
-  for (const service of SERVICES) await start(service);
   const stack: Stack = {
     get url() {
       return url;
@@ -135,5 +134,12 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       for (const service of [...SERVICES].reverse()) await stack.kill(service, 'SIGTERM');
     },
   };
+  try {
+    for (const service of SERVICES) await start(service);
+  } catch (err) {
+    // Never leave half a stack running behind a failed start.
+    await stack.stop();
+    throw err;
+  }
   return stack;
 }

@@ -85,7 +85,7 @@ export async function startEmbeddedRuntime(config: RuntimeConfig, options: Runti
 
   handles.push(await startProjector({ bus, state, log: child('projector') }));
   handles.push(await startPrimaryTarget({ bus, state, clock }));
-  handles.push(await startIndexBuilder({ bus, index }));
+  handles.push(await startIndexBuilder({ bus, index, state }));
   handles.push(await startIndexTargets({ bus, index, clock }));
   handles.push(await startExpiryScheduler({ bus, state, clock, log: child('expiry-scheduler'), tickMs: config.expiryTickMs }));
   handles.push(

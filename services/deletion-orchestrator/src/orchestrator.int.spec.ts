@@ -79,7 +79,7 @@ async function start(e: Env, ...workers: Worker[]): Promise<void> {
         e.handles.push(await startProjector({ bus, state, log: log('projector') }));
         break;
       case 'indexBuilder':
-        e.handles.push(await startIndexBuilder({ bus, index }));
+        e.handles.push(await startIndexBuilder({ bus, index, state }));
         break;
       case 'orchestrator':
         e.handles.push(await startDeletionOrchestrator({

@@ -3,6 +3,7 @@ import { subscribeToMemoryEvents } from '@gm/service-kit';
 import { type MemoryEvent, type MemoryRecord, type RecordMeta, type ServiceHandle } from '@gm/contracts';
 import { partitionKey } from '@gm/domain';
 import type { IndexDocument, SearchIndex } from '@gm/search-index';
+import type { StateStore } from '@gm/state-store';
 
 export const INDEX_BUILDER_GROUP = 'index-builder';
 
@@ -60,6 +61,14 @@ export async function indexEvent(index: SearchIndex, event: MemoryEvent): Promis
   }
 }
 
-export async function startIndexBuilder(deps: { bus: Bus; index: SearchIndex }): Promise<ServiceHandle> {
-  return subscribeToMemoryEvents(deps.bus, INDEX_BUILDER_GROUP, (event) => indexEvent(deps.index, event));
+/**
+ * After each index change the tenant's data generation is bumped again: the projector bumps
+ * it first, and a search between the two would otherwise cache a result that misses the
+ * change under the newer generation.
+ */
+export async function startIndexBuilder(deps: { bus: Bus; index: SearchIndex; state: StateStore }): Promise<ServiceHandle> {
+  return subscribeToMemoryEvents(deps.bus, INDEX_BUILDER_GROUP, async (event) => {
+    await indexEvent(deps.index, event);
+    await deps.state.generations.bump(event.metadata.tenantId);
+  });
 }
