@@ -139,7 +139,7 @@ describe('distributed runtime (separate processes on Kafka, Elasticsearch, Redis
     const engines = (action: string) =>
       new Promise<void>((resolve, reject) => {
         const child = spawn('bash', ['infra/local/engines.sh', action, 'elasticsearch'], { cwd: ROOT, stdio: 'ignore' });
-        child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`engines.sh ${action} elasticsearch exited ${code}`))));
+        child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`engines.sh ${action} elasticsearch exited ${code}: the outage specs stop and start this checkout's local engines (infra/local), not engines named by env URLs elsewhere`))));
       });
     const post = (route: string, body: unknown) =>
       fetch(`${stack.url}${route}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
@@ -194,7 +194,7 @@ describe('distributed runtime (separate processes on Kafka, Elasticsearch, Redis
     const engines = (action: string) =>
       new Promise<void>((resolve, reject) => {
         const child = spawn('bash', ['infra/local/engines.sh', action, 'redis'], { cwd: ROOT, stdio: 'ignore' });
-        child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`engines.sh ${action} redis exited ${code}`))));
+        child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`engines.sh ${action} redis exited ${code}: the outage specs stop and start this checkout's local engines (infra/local), not engines named by env URLs elsewhere`))));
       });
     const post = (route: string, body: unknown) =>
       fetch(`${stack.url}${route}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
