@@ -10,6 +10,8 @@
 # Node home, data, logs and pid file live in infra/local/.run/elasticsearch (git-ignored).
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
+# shellcheck source=lib.sh
+source "$HERE/lib.sh"
 # Pinned: the server and netty4 must be the same version, and the client's major must match
 # (packages/search-index depends on @elastic/elasticsearch 9.x).
 ES_VERSION=9.5.3
@@ -225,15 +227,6 @@ start() {
   return 1
 }
 
-wait_gone() {
-  local pid=$1 waited=0
-  while kill -0 "$pid" 2>/dev/null && [ "$waited" -lt $((STOP_WAIT_S * 5)) ]; do
-    sleep 0.2
-    waited=$((waited + 1))
-  done
-  ! kill -0 "$pid" 2>/dev/null
-}
-
 stop() {
   local pid
   pid="$(our_pid || answering_pid || true)"
@@ -249,24 +242,11 @@ stop() {
   say "stopping Elasticsearch (pid $pid)"
   # SIGTERM runs the launcher's shutdown hook, which closes the node cleanly.
   kill -TERM "$pid" 2>/dev/null || true
-  if ! wait_gone "$pid"; then
-    say "still running after $STOP_WAIT_S s: sending SIGKILL" >&2
-    kill -KILL "$pid" 2>/dev/null || true
-    wait_gone "$pid" || { say "pid $pid would not exit" >&2; return 1; }
-  fi
-  rm -f "$PIDFILE"
-  say "stopped"
+  await_exit "$pid"
 }
 
 status() {
-  if answering; then
-    local pid
-    pid="$(our_pid || answering_pid || true)"
-    say "running on 127.0.0.1:$HTTP_PORT${pid:+ (pid $pid)}"
-    return 0
-  fi
-  say "not running"
-  return 3
+  report_status "127.0.0.1:$HTTP_PORT" "$(our_pid || answering_pid || true)"
 }
 
 case "${1:-}" in

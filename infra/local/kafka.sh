@@ -12,6 +12,8 @@
 # transactional produce and sendOffsets are exercised by packages/bus/src/kafka's suite.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
+# shellcheck source=lib.sh
+source "$HERE/lib.sh"
 ROOT="$(cd "$HERE/../.." && pwd)"
 KAFKA_VERSION=4.3.1
 # Kafka 4.x logs through slf4j 1.7 to log4j2; this is the log4j2 release Kafka 4.3 builds with.
@@ -246,15 +248,6 @@ start() {
   return 1
 }
 
-wait_gone() {
-  local pid=$1 waited=0
-  while kill -0 "$pid" 2>/dev/null && [ "$waited" -lt $((STOP_WAIT_S * 5)) ]; do
-    sleep 0.2
-    waited=$((waited + 1))
-  done
-  ! kill -0 "$pid" 2>/dev/null
-}
-
 stop() {
   local pid
   if ! pid="$(our_pid)"; then
@@ -269,24 +262,11 @@ stop() {
   say "stopping kafka (pid $pid)"
   # SIGTERM runs the broker's controlled shutdown, which closes the logs cleanly.
   kill -TERM "$pid" 2>/dev/null || true
-  if ! wait_gone "$pid"; then
-    say "still running after $STOP_WAIT_S s: sending SIGKILL" >&2
-    kill -KILL "$pid" 2>/dev/null || true
-    wait_gone "$pid" || { say "pid $pid would not exit" >&2; return 1; }
-  fi
-  rm -f "$PIDFILE"
-  say "stopped"
+  await_exit "$pid"
 }
 
 status() {
-  if answering; then
-    local pid
-    pid="$(our_pid || true)"
-    say "running on 127.0.0.1:$PORT${pid:+ (pid $pid)}"
-    return 0
-  fi
-  say "not running"
-  return 3
+  report_status "127.0.0.1:$PORT" "$(our_pid || true)"
 }
 
 case "${1:-}" in

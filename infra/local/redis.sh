@@ -6,6 +6,8 @@
 # 0 when Redis answers and 3 when it does not (the LSB "not running" code).
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
+# shellcheck source=lib.sh
+source "$HERE/lib.sh"
 RUN="$HERE/.run/redis"
 PORT=16379
 PIDFILE="$RUN/redis.pid"
@@ -102,15 +104,6 @@ start() {
   return 1
 }
 
-wait_gone() {
-  local pid=$1 waited=0
-  while kill -0 "$pid" 2>/dev/null && [ "$waited" -lt $((STOP_WAIT_S * 5)) ]; do
-    sleep 0.2
-    waited=$((waited + 1))
-  done
-  ! kill -0 "$pid" 2>/dev/null
-}
-
 # The pid of the server answering on our port, when it serves our data directory (a server
 # of ours whose pidfile was lost is still ours to stop; anyone else's is not).
 answering_pid() {
@@ -137,24 +130,11 @@ stop() {
   say "stopping redis-server (pid $pid)"
   # NOSAVE: there are no RDB snapshots (--save ''); the AOF is still flushed on shutdown.
   timeout 5 redis-cli -h 127.0.0.1 -p "$PORT" shutdown nosave >/dev/null 2>&1 || kill -TERM "$pid" 2>/dev/null || true
-  if ! wait_gone "$pid"; then
-    say "still running after $STOP_WAIT_S s: sending SIGKILL" >&2
-    kill -KILL "$pid" 2>/dev/null || true
-    wait_gone "$pid" || { say "pid $pid would not exit" >&2; return 1; }
-  fi
-  rm -f "$PIDFILE"
-  say "stopped"
+  await_exit "$pid"
 }
 
 status() {
-  if answering; then
-    local pid
-    pid="$(our_pid || answering_pid || true)"
-    say "running on 127.0.0.1:$PORT${pid:+ (pid $pid)}"
-    return 0
-  fi
-  say "not running"
-  return 3
+  report_status "127.0.0.1:$PORT" "$(our_pid || answering_pid || true)"
 }
 
 case "${1:-}" in
