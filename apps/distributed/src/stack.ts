@@ -1,8 +1,8 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { loadOrCreateCredentials } from '@gm/embedded';
-import { LOCAL_ENDPOINTS } from '@gm/testing';
+import { LOCAL_ENDPOINTS, startLocalEngines, type Engine } from '@gm/testing';
 
 const ROOT = path.resolve(import.meta.dirname, '../../..');
 
@@ -36,11 +36,7 @@ export interface Stack {
 
 /** Starts the engines that no env URL names, with the local launcher (design §11). */
 export function ensureEngines(): Record<string, string> {
-  const missing = Object.entries(LOCAL_ENDPOINTS).filter(([, e]) => !process.env[e.env]).map(([name]) => name);
-  if (missing.length > 0) {
-    const run = spawnSync('bash', [path.join(ROOT, 'infra/local/engines.sh'), 'start', ...missing], { stdio: 'inherit' });
-    if (run.status !== 0) throw new Error(`the local engines did not start: ${missing.join(', ')}`);
-  }
+  startLocalEngines(Object.keys(LOCAL_ENDPOINTS) as Engine[]);
   return Object.fromEntries(Object.values(LOCAL_ENDPOINTS).map((e) => [e.env, process.env[e.env] ?? e.value]));
 }
 

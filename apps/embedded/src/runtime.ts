@@ -13,11 +13,12 @@ import { startExpiryScheduler } from '@gm/expiry-scheduler';
 import { startDeletionOrchestrator } from '@gm/deletion-orchestrator';
 import { startReceiptVerifier } from '@gm/receipt-verifier';
 import { startRetrievalBroker } from '@gm/retrieval-broker';
+import { systemClock } from '@gm/service-kit';
 import type { RuntimeConfig } from './config.ts';
 import { loadOrCreateCredentials, type Credentials } from './credentials.ts';
 import { lockDataDir } from './lock.ts';
 
-export const systemClock: Clock = { now: () => new Date() };
+export { systemClock };
 
 /** The copies the embedded runtime keeps; vector and summary stores arrive with later issues. */
 export const EMBEDDED_DELETION_TARGETS: DeletionTarget[] = ['primary', 'keyword', 'retrieval_cache', 'evidence_packet'];

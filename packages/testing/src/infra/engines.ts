@@ -1,3 +1,6 @@
+import { spawnSync } from 'node:child_process';
+import path from 'node:path';
+
 /**
  * Where the real engines of the distributed runtime are, in the order of design §11:
  *   1. KAFKA_BROKERS / ELASTICSEARCH_URL / REDIS_URL when set;
@@ -20,4 +23,23 @@ export function engineEndpoint(engine: Engine): string {
   const value = process.env[env];
   if (!value) throw new Error(`${env} is not set: run the engine suites through vitest's global setup (pnpm test)`);
   return value;
+}
+
+const ROOT = path.resolve(import.meta.dirname, '../../../..');
+
+/**
+ * Starts, with the local launcher, every engine in `engines` that no env URL names, and sets
+ * its env URL. The launcher returns at once for an engine that already runs.
+ */
+export function startLocalEngines(engines: readonly Engine[]): void {
+  const missing = engines.filter((engine) => !process.env[LOCAL_ENDPOINTS[engine].env]);
+  if (missing.length === 0) return;
+  process.stderr.write(`[engines] starting with infra/local/engines.sh: ${missing.join(', ')}\n`);
+  const started = spawnSync('bash', [path.join(ROOT, 'infra/local/engines.sh'), 'start', ...missing], {
+    cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'], timeout: 15 * 60_000,
+  });
+  if (started.status !== 0) {
+    throw new Error(`the local engines did not start (${missing.join(', ')}): see the output above — engine suites are never skipped`);
+  }
+  for (const engine of missing) process.env[LOCAL_ENDPOINTS[engine].env] = LOCAL_ENDPOINTS[engine].value;
 }
