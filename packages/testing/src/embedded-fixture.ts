@@ -12,7 +12,7 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import { createSqliteBus, memoryTopicSpecs, type Bus, type ConsumedMessage } from '@gm/bus';
 import {
-  MemoryCommand, TOPICS,
+  MemoryCommand,
   type Actor, type Clock, type MessageMetadata, type WriteMemoryData,
 } from '@gm/contracts';
 import { createSqliteSearchIndex, type SearchIndex } from '@gm/search-index';

@@ -4,10 +4,10 @@
  */
 import { GovernedMemoryError } from '@gm/contracts';
 import type { IHeaders, KafkaMessage, Message } from 'kafkajs';
-import type { ConsumedMessage, OutgoingMessage } from '../port.ts';
+import type { ConsumedMessage } from '../port.ts';
 
-/** A message validated and serialised before anything is sent, so a bad batch sends nothing. */
 import type { EncodedMessage } from '../messages.ts';
+// Messages are validated and encoded before anything is sent, so a bad batch sends nothing.
 export { encodeMessage, type EncodedMessage } from '../messages.ts';
 
 

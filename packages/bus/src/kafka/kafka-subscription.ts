@@ -253,7 +253,6 @@ export class KafkaSubscription implements Subscription {
 
   private async deadLetter(message: ConsumedMessage, err: unknown, attempts: number, next: number): Promise<Outcome> {
     const error = errorMessage(err);
-    const dlqTopic = `${message.topic}.dlq`;
     await this.deps.ensureDeadLetterTopic(message.topic);
     const dlqMessage = encodeMessage(deadLetterOf(message, this.groupId, error, attempts));
     const outcome = await this.commit(message, [dlqMessage], next);
