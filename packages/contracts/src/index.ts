@@ -10,4 +10,5 @@ export * from './replies.ts';
 export * from './errors.ts';
 export * from './api.ts';
 export * from './deletion.ts';
+export * from './policy.ts';
 export * from './runtime.ts';
