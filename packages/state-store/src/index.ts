@@ -5,3 +5,4 @@ export * from './state.ts';
 export { KeySpace } from './repositories/keys.ts';
 export type { ScheduledExpiry } from './repositories/schedule.ts';
 export type { StoredPacket } from './repositories/packets.ts';
+export type { AppliedChange, IssuedCapability } from './repositories/policies.ts';

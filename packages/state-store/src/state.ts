@@ -6,6 +6,7 @@ import { ExpirySchedule } from './repositories/schedule.ts';
 import { PacketStore } from './repositories/packets.ts';
 import { RetrievalCache } from './repositories/cache.ts';
 import { DataGenerations, DeletionJobs, PolicyRevisions, Revocations } from './repositories/jobs.ts';
+import { IssuedCapabilities, Policies } from './repositories/policies.ts';
 
 /** Every typed view of the state store, sharing one key-value connection and key prefix. */
 export class StateStore {
@@ -21,6 +22,8 @@ export class StateStore {
   readonly policyRevisions: PolicyRevisions;
   readonly revocations: Revocations;
   readonly generations: DataGenerations;
+  readonly policies: Policies;
+  readonly issuedCapabilities: IssuedCapabilities;
 
   /** `nowMs` must be the clock the key-value store expires keys by. */
   constructor(readonly kv: KeyValueStore, prefix = 'gm:', nowMs: () => number = Date.now) {
@@ -36,11 +39,14 @@ export class StateStore {
     this.policyRevisions = new PolicyRevisions(kv, this.keys);
     this.revocations = new Revocations(kv, this.keys);
     this.generations = new DataGenerations(kv, this.keys);
+    this.policies = new Policies(kv, this.keys, this.policyRevisions, this.revocations, nowMs);
+    this.issuedCapabilities = new IssuedCapabilities(kv, this.keys, nowMs);
   }
 
   /**
-   * sha256 over the projected record state: every record's metadata, whether its primary
-   * content exists, and its tombstone. Two stores that folded the same log agree on it.
+   * sha256 over the projected state: every record's metadata, whether its primary content
+   * exists, and its tombstone; then the policy data of every tenant (grants, delegations,
+   * revocations, legal holds, revision). Two stores that folded the same logs agree on it.
    */
   async projectionDigest(): Promise<string> {
     const hash = createHash('sha256');
@@ -50,6 +56,7 @@ export class StateStore {
       const tomb = (await this.tombstones.filterTombstoned(r.tenantId, [r.id])).size > 0;
       hash.update(`${JSON.stringify(r)}|${hasContent ? 1 : 0}|${tomb ? 1 : 0}\n`);
     }
+    hash.update(`policy:${await this.policies.digest()}\n`);
     return hash.digest('hex');
   }
 }

@@ -41,7 +41,7 @@ export async function startRetrievalBroker(o: RetrievalBrokerOptions): Promise<R
   });
   await gateway.start();
   const revocations = {
-    isRevoked: (c: { tenant: string; sub: string; jti: string }) => o.state.revocations.isRevoked(c.tenant, c.sub, c.jti),
+    isRevoked: (c: { tenant: string; sub: string; jti: string; act: { sub: string } }) => o.state.revocations.isRevoked(c.tenant, c.sub, c.jti, c.act.sub),
   };
   const app = await buildApp({
     bus: o.bus, index: o.index, state: o.state, gateway, clock: o.clock, metrics: o.metrics, log: o.log,

@@ -5,6 +5,7 @@ import { describe, expect, it, onTestFinished } from 'vitest';
 // Relative on purpose: @gm/testing depends on this package, so a workspace import would be a cycle.
 import { testKeyValueStore } from '../../../testing/src/contracts/key-value.contract.ts';
 import type { KeyValueHarness } from '../../../testing/src/contracts/key-value.contract.ts';
+import { testPolicyRepository } from '../../../testing/src/contracts/policy-store.contract.ts';
 import type { KeyValueStore } from '../port.ts';
 import { createSqliteKeyValueStore } from './sqlite-key-value.ts';
 
@@ -25,13 +26,14 @@ async function harness(clock: 'injected' | 'real'): Promise<KeyValueHarness> {
       for (const store of opened) await store.close();
       await rm(dir, { recursive: true, force: true });
     },
-    ...(clock === 'injected' ? { advanceClock: (ms: number) => void (now += ms) } : {}),
+    ...(clock === 'injected' ? { advanceClock: (ms: number) => void (now += ms), now: () => now } : {}),
   };
 }
 
 testKeyValueStore('sqlite, injected clock', () => harness('injected'));
 // The real-clock run exercises the path the Redis adapter will take (short TTLs, bounded wait).
 testKeyValueStore('sqlite, real clock', () => harness('real'));
+testPolicyRepository('sqlite', () => harness('injected'));
 
 // Redis behaviour the port does not spell out, kept here so the embedded runtime fails where
 // Redis would instead of silently mixing kinds under one key.

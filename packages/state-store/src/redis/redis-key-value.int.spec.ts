@@ -4,6 +4,7 @@ import { describe, expect, it, onTestFinished, vi } from 'vitest';
 // Relative on purpose: @gm/testing depends on this package, so a workspace import would be a cycle.
 import { testKeyValueStore } from '../../../testing/src/contracts/key-value.contract.ts';
 import type { KeyValueHarness } from '../../../testing/src/contracts/key-value.contract.ts';
+import { testPolicyRepository } from '../../../testing/src/contracts/policy-store.contract.ts';
 import { engineEndpoint } from '../../../testing/src/infra/engines.ts';
 import type { KeyValueStore } from '../port.ts';
 import { createRedisKeyValueStore } from './redis-key-value.ts';
@@ -91,6 +92,7 @@ async function startRelay(target: URL): Promise<{ url: string; cut: () => Promis
 }
 
 testKeyValueStore('redis', () => harness());
+testPolicyRepository('redis', () => harness());
 
 describe('redis key-value store', () => {
   it('keeps the highest version when 50 writers on 10 connections race with interleaved versions', async () => {

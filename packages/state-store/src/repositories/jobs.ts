@@ -40,17 +40,37 @@ export class PolicyRevisions {
   bump = (tenantId: string) => this.kv.incr(this.keys.policyRevision(tenantId));
 }
 
-/** Revoked capability ids and agents (§6.1, §7). */
+/**
+ * Revoked capability ids, agents and delegated agents (§6.1, §7), checked on every request.
+ * Written only by the policy projector, from policy.changes.
+ */
 export class Revocations {
   constructor(private readonly kv: KeyValueStore, private readonly keys: KeySpace) {}
+  /** Lives until the capability's own expiry: afterwards the token is refused anyway. */
   revokeCapability = async (jti: string, untilMs: number, nowMs: number) => {
-    await this.kv.set(this.keys.revokedCapability(jti), '1', { ttlMs: Math.max(1, untilMs - nowMs) });
+    if (untilMs <= nowMs) return;
+    await this.kv.set(this.keys.revokedCapability(jti), '1', { ttlMs: untilMs - nowMs });
   };
   revokeAgent = async (tenant: string, agentId: string) => {
     await this.kv.set(this.keys.revokedAgent(tenant, agentId), '1');
   };
-  async isRevoked(tenant: string, agentId: string, jti: string): Promise<boolean> {
-    return (await this.kv.exists([this.keys.revokedCapability(jti), this.keys.revokedAgent(tenant, agentId)])) > 0;
+  /** The agent may no longer act for this principal (its delegation was revoked). */
+  revokeDelegate = async (tenant: string, agentId: string, principalId: string) => {
+    await this.kv.set(this.keys.revokedDelegate(tenant, agentId, principalId), '1');
+  };
+  restoreDelegate = async (tenant: string, agentId: string, principalId: string) => {
+    await this.kv.del([this.keys.revokedDelegate(tenant, agentId, principalId)]);
+  };
+  /** `principalId`: the capability's delegated principal; an agent acting for itself is no delegate. */
+  async isRevoked(tenant: string, agentId: string, jti: string, principalId?: string): Promise<boolean> {
+    const keys = [this.keys.revokedCapability(jti), this.keys.revokedAgent(tenant, agentId)];
+    if (principalId !== undefined && principalId !== agentId) keys.push(this.keys.revokedDelegate(tenant, agentId, principalId));
+    return (await this.kv.exists(keys)) > 0;
+  }
+  /** Live revoked capability ids (they vanish with the capability's expiry), sorted. */
+  async revokedCapabilities(): Promise<string[]> {
+    const prefix = this.keys.revokedCapabilities();
+    return (await this.kv.keys(prefix)).map((k) => k.slice(prefix.length));
   }
 }
 

@@ -25,6 +25,22 @@ export class KeySpace {
   dataGeneration = (tenant: string) => `${this.prefix}gen:${tenant}`;
   revokedCapability = (jti: string) => `${this.prefix}revoked:jti:${jti}`;
   revokedAgent = (tenant: string, agent: string) => `${this.prefix}revoked:agent:${tenant}:${agent}`;
+  revokedDelegate = (tenant: string, agent: string, principal: string) => `${this.prefix}revoked:delegate:${tenant}:${agent}${SEP}${principal}`;
+  revokedCapabilities = () => `${this.prefix}revoked:jti:`;
+  /** Policy data (projected from policy.changes): everything under `pol:` is rebuilt by replay. */
+  policies = () => `${this.prefix}pol:`;
+  policyTenants = () => `${this.prefix}pol:tenants`;
+  policyApplied = (tenant: string, changeId: string) => `${this.prefix}pol:applied:${tenant}:${changeId}`;
+  grant = (tenant: string, id: string) => `${this.prefix}pol:grant:${tenant}:${id}`;
+  grantsOf = (tenant: string) => `${this.prefix}pol:grants:${tenant}`;
+  delegation = (tenant: string, id: string) => `${this.prefix}pol:delegation:${tenant}:${id}`;
+  delegationsOf = (tenant: string) => `${this.prefix}pol:delegations:${tenant}`;
+  revokedAgentsOf = (tenant: string) => `${this.prefix}pol:revoked-agents:${tenant}`;
+  legalHold = (tenant: string, id: string) => `${this.prefix}pol:hold:${tenant}:${id}`;
+  legalHoldsOf = (tenant: string) => `${this.prefix}pol:holds:${tenant}`;
+  legalHoldsOfSubject = (tenant: string, subject: string) => `${this.prefix}pol:holds-of:${tenant}:${subject}`;
+  /** What the issuer signed (jti → tenant, agent, expiry), so a revocation knows how long to last. */
+  issuedCapability = (jti: string) => `${this.prefix}cap:${jti}`;
 }
 
 export const SEP = '\u0000';

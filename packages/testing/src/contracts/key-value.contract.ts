@@ -19,6 +19,8 @@ export interface KeyValueHarness {
    * the same short TTL and wait, bounded, until it has really passed (see letShortTtlPass).
    */
   advanceClock?: (ms: number) => void | Promise<void>;
+  /** The store's clock (epoch ms) when it is injected; real-time stores omit it (Date.now). */
+  now?: () => number;
 }
 
 export type KeyValueFactory = () => Promise<KeyValueHarness>;

@@ -1,0 +1,198 @@
+import { createHash } from 'node:crypto';
+import {
+  Delegation, Grant, LegalHold,
+  type PolicyChange, type PolicySnapshot, type PolicySource,
+} from '@gm/contracts';
+import { z } from 'zod';
+import type { KeyValueStore } from '../port.ts';
+import type { PolicyRevisions, Revocations } from './jobs.ts';
+import type { KeySpace } from './keys.ts';
+
+const StoredDelegation = Delegation.extend({ revoked: z.boolean() });
+type StoredDelegation = z.infer<typeof StoredDelegation>;
+
+export interface AppliedChange {
+  /** False when this changeId had been applied before: nothing changed, no revision bump. */
+  applied: boolean;
+  /** The tenant's policy revision this change produced. */
+  revision: number;
+}
+
+const byId = <T>(id: (t: T) => string) => (a: T, b: T) => id(a).localeCompare(id(b));
+
+/**
+ * The policy data of every tenant, projected from `policy.changes` (design §6.2, §6.6).
+ *
+ * Idempotent by changeId: a change records the revision it produced under its changeId, so a
+ * redelivery (or a crash between the steps below) never bumps the revision twice. The steps
+ * are ordered so that a crash anywhere is repaired by the redelivery the bus guarantees:
+ * mutate (each mutation is idempotent) → record changeId → raise the revision. The revision
+ * is "current + 1" of a single writer per tenant: policy.changes is keyed by tenant, so one
+ * consumer of the group owns a tenant at a time.
+ */
+export class Policies implements PolicySource {
+  constructor(
+    private readonly kv: KeyValueStore,
+    private readonly keys: KeySpace,
+    private readonly revisions: PolicyRevisions,
+    private readonly revocations: Revocations,
+    private readonly nowMs: () => number,
+  ) {}
+
+  async apply(change: PolicyChange): Promise<AppliedChange> {
+    const { tenant, changeId } = change.metadata;
+    const appliedKey = this.keys.policyApplied(tenant, changeId);
+    const earlier = await this.kv.get(appliedKey);
+    if (earlier !== null) {
+      const revision = Number(earlier);
+      await this.raiseRevision(tenant, revision);
+      return { applied: false, revision };
+    }
+    const revision = (await this.revisions.current(tenant)) + 1;
+    await this.mutate(change);
+    await this.kv.sadd(this.keys.policyTenants(), [tenant]);
+    await this.kv.set(appliedKey, String(revision));
+    await this.raiseRevision(tenant, revision);
+    return { applied: true, revision };
+  }
+
+  /** The revision a change produced, or null while it is not applied. */
+  async revisionOf(tenant: string, changeId: string): Promise<number | null> {
+    const raw = await this.kv.get(this.keys.policyApplied(tenant, changeId));
+    return raw === null ? null : Number(raw);
+  }
+
+  private async raiseRevision(tenant: string, revision: number): Promise<void> {
+    if ((await this.revisions.current(tenant)) < revision) await this.kv.set(this.keys.policyRevision(tenant), String(revision));
+  }
+
+  private async mutate(change: PolicyChange): Promise<void> {
+    const { tenant } = change.metadata;
+    switch (change.type) {
+      case 'GrantAdded': {
+        const { grant } = change.data;
+        await this.kv.set(this.keys.grant(tenant, grant.grantId), JSON.stringify({ ...grant, tenant }));
+        await this.kv.sadd(this.keys.grantsOf(tenant), [grant.grantId]);
+        return;
+      }
+      case 'GrantRemoved':
+        await this.kv.del([this.keys.grant(tenant, change.data.grantId)]);
+        await this.kv.srem(this.keys.grantsOf(tenant), [change.data.grantId]);
+        return;
+      case 'DelegationAdded': {
+        const d = change.data.delegation;
+        await this.kv.set(this.keys.delegation(tenant, d.delegationId), JSON.stringify({ ...d, tenant, revoked: false }));
+        await this.kv.sadd(this.keys.delegationsOf(tenant), [d.delegationId]);
+        await this.revocations.restoreDelegate(tenant, d.agentId, d.delegatorId);
+        return;
+      }
+      case 'DelegationRevoked': {
+        const d = await this.delegation(tenant, change.data.delegationId);
+        if (!d) return;
+        await this.kv.set(this.keys.delegation(tenant, d.delegationId), JSON.stringify({ ...d, revoked: true }));
+        // Another live delegation of the same pair keeps the agent acting for the principal.
+        const live = (await this.delegations(tenant)).some((o) => !o.revoked && o.agentId === d.agentId && o.delegatorId === d.delegatorId);
+        if (!live) await this.revocations.revokeDelegate(tenant, d.agentId, d.delegatorId);
+        return;
+      }
+      case 'CapabilityRevoked':
+        await this.revocations.revokeCapability(change.data.jti, Date.parse(change.data.expiresAt), this.nowMs());
+        return;
+      case 'AgentRevoked':
+        await this.revocations.revokeAgent(tenant, change.data.agentId);
+        await this.kv.sadd(this.keys.revokedAgentsOf(tenant), [change.data.agentId]);
+        return;
+      case 'LegalHoldPlaced': {
+        const { hold } = change.data;
+        await this.kv.set(this.keys.legalHold(tenant, hold.holdId), JSON.stringify({ ...hold, tenant }));
+        await this.kv.sadd(this.keys.legalHoldsOf(tenant), [hold.holdId]);
+        await this.kv.sadd(this.keys.legalHoldsOfSubject(tenant, hold.subjectId), [hold.holdId]);
+        return;
+      }
+      case 'LegalHoldReleased': {
+        const hold = await this.legalHold(tenant, change.data.holdId);
+        if (!hold) return;
+        await this.kv.del([this.keys.legalHold(tenant, hold.holdId)]);
+        await this.kv.srem(this.keys.legalHoldsOf(tenant), [hold.holdId]);
+        await this.kv.srem(this.keys.legalHoldsOfSubject(tenant, hold.subjectId), [hold.holdId]);
+        return;
+      }
+      default: {
+        const never: never = change;
+        throw new Error(`unhandled policy change ${JSON.stringify(never)}`);
+      }
+    }
+  }
+
+  private async many<T>(setKey: string, keyOf: (id: string) => string, parse: (raw: unknown) => T, id: (t: T) => string): Promise<T[]> {
+    const ids = await this.kv.smembers(setKey);
+    if (ids.length === 0) return [];
+    const raws = await this.kv.mget(ids.map(keyOf));
+    return raws.flatMap((raw) => (raw === null ? [] : [parse(JSON.parse(raw))])).sort(byId(id));
+  }
+
+  private async one<T>(key: string, parse: (raw: unknown) => T): Promise<T | null> {
+    const raw = await this.kv.get(key);
+    return raw === null ? null : parse(JSON.parse(raw));
+  }
+
+  grant = (tenant: string, grantId: string) => this.one(this.keys.grant(tenant, grantId), (r) => Grant.parse(r));
+  grants = (tenant: string) => this.many(this.keys.grantsOf(tenant), (id) => this.keys.grant(tenant, id), (r) => Grant.parse(r), (g) => g.grantId);
+  delegation = (tenant: string, id: string) => this.one(this.keys.delegation(tenant, id), (r) => StoredDelegation.parse(r));
+  delegations = (tenant: string): Promise<StoredDelegation[]> =>
+    this.many(this.keys.delegationsOf(tenant), (id) => this.keys.delegation(tenant, id), (r) => StoredDelegation.parse(r), (d) => d.delegationId);
+  legalHold = (tenant: string, holdId: string) => this.one(this.keys.legalHold(tenant, holdId), (r) => LegalHold.parse(r));
+  legalHolds = (tenant: string) =>
+    this.many(this.keys.legalHoldsOf(tenant), (id) => this.keys.legalHold(tenant, id), (r) => LegalHold.parse(r), (h) => h.holdId);
+
+  /** The reason of the subject's legal hold (the first by holdId when several), or null. */
+  async isOnHold(tenant: string, subjectId: string): Promise<string | null> {
+    const holds = await this.many(
+      this.keys.legalHoldsOfSubject(tenant, subjectId), (id) => this.keys.legalHold(tenant, id), (r) => LegalHold.parse(r), (h) => h.holdId,
+    );
+    return holds[0]?.reason ?? null;
+  }
+
+  async snapshot(tenant: string): Promise<PolicySnapshot> {
+    return {
+      tenant,
+      revision: await this.revisions.current(tenant),
+      grants: await this.grants(tenant),
+      delegations: await this.delegations(tenant),
+      revokedAgents: (await this.kv.smembers(this.keys.revokedAgentsOf(tenant))).sort(),
+      legalHolds: await this.legalHolds(tenant),
+    };
+  }
+
+  /** Tenants that ever had a policy change applied, sorted. */
+  tenants = async () => (await this.kv.smembers(this.keys.policyTenants())).sort();
+
+  /** sha256 over every tenant's snapshot and the live capability revocations. */
+  async digest(): Promise<string> {
+    const hash = createHash('sha256');
+    for (const tenant of await this.tenants()) hash.update(`${JSON.stringify(await this.snapshot(tenant))}\n`);
+    hash.update(`jti:${(await this.revocations.revokedCapabilities()).join(',')}\n`);
+    return hash.digest('hex');
+  }
+}
+
+export const IssuedCapability = z.object({ jti: z.string(), tenant: z.string(), agentId: z.string(), expiresAt: z.string() });
+export type IssuedCapability = z.infer<typeof IssuedCapability>;
+
+/**
+ * The issuer's record of what it signed, kept until the capability expires: a revocation by
+ * jti learns the capability's tenant (a caller revokes only its own tenant's) and expiry.
+ */
+export class IssuedCapabilities {
+  constructor(private readonly kv: KeyValueStore, private readonly keys: KeySpace, private readonly nowMs: () => number) {}
+
+  async record(issued: IssuedCapability): Promise<void> {
+    const ttlMs = Date.parse(issued.expiresAt) - this.nowMs();
+    if (ttlMs > 0) await this.kv.set(this.keys.issuedCapability(issued.jti), JSON.stringify(issued), { ttlMs });
+  }
+
+  async get(jti: string): Promise<IssuedCapability | null> {
+    const raw = await this.kv.get(this.keys.issuedCapability(jti));
+    return raw === null ? null : IssuedCapability.parse(JSON.parse(raw));
+  }
+}
