@@ -7,7 +7,7 @@ import { createLogger, createMetrics, type Logger, type Metrics } from '@gm/obse
 import { createSqliteSearchIndex, type SearchIndex } from '@gm/search-index';
 import { StateStore, createSqliteKeyValueStore } from '@gm/state-store';
 import { startWriteAdmission } from '@gm/write-admission';
-import { startPrimaryTarget, startProjector } from '@gm/projector';
+import { startPolicyProjector, startPrimaryTarget, startProjector } from '@gm/projector';
 import { startIndexBuilder, startIndexTargets } from '@gm/index-builder';
 import { startExpiryScheduler } from '@gm/expiry-scheduler';
 import { startDeletionOrchestrator } from '@gm/deletion-orchestrator';
@@ -86,6 +86,7 @@ export async function startEmbeddedRuntime(config: RuntimeConfig, options: Runti
 
   handles.push(await startProjector({ bus, state, log: child('projector') }));
   handles.push(await startPrimaryTarget({ bus, state, clock }));
+  handles.push(await startPolicyProjector({ bus, state, log: child('policy-projector') }));
   handles.push(await startIndexBuilder({ bus, index, state }));
   handles.push(await startIndexTargets({ bus, index, clock }));
   handles.push(await startExpiryScheduler({ bus, state, clock, log: child('expiry-scheduler'), tickMs: config.expiryTickMs }));

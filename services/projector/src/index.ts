@@ -1,2 +1,3 @@
 export * from './projector.ts';
 export * from './primary-target.ts';
+export * from './policy-projector.ts';
