@@ -4,6 +4,8 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import type { Clock, IssueCapabilityRequest } from '@gm/contracts';
 import { loadConfig, startEmbeddedRuntime, type EmbeddedRuntime } from '@gm/embedded';
+import type { SearchIndex } from '@gm/search-index';
+import type { StateStore } from '@gm/state-store';
 
 /** A clock the test moves by hand; the runtime reads every "now" from it. */
 export class TestClock implements Clock {
@@ -49,34 +51,49 @@ export class LogSink extends Writable {
   }
 }
 
+/** What every e2e suite needs from a running runtime, embedded or distributed. */
 export interface TestRuntime {
-  runtime: EmbeddedRuntime;
-  dataDir: string;
-  clock: TestClock;
-  logs: LogSink;
-  api<T = ApiBody>(method: string, route: string, options?: { token?: string; body?: unknown; raw?: string; headers?: Record<string, string> }): Promise<ApiResponse<T>>;
+  readonly kind: 'embedded' | 'distributed';
+  readonly url: string;
+  /** The runtime's own state and index (the distributed one's Redis keys and ES indices). */
+  readonly state: StateStore;
+  readonly index: SearchIndex;
+  /** Every log line the runtime wrote, for asserting what is never logged. */
+  readonly logs: { readonly lines: string[] };
+  /** The runtime's "now", epoch ms. */
+  now(): number;
+  /** Moves the runtime's time forward: the embedded clock jumps; the distributed stack waits it out. */
+  advance(ms: number): Promise<void>;
+  api<T = ApiBody>(method: string, route: string, options?: ApiOptions): Promise<ApiResponse<T>>;
   issue(request: Partial<IssueCapabilityRequest> & { agentId: string }): Promise<string>;
+  digest(): Promise<{ projection: string; index: string }>;
+  /** Stops every part and starts it again on the same data. */
   restart(): Promise<void>;
   close(): Promise<void>;
 }
 
-export async function startTestRuntime(env: Record<string, string> = {}, existing?: { dataDir: string; clock: TestClock }): Promise<TestRuntime> {
-  const dataDir = existing?.dataDir ?? mkdtempSync(path.join(os.tmpdir(), 'gm-e2e-'));
-  const clock = existing?.clock ?? new TestClock();
-  const logs = new LogSink();
-  const config = loadConfig({
-    MEMORY_PORT: '0', MEMORY_DATA_DIR: dataDir, MEMORY_LOG_LEVEL: 'info', MEMORY_EXPIRY_TICK: '50ms',
-    MEMORY_DELETION_VERIFY_RETRY: '50ms', ...env,
-  });
-  let runtime = await startEmbeddedRuntime(config, { clock, logDestination: logs });
+/** Timeout for a test that starts or restarts a runtime: seven processes take a while. */
+export const STARTUP_MS = 180_000;
 
-  const api: TestRuntime['api'] = async (method, route, options = {}) => {
+/** Starts a fresh runtime; env entries override the runtime's configuration. */
+export type StartRuntime = (env?: Record<string, string>) => Promise<TestRuntime>;
+
+export interface ApiOptions {
+  token?: string;
+  body?: unknown;
+  raw?: string;
+  headers?: Record<string, string>;
+}
+
+/** A JSON-over-HTTP client for the API at `baseUrl()` (read per call: a restart may move it). */
+export function apiClient(baseUrl: () => string): TestRuntime['api'] {
+  return async (method, route, options = {}) => {
     const headers: Record<string, string> = { ...(options.headers ?? {}) };
     if (options.token) headers.authorization = `Bearer ${options.token}`;
     let payload: string | undefined = options.raw;
     if (options.body !== undefined) payload = JSON.stringify(options.body);
     if (payload !== undefined && !headers['content-type']) headers['content-type'] = 'application/json';
-    const response = await fetch(`${runtime.url}${route}`, { method, headers, ...(payload === undefined ? {} : { body: payload }) });
+    const response = await fetch(`${baseUrl()}${route}`, { method, headers, ...(payload === undefined ? {} : { body: payload }) });
     const text = await response.text();
     let body: unknown = text;
     try {
@@ -86,27 +103,65 @@ export async function startTestRuntime(env: Record<string, string> = {}, existin
     }
     return { status: response.status, body: body as never, text, contentType: response.headers.get('content-type') };
   };
+}
 
-  const self: TestRuntime = {
+/** Issues a capability through the API with the issuer credential; tenant acme, project maple by default. */
+export function capabilityIssuer(api: TestRuntime['api'], issuerCredential: () => string): TestRuntime['issue'] {
+  return async (request) => {
+    const body: IssueCapabilityRequest = {
+      tenant: 'acme',
+      scopes: [{ kind: 'project', id: 'maple' }],
+      purpose: 'support',
+      actions: ['search', 'read', 'cite', 'write', 'request_delete'],
+      ...request,
+    };
+    const response = await api('POST', '/v1/capabilities', { token: issuerCredential(), body });
+    if (response.status !== 201) throw new Error(`issue failed: ${response.status} ${response.text}`);
+    return String(response.body.token);
+  };
+}
+
+/** The embedded runtime under test, with its clock and internals at hand. */
+export interface EmbeddedTestRuntime extends TestRuntime {
+  readonly runtime: EmbeddedRuntime;
+  readonly dataDir: string;
+  readonly clock: TestClock;
+  readonly logs: LogSink;
+}
+
+export async function startTestRuntime(env: Record<string, string> = {}, existing?: { dataDir: string; clock: TestClock }): Promise<EmbeddedTestRuntime> {
+  const dataDir = existing?.dataDir ?? mkdtempSync(path.join(os.tmpdir(), 'gm-e2e-'));
+  const clock = existing?.clock ?? new TestClock();
+  const logs = new LogSink();
+  const config = loadConfig({
+    MEMORY_PORT: '0', MEMORY_DATA_DIR: dataDir, MEMORY_LOG_LEVEL: 'info', MEMORY_EXPIRY_TICK: '50ms',
+    MEMORY_DELETION_VERIFY_RETRY: '50ms', ...env,
+  });
+  let runtime = await startEmbeddedRuntime(config, { clock, logDestination: logs });
+  const api = apiClient(() => runtime.url);
+
+  return {
+    kind: 'embedded',
     get runtime() {
       return runtime;
+    },
+    get url() {
+      return runtime.url;
+    },
+    get state() {
+      return runtime.state;
+    },
+    get index() {
+      return runtime.index;
     },
     dataDir,
     clock,
     logs,
+    now: () => clock.ms,
+    advance: async (ms) => clock.advance(ms),
     api,
-    async issue(request) {
-      const body: IssueCapabilityRequest = {
-        tenant: 'acme',
-        scopes: [{ kind: 'project', id: 'maple' }],
-        purpose: 'support',
-        actions: ['search', 'read', 'cite', 'write', 'request_delete'],
-        ...request,
-      };
-      const response = await api('POST', '/v1/capabilities', { token: runtime.credentials.issuerCredential, body });
-      if (response.status !== 201) throw new Error(`issue failed: ${response.status} ${response.text}`);
-      return String(response.body.token);
-    },
+    issue: capabilityIssuer(api, () => runtime.credentials.issuerCredential),
+    digest: () => runtime.digest(),
     async restart() {
       await runtime.close();
       runtime = await startEmbeddedRuntime(config, { clock, logDestination: logs });
@@ -116,7 +171,6 @@ export async function startTestRuntime(env: Record<string, string> = {}, existin
       if (!existing) rmSync(dataDir, { recursive: true, force: true });
     },
   };
-  return self;
 }
 
 export const provenance = (observedAt = '2026-11-30T07:00:00.000Z') => [{ source: 'user' as const, observedAt }];

@@ -1,0 +1,157 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { memory, STARTUP_MS, type StartRuntime, type TestRuntime } from '../harness.ts';
+
+/** Bad input gets a clear problem+json answer, writes nothing, and the service keeps serving. */
+export const badInputSuite = (start: StartRuntime) => describe('bad input and hostile callers', () => {
+  let rt: TestRuntime;
+  let writer: string;
+
+  beforeAll(async () => {
+    rt = await start({ MEMORY_BODY_LIMIT_BYTES: String(128 * 1024) });
+    writer = await rt.issue({ agentId: 'support-bot', principal: { id: 'alice', kind: 'person' } });
+  }, STARTUP_MS);
+  afterAll(async () => rt.close(), STARTUP_MS);
+
+  const recordCount = async () => (await rt.state.records.all()).length;
+
+  const cases: Array<[string, () => Promise<{ status: number; code: string | undefined }>, number, string]> = [
+    ['malformed JSON', async () => post('{"subjectId": "x",'), 400, 'MEM_VALIDATION'],
+    ['an unknown field', async () => post(JSON.stringify(memory({ sneaky: true }))), 422, 'MEM_VALIDATION'],
+    ['content over 32 KiB', async () => post(JSON.stringify(memory({ content: 'x'.repeat(32 * 1024 + 1) }))), 422, 'MEM_VALIDATION'],
+    ['content over 32 KiB in multi-byte characters', async () => post(JSON.stringify(memory({ content: 'é'.repeat(16 * 1024 + 1) }))), 422, 'MEM_VALIDATION'],
+    ['a body over the request limit', async () => post(JSON.stringify(memory({ content: 'y'.repeat(200 * 1024) }))), 413, 'MEM_PAYLOAD_TOO_LARGE'],
+    ['missing provenance', async () => post(JSON.stringify(memory({ provenance: undefined }))), 422, 'MEM_VALIDATION'],
+    ['empty provenance', async () => post(JSON.stringify(memory({ provenance: [] }))), 422, 'MEM_VALIDATION'],
+    ['an id with a slash', async () => post(JSON.stringify(memory({ id: 'a/b' }))), 422, 'MEM_VALIDATION'],
+    ['an id over 128 characters', async () => post(JSON.stringify(memory({ id: 'i'.repeat(129) }))), 422, 'MEM_VALIDATION'],
+    ['trust "verified" claimed by a writer', async () => post(JSON.stringify(memory({ trust: 'verified' }))), 422, 'MEM_VALIDATION'],
+    ['another tenant in the body', async () => post(JSON.stringify(memory({ tenantId: 'globex' }))), 403, 'MEM_IMPERSONATION'],
+    ['another agent in the body', async () => post(JSON.stringify(memory({ agentId: 'ceo-bot' }))), 403, 'MEM_IMPERSONATION'],
+    ['another owner in the body', async () => post(JSON.stringify(memory({ owner: { principalId: 'mallory', kind: 'person' } }))), 403, 'MEM_IMPERSONATION'],
+    ['a resource outside the capability', async () => post(JSON.stringify(memory({ resource: { kind: 'project', id: 'maplemark' } }))), 403, 'CAP_SCOPE_DENIED'],
+    ['purposes without the writer\'s purpose', async () => post(JSON.stringify(memory({ purposes: ['security'] }))), 403, 'CAP_SCOPE_DENIED'],
+    ['restricted visibility without a grant', async () => post(JSON.stringify(memory({ visibility: 'restricted' }))), 403, 'MEM_FORBIDDEN'],
+    ['expiresAt in the past', async () => post(JSON.stringify(memory({ expiresAt: '2020-01-01T00:00:00Z' }))), 422, 'MEM_VALIDATION'],
+    ['a non-JSON content type', async () => post('subjectId=x', { 'content-type': 'text/plain' }), 415, 'MEM_VALIDATION'],
+    ['a bad Idempotency-Key', async () => post(JSON.stringify(memory()), { 'idempotency-key': 'no spaces allowed' }), 422, 'MEM_VALIDATION'],
+  ];
+
+  async function post(raw: string, headers: Record<string, string> = {}) {
+    const res = await rt.api('POST', '/v1/memories', { token: writer, raw, headers: { 'content-type': 'application/json', ...headers } });
+    expect(res.contentType).toContain('application/problem+json');
+    expect(typeof res.body.detail).toBe('string');
+    return { status: res.status, code: res.body.code };
+  }
+
+  for (const [name, send, status, code] of cases) {
+    it(`rejects ${name} with ${status} ${code} and writes nothing`, async () => {
+      const before = await recordCount();
+      expect(await send()).toEqual({ status, code });
+      expect(await recordCount()).toBe(before);
+      expect((await rt.api('GET', '/healthz')).status).toBe(200);
+    });
+  }
+
+  it('does not echo rejected content back in the problem detail', async () => {
+    const res = await rt.api('POST', '/v1/memories', { token: writer, body: memory({ content: 'Secret-ish payload', tenantId: 'globex' }) });
+    expect(res.text).not.toContain('Secret-ish payload');
+  });
+
+  describe('capabilities', () => {
+    it('401 without a token, with a stable code', async () => {
+      const res = await rt.api('POST', '/v1/search', { body: { query: 'x' } });
+      expect(res.status).toBe(401);
+      expect(res.body.code).toBe('CAP_MISSING');
+    });
+
+    it('401 for a garbage, a tampered and a foreign-signed token', async () => {
+      const [h, p, s] = writer.split('.');
+      const claims = JSON.parse(Buffer.from(p ?? '', 'base64url').toString()) as Record<string, unknown>;
+      const tampered = `${h}.${Buffer.from(JSON.stringify({ ...claims, tenant: 'globex' })).toString('base64url')}.${s}`;
+      const unsigned = `${Buffer.from('{"alg":"none"}').toString('base64url')}.${p}.`;
+      for (const token of ['garbage', tampered, unsigned]) {
+        const res = await rt.api('POST', '/v1/search', { token, body: { query: 'x' } });
+        expect(res.status).toBe(401);
+        expect(res.body.code).toBe('CAP_INVALID');
+      }
+    });
+
+    it('401 CAP_EXPIRED once the capability has expired', async () => {
+      const shortLived = await rt.issue({ agentId: 'support-bot', ttlSeconds: 1 });
+      await rt.advance(2_000);
+      const res = await rt.api('POST', '/v1/search', { token: shortLived, body: { query: 'x' } });
+      expect(res.status).toBe(401);
+      expect(res.body.code).toBe('CAP_EXPIRED');
+      writer = await rt.issue({ agentId: 'support-bot', principal: { id: 'alice', kind: 'person' } });
+    });
+
+    it('403 CAP_ACTION_DENIED for an action the capability does not grant', async () => {
+      const readOnly = await rt.issue({ agentId: 'reader-bot', actions: ['search'] });
+      const res = await rt.api('POST', '/v1/memories', { token: readOnly, body: memory() });
+      expect(res.status).toBe(403);
+      expect(res.body.code).toBe('CAP_ACTION_DENIED');
+    });
+
+    it('refuses to issue capabilities without the issuer credential', async () => {
+      const none = await rt.api('POST', '/v1/capabilities', { body: { tenant: 'acme', agentId: 'x', scopes: [{ kind: 'project', id: 'p' }], purpose: 'support', actions: ['admin'] } });
+      expect(none.status).toBe(401);
+      expect(none.body.code).toBe('ISSUER_UNAUTHORIZED');
+      const capAsIssuer = await rt.api('POST', '/v1/capabilities', { token: writer, body: { tenant: 'acme', agentId: 'x', scopes: [{ kind: 'project', id: 'p' }], purpose: 'support', actions: ['admin'] } });
+      expect(capAsIssuer.status).toBe(401);
+    });
+  });
+
+  describe('no existence oracle (§6.4)', () => {
+    it('answers get-by-id identically for unauthorised, deleted, quarantined, expired and never-existing records', async () => {
+      const other = await rt.issue({ agentId: 'other-bot', scopes: [{ kind: 'project', id: 'maplemark' }] });
+      await rt.api('POST', '/v1/memories', { token: other, body: memory({ id: 'ox-hidden', resource: { kind: 'project', id: 'maplemark' }, content: 'Maplemark budget' }) });
+      await rt.api('POST', '/v1/memories', { token: writer, body: memory({ id: 'ox-quarantined', trust: 'untrusted' }) });
+      await rt.api('POST', '/v1/memories', { token: writer, body: memory({ id: 'ox-deleted' }) });
+      await rt.api('DELETE', '/v1/memories/ox-deleted', { token: writer });
+      await rt.api('POST', '/v1/memories', { token: writer, body: memory({ id: 'ox-expiring', expiresAt: new Date(rt.now() + 1_500).toISOString() }) });
+      await rt.advance(2_000);
+      const normalise = (text: string) => text.replace(/"requestId":"[^"]+"/, '"requestId":"-"');
+      const answers = new Set<string>();
+      for (const id of ['ox-hidden', 'ox-quarantined', 'ox-deleted', 'ox-expiring', 'ox-never-existed']) {
+        const res = await rt.api('GET', `/v1/memories/${id}`, { token: writer });
+        expect(res.status).toBe(404);
+        answers.add(normalise(res.text));
+      }
+      expect(answers.size).toBe(1);
+    });
+
+    it('answers search identically whether hidden records match or not', async () => {
+      const normalise = (text: string) => text.replace(/"packetId":"[^"]+"/, '').replace(/"expiresAt":"[^"]+"/, '');
+      const hiddenMatch = await rt.api('POST', '/v1/search', { token: writer, body: { query: 'maplemark budget' } });
+      const noMatch = await rt.api('POST', '/v1/search', { token: writer, body: { query: 'zebra unicorn' } });
+      expect(hiddenMatch.body.items).toEqual([]);
+      expect(normalise(hiddenMatch.text)).toBe(normalise(noMatch.text));
+    });
+  });
+
+  it('rate-limits per capability subject with a problem+json 429', async () => {
+    const limited = await start({ MEMORY_RATE_LIMIT_PER_MINUTE: '3' });
+    try {
+      const token = await limited.issue({ agentId: 'chatty-bot' });
+      const statuses: number[] = [];
+      for (let i = 0; i < 5; i += 1) statuses.push((await limited.api('POST', '/v1/search', { token, body: { query: 'x' } })).status);
+      expect(statuses.slice(0, 2)).toEqual([200, 200]);
+      const last = await limited.api('POST', '/v1/search', { token, body: { query: 'x' } });
+      expect(last.status).toBe(429);
+      expect(last.body.code).toBe('MEM_RATE_LIMITED');
+      expect(last.contentType).toContain('application/problem+json');
+    } finally {
+      await limited.close();
+    }
+  }, STARTUP_MS); // a runtime of its own: the distributed one takes a while to start
+
+  it('serves OpenAPI, health, readiness and Prometheus metrics', async () => {
+    const openapi = await rt.api('GET', '/openapi.json');
+    expect(openapi.status).toBe(200);
+    expect(Object.keys(openapi.body.paths as object)).toContain('/v1/search');
+    expect((await rt.api('GET', '/readyz')).body.status).toBe('ready');
+    const metrics = await rt.api('GET', '/metrics');
+    expect(metrics.text).toContain('gm_writes_total');
+    expect(metrics.text).toContain('gm_search_seconds_bucket');
+  });
+});
