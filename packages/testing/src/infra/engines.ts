@@ -4,9 +4,8 @@ import path from 'node:path';
 /**
  * Where the real engines of the distributed runtime are, in the order of design §11:
  *   1. KAFKA_BROKERS / ELASTICSEARCH_URL / REDIS_URL when set;
- *   2. otherwise the local launcher (infra/local/engines.sh), which .ci/run also uses.
- * (testcontainers would come second when a container runtime answers; none runs on these
- * machines, and the launcher is what CI uses — see README.)
+ *   2. containers when a container runtime answers (containers.ts, the vitest global setup);
+ *   3. otherwise the local launcher (infra/local/engines.sh), which .ci/run also uses.
  * A missing engine fails the run loudly; it is never skipped.
  */
 export const LOCAL_ENDPOINTS = {
