@@ -41,6 +41,20 @@ export interface ConsumedMessage extends LogPosition {
  */
 export interface ProcessContext {
   send(messages: OutgoingMessage[]): void;
+  /**
+   * Runs `fn` once the transaction holding this message's results (its sends and its offset)
+   * committed. The bus may commit several messages of a partition in one transaction, so a
+   * handler that keeps state in memory must treat what it derived as provisional until then.
+   * Hooks run in handling order; never for results that were not committed.
+   */
+  onCommitted(fn: () => void): void;
+  /**
+   * Runs `fn` when this attempt's results will never be committed: the handler threw, or the
+   * transaction holding them was aborted or fenced. It runs before the partition's messages
+   * are handed over again, so provisional state can be dropped in time. A crash runs nothing
+   * (the memory is gone with the process).
+   */
+  onDiscarded(fn: () => void): void;
 }
 
 export type MessageHandler = (message: ConsumedMessage, ctx: ProcessContext) => Promise<void>;
@@ -62,7 +76,7 @@ export interface SubscribeOptions {
 }
 
 export interface Subscription {
-  /** Stops fetching, lets the in-flight message finish and commit, then resolves. */
+  /** Stops fetching, lets the in-flight messages finish and commit, then resolves. */
   close(): Promise<void>;
 }
 

@@ -7,10 +7,11 @@
  */
 import { deadLetterOf } from '../messages.ts';
 import { isDependencyOutage, retryDelayMs } from '@gm/contracts';
-import type { ConsumedMessage, MessageHandler, ProcessContext, Subscription, SubscribeOptions } from '../port.ts';
+import { HandlerAttempt } from '../handler-attempt.ts';
+import type { ConsumedMessage, MessageHandler, Subscription, SubscribeOptions } from '../port.ts';
 import type { GroupCoordinator, GroupMember } from './group-coordinator.ts';
 import { Signal } from './signal.ts';
-import { serializeMessage, type SerializedMessage, type SqliteLog } from './sqlite-log.ts';
+import { serializeMessage, type SqliteLog } from './sqlite-log.ts';
 
 export interface BusLogger {
   warn(obj: object, msg: string): void;
@@ -125,37 +126,35 @@ export class GroupConsumer implements Subscription, GroupMember {
 
   private async process(message: ConsumedMessage): Promise<void> {
     for (let attempt = 1; ; attempt++) {
-      const queued: SerializedMessage[] = [];
-      let open = true;
-      const ctx: ProcessContext = {
-        send: (messages) => {
-          if (!open) throw new Error('ctx.send was called after the handler settled; its messages would be lost');
-          // Serialised now: the handler sees a bad value at once, and later mutation cannot leak in.
-          queued.push(...messages.map(serializeMessage));
-        },
-      };
-      try {
+      const run = await HandlerAttempt.run(this.handler, message, serializeMessage, this.deps.logger);
+      let failure = run.failure;
+      if (!run.failed) {
         try {
-          await this.handler(message, ctx);
-        } finally {
-          open = false;
-        }
-        const written = this.deps.log.commit(this.groupId, message, queued);
-        this.deps.onCommitted(written !== undefined && written.length > 0);
-        return;
-      } catch (err) {
-        // An outage of a dependency is not the message's fault: retry it for as long as it lasts.
-        if (attempt >= this.maxAttempts && !isDependencyOutage(err)) {
-          this.deadLetter(message, err, attempt);
+          const written = this.deps.log.commit(this.groupId, message, run.queued);
+          if (written === undefined) {
+            // Fenced: another consumer already moved past this message; nothing was written.
+            run.discarded();
+            return;
+          }
+          run.committed();
+          this.deps.onCommitted(written.length > 0);
           return;
+        } catch (err) {
+          failure = err;
         }
-        this.deps.logger.warn(
-          { groupId: this.groupId, topic: message.topic, partition: message.partition, offset: message.offset, attempt, err: errorMessage(err) },
-          'bus handler failed; retrying',
-        );
-        // Closing during back-off leaves the message uncommitted; the next owner retries it.
-        if (await this.backOff(retryDelayMs(this.retryBackoffMs, attempt))) return;
       }
+      run.discarded();
+      // An outage of a dependency is not the message's fault: retry it for as long as it lasts.
+      if (attempt >= this.maxAttempts && !isDependencyOutage(failure)) {
+        this.deadLetter(message, failure, attempt);
+        return;
+      }
+      this.deps.logger.warn(
+        { groupId: this.groupId, topic: message.topic, partition: message.partition, offset: message.offset, attempt, err: errorMessage(failure) },
+        'bus handler failed; retrying',
+      );
+      // Closing during back-off leaves the message uncommitted; the next owner retries it.
+      if (await this.backOff(retryDelayMs(this.retryBackoffMs, attempt))) return;
     }
   }
 

@@ -161,9 +161,13 @@ describe('kafka bus: exactly-once consume → produce', () => {
     const b = open({ sessionTimeoutMs: 6_000 });
     await a.ensureTopics([{ name: 'in', partitions: 1 }, { name: 'out', partitions: 1 }]);
     const positions: LogPosition[] = await a.produce([0, 1, 2].map((value) => ({ topic: 'in', key: 'k', value })));
+    const aCommitted: unknown[] = [];
+    const aDiscarded: unknown[] = [];
     const subA = await a.subscribe({
       groupId: 'g', topics: ['in'],
       handler: async (m, ctx) => {
+        ctx.onCommitted(() => aCommitted.push(m.value));
+        ctx.onDiscarded(() => aDiscarded.push(m.value));
         ctx.send([{ topic: 'out', key: 'k', value: { value: m.value, by: 'a' } }]);
         if (m.value === 1) {
           // Neither heartbeats nor commits while stuck: the group evicts it after 6 s.
@@ -186,6 +190,9 @@ describe('kafka bus: exactly-once consume → produce', () => {
     const out = (await collect(b, 'out')).map((m) => m.value);
     expect(out).toEqual([{ value: 0, by: 'a' }, { value: 1, by: 'b' }, { value: 2, by: 'b' }]);
     expect(aLog.entries.map((e) => e.msg)).toContain('bus partition taken over by another member; its result was not committed');
+    // The stalled member's hooks tell it the same: only its first result counts.
+    expect(aCommitted).toEqual([0]);
+    expect(aDiscarded).toEqual([1]);
     expect(await b.committedOffsets('g', 'in')).toEqual(await b.endOffsets('in'));
   });
 

@@ -7,8 +7,8 @@
  *   producer; a batch spanning partitions is one transaction. Offsets of transactional
  *   batches are followed by a commit marker, so a partition's offsets increase strictly but
  *   are not dense (see kafka-reader.ts).
- * - Subscriptions are read_committed group members that commit each message's offset in one
- *   transaction with what the handler sent (kafka-subscription.ts).
+ * - Subscriptions are read_committed group members that commit a chunk of handled messages'
+ *   offsets in one transaction with what their handlers sent (kafka-subscription.ts).
  * - `endOffsets` are last stable offsets: what a read_committed reader can reach.
  * - `topicPrefix` namespaces topics and consumer groups of a deployment on a shared cluster;
  *   the port only ever sees unprefixed names.

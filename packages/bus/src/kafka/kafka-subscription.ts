@@ -1,7 +1,11 @@
 /**
  * One subscription: a kafkajs group member (read_committed, no auto-commit) that hands each
- * message to the handler and then commits its offset — in a Kafka transaction with the
- * handler's sends (sendOffsets), or with a plain group commit when it sent nothing.
+ * message of a fetched batch to the handler in order and commits the results a chunk of
+ * messages at a time (kafka-chunks.ts) — the handlers' sends and the offset past the chunk's
+ * last message in one Kafka transaction (sendOffsets), or a plain group commit when the chunk
+ * sent nothing. A handler that fails first gets what was handled before it committed, then is
+ * retried and dead-lettered on its own, as before. Handlers learn the fate of their results
+ * through ctx.onCommitted / ctx.onDiscarded.
  *
  * Exactly-once across owners. kafkajs speaks TxnOffsetCommit v0–1, which carries no group
  * generation, so a member that lost its partition (a stalled process the group evicted) could
@@ -20,8 +24,10 @@ import { isDependencyOutage, isGovernedMemoryError, retryDelayMs } from '@gm/con
 import type { Batch, Consumer, EachBatchPayload, Kafka, Producer } from 'kafkajs';
 import type { BusLogger } from '../embedded/group-consumer.ts';
 import { Signal } from '../embedded/signal.ts';
-import type { ConsumedMessage, MessageHandler, ProcessContext, Subscription, SubscribeOptions } from '../port.ts';
-import { decodeMessage, encodeMessage, errorMessage, isFenced, Mutex, type EncodedMessage, type Namespace } from './kafka-codec.ts';
+import { HandlerAttempt } from '../handler-attempt.ts';
+import type { ConsumedMessage, MessageHandler, Subscription, SubscribeOptions } from '../port.ts';
+import { ChunkCommitter, type Chunk, type ChunkLimits } from './kafka-chunks.ts';
+import { decodeMessage, encodeMessage, errorMessage, Mutex, type EncodedMessage, type Namespace } from './kafka-codec.ts';
 import type { TransactionRunner } from './kafka-transactions.ts';
 
 export interface SubscriptionDeps {
@@ -41,6 +47,20 @@ type Outcome = 'committed' | 'stopped' | 'lost';
 
 /** kafkajs restarts a consumer whose join failed retriably; a join this late is an outage. */
 const JOIN_TIMEOUT_MS = 60_000;
+
+/**
+ * Bounds of one transaction's chunk of messages: big enough to share a transaction's round
+ * trips across a fetched batch, small enough that its record batches stay far below the
+ * broker's 1 MiB message.max.bytes and a result waits at most a few dozen ms for its commit.
+ */
+const CHUNK_LIMITS: ChunkLimits = { maxMessages: 256, maxBytes: 512 * 1024, maxAgeMs: 25 };
+
+/**
+ * Partitions whose batches run at the same time (kafkajs runs one at a time by default, so a
+ * member owning several partitions handled them in turn). Each partition keeps its own lock
+ * and transactional producer, so they never share a transaction.
+ */
+const PARTITIONS_IN_PARALLEL = 8;
 
 export class KafkaSubscription implements Subscription {
   readonly groupId: string;
@@ -102,7 +122,12 @@ export class KafkaSubscription implements Subscription {
     });
     await consumer.connect();
     await consumer.subscribe({ topics: topics.map((t) => this.deps.ns.topic(t)), fromBeginning });
-    await consumer.run({ autoCommit: false, eachBatchAutoResolve: false, eachBatch: (payload) => this.onBatch(payload) });
+    await consumer.run({
+      autoCommit: false,
+      eachBatchAutoResolve: false,
+      partitionsConsumedConcurrently: PARTITIONS_IN_PARALLEL,
+      eachBatch: (payload) => this.onBatch(payload),
+    });
     let timer: NodeJS.Timeout | undefined;
     const gaveUp = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new Error(`no group join within ${JOIN_TIMEOUT_MS} ms`)), JOIN_TIMEOUT_MS);
@@ -163,10 +188,43 @@ export class KafkaSubscription implements Subscription {
     floor: number,
     payload: Pick<EachBatchPayload, 'resolveOffset' | 'heartbeat' | 'isRunning' | 'isStale'>,
   ): Promise<Outcome> {
+    const chunks = new ChunkCommitter(
+      CHUNK_LIMITS,
+      (chunk) => this.commitChunk(batch.topic, batch.partition, chunk),
+      (chunk) => {
+        const lastEntry = chunk.entries.at(-1);
+        if (lastEntry !== undefined) payload.resolveOffset(lastEntry.offset);
+      },
+    );
+    let stopped: boolean;
+    try {
+      stopped = await this.handleBatch(batch, floor, payload, chunks);
+    } catch (err) {
+      // What was handled before the error (a heartbeat that learnt of a rebalance, a broker
+      // outage) is still sound: commit it before kafkajs rejoins or refetches.
+      if ((await chunks.drain())?.lost === true) this.lost(batch.topic, batch.partition);
+      throw err;
+    }
+    const failure = await chunks.drain();
+    if (failure === undefined) return stopped ? 'stopped' : 'committed';
+    // Broker trouble is not the messages' fault: kafkajs refetches from the last commit.
+    if (!failure.lost) throw failure.error;
+    return this.lost(batch.topic, batch.partition);
+  }
+
+  /** Hands the batch's messages to the handler in order; true when it stopped early. */
+  private async handleBatch(
+    batch: Batch,
+    floor: number,
+    payload: Pick<EachBatchPayload, 'resolveOffset' | 'heartbeat' | 'isRunning' | 'isStale'>,
+    chunks: ChunkCommitter,
+  ): Promise<boolean> {
     const last = batch.messages.at(-1);
     const topic = this.deps.ns.portTopic(batch.topic);
     for (const record of batch.messages) {
-      if (this.closing || !payload.isRunning() || payload.isStale()) return 'stopped';
+      if (this.closing || !payload.isRunning() || payload.isStale()) return true;
+      // A commit failed: nothing after it may commit, so handling more is wasted.
+      if (chunks.failed) return false;
       // Past the last message: its trailing transaction markers belong to it.
       const next = record === last ? Number(batch.lastOffset()) + 1 : Number(record.offset) + 1;
       if (Number(record.offset) < floor) {
@@ -175,54 +233,59 @@ export class KafkaSubscription implements Subscription {
         payload.resolveOffset(record.offset);
         continue;
       }
-      const outcome = await this.process(decodeMessage(topic, batch.partition, record), next, payload.heartbeat);
-      if (outcome !== 'committed') return outcome;
-      payload.resolveOffset(record.offset);
+      const message = decodeMessage(topic, batch.partition, record);
+      const attempt = await this.attempt(message);
+      if (attempt.failed) {
+        // What was handled before it commits first; then this message alone, as it always was.
+        attempt.discarded();
+        if ((await chunks.drain()) !== undefined) return false;
+        if ((await this.retry(message, attempt.failure, { next, offset: record.offset }, payload.heartbeat, chunks)) === 'stopped') return true;
+      } else {
+        chunks.add({ queued: attempt.queued, attempt, next, offset: record.offset });
+      }
       await payload.heartbeat();
     }
-    return 'committed';
+    return false;
   }
 
-  private async process(message: ConsumedMessage, next: number, heartbeat: () => Promise<void>): Promise<Outcome> {
-    for (let attempt = 1; ; attempt++) {
-      const queued: EncodedMessage[] = [];
-      let open = true;
-      const ctx: ProcessContext = {
-        send: (messages) => {
-          if (!open) throw new Error('ctx.send was called after the handler settled; its messages would be lost');
-          // Encoded now: the handler sees a bad value at once, and later mutation cannot leak in.
-          queued.push(...messages.map(encodeMessage));
-        },
-      };
-      let failure: unknown;
-      let failed = false;
+  /** One run of the handler; a send to a topic that does not exist fails it like a throw. */
+  private async attempt(message: ConsumedMessage): Promise<HandlerAttempt<EncodedMessage>> {
+    const attempt = await HandlerAttempt.run(this.handler, message, encodeMessage, this.deps.logger);
+    if (!attempt.failed && attempt.queued.length > 0) {
       try {
-        await this.handler(message, ctx);
+        await this.deps.transactions.route(attempt.queued);
       } catch (err) {
-        failed = true;
-        failure = err;
-      } finally {
-        open = false;
-      }
-      if (!failed) {
-        try {
-          return await this.commit(message, queued, next);
-        } catch (err) {
-          if (isFenced(err)) return this.lost(message);
-          // Broker trouble is not the message's fault: kafkajs refetches from the last commit.
-          if (!isValidationError(err)) throw err;
-          // The handler sent to a topic that does not exist: as deterministic as a throw.
-          failure = err;
-        }
-      }
-      // An outage of a dependency is not the message's fault: retry it for as long as it lasts.
-      if (attempt >= this.maxAttempts && !isDependencyOutage(failure)) {
-        try {
-          return await this.deadLetter(message, failure, attempt, next);
-        } catch (err) {
-          if (isFenced(err)) return this.lost(message);
+        if (!isValidationError(err)) {
+          attempt.discarded();
           throw err;
         }
+        attempt.fail(err);
+      }
+    }
+    return attempt;
+  }
+
+  /**
+   * Today's per-message path for a message whose handler failed once: retry it, then
+   * dead-letter it, each result committed on its own before the batch goes on.
+   */
+  private async retry(
+    message: ConsumedMessage, firstFailure: unknown, position: { next: number; offset: string }, heartbeat: () => Promise<void>, chunks: ChunkCommitter,
+  ): Promise<'stopped' | 'done'> {
+    let failure = firstFailure;
+    for (let attempt = 1; ; attempt++) {
+      // An outage of a dependency is not the message's fault: retry it for as long as it lasts.
+      if (attempt >= this.maxAttempts && !isDependencyOutage(failure)) {
+        await this.deps.ensureDeadLetterTopic(message.topic);
+        const error = errorMessage(failure);
+        chunks.add({ queued: [encodeMessage(deadLetterOf(message, this.groupId, error, attempt))], ...position });
+        if ((await chunks.drain()) === undefined) {
+          this.deps.logger.warn(
+            { groupId: this.groupId, topic: message.topic, partition: message.partition, offset: message.offset, attempts: attempt, err: error },
+            'bus message dead-lettered',
+          );
+        }
+        return 'done';
       }
       this.deps.logger.warn(
         { groupId: this.groupId, topic: message.topic, partition: message.partition, offset: message.offset, attempt, err: errorMessage(failure) },
@@ -232,40 +295,37 @@ export class KafkaSubscription implements Subscription {
       if (!this.closing) await Signal.any([this.stopping], retryDelayMs(this.retryBackoffMs, attempt));
       if (this.closing) return 'stopped';
       await heartbeat();
+      const run = await this.attempt(message);
+      if (!run.failed) {
+        chunks.add({ queued: run.queued, attempt: run, ...position });
+        await chunks.drain();
+        return 'done';
+      }
+      run.discarded();
+      failure = run.failure;
     }
   }
 
-  private async commit(message: ConsumedMessage, queued: EncodedMessage[], next: number): Promise<Outcome> {
-    const kafkaTopic = this.deps.ns.topic(message.topic);
+  private async commitChunk(kafkaTopic: string, partition: number, chunk: Chunk): Promise<void> {
+    const lastEntry = chunk.entries.at(-1);
+    if (lastEntry === undefined) return;
+    const queued = chunk.entries.flatMap((e) => e.queued);
     if (queued.length === 0) {
-      await this.commitOffsetOnly(kafkaTopic, message.partition, next);
-      return 'committed';
+      await this.commitOffsetOnly(kafkaTopic, partition, lastEntry.next);
+      return;
     }
     const routed = await this.deps.transactions.route(queued);
-    const producer = await this.producer(`${kafkaTopic}\u0000${message.partition}`, kafkaTopic, message.partition);
+    const producer = await this.producer(`${kafkaTopic}\u0000${partition}`, kafkaTopic, partition);
     await this.deps.transactions.commit(producer, routed, {
       groupId: this.deps.ns.group(this.groupId),
       kafkaTopic,
-      partitions: [{ partition: message.partition, offset: next }],
+      partitions: [{ partition, offset: lastEntry.next }],
     });
-    return 'committed';
   }
 
-  private async deadLetter(message: ConsumedMessage, err: unknown, attempts: number, next: number): Promise<Outcome> {
-    const error = errorMessage(err);
-    await this.deps.ensureDeadLetterTopic(message.topic);
-    const dlqMessage = encodeMessage(deadLetterOf(message, this.groupId, error, attempts));
-    const outcome = await this.commit(message, [dlqMessage], next);
-    this.deps.logger.warn(
-      { groupId: this.groupId, topic: message.topic, partition: message.partition, offset: message.offset, attempts, err: error },
-      'bus message dead-lettered',
-    );
-    return outcome;
-  }
-
-  private lost(message: ConsumedMessage): Outcome {
-    const key = `${this.deps.ns.topic(message.topic)}\u0000${message.partition}`;
-    this.deps.logger.warn({ groupId: this.groupId, topic: message.topic, partition: message.partition }, 'bus partition taken over by another member; its result was not committed');
+  private lost(kafkaTopic: string, partition: number): Outcome {
+    const key = `${kafkaTopic}\u0000${partition}`;
+    this.deps.logger.warn({ groupId: this.groupId, topic: this.deps.ns.portTopic(kafkaTopic), partition }, 'bus partition taken over by another member; its result was not committed');
     this.floors.delete(key);
     void this.dropProducer(key);
     return 'lost';

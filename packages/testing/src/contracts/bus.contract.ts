@@ -313,6 +313,31 @@ export function testBus(adapterName: string, factory: () => Promise<BusFixture>)
         });
       });
 
+      it('runs onCommitted hooks in handling order once results commit, and onDiscarded for attempts that never will', async () => {
+        await bus.ensureTopics([{ name: topic('in'), partitions: 1 }, { name: topic('out'), partitions: 1 }]);
+        const values = ['v1', 'v2', 'poison', 'v3', 'v4'];
+        await bus.produce(values.map((value) => ({ topic: topic('in'), key: 'k', value })));
+        const committed: string[] = [];
+        const discarded: string[] = [];
+        let failedOnce = false;
+        await consumeIn('g', async (m, ctx) => {
+          const value = String(m.value);
+          ctx.onCommitted(() => committed.push(value));
+          ctx.onDiscarded(() => discarded.push(value));
+          ctx.send([{ topic: topic('out'), key: 'k', value }]);
+          if (value === 'poison') throw new Error('cannot digest');
+          if (value === 'v2' && !failedOnce) {
+            failedOnce = true;
+            throw new Error('transient');
+          }
+        }, { maxAttempts: 2, retryBackoffMs: 1 });
+        expect(committed).toEqual(['v1', 'v2', 'v3', 'v4']);
+        expect(discarded).toEqual(['v2', 'poison', 'poison']);
+        // The hooks tell the truth: exactly the committed attempts' sends are in the log.
+        expect((await collect(bus, topic('out'))).map((m) => m.value)).toEqual(committed);
+        expect((await collect(bus, topic('in.dlq'))).map((m) => m.value)).toEqual(['poison']);
+      });
+
       it('retries a dependency outage past maxAttempts instead of dead-lettering, until it passes', async () => {
         await bus.ensureTopics([{ name: topic('in'), partitions: 1 }, { name: topic('out'), partitions: 1 }]);
         await bus.produce([{ topic: topic('in'), key: 'k', value: { n: 1 } }]);

@@ -1,0 +1,84 @@
+/**
+ * One run of a handler on one message, as both adapters drive it: the context the handler
+ * gets, what it queued, and the commit/discard hooks it registered — settled exactly once,
+ * by whoever learns the fate of the transaction that carries the results.
+ */
+import type { BusLogger } from './embedded/group-consumer.ts';
+import type { ConsumedMessage, MessageHandler, OutgoingMessage, ProcessContext } from './port.ts';
+
+export class HandlerAttempt<Encoded> {
+  readonly queued: Encoded[] = [];
+  /** Why the handler failed; undefined when it returned. */
+  failure: unknown;
+  failed = false;
+  private readonly onCommit: Array<() => void> = [];
+  private readonly onDiscard: Array<() => void> = [];
+  private open = true;
+  private settled = false;
+
+  private constructor(
+    readonly message: ConsumedMessage,
+    private readonly logger: BusLogger,
+  ) {}
+
+  /** Runs the handler once; a throw is recorded in `failure`, never rethrown. */
+  static async run<Encoded>(
+    handler: MessageHandler, message: ConsumedMessage, encode: (m: OutgoingMessage) => Encoded, logger: BusLogger,
+  ): Promise<HandlerAttempt<Encoded>> {
+    const attempt = new HandlerAttempt<Encoded>(message, logger);
+    const whileOpen = (what: string): void => {
+      if (!attempt.open) throw new Error(`ctx.${what} was called after the handler settled; it would be lost`);
+    };
+    const ctx: ProcessContext = {
+      send: (messages) => {
+        whileOpen('send');
+        // Encoded now: the handler sees a bad value at once, and later mutation cannot leak in.
+        attempt.queued.push(...messages.map(encode));
+      },
+      onCommitted: (fn) => {
+        whileOpen('onCommitted');
+        attempt.onCommit.push(fn);
+      },
+      onDiscarded: (fn) => {
+        whileOpen('onDiscarded');
+        attempt.onDiscard.push(fn);
+      },
+    };
+    try {
+      await handler(message, ctx);
+    } catch (err) {
+      attempt.fail(err);
+    } finally {
+      attempt.open = false;
+    }
+    return attempt;
+  }
+
+  /** Marks a handler that returned as failed after all (its sends were refused). */
+  fail(err: unknown): void {
+    this.failed = true;
+    this.failure = err;
+  }
+
+  committed(): void {
+    this.settle(this.onCommit, 'onCommitted');
+  }
+
+  discarded(): void {
+    this.settle(this.onDiscard, 'onDiscarded');
+  }
+
+  /** A hook that throws is the handler's bug: it must not undo a commit nor stop the consumer. */
+  private settle(hooks: ReadonlyArray<() => void>, what: string): void {
+    if (this.settled) return;
+    this.settled = true;
+    for (const hook of hooks) {
+      try {
+        hook();
+      } catch (err) {
+        const { topic, partition, offset } = this.message;
+        this.logger.warn({ topic, partition, offset, err: err instanceof Error ? err.message : String(err) }, `bus ${what} hook failed`);
+      }
+    }
+  }
+}
