@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
-import type { Clock, IssueCapabilityRequest } from '@gm/contracts';
+import type { Action, Clock, IssueCapabilityRequest, Role } from '@gm/contracts';
 import { loadConfig, startEmbeddedRuntime, type EmbeddedRuntime } from '@gm/embedded';
 import type { SearchIndex } from '@gm/search-index';
 import type { StateStore } from '@gm/state-store';
@@ -65,7 +65,7 @@ export interface TestRuntime {
   /** Moves the runtime's time forward: the embedded clock jumps; the distributed stack waits it out. */
   advance(ms: number): Promise<void>;
   api<T = ApiBody>(method: string, route: string, options?: ApiOptions): Promise<ApiResponse<T>>;
-  issue(request: Partial<IssueCapabilityRequest> & { agentId: string }): Promise<string>;
+  issue(request: Partial<IssueCapabilityRequest> & { agentId: string }, options?: { grants?: boolean }): Promise<string>;
   digest(): Promise<{ projection: string; index: string }>;
   /** Stops every part and starts it again on the same data. */
   restart(): Promise<void>;
@@ -105,9 +105,38 @@ export function apiClient(baseUrl: () => string): TestRuntime['api'] {
   };
 }
 
-/** Issues a capability through the API with the issuer credential; tenant acme, project maple by default. */
+/**
+ * Issues a capability through the API with the issuer credential; tenant acme, project maple
+ * and purpose support by default. Unless `grants: false`, it first grants the principal the
+ * roles its actions need on every scope (member, reviewer, admin) — capabilities carry no
+ * rights of their own since the Cedar PDP (issue 4); the governance suite grants by hand.
+ */
 export function capabilityIssuer(api: TestRuntime['api'], issuerCredential: () => string): TestRuntime['issue'] {
-  return async (request) => {
+  const post = async (body: IssueCapabilityRequest) => {
+    const response = await api('POST', '/v1/capabilities', { token: issuerCredential(), body });
+    if (response.status !== 201) throw new Error(`issue failed: ${response.status} ${response.text}`);
+    return String(response.body.token);
+  };
+  const granted = new Set<string>();
+  const grantRoles = async (request: IssueCapabilityRequest) => {
+    const principal = request.principal ?? { id: request.agentId, kind: 'agent' as const };
+    const roles = ROLE_ACTIONS.filter(([, actions]) => actions.some((a) => request.actions.includes(a))).map(([role]) => role);
+    const wanted = request.scopes.flatMap((resource) => roles.map((role) => ({ resource, role })))
+      .map((g) => ({ ...g, grantId: `h.${request.tenant}.${principal.id}.${g.resource.kind}.${g.resource.id}.${g.role}.${request.purpose}` }))
+      .filter((g) => !granted.has(g.grantId));
+    if (wanted.length === 0) return;
+    const admin = await post({
+      tenant: request.tenant, agentId: 'harness-admin', principal: { id: 'harness-admin', kind: 'service' },
+      scopes: request.scopes, purpose: request.purpose, actions: ['admin'],
+    });
+    for (const g of wanted) {
+      const body = { grantId: g.grantId, principal, resource: g.resource, role: g.role, purposes: [request.purpose] };
+      const response = await api('POST', '/v1/grants', { token: admin, body });
+      if (response.status !== 201) throw new Error(`grant failed: ${response.status} ${response.text}`);
+      granted.add(g.grantId);
+    }
+  };
+  return async (request, options = {}) => {
     const body: IssueCapabilityRequest = {
       tenant: 'acme',
       scopes: [{ kind: 'project', id: 'maple' }],
@@ -115,11 +144,17 @@ export function capabilityIssuer(api: TestRuntime['api'], issuerCredential: () =
       actions: ['search', 'read', 'cite', 'write', 'request_delete'],
       ...request,
     };
-    const response = await api('POST', '/v1/capabilities', { token: issuerCredential(), body });
-    if (response.status !== 201) throw new Error(`issue failed: ${response.status} ${response.text}`);
-    return String(response.body.token);
+    if (options.grants !== false) await grantRoles(body);
+    return post(body);
   };
 }
+
+/** Which role a capability's actions need (see packages/contracts/src/policy.ts). */
+const ROLE_ACTIONS: ReadonlyArray<readonly [Role, readonly Action[]]> = [
+  ['member', ['search', 'read', 'cite', 'write', 'request_delete']],
+  ['reviewer', ['review', 'promote']],
+  ['admin', ['admin', 'revoke']],
+];
 
 /** The embedded runtime under test, with its clock and internals at hand. */
 export interface EmbeddedTestRuntime extends TestRuntime {

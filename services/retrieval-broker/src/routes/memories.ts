@@ -3,8 +3,9 @@ import type { FastifyInstance } from 'fastify';
 import { ulid } from 'ulid';
 import {
   GovernedMemoryError, LIVE_STATUSES, VersionedRequest, WriteMemoryRequest, actorFromClaims,
-  type CapabilityClaims, type MemoryCommand, type MessageMetadata, type RecordMeta,
+  type Action, type CapabilityClaims, type MemoryCommand, type MessageMetadata, type RecordMeta,
 } from '@gm/contracts';
+import { partitionKey } from '@gm/domain';
 import { inScope } from '@gm/policy';
 import { authenticate } from '../auth.ts';
 import type { BrokerDeps } from '../deps.ts';
@@ -24,14 +25,19 @@ export async function metadataFor(deps: BrokerDeps, claims: CapabilityClaims, su
   };
 }
 
+/** The partitions the policy decision point opens to this capability for `action`, at the current revision. */
+export async function authorizedPartitions(deps: BrokerDeps, claims: CapabilityClaims, action: Action): Promise<string[]> {
+  const policyRevision = await deps.state.policyRevisions.current(claims.tenant);
+  return deps.pdp.authorizedPartitions({ claims, action, policyRevision });
+}
+
 /** The record, if this capability may act on it with `action`; otherwise the uniform 404. */
 export async function authorizedRecord(
   deps: BrokerDeps, claims: CapabilityClaims, id: string, action: 'promote' | 'review' | 'request_delete',
 ): Promise<RecordMeta> {
   const meta = await deps.state.records.get(claims.tenant, id);
   if (!meta) throw notFound();
-  const revision = await deps.state.policyRevisions.current(claims.tenant);
-  const partitions = await deps.pdp.authorizedPartitions({ claims, action, policyRevision: revision });
+  const partitions = await authorizedPartitions(deps, claims, action);
   const tombstoned = (await deps.state.tombstones.filterTombstoned(claims.tenant, [id])).size > 0;
   if (tombstoned || !partitions.includes(partitionOf(meta)) || !LIVE_STATUSES.includes(meta.status)) throw notFound();
   return meta;
@@ -50,8 +56,12 @@ export function memoryRoutes(app: FastifyInstance, deps: BrokerDeps): void {
       throw new GovernedMemoryError('MEM_IMPERSONATION', 'the body names another owner than the capability\'s principal');
     }
     if (!inScope(claims, body.resource)) throw new GovernedMemoryError('CAP_SCOPE_DENIED', 'the resource is outside the capability\'s scopes');
-    if (body.visibility === 'restricted') {
-      throw new GovernedMemoryError('MEM_FORBIDDEN', 'restricted visibility needs an explicit resource grant');
+    // §5.3: a writer creates only where a grant lets it write (restricted partitions need an explicit one).
+    const target = partitionKey({
+      tenantId: claims.tenant, resource: body.resource, visibility: body.visibility, sensitivity: body.sensitivity, ownerPrincipalId: owner.principalId,
+    });
+    if (!(await authorizedPartitions(deps, claims, 'write')).includes(target)) {
+      throw new GovernedMemoryError('MEM_FORBIDDEN', 'no grant lets this capability write to that partition');
     }
     const purposes = body.purposes ?? [claims.purpose];
     if (!purposes.includes(claims.purpose)) {
@@ -93,7 +103,13 @@ export function memoryRoutes(app: FastifyInstance, deps: BrokerDeps): void {
       const id = pathId(request, 'id');
       const body = parseBody(VersionedRequest, request.body);
       const meta = await authorizedRecord(deps, claims, id, action);
-      if (body.visibility === 'restricted') throw new GovernedMemoryError('MEM_FORBIDDEN', 'restricted visibility needs an explicit resource grant');
+      if (body.visibility !== undefined && body.visibility !== meta.visibility) {
+        // A promotion that moves the record moves it only where this reviewer may promote to.
+        const target = partitionOf({ ...meta, visibility: body.visibility });
+        if (!(await authorizedPartitions(deps, claims, action)).includes(target)) {
+          throw new GovernedMemoryError('MEM_FORBIDDEN', 'no grant lets this reviewer move the record to that visibility');
+        }
+      }
       const metadata = await metadataFor(deps, claims, meta.subjectId, idempotencyKey(request));
       const command: MemoryCommand =
         type === 'PromoteMemory'
@@ -110,8 +126,7 @@ export function memoryRoutes(app: FastifyInstance, deps: BrokerDeps): void {
     const id = pathId(request, 'id');
     const now = deps.clock.now();
     const meta = await deps.state.records.get(claims.tenant, id);
-    const revision = await deps.state.policyRevisions.current(claims.tenant);
-    const partitions = new Set(await deps.pdp.authorizedPartitions({ claims, action: 'read', policyRevision: revision }));
+    const partitions = new Set(await authorizedPartitions(deps, claims, 'read'));
     const tombstoned = (await deps.state.tombstones.filterTombstoned(claims.tenant, [id])).size > 0;
     if (!isReadable(meta, claims, partitions, now, tombstoned)) throw notFound();
     const content = await deps.state.contents.get(claims.tenant, id);
@@ -122,8 +137,7 @@ export function memoryRoutes(app: FastifyInstance, deps: BrokerDeps): void {
   app.get('/v1/review/quarantine', async (request) => {
     const claims = await authenticate(request, deps.verifier, deps.clock, 'review');
     const now = deps.clock.now().getTime();
-    const revision = await deps.state.policyRevisions.current(claims.tenant);
-    const partitions = new Set(await deps.pdp.authorizedPartitions({ claims, action: 'review', policyRevision: revision }));
+    const partitions = new Set(await authorizedPartitions(deps, claims, 'review'));
     const records = (await deps.state.records.quarantined(claims.tenant))
       .filter((m) => partitions.has(partitionOf(m)) && Date.parse(m.expiresAt) > now)
       .sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
