@@ -1,15 +1,20 @@
-import { MemoryEvent, TOPICS, type Clock } from '@gm/contracts';
+import { MemoryEvent, PolicyChange, TOPICS, type Clock } from '@gm/contracts';
 import { indexEvent } from '@gm/index-builder';
 import { projectEvent } from '@gm/projector';
 import { scheduleFromEvent } from '@gm/expiry-scheduler';
 import { lockDataDir } from './lock.ts';
 import { openStores, systemClock } from './runtime.ts';
 
-/** Projection keys that a replay rebuilds; jobs, packets and caches are not projections. */
-const PROJECTION_PREFIXES = ['rec:', 'content:', 'tomb:', 'claim:', 'subj:', 'quar:', 'expiry', 'gen:'];
+/**
+ * Projection keys that a replay rebuilds; jobs, packets, caches and the issuer's record of
+ * signed capabilities are not projections. Policy data (`pol:`), revisions (`rev:`) and
+ * revocations (`revoked:`) are folded from policy.changes.
+ */
+const PROJECTION_PREFIXES = ['rec:', 'content:', 'tomb:', 'claim:', 'subj:', 'quar:', 'expiry', 'gen:', 'pol:', 'rev:', 'revoked:'];
 
 export interface ReplayReport {
   events: number;
+  policyChanges: number;
   before: { projection: string; index: string };
   after: { projection: string; index: string };
   identical: boolean;
@@ -17,7 +22,9 @@ export interface ReplayReport {
 
 /**
  * Rebuilds the record hash, content copies, tombstones, schedule and search index from
- * memory.events alone and compares digests with what was there. The service must be stopped.
+ * memory.events, and the policy data (grants, delegations, revocations, legal holds,
+ * revisions) from policy.changes, and compares digests with what was there. The service
+ * must be stopped.
  */
 export async function replayDataDir(
   dataDir: string, partitions: number, onProgress: (events: number) => void = () => undefined, clock: Clock = systemClock,
@@ -33,6 +40,14 @@ export async function replayDataDir(
       const keys = await state.kv.keys(`${state.keys.prefix}${prefix}`);
       if (keys.length > 0) await state.kv.del(keys);
     }
+    // Policy first: it is independent of the records, and the same fold the policy projector runs.
+    let policyChanges = 0;
+    for await (const message of bus.readAll(TOPICS.policyChanges)) {
+      const parsed = PolicyChange.safeParse(message.value);
+      if (!parsed.success || message.key !== parsed.data.metadata.tenant) continue; // dead-lettered when consumed
+      await state.policies.apply(parsed.data);
+      policyChanges += 1;
+    }
     let events = 0;
     for await (const message of bus.readAll(TOPICS.events)) {
       const parsed = MemoryEvent.safeParse(message.value);
@@ -44,7 +59,7 @@ export async function replayDataDir(
       if (events % 1000 === 0) onProgress(events);
     }
     const after = await digest();
-    return { events, before, after, identical: before.projection === after.projection && before.index === after.index };
+    return { events, policyChanges, before, after, identical: before.projection === after.projection && before.index === after.index };
   } finally {
     await stores.close();
     unlock();

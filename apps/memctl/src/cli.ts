@@ -138,7 +138,7 @@ async function run(argv: string[]): Promise<void> {
       const report = await replayDataDir(dataDir, config.partitions, (n) => process.stderr.write(`  ${n} events folded\n`));
       process.stdout.write(
         [
-          `events replayed:   ${report.events} in ${Math.round(performance.now() - started)} ms`,
+          `events replayed:   ${report.events} (+ ${report.policyChanges} policy changes) in ${Math.round(performance.now() - started)} ms`,
           `projection digest: ${report.before.projection} -> ${report.after.projection}`,
           `index digest:      ${report.before.index} -> ${report.after.index}`,
           report.identical ? 'identical: the projections are a pure fold of the log' : 'DIFFERENT: the projections had drifted from the log (now rebuilt)',

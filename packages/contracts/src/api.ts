@@ -4,6 +4,7 @@ import { LIMITS } from './limits.ts';
 import {
   Content, Id, IsoTime, MemoryKind, Principal, PrincipalKind, Purpose, ResourceRef, Sensitivity, Trust, Visibility,
 } from './primitives.ts';
+import { Delegation, Grant, LegalHold } from './policy.ts';
 import { Provenance, RecordStatus } from './record.ts';
 
 /** POST /v1/capabilities — the issuer (an IdP or an admin) vouches for every claim here. */
@@ -150,3 +151,35 @@ export const Problem = z.object({
 });
 export type Problem = z.infer<typeof Problem>;
 
+
+/*
+ * Administration (issue 4): bodies of the policy routes. The tenant always comes from the
+ * capability; a body may name it only to have it checked (a mismatch is impersonation), the
+ * same rule as POST /v1/memories. Ids are client-chosen or generated.
+ */
+
+/** POST /v1/grants */
+export const AddGrantRequest = Grant.omit({ grantId: true, tenant: true })
+  .extend({ grantId: Id.optional(), tenant: Id.optional() })
+  .strict();
+export type AddGrantRequest = z.infer<typeof AddGrantRequest>;
+
+/** POST /v1/delegations — the delegator is the capability's principal. */
+export const AddDelegationRequest = Delegation.omit({ delegationId: true, tenant: true, delegatorId: true })
+  .extend({ delegationId: Id.optional(), tenant: Id.optional(), delegatorId: Id.optional() })
+  .strict();
+export type AddDelegationRequest = z.infer<typeof AddDelegationRequest>;
+
+/** POST /v1/legal-holds */
+export const PlaceLegalHoldRequest = LegalHold.omit({ holdId: true, tenant: true })
+  .extend({ holdId: Id.optional(), tenant: Id.optional() })
+  .strict();
+export type PlaceLegalHoldRequest = z.infer<typeof PlaceLegalHoldRequest>;
+
+/** Body of the revoke and remove routes: nothing, or the tenant to be checked. */
+export const PolicyActionRequest = z.object({ tenant: Id.optional() }).strict();
+
+export const PolicyRevisionResponse = z.object({ policyRevision: z.number().int().min(0) });
+export const GrantCreatedResponse = PolicyRevisionResponse.extend({ grantId: Id });
+export const DelegationCreatedResponse = PolicyRevisionResponse.extend({ delegationId: Id });
+export const LegalHoldCreatedResponse = PolicyRevisionResponse.extend({ holdId: Id });

@@ -7,6 +7,7 @@ import { capabilityRoutes } from './routes/capabilities.ts';
 import { deletionRoutes } from './routes/deletion.ts';
 import { healthRoutes } from './routes/health.ts';
 import { memoryRoutes } from './routes/memories.ts';
+import { policyRoutes } from './routes/policy.ts';
 import { searchRoutes } from './routes/search.ts';
 
 /** Rate limits are per capability subject; the key is read unverified, so it only shapes buckets. */
@@ -86,5 +87,6 @@ export async function buildApp(deps: BrokerDeps): Promise<FastifyInstance> {
   memoryRoutes(app, deps);
   searchRoutes(app, deps);
   deletionRoutes(app, deps);
+  policyRoutes(app, deps);
   return app;
 }

@@ -5,6 +5,7 @@ import type { CapabilityIssuer, CapabilityVerifier, PolicyDecisionPoint } from '
 import type { SearchIndex } from '@gm/search-index';
 import type { StateStore } from '@gm/state-store';
 import type { CommandGateway } from './command-gateway.ts';
+import type { PolicyGateway } from './policy-gateway.ts';
 
 export interface BrokerConfig {
   replyTimeoutMs: number;
@@ -25,6 +26,7 @@ export interface BrokerDeps {
   issuer: CapabilityIssuer;
   issuerCredential: string;
   gateway: CommandGateway;
+  policy: PolicyGateway;
   clock: Clock;
   log: Logger;
   metrics: Metrics;

@@ -5,3 +5,5 @@ export * from './deletion-targets.ts';
 export * from './retrieval.ts';
 export * from './problem.ts';
 export * from './start.ts';
+export * from './policy-gateway.ts';
+export * from './admin-authz.ts';

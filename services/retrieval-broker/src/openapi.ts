@@ -1,7 +1,9 @@
 import { z } from 'zod';
 import {
-  DeletionAccepted, DeletionJob, EvidencePacket, IssueCapabilityRequest, IssueCapabilityResponse, MemoryRecord,
-  MutationResponse, PacketValidation, Problem, SearchRequest, VersionedRequest, WriteMemoryRequest,
+  AddDelegationRequest, AddGrantRequest, DelegationCreatedResponse, DeletionAccepted, DeletionJob, EvidencePacket,
+  GrantCreatedResponse, IssueCapabilityRequest, IssueCapabilityResponse, LegalHold, LegalHoldCreatedResponse, MemoryRecord,
+  MutationResponse, PacketValidation, PlaceLegalHoldRequest, PolicyActionRequest, PolicyRevisionResponse, Problem,
+  SearchRequest, VersionedRequest, WriteMemoryRequest,
 } from '@gm/contracts';
 
 const schema = (s: z.ZodType) => z.toJSONSchema(s, { io: 'input', unrepresentable: 'any' });
@@ -54,6 +56,25 @@ export function openApiDocument() {
       '/v1/subjects/{subjectId}/forget': { parameters: idParam('subjectId'), post: op('Forget a subject', 'request_delete', ok('202', DeletionAccepted, 'deletion job accepted')) },
       '/v1/deletion-jobs/{id}': { parameters: idParam('id'), get: op('Deletion job', 'admin or requester', ok('200', DeletionJob, 'job')) },
       '/v1/review/quarantine': { get: op('Quarantined memories to review', 'review', ok('200', z.object({ items: z.array(MemoryRecord) }), 'records')) },
+      '/v1/grants': { post: op('Add a grant (resource in the capability\'s scopes)', 'admin', ok('201', GrantCreatedResponse, 'applied'), AddGrantRequest) },
+      '/v1/grants/{id}': { parameters: idParam('id'), delete: op('Remove a grant', 'admin', ok('202', PolicyRevisionResponse, 'applied')) },
+      '/v1/delegations': {
+        post: op('Delegate to an agent (the delegator is the capability\'s principal)', 'admin, or the principal\'s own capability', ok('201', DelegationCreatedResponse, 'applied'), AddDelegationRequest),
+      },
+      '/v1/delegations/{id}/revoke': {
+        parameters: idParam('id'),
+        post: op('Revoke a delegation', 'admin, or the delegator', ok('202', PolicyRevisionResponse, 'applied'), PolicyActionRequest),
+      },
+      '/v1/capabilities/{jti}/revoke': {
+        parameters: idParam('jti'),
+        post: op('Revoke a capability until it expires', 'revoke, or the caller\'s own', ok('202', PolicyRevisionResponse, 'applied'), PolicyActionRequest),
+      },
+      '/v1/agents/{id}/revoke': { parameters: idParam('id'), post: op('Revoke an agent', 'admin', ok('202', PolicyRevisionResponse, 'applied'), PolicyActionRequest) },
+      '/v1/legal-holds': {
+        post: op('Place a legal hold on a subject', 'admin', ok('201', LegalHoldCreatedResponse, 'applied'), PlaceLegalHoldRequest),
+        get: op('Legal holds of the tenant', 'admin', ok('200', z.object({ items: z.array(LegalHold) }), 'holds')),
+      },
+      '/v1/legal-holds/{id}': { parameters: idParam('id'), delete: op('Release a legal hold', 'admin', ok('202', PolicyRevisionResponse, 'applied')) },
       '/healthz': { get: { summary: 'Liveness', responses: { '200': { description: 'alive' } } } },
       '/readyz': { get: { summary: 'Readiness', responses: { '200': { description: 'ready' }, '503': { description: 'not ready' } } } },
       '/metrics': { get: { summary: 'Prometheus metrics', responses: { '200': { description: 'text exposition' } } } },

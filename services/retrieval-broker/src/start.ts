@@ -9,6 +9,7 @@ import { buildApp } from './app.ts';
 import { CommandGateway } from './command-gateway.ts';
 import { startBrokerTargets } from './deletion-targets.ts';
 import type { BrokerConfig } from './deps.ts';
+import { PolicyGateway } from './policy-gateway.ts';
 
 export interface RetrievalBrokerOptions {
   bus: Bus;
@@ -45,6 +46,8 @@ export async function startRetrievalBroker(o: RetrievalBrokerOptions): Promise<R
   };
   const app = await buildApp({
     bus: o.bus, index: o.index, state: o.state, gateway, clock: o.clock, metrics: o.metrics, log: o.log,
+    // Policy changes wait for the policy projector as writes wait for the projections.
+    policy: new PolicyGateway({ bus: o.bus, state: o.state, clock: o.clock, log: o.log }, { timeoutMs: o.config.readYourWritesTimeoutMs }),
     pdp: new ScopePolicyDecisionPoint(),
     verifier: await CapabilityVerifier.create(o.signing.publicJwk, o.issuerName, revocations),
     issuer: await CapabilityIssuer.create(o.signing.privateJwk, o.issuerName),

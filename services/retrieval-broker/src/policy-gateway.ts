@@ -1,0 +1,44 @@
+import type { Bus } from '@gm/bus';
+import {
+  GovernedMemoryError, PolicyChange, TOPICS,
+  type CapabilityClaims, type Clock, type PolicyChangeType,
+} from '@gm/contracts';
+import type { Logger } from '@gm/observability';
+import type { StateStore } from '@gm/state-store';
+import { ulid } from 'ulid';
+
+/** The consumer group of services/projector that applies policy.changes. */
+export const POLICY_PROJECTOR_GROUP = 'policy-projector';
+
+type ChangeData<T extends PolicyChangeType> = Extract<PolicyChange, { type: T }>['data'];
+
+/**
+ * Produces policy changes (keyed by tenant) and waits until the policy projector has
+ * committed past them, so the caller's very next request is decided under the new policy
+ * (§7: a revocation takes effect on the next read). Answers the revision the change produced.
+ */
+export class PolicyGateway {
+  constructor(
+    private readonly deps: { bus: Bus; state: StateStore; clock: Clock; log: Logger },
+    private readonly options: { timeoutMs: number },
+  ) {}
+
+  async submit<T extends PolicyChangeType>(claims: CapabilityClaims, type: T, data: ChangeData<T>): Promise<number> {
+    const tenant = claims.tenant;
+    const changeId = ulid();
+    const change = PolicyChange.parse({
+      type, data,
+      metadata: { changeId, tenant, requestedBy: { agentId: claims.sub, principalId: claims.act.sub }, occurredAt: this.deps.clock.now().toISOString() },
+    });
+    const [position] = await this.deps.bus.produce([{ topic: TOPICS.policyChanges, key: tenant, value: change }]);
+    if (!position) throw new GovernedMemoryError('MEM_INTERNAL', 'the bus returned no position for a policy change');
+    const applied = await this.deps.bus.waitForCommitted(POLICY_PROJECTOR_GROUP, position, this.options.timeoutMs);
+    if (!applied) {
+      throw new GovernedMemoryError('MEM_TIMEOUT', 'the policy change is recorded and takes effect once applied; repeating it is safe', { retriable: true });
+    }
+    const revision = await this.deps.state.policies.revisionOf(tenant, changeId);
+    if (revision === null) throw new GovernedMemoryError('MEM_INTERNAL', 'the policy change was not applied');
+    this.deps.log.info({ tenant, changeId, type, policyRevision: revision, agentId: claims.sub }, 'policy change applied');
+    return revision;
+  }
+}

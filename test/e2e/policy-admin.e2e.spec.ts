@@ -1,0 +1,205 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TOPICS } from '@gm/contracts';
+import { replayDataDir } from '@gm/embedded';
+import { memory, startTestRuntime, type EmbeddedTestRuntime } from './harness.ts';
+
+/**
+ * Administration over the HTTP API of the embedded runtime (issue 4): grants, delegations,
+ * capability and agent revocation, legal holds — each a policy.changes message applied by the
+ * policy projector before the API answers, so the very next request sees it (§7).
+ */
+describe('policy administration over the API', () => {
+  let rt: EmbeddedTestRuntime;
+  let admin: string;
+  const maple = { kind: 'project', id: 'maple' } as const;
+
+  const jtiOf = (token: string): string => {
+    const payload = token.split('.')[1] ?? '';
+    return (JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as { jti: string }).jti;
+  };
+  const revision = () => rt.state.policyRevisions.current('acme');
+  const policyLogEnd = async () => (await rt.runtime.bus.endOffsets(TOPICS.policyChanges)).reduce((a, b) => a + b, 0);
+  const readStatus = async (token: string) => (await rt.api('GET', '/v1/memories/adm-1', { token })).status;
+
+  beforeAll(async () => {
+    rt = await startTestRuntime();
+    admin = await rt.issue({
+      agentId: 'admin-desk', principal: { id: 'carol', kind: 'person' }, actions: ['admin', 'revoke', 'search', 'read', 'cite'],
+    });
+    const writer = await rt.issue({ agentId: 'support-bot', principal: { id: 'alice', kind: 'person' } });
+    expect((await rt.api('POST', '/v1/memories', { token: writer, body: memory({ id: 'adm-1', content: 'Customer 42 pays by invoice' }) })).status).toBe(201);
+  });
+  afterAll(async () => rt.close());
+
+  it('adds and removes a grant; each answer carries the revision it produced', async () => {
+    const before = await revision();
+    const added = await rt.api('POST', '/v1/grants', {
+      token: admin, body: { grantId: 'g-alice', principal: { id: 'alice', kind: 'person' }, resource: maple, role: 'member', purposes: ['support'] },
+    });
+    expect(added.status).toBe(201);
+    expect(added.body).toEqual({ grantId: 'g-alice', policyRevision: before + 1 });
+    expect((await rt.state.policies.snapshot('acme')).grants.map((g) => g.grantId)).toContain('g-alice');
+
+    const generated = await rt.api('POST', '/v1/grants', {
+      token: admin, body: { principal: { id: 'dave', kind: 'person' }, resource: maple, role: 'reviewer', purposes: ['support'] },
+    });
+    expect(generated.status).toBe(201);
+    expect(String(generated.body.grantId)).toMatch(/^[0-9A-Z]{26}$/);
+
+    const removed = await rt.api('DELETE', '/v1/grants/g-alice', { token: admin });
+    expect(removed.status).toBe(202);
+    expect(removed.body).toEqual({ policyRevision: before + 3 });
+    expect(await rt.state.policies.grant('acme', 'g-alice')).toBeNull();
+    expect((await rt.api('DELETE', '/v1/grants/g-alice', { token: admin })).status).toBe(404);
+  });
+
+  it('rejects unknown fields (422), another tenant (403) and missing rights (403), producing nothing', async () => {
+    const plain = await rt.issue({ agentId: 'plain-bot' });
+    const end = await policyLogEnd();
+    const grant = { principal: { id: 'alice', kind: 'person' }, resource: maple, role: 'member', purposes: ['support'] };
+    const unknown = await rt.api('POST', '/v1/grants', { token: admin, body: { ...grant, sneaky: true } });
+    expect(unknown.status).toBe(422);
+    expect(unknown.contentType).toContain('application/problem+json');
+    expect(unknown.body.code).toBe('MEM_VALIDATION');
+    const otherTenant = await rt.api('POST', '/v1/grants', { token: admin, body: { ...grant, tenant: 'globex' } });
+    expect([otherTenant.status, otherTenant.body.code]).toEqual([403, 'MEM_IMPERSONATION']);
+    const outOfScope = await rt.api('POST', '/v1/grants', { token: admin, body: { ...grant, resource: { kind: 'project', id: 'oak' } } });
+    expect([outOfScope.status, outOfScope.body.code]).toEqual([403, 'CAP_SCOPE_DENIED']);
+    for (const [method, route, body] of [
+      ['POST', '/v1/grants', grant], ['POST', '/v1/agents/x/revoke', {}], ['POST', '/v1/legal-holds', { subjectId: 's', reason: 'r' }],
+    ] as const) {
+      const res = await rt.api(method, route, { token: plain, body });
+      expect([route, res.status, res.body.code]).toEqual([route, 403, 'CAP_ACTION_DENIED']);
+    }
+    const hold = await rt.api('POST', '/v1/legal-holds', { token: admin, body: { subjectId: 's', reason: 'r', extra: 1 } });
+    expect(hold.status).toBe(422);
+    const revoke = await rt.api('POST', '/v1/agents/x/revoke', { token: admin, body: { tenant: 'globex' } });
+    expect(revoke.status).toBe(403);
+    expect(await policyLogEnd()).toBe(end);
+  });
+
+  it('a revoked capability is denied on the very next request; others of the agent keep working', async () => {
+    const victim = await rt.issue({ agentId: 'reader-bot' });
+    const sibling = await rt.issue({ agentId: 'reader-bot' });
+    expect(await readStatus(victim)).toBe(200);
+    const res = await rt.api('POST', `/v1/capabilities/${jtiOf(victim)}/revoke`, { token: admin, body: {} });
+    expect(res.status).toBe(202);
+    const denied = await rt.api('GET', '/v1/memories/adm-1', { token: victim });
+    expect([denied.status, denied.body.code]).toEqual([401, 'CAP_REVOKED']);
+    expect(await readStatus(sibling)).toBe(200);
+  });
+
+  it('lets a caller revoke its own capability without the revoke action; an unknown or foreign jti is a no-op 202', async () => {
+    const self = await rt.issue({ agentId: 'self-bot' });
+    const selfAgain = await rt.issue({ agentId: 'self-bot' });
+    const other = await rt.issue({ agentId: 'other-bot' });
+    expect((await rt.api('POST', `/v1/capabilities/${jtiOf(other)}/revoke`, { token: self })).body.code).toBe('CAP_ACTION_DENIED');
+    expect((await rt.api('POST', `/v1/capabilities/${jtiOf(selfAgain)}/revoke`, { token: self })).status).toBe(202);
+    expect(await readStatus(selfAgain)).toBe(401);
+    expect((await rt.api('POST', `/v1/capabilities/${jtiOf(self)}/revoke`, { token: self })).status).toBe(202);
+    expect(await readStatus(self)).toBe(401);
+
+    const foreign = await rt.issue({ agentId: 'their-bot', tenant: 'globex', scopes: [maple] });
+    const rev = await revision();
+    const end = await policyLogEnd();
+    for (const jti of [jtiOf(foreign), 'never-issued-0000']) {
+      const res = await rt.api('POST', `/v1/capabilities/${jti}/revoke`, { token: admin });
+      expect(res.status).toBe(202);
+      expect(res.body).toEqual({ policyRevision: rev });
+    }
+    expect(await policyLogEnd()).toBe(end);
+    expect((await rt.api('POST', '/v1/search', { token: foreign, body: { query: 'x' } })).status).toBe(200);
+  });
+
+  it('a revoked agent is denied with every capability on the next request, in its tenant only', async () => {
+    const one = await rt.issue({ agentId: 'rogue-bot' });
+    const two = await rt.issue({ agentId: 'rogue-bot', purpose: 'engineering' });
+    const elsewhere = await rt.issue({ agentId: 'rogue-bot', tenant: 'globex' });
+    expect((await rt.api('POST', '/v1/agents/rogue-bot/revoke', { token: admin, body: {} })).status).toBe(202);
+    expect(await readStatus(one)).toBe(401);
+    expect((await rt.api('POST', '/v1/search', { token: two, body: { query: 'x' } })).status).toBe(401);
+    expect((await rt.api('POST', '/v1/search', { token: elsewhere, body: { query: 'x' } })).status).toBe(200);
+    expect((await rt.state.policies.snapshot('acme')).revokedAgents).toContain('rogue-bot');
+  });
+
+  it('a principal delegates to an agent and revokes it: the agent acting for it is denied at once', async () => {
+    const alice = await rt.issue({ agentId: 'alice', principal: { id: 'alice', kind: 'person' }, actions: ['search', 'read'] });
+    const body = { agentId: 'helper-bot', resources: [maple], purposes: ['support'], actions: ['search', 'read'] };
+    const created = await rt.api('POST', '/v1/delegations', { token: alice, body: { ...body, delegationId: 'd-helper' } });
+    expect(created.status).toBe(201);
+    expect(created.body.delegationId).toBe('d-helper');
+    expect((await rt.api('POST', '/v1/delegations', { token: alice, body: { ...body, delegationId: 'd-helper' } })).body.code).toBe('MEM_ID_TAKEN');
+    // more than the principal holds, another delegator, or an agent delegating onwards: refused
+    expect((await rt.api('POST', '/v1/delegations', { token: alice, body: { ...body, actions: ['write'] } })).body.code).toBe('CAP_ACTION_DENIED');
+    expect((await rt.api('POST', '/v1/delegations', { token: alice, body: { ...body, delegatorId: 'bob' } })).body.code).toBe('MEM_IMPERSONATION');
+    const helper = await rt.issue({ agentId: 'helper-bot', principal: { id: 'alice', kind: 'person' }, actions: ['search', 'read'] });
+    expect((await rt.api('POST', '/v1/delegations', { token: helper, body: { ...body, agentId: 'third-bot' } })).body.code).toBe('CAP_ACTION_DENIED');
+    const forBob = await rt.issue({ agentId: 'helper-bot', principal: { id: 'bob', kind: 'person' } });
+    expect(await readStatus(helper)).toBe(200);
+
+    expect((await rt.api('POST', '/v1/delegations/d-helper/revoke', { token: helper })).status).toBe(404);
+    expect((await rt.api('POST', '/v1/delegations/d-helper/revoke', { token: alice, body: {} })).status).toBe(202);
+    expect(await readStatus(helper)).toBe(401);
+    expect(await readStatus(forBob)).toBe(200);
+    const snapshot = await rt.state.policies.snapshot('acme');
+    expect(snapshot.delegations.find((d) => d.delegationId === 'd-helper')).toMatchObject({ delegatorId: 'alice', revoked: true });
+  });
+
+  it('places, lists and releases legal holds; the reason never reaches the logs', async () => {
+    const placed = await rt.api('POST', '/v1/legal-holds', { token: admin, body: { subjectId: 'cust-42', reason: 'Wombat litigation 2026' } });
+    expect(placed.status).toBe(201);
+    const holdId = String(placed.body.holdId);
+    expect(await rt.state.policies.isOnHold('acme', 'cust-42')).toBe('Wombat litigation 2026');
+    const listed = await rt.api('GET', '/v1/legal-holds', { token: admin });
+    expect(listed.body.items.map((h) => (h as unknown as { holdId: string }).holdId)).toContain(holdId);
+    expect((await rt.api('DELETE', `/v1/legal-holds/${holdId}`, { token: admin })).status).toBe(202);
+    expect(await rt.state.policies.isOnHold('acme', 'cust-42')).toBeNull();
+    expect((await rt.api('DELETE', `/v1/legal-holds/${holdId}`, { token: admin })).status).toBe(404);
+    expect(rt.logs.lines.join('\n')).not.toContain('Wombat');
+  });
+
+  it('a policy change makes evidence packets issued under the old revision invalid', async () => {
+    const packet = await rt.api('POST', '/v1/search', { token: admin, body: { query: 'invoice' } });
+    expect(packet.body.items.map((i) => i.recordId)).toEqual(['adm-1']);
+    const validate = () => rt.api('POST', `/v1/packets/${packet.body.packetId}/validate`, { token: admin });
+    expect((await validate()).body.valid).toBe(true);
+    await rt.api('POST', '/v1/agents/unrelated-bot/revoke', { token: admin });
+    expect((await validate()).body.valid).toBe(false);
+  });
+
+  it('lists every administration route in /openapi.json', async () => {
+    const paths = Object.keys((await rt.api('GET', '/openapi.json')).body.paths as object);
+    for (const p of ['/v1/grants', '/v1/grants/{id}', '/v1/delegations', '/v1/delegations/{id}/revoke', '/v1/capabilities/{jti}/revoke',
+      '/v1/agents/{id}/revoke', '/v1/legal-holds', '/v1/legal-holds/{id}']) expect(paths).toContain(p);
+  });
+
+  it('measures revocation convergence: time from the 202 to the first denied read', async () => {
+    const samples: number[] = [];
+    for (let i = 0; i < 20; i += 1) {
+      const token = await rt.issue({ agentId: `conv-bot-${i}` });
+      expect(await readStatus(token)).toBe(200);
+      const res = await rt.api('POST', `/v1/capabilities/${jtiOf(token)}/revoke`, { token: admin });
+      expect(res.status).toBe(202);
+      const accepted = performance.now();
+      expect(await readStatus(token)).toBe(401); // the very first read after the 202
+      samples.push(performance.now() - accepted);
+    }
+    samples.sort((a, b) => a - b);
+    const at = (q: number) => (samples[Math.min(samples.length - 1, Math.floor(q * samples.length))] ?? 0).toFixed(1);
+    process.stdout.write(`revocation convergence (embedded, ${samples.length} revocations): p50 ${at(0.5)} ms, p95 ${at(0.95)} ms, max ${at(1)} ms\n`);
+  });
+
+  it('replay rebuilds the identical policy state from policy.changes', async () => {
+    const snapshot = await rt.state.policies.snapshot('acme');
+    expect(snapshot.revision).toBeGreaterThan(5);
+    // one revision per applied change, in every tenant
+    let revisions = 0;
+    for (const tenant of await rt.state.policies.tenants()) revisions += await rt.state.policyRevisions.current(tenant);
+    await rt.runtime.close();
+    const report = await replayDataDir(rt.dataDir, rt.runtime.config.partitions, undefined, rt.clock);
+    expect(report.policyChanges).toBe(revisions);
+    expect(report.identical).toBe(true);
+    await rt.restart();
+    expect(await rt.state.policies.snapshot('acme')).toEqual(snapshot);
+  });
+});
