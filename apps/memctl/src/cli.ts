@@ -1,7 +1,6 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { loadConfig, replayDataDir } from '@gm/embedded';
 
 const USAGE = `memctl — command line for governed memory
 
@@ -14,7 +13,20 @@ const USAGE = `memctl — command line for governed memory
   memctl promote --id ID --expected-version N
   memctl forget  --subject S
   memctl job     --id JOB_ID
-  memctl replay  [--data-dir DIR]      rebuild projections from the log (service stopped) and compare digests
+  memctl replay  [--data-dir DIR]      rebuild projections from the logs (service stopped) and compare digests
+
+Administration (a capability with "admin"; see README "Administration"):
+  memctl grant add --principal ID [--principal-kind KIND] --resource KIND:ID --role member|reviewer|manager|admin
+                   --purposes a,b [--restricted confidential,restricted] [--not-before ISO] [--not-after ISO] [--id GRANT_ID]
+  memctl grant remove --id GRANT_ID
+  memctl delegation add --agent A --scope KIND:ID [--scope ...] --purposes a,b --actions a,b [--not-after ISO] [--id ID]
+                        (the delegator is the token's principal)
+  memctl delegation revoke --id DELEGATION_ID
+  memctl capability revoke JTI          (action "revoke", or one of the caller's own capabilities)
+  memctl agent revoke AGENT_ID
+  memctl hold add --subject S --reason TEXT [--id HOLD_ID]
+  memctl hold list
+  memctl hold remove --id HOLD_ID
 
 Common: --url (MEMORY_URL, default http://127.0.0.1:8080), --token (MEMORY_TOKEN),
         --data-dir (MEMORY_DATA_DIR, default .data; where the issuer credential is read from).`;
@@ -27,7 +39,8 @@ const options = {
   content: { type: 'string' }, trust: { type: 'string' }, id: { type: 'string' }, supersedes: { type: 'string' },
   'expires-at': { type: 'string' }, visibility: { type: 'string' }, confidence: { type: 'string' }, source: { type: 'string' },
   'idempotency-key': { type: 'string' }, query: { type: 'string' }, limit: { type: 'string' }, budget: { type: 'string' },
-  'expected-version': { type: 'string' }, help: { type: 'boolean', short: 'h' },
+  'expected-version': { type: 'string' }, role: { type: 'string' }, purposes: { type: 'string' }, restricted: { type: 'string' },
+  'not-before': { type: 'string' }, 'not-after': { type: 'string' }, reason: { type: 'string' }, help: { type: 'boolean', short: 'h' },
 } as const;
 
 type Values = ReturnType<typeof parseArgs<{ options: typeof options; allowPositionals: true }>>['values'];
@@ -65,11 +78,18 @@ async function call(values: Values, method: string, route: string, body?: unknow
   return text === '' ? null : JSON.parse(text);
 }
 
+const list = (text: string) => text.split(',').map((a) => a.trim()).filter(Boolean);
+const path1 = (id: string) => encodeURIComponent(id);
+
 const print = (value: unknown) => process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
 
 async function run(argv: string[]): Promise<void> {
   const { values, positionals } = parseArgs({ args: argv, options, allowPositionals: true });
-  const [command, sub] = positionals;
+  const [command, sub, arg] = positionals;
+  const target = (what: string): string => {
+    if (!arg) throw new UsageError(`${what} is required`);
+    return arg;
+  };
   if (values.help || !command) {
     process.stdout.write(`${USAGE}\n`);
     return;
@@ -77,14 +97,18 @@ async function run(argv: string[]): Promise<void> {
   const dataDir = path.resolve(values['data-dir'] ?? process.env.MEMORY_DATA_DIR ?? '.data');
   switch (command) {
     case 'capability': {
-      if (sub !== 'issue') throw new UsageError('did you mean: memctl capability issue');
+      if (sub === 'revoke') {
+        print(await call(values, 'POST', `/v1/capabilities/${path1(target('the capability id (jti)'))}/revoke`, {}));
+        return;
+      }
+      if (sub !== 'issue') throw new UsageError('did you mean: memctl capability issue|revoke');
       const credential = process.env.MEMORY_ISSUER_CREDENTIAL ?? readFileSync(path.join(dataDir, 'issuer-credential'), 'utf8').trim();
       const body = {
         tenant: need(values, 'tenant'),
         agentId: need(values, 'agent'),
         scopes: (values.scope ?? []).map(resourceRef),
         purpose: need(values, 'purpose'),
-        actions: need(values, 'actions').split(',').map((a) => a.trim()).filter(Boolean),
+        actions: list(need(values, 'actions')),
         ...optional(values.principal === undefined ? undefined : { id: values.principal, kind: values['principal-kind'] ?? 'person' }, 'principal'),
         ...optional(values.run, 'run'),
         ...optional(values.ttl === undefined ? undefined : Number(values.ttl), 'ttlSeconds'),
@@ -131,7 +155,67 @@ async function run(argv: string[]): Promise<void> {
     case 'job':
       print(await call(values, 'GET', `/v1/deletion-jobs/${encodeURIComponent(need(values, 'id'))}`));
       return;
+    case 'grant':
+      if (sub === 'add') {
+        print(
+          await call(values, 'POST', '/v1/grants', {
+            principal: { id: need(values, 'principal'), kind: values['principal-kind'] ?? 'person' },
+            resource: resourceRef(need(values, 'resource')),
+            role: need(values, 'role'),
+            purposes: list(need(values, 'purposes')),
+            ...optional(values.restricted === undefined ? undefined : list(values.restricted), 'restricted'),
+            ...optional(values['not-before'], 'notBefore'),
+            ...optional(values['not-after'], 'notAfter'),
+            ...optional(values.id, 'grantId'),
+          }),
+        );
+        return;
+      }
+      if (sub === 'remove') {
+        print(await call(values, 'DELETE', `/v1/grants/${path1(need(values, 'id'))}`));
+        return;
+      }
+      throw new UsageError('did you mean: memctl grant add|remove');
+    case 'delegation':
+      if (sub === 'add') {
+        print(
+          await call(values, 'POST', '/v1/delegations', {
+            agentId: need(values, 'agent'),
+            resources: (values.scope ?? []).map(resourceRef),
+            purposes: list(need(values, 'purposes')),
+            actions: list(need(values, 'actions')),
+            ...optional(values['not-after'], 'notAfter'),
+            ...optional(values.id, 'delegationId'),
+          }),
+        );
+        return;
+      }
+      if (sub === 'revoke') {
+        print(await call(values, 'POST', `/v1/delegations/${path1(need(values, 'id'))}/revoke`, {}));
+        return;
+      }
+      throw new UsageError('did you mean: memctl delegation add|revoke');
+    case 'agent':
+      if (sub !== 'revoke') throw new UsageError('did you mean: memctl agent revoke AGENT_ID');
+      print(await call(values, 'POST', `/v1/agents/${path1(target('the agent id'))}/revoke`, {}));
+      return;
+    case 'hold':
+      if (sub === 'add') {
+        print(await call(values, 'POST', '/v1/legal-holds', { subjectId: need(values, 'subject'), reason: need(values, 'reason'), ...optional(values.id, 'holdId') }));
+        return;
+      }
+      if (sub === 'list') {
+        print(await call(values, 'GET', '/v1/legal-holds'));
+        return;
+      }
+      if (sub === 'remove') {
+        print(await call(values, 'DELETE', `/v1/legal-holds/${path1(need(values, 'id'))}`));
+        return;
+      }
+      throw new UsageError('did you mean: memctl hold add|list|remove');
     case 'replay': {
+      // Loaded only here: the runtime's modules make every other command slow to start.
+      const { loadConfig, replayDataDir } = await import('@gm/embedded');
       const config = loadConfig({ ...process.env, MEMORY_DATA_DIR: dataDir });
       process.stderr.write(`replaying ${dataDir} ...\n`);
       const started = performance.now();
