@@ -113,8 +113,8 @@ async function run(argv: string[]): Promise<void> {
         ...optional(values.run, 'run'),
         ...optional(values.ttl === undefined ? undefined : Number(values.ttl), 'ttlSeconds'),
       };
-      const issued = (await call(values, 'POST', '/v1/capabilities', body, credential)) as { token: string; expiresAt: string };
-      process.stderr.write(`expires at ${issued.expiresAt}\n`);
+      const issued = (await call(values, 'POST', '/v1/capabilities', body, credential)) as { token: string; expiresAt: string; jti: string };
+      process.stderr.write(`expires at ${issued.expiresAt} (jti ${issued.jti})\n`);
       process.stdout.write(`${issued.token}\n`);
       return;
     }
