@@ -1,2 +1,4 @@
 export * from './capabilities.ts';
 export * from './pdp.ts';
+export * from './cedar/cedar-pdp.ts';
+export * from './cedar/policy-set.ts';

@@ -15,6 +15,14 @@ export interface PolicyDecisionPoint {
   authorizedPartitions(request: AuthorizationRequest): Promise<string[]>;
 }
 
+/**
+ * The write path's question (§5.3): may this capability take `request.action` (e.g. `write`)
+ * on this one partition? The same answer as the read path's, so the two cannot drift.
+ */
+export async function authorizesPartition(pdp: PolicyDecisionPoint, request: AuthorizationRequest, partition: string): Promise<boolean> {
+  return (await pdp.authorizedPartitions(request)).includes(partition);
+}
+
 const inScope = (claims: CapabilityClaims, resource: ResourceRef): boolean =>
   claims.scopes.some((s) => s.kind === resource.kind && s.id === resource.id);
 
