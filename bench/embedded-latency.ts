@@ -7,6 +7,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig, startEmbeddedRuntime } from '@gm/embedded';
+import { issueToken } from './http-probe.ts';
 
 const writes = Number(process.argv[2] ?? 300);
 const searches = Number(process.argv[3] ?? 300);
@@ -33,12 +34,7 @@ const post = async (route: string, token: string, body: unknown) => {
   if (res.status >= 300) throw new Error(`${route} answered ${res.status}`);
   return performance.now() - started;
 };
-const issued = await fetch(`${runtime.url}/v1/capabilities`, {
-  method: 'POST',
-  headers: { authorization: `Bearer ${runtime.credentials.issuerCredential}`, 'content-type': 'application/json' },
-  body: JSON.stringify({ tenant: 'acme', agentId: 'bench', scopes: [{ kind: 'project', id: 'maple' }], purpose: 'support', actions: ['write', 'search'] }),
-});
-const { token } = (await issued.json()) as { token: string };
+const token = await issueToken({ url: runtime.url, issuerCredential: runtime.credentials.issuerCredential }, 'acme');
 
 const writeMs: number[] = [];
 for (let i = 0; i < writes; i += 1) {

@@ -50,13 +50,22 @@ async function call(url: string, token: string, body: unknown, retry = false): P
   return { status: res.status, body: text.length > 0 ? JSON.parse(text) : null };
 }
 
-export async function issueToken(target: HttpTarget, tenant: string): Promise<string> {
-  const res = await call(`${target.url}/v1/capabilities`, target.issuerCredential, {
-    tenant, agentId: 'bench', scopes: [{ ...RESOURCE }], purpose: PURPOSE, actions: ['write', 'search', 'read'],
-  }, true);
+async function issue(target: HttpTarget, body: Record<string, unknown>): Promise<string> {
+  const res = await call(`${target.url}/v1/capabilities`, target.issuerCredential, body, true);
   const token = (res.body as { token?: unknown } | null)?.token;
   if (res.status !== 201 || typeof token !== 'string') throw new Error(`capability issue answered ${res.status}`);
   return token;
+}
+
+/** A capability for the bench agent, whose principal (itself) first gets a member grant on the resource. */
+export async function issueToken(target: HttpTarget, tenant: string): Promise<string> {
+  const scopes = [{ ...RESOURCE }];
+  const admin = await issue(target, { tenant, agentId: 'bench-admin', scopes, purpose: PURPOSE, actions: ['admin'] });
+  const granted = await call(`${target.url}/v1/grants`, admin, {
+    grantId: 'bench-member', principal: { id: 'bench', kind: 'agent' }, resource: { ...RESOURCE }, role: 'member', purposes: [PURPOSE],
+  }, true);
+  if (granted.status !== 201) throw new Error(`grant answered ${granted.status}: ${JSON.stringify(granted.body)}`);
+  return issue(target, { tenant, agentId: 'bench', scopes, purpose: PURPOSE, actions: ['write', 'search', 'read'] });
 }
 
 export const writeBody = (content: string, subjectId: string, id?: string) => ({

@@ -8,6 +8,12 @@ CRED=$(cat "$DATA/issuer-credential")
 json() { node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>{const v=JSON.parse(s);const f=new Function("v","return "+process.argv[1]);console.log(f(v))})' "$1"; }
 cap() { curl -sf -X POST "$B/v1/capabilities" -H "authorization: Bearer $CRED" -H 'content-type: application/json' -d "$1" | json v.token; }
 
+echo '# 0. an administrator grants alice membership of project maple and bob its reviewer role'
+ADMIN=$(cap '{"tenant":"acme","agentId":"admin-console","principal":{"id":"root","kind":"person"},"scopes":[{"kind":"project","id":"maple"}],"purpose":"support","actions":["admin"]}')
+grant() { curl -sf -X POST "$B/v1/grants" -H "authorization: Bearer $ADMIN" -H 'content-type: application/json' -d "$1" | json '"grant " + v.grantId + " at policy revision " + v.policyRevision'; }
+grant '{"grantId":"alice-maple","principal":{"id":"alice","kind":"person"},"resource":{"kind":"project","id":"maple"},"role":"member","purposes":["support"]}'
+grant '{"grantId":"bob-maple","principal":{"id":"bob","kind":"person"},"resource":{"kind":"project","id":"maple"},"role":"reviewer","purposes":["support"]}'
+
 echo '# 1. issue a capability for a support agent acting for alice, and one for a reviewer'
 AGENT=$(cap '{"tenant":"acme","agentId":"support-bot","principal":{"id":"alice","kind":"person"},"scopes":[{"kind":"project","id":"maple"}],"purpose":"support","actions":["search","read","cite","write","request_delete"]}')
 REVIEWER=$(cap '{"tenant":"acme","agentId":"review-desk","principal":{"id":"bob","kind":"person"},"scopes":[{"kind":"project","id":"maple"}],"purpose":"support","actions":["review","promote","admin"]}')

@@ -5,10 +5,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKafkaBus } from '@gm/bus';
-import { MemoryEvent, TOPICS } from '@gm/contracts';
+import { MemoryEvent, TOPICS, type Action } from '@gm/contracts';
 import { startStack, type ServiceName, type Stack } from '@gm/distributed';
 import { engineEndpoint } from '@gm/testing';
-import { eventually, memory } from '../e2e/harness.ts';
+import { apiClient, capabilityIssuer, eventually, memory } from '../e2e/harness.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
@@ -32,16 +32,9 @@ describe('distributed runtime (separate processes on Kafka, Elasticsearch, Redis
     rmSync(dataDir, { recursive: true, force: true });
   }, 60_000);
 
-  const issue = async (actions: string[] = ['write', 'read', 'search', 'request_delete']) => {
-    const credential = readFileSync(path.join(dataDir, 'issuer-credential'), 'utf8').trim();
-    const res = await fetch(`${stack.url}/v1/capabilities`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${credential}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ tenant: 'acme', agentId: 'dist-bot', scopes: [{ kind: 'project', id: 'maple' }], purpose: 'support', actions }),
-    });
-    expect(res.status).toBe(201);
-    return ((await res.json()) as { token: string }).token;
-  };
+  /** A capability for dist-bot, with the member grant its actions need (see the e2e harness). */
+  const issue = (actions: Action[] = ['write', 'read', 'search', 'request_delete']) =>
+    capabilityIssuer(apiClient(() => stack.url), () => readFileSync(path.join(dataDir, 'issuer-credential'), 'utf8').trim())({ agentId: 'dist-bot', actions });
 
   it('runs the README walkthrough against the separate processes', async () => {
     const output = await new Promise<string>((resolve, reject) => {

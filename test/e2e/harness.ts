@@ -4,7 +4,7 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import type { Action, Clock, IssueCapabilityRequest, Role } from '@gm/contracts';
 import { loadConfig, startEmbeddedRuntime, type EmbeddedRuntime } from '@gm/embedded';
-import type { SearchIndex } from '@gm/search-index';
+import type { SearchIndex, SearchQuery } from '@gm/search-index';
 import type { StateStore } from '@gm/state-store';
 
 /** A clock the test moves by hand; the runtime reads every "now" from it. */
@@ -76,7 +76,12 @@ export interface TestRuntime {
 export const STARTUP_MS = 180_000;
 
 /** Starts a fresh runtime; env entries override the runtime's configuration. */
-export type StartRuntime = (env?: Record<string, string>) => Promise<TestRuntime>;
+export type StartRuntime = (env?: Record<string, string>, options?: StartOptions) => Promise<TestRuntime>;
+
+export interface StartOptions {
+  /** Sees every query the read path sends to the search index (embedded only: it runs in-process). */
+  observeSearch?: (query: SearchQuery) => void;
+}
 
 export interface ApiOptions {
   token?: string;
@@ -164,7 +169,9 @@ export interface EmbeddedTestRuntime extends TestRuntime {
   readonly logs: LogSink;
 }
 
-export async function startTestRuntime(env: Record<string, string> = {}, existing?: { dataDir: string; clock: TestClock }): Promise<EmbeddedTestRuntime> {
+export async function startTestRuntime(
+  env: Record<string, string> = {}, existing?: { dataDir: string; clock: TestClock }, options: StartOptions = {},
+): Promise<EmbeddedTestRuntime> {
   const dataDir = existing?.dataDir ?? mkdtempSync(path.join(os.tmpdir(), 'gm-e2e-'));
   const clock = existing?.clock ?? new TestClock();
   const logs = new LogSink();
@@ -172,7 +179,8 @@ export async function startTestRuntime(env: Record<string, string> = {}, existin
     MEMORY_PORT: '0', MEMORY_DATA_DIR: dataDir, MEMORY_LOG_LEVEL: 'info', MEMORY_EXPIRY_TICK: '50ms',
     MEMORY_DELETION_VERIFY_RETRY: '50ms', ...env,
   });
-  let runtime = await startEmbeddedRuntime(config, { clock, logDestination: logs });
+  const runtimeOptions = { clock, logDestination: logs, ...(options.observeSearch ? { observeSearch: options.observeSearch } : {}) };
+  let runtime = await startEmbeddedRuntime(config, runtimeOptions);
   const api = apiClient(() => runtime.url);
 
   return {
@@ -199,7 +207,7 @@ export async function startTestRuntime(env: Record<string, string> = {}, existin
     digest: () => runtime.digest(),
     async restart() {
       await runtime.close();
-      runtime = await startEmbeddedRuntime(config, { clock, logDestination: logs });
+      runtime = await startEmbeddedRuntime(config, runtimeOptions);
     },
     async close() {
       await runtime.close();

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { MemoryEvent, TOPICS } from '@gm/contracts';
 import { openStores, replayDataDir, systemClock } from '@gm/embedded';
-import { memory } from './harness.ts';
+import { apiClient, capabilityIssuer, memory } from './harness.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 /** One process, as `pnpm start` runs it (tsx as a loader, so a kill reaches the server itself). */
@@ -37,14 +37,10 @@ async function startProcess(dataDir: string, env: Record<string, string> = {}): 
   return { child, url, exited };
 }
 
-async function issue(url: string, dataDir: string): Promise<string> {
-  const credential = readFileSync(path.join(dataDir, 'issuer-credential'), 'utf8').trim();
-  const res = await fetch(`${url}/v1/capabilities`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${credential}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ tenant: 'acme', agentId: 'stream-bot', scopes: [{ kind: 'project', id: 'maple' }], purpose: 'support', actions: ['write', 'read', 'search'] }),
-  });
-  return ((await res.json()) as { token: string }).token;
+/** A capability for stream-bot, with the member grant its actions need (see the harness). */
+function issue(url: string, dataDir: string): Promise<string> {
+  const credential = () => readFileSync(path.join(dataDir, 'issuer-credential'), 'utf8').trim();
+  return capabilityIssuer(apiClient(() => url), credential)({ agentId: 'stream-bot', actions: ['write', 'read', 'search'] });
 }
 
 describe('embedded runtime as a process', () => {

@@ -33,6 +33,7 @@ export interface RuntimeConfig {
   readYourWritesTimeoutMs: number;
   packetTtlMs: number;
   cacheTtlMs: number;
+  policyDir?: string;
   idempotencyWindowMs: number;
   expiryTickMs: number;
   deletionDeadlineMs: number;

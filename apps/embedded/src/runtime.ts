@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { createSqliteBus, memoryTopicSpecs, type Bus } from '@gm/bus';
 import { TOPICS, type Clock, type DeletionTarget, type ServiceHandle } from '@gm/contracts';
 import { createLogger, createMetrics, type Logger, type Metrics } from '@gm/observability';
-import { createSqliteSearchIndex, type SearchIndex } from '@gm/search-index';
+import { createSqliteSearchIndex, type SearchIndex, type SearchQuery } from '@gm/search-index';
 import { StateStore, createSqliteKeyValueStore } from '@gm/state-store';
 import { startWriteAdmission } from '@gm/write-admission';
 import { startPolicyProjector, startPrimaryTarget, startProjector } from '@gm/projector';
@@ -69,6 +69,12 @@ export interface EmbeddedRuntime extends Stores {
 export interface RuntimeOptions {
   clock?: Clock;
   logDestination?: NodeJS.WritableStream;
+  /**
+   * Sees every query the read path sends to the search index, before it runs. Tests use it
+   * to prove partition-first retrieval (§6.3): no query ever names a partition the asker
+   * was not authorised for.
+   */
+  observeSearch?: (query: SearchQuery) => void;
 }
 
 /** All seven services in one process, talking only through the bus (design §0, §4). */
@@ -103,7 +109,7 @@ export async function startEmbeddedRuntime(config: RuntimeConfig, options: Runti
     }),
   );
   const broker = await startRetrievalBroker({
-    bus, index, state, clock, metrics,
+    bus, index: options.observeSearch ? observedIndex(index, options.observeSearch) : index, state, clock, metrics,
     log: child('retrieval-broker'),
     signing: credentials.signing,
     issuerName: config.issuerName,
@@ -115,6 +121,7 @@ export async function startEmbeddedRuntime(config: RuntimeConfig, options: Runti
       replyTimeoutMs: config.replyTimeoutMs, readYourWritesTimeoutMs: config.readYourWritesTimeoutMs,
       packetTtlMs: config.packetTtlMs, cacheTtlMs: config.cacheTtlMs, rateLimitPerMinute: config.rateLimitPerMinute,
       bodyLimitBytes: config.bodyLimitBytes, requestTimeoutMs: config.requestTimeoutMs,
+      ...(config.policyDir === undefined ? {} : { policyDir: config.policyDir }),
     },
     ready: async () => (await state.kv.ping()) && (await bus.endOffsets(TOPICS.events)).length > 0,
   });
@@ -138,4 +145,19 @@ export async function startEmbeddedRuntime(config: RuntimeConfig, options: Runti
       unlock();
     },
   };
+}
+
+function observedIndex(index: SearchIndex, observe: (query: SearchQuery) => void): SearchIndex {
+  const search: SearchIndex['search'] = (query) => {
+    observe(structuredClone(query));
+    return index.search(query);
+  };
+  // Every other method stays the adapter's own (bound: adapters may be class instances).
+  return new Proxy(index, {
+    get: (target, prop, receiver) => {
+      if (prop === 'search') return search;
+      const value: unknown = Reflect.get(target, prop, receiver);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
 }

@@ -2,3 +2,4 @@ export * from './capabilities.ts';
 export * from './pdp.ts';
 export * from './cedar/cedar-pdp.ts';
 export * from './cedar/policy-set.ts';
+export * from './cached-source.ts';

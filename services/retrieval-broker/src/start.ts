@@ -2,7 +2,9 @@ import type { FastifyInstance } from 'fastify';
 import type { Bus } from '@gm/bus';
 import type { Clock, ServiceHandle } from '@gm/contracts';
 import type { Logger, Metrics } from '@gm/observability';
-import { CapabilityIssuer, CapabilityVerifier, ScopePolicyDecisionPoint, type SigningKeyPair } from '@gm/policy';
+import {
+  CapabilityIssuer, CapabilityVerifier, CedarPolicyDecisionPoint, RevisionCachedPolicySource, loadPolicySet, type SigningKeyPair,
+} from '@gm/policy';
 import type { SearchIndex } from '@gm/search-index';
 import type { StateStore } from '@gm/state-store';
 import { buildApp } from './app.ts';
@@ -41,6 +43,12 @@ export async function startRetrievalBroker(o: RetrievalBrokerOptions): Promise<R
     instanceId: o.instanceId, replyTimeoutMs: o.config.replyTimeoutMs, readYourWritesTimeoutMs: o.config.readYourWritesTimeoutMs,
   });
   await gateway.start();
+  // An invalid policy set stops the start here, with the file and the problem named.
+  const pdp = new CedarPolicyDecisionPoint({
+    source: new RevisionCachedPolicySource(o.state.policies, o.state.policyRevisions),
+    clock: o.clock,
+    policySet: loadPolicySet(o.config.policyDir),
+  });
   const revocations = {
     isRevoked: (c: { tenant: string; sub: string; jti: string; act: { sub: string } }) => o.state.revocations.isRevoked(c.tenant, c.sub, c.jti, c.act.sub),
   };
@@ -48,7 +56,7 @@ export async function startRetrievalBroker(o: RetrievalBrokerOptions): Promise<R
     bus: o.bus, index: o.index, state: o.state, gateway, clock: o.clock, metrics: o.metrics, log: o.log,
     // Policy changes wait for the policy projector as writes wait for the projections.
     policy: new PolicyGateway({ bus: o.bus, state: o.state, clock: o.clock, log: o.log }, { timeoutMs: o.config.readYourWritesTimeoutMs }),
-    pdp: new ScopePolicyDecisionPoint(),
+    pdp,
     verifier: await CapabilityVerifier.create(o.signing.publicJwk, o.issuerName, revocations),
     issuer: await CapabilityIssuer.create(o.signing.privateJwk, o.issuerName),
     issuerCredential: o.issuerCredential,
