@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { LogPosition } from '@gm/bus';
+import type { ConsumedMessage, LogPosition, OutgoingMessage, ProcessContext } from '@gm/bus';
 import {
   CommandReply, MemoryEvent, TOPICS, dlqTopic, subjectKey,
   type MemoryCommand, type ServiceHandle,
@@ -9,11 +9,24 @@ import { createLogger, createMetrics, type Metrics } from '@gm/observability';
 import {
   LogSink, openEmbeddedFixture, sha256Hex, writeMemoryCommand, type EmbeddedFixture,
 } from '../../../packages/testing/src/embedded-fixture.ts';
-import { WRITE_ADMISSION_GROUP, startWriteAdmission } from './admission.ts';
+import { WRITE_ADMISSION_GROUP, WriteAdmission, startWriteAdmission } from './admission.ts';
 
 const TENANT = 'acme';
 const DECIDE: DecideContext = { ttl: DEFAULT_TTL_POLICY, idempotencyWindowMs: 24 * 3_600_000 };
 const WAIT_MS = 10_000;
+
+/** The context a bus gives one handler attempt, with the bus's side played by the test. */
+function attemptContext(): { ctx: ProcessContext; sent: OutgoingMessage[]; commit: () => void; discard: () => void } {
+  const sent: OutgoingMessage[] = [];
+  const committed: Array<() => void> = [];
+  const discarded: Array<() => void> = [];
+  return {
+    ctx: { send: (messages) => sent.push(...messages), onCommitted: (fn) => committed.push(fn), onDiscarded: (fn) => discarded.push(fn) },
+    sent,
+    commit: () => committed.forEach((fn) => fn()),
+    discard: () => discarded.forEach((fn) => fn()),
+  };
+}
 
 describe('write-admission over the embedded bus', () => {
   let fx: EmbeddedFixture;
@@ -264,6 +277,54 @@ describe('write-admission over the embedded bus', () => {
     expect(await fx.readTopic(dlqTopic(TOPICS.commands))).toHaveLength(1);
     const raw = await fx.readTopic(TOPICS.replies);
     expect(raw.filter((m) => !CommandReply.safeParse(m.value).success)).toEqual([]);
+  });
+
+  // The bus commits several commands of a partition in one transaction, so a command is
+  // decided on its uncommitted predecessors' provisional state. Here the test plays the bus,
+  // to make such a transaction fail, then lose the partition to a peer and get it back.
+  it('drops the provisional state of a transaction that did not commit: redelivered or after a takeover, commands are decided on the committed log', async () => {
+    const open = async (name: string): Promise<WriteAdmission> => {
+      const admission = new WriteAdmission({ bus: fx.bus, metrics, decide: DECIDE, log: createLogger({ name, level: 'info', destination: logs }) });
+      await admission.rebuild();
+      return admission;
+    };
+    const update = (n: number) =>
+      writeMemoryCommand(meta(`cmd-p${n}`, 'cust-6'), { id: 'mem-p', content: `Customer 6 note ${n}`, expectedVersion: n - 1 });
+    const positions = await fx.bus.produce([1, 2, 3].map((n) => ({ topic: TOPICS.commands, key: subjectKey(TENANT, 'cust-6'), value: update(n) })));
+    const messages: ConsumedMessage[] = [];
+    for await (const m of fx.bus.readPartition(TOPICS.commands, positions[0]?.partition ?? 0, 0)) messages.push(m);
+    const [m1, m2, m3] = messages;
+    if (m1 === undefined || m2 === undefined || m3 === undefined) throw new Error('the commands are not in the log');
+    const handle = async (admission: WriteAdmission, ...batch: ConsumedMessage[]) => {
+      const attempts = [];
+      for (const m of batch) {
+        const attempt = attemptContext();
+        await admission.handle(m, attempt.ctx);
+        attempts.push(attempt);
+      }
+      return attempts;
+    };
+    const replies = (attempts: Array<{ sent: OutgoingMessage[] }>) => attempts.map((a) => a.sent.find((m) => m.topic === TOPICS.replies)?.value);
+
+    const admission = await open('write-admission');
+    const failed = await handle(admission, m1, m2);
+    // One transaction: the second command was decided on the first's provisional version 1.
+    expect(replies(failed)).toMatchObject([{ outcome: 'accepted', result: { version: 1 } }, { outcome: 'accepted', result: { version: 2 } }]);
+    // Its commit fails: nothing reaches the log, the bus discards both and hands them over again.
+    failed.forEach((a) => a.discard());
+    const redelivered = await handle(admission, m1);
+    expect(redelivered.map((a) => a.sent)).toEqual((await handle(await open('fresh'), m1)).map((a) => a.sent));
+
+    // Before that one commits, a peer takes the partition over (our commit is fenced) and commits both.
+    redelivered.forEach((a) => a.discard());
+    const peer = await handle(await open('peer'), m1, m2);
+    await fx.bus.produce(peer.flatMap((a) => a.sent));
+    peer.forEach((a) => a.commit());
+
+    // Back here, the next command builds on the peer's committed log, not on stale provisional state.
+    const [afterTakeover] = await handle(admission, m3);
+    expect(replies([afterTakeover ?? attemptContext()])).toMatchObject([{ outcome: 'accepted', result: { version: 3 } }]);
+    expect(afterTakeover?.sent).toEqual((await handle(await open('fresh-2'), m3))[0]?.sent);
   });
 
   it('never logs content', async () => {

@@ -6,6 +6,7 @@ import {
 } from '@gm/contracts';
 import { decide, evolve, initialState, type DecideContext, type SubjectState } from '@gm/domain';
 import type { Logger, Metrics } from '@gm/observability';
+import { PartitionView } from './partition-view.ts';
 
 export const WRITE_ADMISSION_GROUP = 'write-admission';
 
@@ -22,22 +23,16 @@ export interface WriteAdmissionDeps {
  * events and the reply in the same transaction that commits the command's offset.
  */
 export class WriteAdmission {
+  /** Committed states: the fold of memory.events plus this instance's committed results. */
   private readonly states = new Map<string, SubjectState>();
   /**
-   * Next unread offset of memory.events per partition. The state is always the fold of the log
-   * up to there: before each command the partition's new events are folded — this instance's
-   * own events of the previous command, or another instance's after a partition moved here. A
-   * command whose transaction failed left no events, so it left no trace in the state either.
+   * Next unread offset of memory.events per partition: `catchUp` folds from there, which
+   * brings in another instance's events after a partition moved here. Folding an event this
+   * instance already merged changes nothing (evolve ignores stale duplicates).
    */
   private readonly folded = new Map<number, number>();
-  /**
-   * The previous command of each partition and the state its events lead to. When the next
-   * command is its direct successor, nobody else can have written this partition in between
-   * (one owner at a time, in order), so the staged state is exact and the log need not be
-   * read — reading it costs a round trip per command on Kafka. Any other case (a redelivery,
-   * a gap after a takeover, a first command) folds the log instead.
-   */
-  private readonly staged = new Map<number, { offset: number; change?: { key: string; state: SubjectState } }>();
+  /** Provisional states and fold decisions per partition (partition-view.ts). */
+  private readonly views = new Map<number, PartitionView>();
 
   constructor(private readonly deps: WriteAdmissionDeps) {}
 
@@ -65,26 +60,22 @@ export class WriteAdmission {
   }
 
   handle = async (message: ConsumedMessage, ctx: ProcessContext): Promise<void> => {
+    const view = this.view(message.partition);
+    // First: whatever fails from here on, the view learns that this attempt will not count.
+    ctx.onDiscarded(() => view.discard());
     // Commands and events are co-partitioned: this partition of memory.events holds the
     // whole history of every subject whose commands arrive here.
-    const staged = this.staged.get(message.partition);
-    this.staged.delete(message.partition);
-    if (staged && message.offset === staged.offset + 1) {
-      if (staged.change) this.states.set(staged.change.key, staged.change.state);
-    } else {
-      await this.catchUp(message.partition);
-    }
-    // Until this command's outcome is known, its successor folds the log (set again below).
-    this.staged.set(message.partition, { offset: Number.NaN });
+    const fold = view.mustFold(message.offset);
+    if (fold) await this.catchUp(message.partition);
+    view.handling(message.offset, fold);
     const parsed = MemoryCommand.safeParse(message.value);
     if (!parsed.success) {
-      this.staged.set(message.partition, { offset: message.offset });
       return this.rejectMalformed(message, ctx, parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
     }
     const command = parsed.data;
     const { metrics, log } = this.deps;
     const key = subjectKey(command.metadata.tenantId, command.metadata.subjectId);
-    const state = this.states.get(key) ?? initialState();
+    const state = view.get(key) ?? this.states.get(key) ?? initialState();
     let reply: CommandReply;
     try {
       if (command.type === 'WriteMemory') {
@@ -93,12 +84,14 @@ export class WriteAdmission {
       }
       const decision = decide(command, state, this.deps.decide);
       ctx.send(decision.events.map((e) => ({ topic: TOPICS.events, key, value: e })));
-      this.staged.set(message.partition, { offset: message.offset, change: { key, state: decision.events.reduce(evolve, state) } });
+      if (decision.events.length > 0) {
+        const merge = view.stage(key, decision.events.reduce(evolve, state));
+        ctx.onCommitted(() => merge(this.states));
+      }
       reply = { commandId: command.metadata.commandId, outcome: 'accepted', result: decision.result };
       for (const e of decision.events) countEvent(metrics, e);
     } catch (err) {
       if (!isGovernedMemoryError(err)) throw err; // a bug or an outage: retry, then dead-letter
-      this.staged.set(message.partition, { offset: message.offset });
       reply = { commandId: command.metadata.commandId, outcome: 'rejected', code: err.code, detail: err.message, retriable: err.retriable };
       metrics.rejections.inc({ code: err.code });
       if (err.code === 'MEM_CONFLICT') metrics.conflicts.inc();
@@ -106,6 +99,12 @@ export class WriteAdmission {
     }
     ctx.send([{ topic: TOPICS.replies, key: command.metadata.commandId, value: reply }]);
   };
+
+  private view(partition: number): PartitionView {
+    let view = this.views.get(partition);
+    if (view === undefined) this.views.set(partition, (view = new PartitionView()));
+    return view;
+  }
 
   /** A command that is not even well-formed cannot be replied to reliably: dead-letter it at once. */
   private rejectMalformed(message: ConsumedMessage, ctx: ProcessContext, error: string): void {
