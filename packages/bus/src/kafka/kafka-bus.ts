@@ -22,6 +22,7 @@ import { partitionForKey } from '../embedded/partitioner.ts';
 import { Signal } from '../embedded/signal.ts';
 import type { Bus, ConsumedMessage, LogPosition, OutgoingMessage, SubscribeOptions, Subscription, TopicSpec } from '../port.ts';
 import { encodeMessage, Mutex, Namespace, unavailable, withMetadataRetry } from './kafka-codec.ts';
+import { CommitWatch } from './kafka-commit-watch.ts';
 import { Groups } from './kafka-groups.ts';
 import { readRange } from './kafka-reader.ts';
 import { KafkaSubscription } from './kafka-subscription.ts';
@@ -68,6 +69,7 @@ class KafkaBus implements Bus {
   private readonly topics: Topics;
   private readonly groups: Groups;
   private readonly transactions: TransactionRunner;
+  private readonly commitWatch: CommitWatch;
   private readonly subscriptions = new Set<KafkaSubscription>();
   /** Open subscriptions per group: resetGroup refuses those at once, before asking Kafka. */
   private readonly members = new Map<string, number>();
@@ -98,6 +100,7 @@ class KafkaBus implements Bus {
     this.topics = new Topics(() => this.admin(), this.ns);
     this.groups = new Groups(() => this.admin());
     this.transactions = new TransactionRunner(this.kafka, () => this.admin(), this.topics, this.ns, this.logger);
+    this.commitWatch = new CommitWatch(this.groups, this.closingSignal, () => this.closing);
   }
 
   async ensureTopics(specs: TopicSpec[]): Promise<void> {
@@ -187,16 +190,7 @@ class KafkaBus implements Bus {
 
   async waitForCommitted(groupId: string, position: LogPosition, timeoutMs: number): Promise<boolean> {
     this.assertOpen();
-    const deadline = performance.now() + timeoutMs;
-    const kafkaGroup = this.ns.group(groupId);
-    const kafkaTopic = this.ns.topic(position.topic);
-    for (let wait = 10; ; wait = Math.min(wait * 2, 100)) {
-      if (this.closing) return false;
-      if ((await this.groups.committedOffset(kafkaGroup, kafkaTopic, position.partition)) > position.offset) return true;
-      const remaining = deadline - performance.now();
-      if (remaining <= 0) return false;
-      await Signal.any([this.closingSignal], Math.min(remaining, wait));
-    }
+    return this.commitWatch.wait(this.ns.group(groupId), this.ns.topic(position.topic), position.partition, position.offset, timeoutMs);
   }
 
   async *readAll(topic: string): AsyncIterable<ConsumedMessage> {

@@ -1,0 +1,73 @@
+/**
+ * `waitForCommitted` for many callers at once. Each waiter used to poll the group's offsets
+ * itself with a doubling back-off (10 → 100 ms), so a commit was noticed up to 100 ms late
+ * and every concurrent request added its own offset fetches. Here one loop per consumer
+ * group fetches the group's offsets every few milliseconds while anyone waits on it, and
+ * answers every waiter of that group from the same fetch.
+ */
+import { Signal } from '../embedded/signal.ts';
+import type { Groups } from './kafka-groups.ts';
+
+/** Short: a write's acknowledgement waits for this; one fetch per group per tick serves all. */
+const POLL_INTERVAL_MS = 5;
+
+interface Waiter {
+  kafkaTopic: string;
+  partition: number;
+  offset: number;
+  deadline: number;
+  resolve: (committed: boolean) => void;
+  reject: (err: unknown) => void;
+}
+
+export class CommitWatch {
+  private readonly waiters = new Map<string, Set<Waiter>>();
+
+  constructor(
+    private readonly groups: Groups,
+    /** Notified when the bus closes: waiting ends at once, answering false. */
+    private readonly closing: Signal,
+    private readonly isClosing: () => boolean,
+  ) {}
+
+  /** Resolves true once the group committed past `offset`, false at the deadline or on close. */
+  wait(kafkaGroup: string, kafkaTopic: string, partition: number, offset: number, timeoutMs: number): Promise<boolean> {
+    return new Promise((resolve, reject) => {
+      const waiter = { kafkaTopic, partition, offset, deadline: performance.now() + timeoutMs, resolve, reject };
+      const group = this.waiters.get(kafkaGroup);
+      if (group !== undefined) {
+        group.add(waiter);
+        return;
+      }
+      const waiting = new Set([waiter]);
+      this.waiters.set(kafkaGroup, waiting);
+      void this.poll(kafkaGroup, waiting);
+    });
+  }
+
+  private async poll(kafkaGroup: string, waiting: Set<Waiter>): Promise<void> {
+    try {
+      while (waiting.size > 0 && !this.isClosing()) {
+        const committed = new Map<string, Map<number, number>>();
+        for (const topic of new Set([...waiting].map((w) => w.kafkaTopic))) committed.set(topic, await this.groups.committed(kafkaGroup, topic));
+        const now = performance.now();
+        for (const w of waiting) {
+          const done = (committed.get(w.kafkaTopic)?.get(w.partition) ?? -1) > w.offset;
+          if (done || now >= w.deadline) {
+            waiting.delete(w);
+            w.resolve(done);
+          }
+        }
+        if (waiting.size > 0) await Signal.any([this.closing], POLL_INTERVAL_MS);
+      }
+    } catch (err) {
+      // The offsets could not be read (the broker is down): every waiter learns it, as before.
+      for (const w of waiting) w.reject(err);
+      waiting.clear();
+    } finally {
+      this.waiters.delete(kafkaGroup);
+      // A closing bus answers whoever is left: not committed.
+      for (const w of waiting) w.resolve(false);
+    }
+  }
+}
