@@ -3,6 +3,7 @@ import type { estypes } from '@elastic/elasticsearch';
 import { GovernedMemoryError } from '@gm/contracts';
 import type { IndexDocument, SearchHit, SearchIndex, SearchQuery } from '../port.ts';
 import { indexDigest } from '../embedded/digest.ts';
+import { Refresher } from './es-refresher.ts';
 
 export interface ElasticsearchSearchIndexOptions {
   /** Elasticsearch URL, e.g. http://127.0.0.1:19200. */
@@ -11,8 +12,9 @@ export interface ElasticsearchSearchIndexOptions {
   indexPrefix: string;
   /**
    * How an upsert or remove becomes searchable before it returns (read-your-writes either way).
-   * `true` (default) refreshes at once, as deletion verification (§8.3) and revocation
-   * convergence (§7) need; `'wait_for'` waits up to 1 s for the periodic refresh instead.
+   * `true` (default) refreshes at once — one refresh shared by concurrent writers
+   * (es-refresher.ts) — as deletion verification (§8.3) and revocation convergence (§7)
+   * need; `'wait_for'` waits up to 1 s for the periodic refresh instead.
    */
   refresh?: true | 'wait_for';
 }
@@ -194,12 +196,16 @@ export function createElasticsearchSearchIndex(options: ElasticsearchSearchIndex
   }
 
   const refresh = options.refresh ?? true;
+  const refresher = new Refresher(async () => {
+    await client.indices.refresh({ index: alias });
+  });
 
   /** One bulk request through the alias, visible to search when it returns. */
   async function bulk(operations: (estypes.BulkOperationContainer | StoredDocument)[]) {
-    const response = await client.bulk({ operations, refresh, require_alias: true });
+    const response = await client.bulk({ operations, refresh: refresh === 'wait_for' ? 'wait_for' : false, require_alias: true });
     const items = response.items.map((item) => item.index ?? item.delete);
     if (items.some((item) => item?.error?.type === 'index_not_found_exception')) throw new IndexMissingError();
+    if (refresh === true) await refresher.afterWrite();
     return items;
   }
 
