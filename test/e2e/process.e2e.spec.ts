@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -85,6 +85,29 @@ describe('embedded runtime as a process', () => {
     expect(code).toBe(2);
     expect(stderr).toContain('MEMORY_PORT');
     expect(stderr).toContain('MEMORY_PACKET_TTL');
+  });
+
+  it('refuses to start with an invalid policy set, naming the file and the problem (embedded and the distributed broker)', async () => {
+    const policyDir = tempDir();
+    copyFileSync(path.join(ROOT, 'packages/policy/policies/schema.cedarschema'), path.join(policyDir, 'schema.cedarschema'));
+    // Valid Cedar syntax, but `colour` is no attribute of a partition in the schema.
+    writeFileSync(path.join(policyDir, 'default.cedar'), 'permit (principal, action, resource) when { resource.colour == "red" };\n');
+    const run = async (entry: string, env: Record<string, string>) => {
+      const child = spawn(process.execPath, ['--import', 'tsx', entry], { cwd: ROOT, env: { ...process.env, ...env, MEMORY_POLICY_DIR: policyDir }, stdio: ['ignore', 'ignore', 'pipe'] });
+      let stderr = '';
+      child.stderr?.on('data', (c: Buffer) => (stderr += c.toString()));
+      const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+      return { code, stderr };
+    };
+    const embedded = await run('apps/embedded/src/main.ts', { MEMORY_PORT: '0', MEMORY_DATA_DIR: tempDir() });
+    expect(embedded.code).toBe(2);
+    expect(embedded.stderr).toMatch(/invalid policy set: .*default\.cedar.*colour/s);
+    const broker = await run('services/retrieval-broker/src/main.ts', {
+      KAFKA_BROKERS: '127.0.0.1:1', REDIS_URL: 'redis://127.0.0.1:1', ELASTICSEARCH_URL: 'http://127.0.0.1:1',
+      MEMORY_SIGNING_KEY_FILE: '/nonexistent', MEMORY_ISSUER_CREDENTIAL_FILE: '/nonexistent',
+    });
+    expect(broker.code).toBe(2);
+    expect(broker.stderr).toMatch(/retrieval-broker: invalid policy set: .*default\.cedar.*colour/s);
   });
 
   it('loses no acknowledged write when killed with SIGKILL mid-stream, and replays to the same state', async () => {

@@ -1,3 +1,4 @@
+import { PolicySetError } from '@gm/policy';
 import { ConfigError, loadConfig } from './config.ts';
 import { startEmbeddedRuntime } from './runtime.ts';
 
@@ -14,7 +15,11 @@ async function main(): Promise<void> {
     throw err;
   }
   const started = performance.now();
-  const runtime = await startEmbeddedRuntime(config);
+  const runtime = await startEmbeddedRuntime(config).catch((err: unknown) => {
+    if (!(err instanceof PolicySetError)) throw err;
+    process.stderr.write(`invalid policy set: ${err.message}\n`);
+    process.exit(2);
+  });
   const credentialHint = runtime.credentials.issuerCredentialFile
     ? `issuer credential: ${runtime.credentials.issuerCredentialFile}`
     : 'issuer credential: from MEMORY_ISSUER_CREDENTIAL';

@@ -13,6 +13,7 @@ import { startExpiryScheduler } from '@gm/expiry-scheduler';
 import { startDeletionOrchestrator } from '@gm/deletion-orchestrator';
 import { startReceiptVerifier } from '@gm/receipt-verifier';
 import { startRetrievalBroker } from '@gm/retrieval-broker';
+import { loadPolicySet } from '@gm/policy';
 import { systemClock } from '@gm/service-kit';
 import type { RuntimeConfig } from './config.ts';
 import { loadOrCreateCredentials, type Credentials } from './credentials.ts';
@@ -79,6 +80,8 @@ export interface RuntimeOptions {
 
 /** All seven services in one process, talking only through the bus (design §0, §4). */
 export async function startEmbeddedRuntime(config: RuntimeConfig, options: RuntimeOptions = {}): Promise<EmbeddedRuntime> {
+  // Before anything opens: an invalid policy set (PolicySetError) leaves nothing half-started.
+  const policySet = loadPolicySet(config.policyDir);
   const clock = options.clock ?? systemClock;
   mkdirSync(config.dataDir, { recursive: true });
   const unlock = lockDataDir(config.dataDir);
@@ -112,6 +115,7 @@ export async function startEmbeddedRuntime(config: RuntimeConfig, options: Runti
     bus, index: options.observeSearch ? observedIndex(index, options.observeSearch) : index, state, clock, metrics,
     log: child('retrieval-broker'),
     signing: credentials.signing,
+    policySet,
     issuerName: config.issuerName,
     issuerCredential: credentials.issuerCredential,
     instanceId: 'embedded',
@@ -121,7 +125,6 @@ export async function startEmbeddedRuntime(config: RuntimeConfig, options: Runti
       replyTimeoutMs: config.replyTimeoutMs, readYourWritesTimeoutMs: config.readYourWritesTimeoutMs,
       packetTtlMs: config.packetTtlMs, cacheTtlMs: config.cacheTtlMs, rateLimitPerMinute: config.rateLimitPerMinute,
       bodyLimitBytes: config.bodyLimitBytes, requestTimeoutMs: config.requestTimeoutMs,
-      ...(config.policyDir === undefined ? {} : { policyDir: config.policyDir }),
     },
     ready: async () => (await state.kv.ping()) && (await bus.endOffsets(TOPICS.events)).length > 0,
   });

@@ -15,8 +15,6 @@ export interface BrokerConfig {
   rateLimitPerMinute: number;
   bodyLimitBytes: number;
   requestTimeoutMs: number;
-  /** The Cedar policy set to load instead of the shipped one (packages/policy/policies). */
-  policyDir?: string;
 }
 
 export interface BrokerDeps {

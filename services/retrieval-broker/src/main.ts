@@ -4,7 +4,8 @@ import { z } from 'zod';
 import { TOPICS } from '@gm/contracts';
 import type { SigningKeyPair } from '@gm/policy';
 import {
-  DistributedEnv, WithElasticsearch, WithRedis, brokerEnvShape, brokerSettingsOf, openBus, openIndex, openState, runService, systemClock,
+  DistributedEnv, WithElasticsearch, WithRedis, brokerEnvShape, brokerSettingsOf, loadPolicySetOrExit, openBus, openIndex, openState, parseEnvOrExit,
+  runService, systemClock,
 } from '@gm/service-kit';
 import { startRetrievalBroker } from './start.ts';
 
@@ -19,6 +20,9 @@ const Env = DistributedEnv.extend({
   MEMORY_INSTANCE_ID: z.string().regex(/^[A-Za-z0-9._-]+$/).default(`${hostname()}-${process.pid}`),
 });
 
+const env = parseEnvOrExit(Env, process.env, 'retrieval-broker');
+const policySet = loadPolicySetOrExit(env.MEMORY_POLICY_DIR, 'retrieval-broker');
+
 await runService('retrieval-broker', Env, async ({ env, log, metrics }) => {
   const signing = JSON.parse(readFileSync(env.MEMORY_SIGNING_KEY_FILE, 'utf8')) as SigningKeyPair;
   const issuerCredential = readFileSync(env.MEMORY_ISSUER_CREDENTIAL_FILE, 'utf8').trim();
@@ -26,9 +30,9 @@ await runService('retrieval-broker', Env, async ({ env, log, metrics }) => {
   const bus = await openBus(env, `retrieval-broker-${env.MEMORY_INSTANCE_ID}`);
   const state = openState(env);
   const index = openIndex(env);
-  const { host, port, issuerName, ...config } = brokerSettingsOf(env);
+  const { host, port, issuerName, policyDir: _policyDir, ...config } = brokerSettingsOf(env);
   const broker = await startRetrievalBroker({
-    bus, index, state, clock: systemClock, log, metrics, signing, issuerCredential,
+    bus, index, state, clock: systemClock, log, metrics, signing, issuerCredential, policySet,
     issuerName, instanceId: env.MEMORY_INSTANCE_ID, host, port, config,
     ready: async () => (await state.kv.ping()) && (await index.count().then(() => true, () => false)) && (await bus.endOffsets(TOPICS.events)).length > 0,
   });

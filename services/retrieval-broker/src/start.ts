@@ -3,7 +3,7 @@ import type { Bus } from '@gm/bus';
 import type { Clock, ServiceHandle } from '@gm/contracts';
 import type { Logger, Metrics } from '@gm/observability';
 import {
-  CapabilityIssuer, CapabilityVerifier, CedarPolicyDecisionPoint, RevisionCachedPolicySource, loadPolicySet, type SigningKeyPair,
+  CapabilityIssuer, CapabilityVerifier, CedarPolicyDecisionPoint, RevisionCachedPolicySource, type CompiledPolicySet, type SigningKeyPair,
 } from '@gm/policy';
 import type { SearchIndex } from '@gm/search-index';
 import type { StateStore } from '@gm/state-store';
@@ -28,6 +28,8 @@ export interface RetrievalBrokerOptions {
   host: string;
   port: number;
   config: BrokerConfig;
+  /** The validated Cedar policy set (loadPolicySet): loaded by the caller so that a bad one stops it before anything opens. */
+  policySet: CompiledPolicySet;
   ready(): Promise<boolean>;
 }
 
@@ -43,11 +45,10 @@ export async function startRetrievalBroker(o: RetrievalBrokerOptions): Promise<R
     instanceId: o.instanceId, replyTimeoutMs: o.config.replyTimeoutMs, readYourWritesTimeoutMs: o.config.readYourWritesTimeoutMs,
   });
   await gateway.start();
-  // An invalid policy set stops the start here, with the file and the problem named.
   const pdp = new CedarPolicyDecisionPoint({
     source: new RevisionCachedPolicySource(o.state.policies, o.state.policyRevisions),
     clock: o.clock,
-    policySet: loadPolicySet(o.config.policyDir),
+    policySet: o.policySet,
   });
   const revocations = {
     isRevoked: (c: { tenant: string; sub: string; jti: string; act: { sub: string } }) => o.state.revocations.isRevoked(c.tenant, c.sub, c.jti, c.act.sub),
