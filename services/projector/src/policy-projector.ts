@@ -23,7 +23,9 @@ export function policyChangeHandler(state: StateStore, log: Logger): MessageHand
     const change = parsed.data;
     if (message.key !== change.metadata.tenant) throw new Error('a policy change must be keyed by its tenant');
     const { applied, revision } = await state.policies.apply(change);
-    log.info({ tenant: change.metadata.tenant, changeId: change.metadata.changeId, type: change.type, revision, applied }, 'policy change applied');
+    // Also after a redelivery: the first handling may have died between apply and this.
+    const cacheEntriesDropped = await state.cache.invalidateTenant(change.metadata.tenant);
+    log.info({ tenant: change.metadata.tenant, changeId: change.metadata.changeId, type: change.type, revision, applied, cacheEntriesDropped }, 'policy change applied');
   };
 }
 

@@ -225,7 +225,10 @@ export const governanceSuite = (start: StartRuntime) => describe('two teams shar
     await expectSearch(mona, 'layoffs', ['maple-layoffs']); // now served from the cache
     const packetId = String(first.body.packetId);
     expect((await expectStatus(200, 'POST', `/v1/packets/${packetId}/validate`, mona)).body.valid).toBe(true);
+    expect(await rt.state.cache.holding('acme', ['maple-layoffs'])).not.toEqual([]);
     await removeGrant(monaManagerGrant);
+    // Deleted by the policy projector, not merely unreachable under the new revision (§6.6).
+    expect(await rt.state.cache.holding('acme', ['maple-layoffs'])).toEqual([]);
     await grant({ principal: { id: 'mona', kind: 'person' }, resource: MAPLE, role: 'member', purposes: ['support'] });
     await expectSearch(mona, 'layoffs', []);
     const validation = await expectStatus(200, 'POST', `/v1/packets/${packetId}/validate`, mona);

@@ -14,6 +14,19 @@ export class RetrievalCache {
   async set(key: string, value: string, tenantId: string, recordIds: string[], ttlMs: number): Promise<void> {
     await this.kv.set(this.keys.cache(key), value, { ttlMs });
     for (const id of recordIds) await this.kv.sadd(this.keys.cachesOf(tenantId, id), [key]);
+    await this.kv.sadd(this.keys.cachesOfTenant(tenantId), [key]);
+  }
+
+  /**
+   * Drops every cache entry of a tenant: a policy change removes them actively (§6.6), not
+   * only by making their revision-keyed keys unreachable. Returns how many still existed.
+   */
+  async invalidateTenant(tenantId: string): Promise<number> {
+    const keys = await this.kv.smembers(this.keys.cachesOfTenant(tenantId));
+    if (keys.length === 0) return 0;
+    const removed = await this.kv.del(keys.map((k) => this.keys.cache(k)));
+    await this.kv.srem(this.keys.cachesOfTenant(tenantId), keys);
+    return removed;
   }
 
   /** Cache entries that mention any of these records and still exist. */

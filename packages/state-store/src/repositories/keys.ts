@@ -18,6 +18,7 @@ export class KeySpace {
   packetsOf = (tenant: string, recordId: string) => `${this.prefix}packets-of:${tenant}:${recordId}`;
   cache = (key: string) => `${this.prefix}cache:${key}`;
   cachesOf = (tenant: string, recordId: string) => `${this.prefix}caches-of:${tenant}:${recordId}`;
+  cachesOfTenant = (tenant: string) => `${this.prefix}caches-of-tenant:${tenant}`;
   job = (tenant: string, jobId: string) => `${this.prefix}job:${tenant}:${jobId}`;
   jobIndex = (jobId: string) => `${this.prefix}job-index:${jobId}`;
   openJobs = () => `${this.prefix}jobs-open`;
