@@ -3,3 +3,4 @@ export * from './ttl.ts';
 export * from './memory/index.ts';
 export * from './ranking/rank.ts';
 export * from './ranking/budget.ts';
+export * from './summary/extractive.ts';
