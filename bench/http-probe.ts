@@ -35,10 +35,11 @@ export const WRITES_TENANT = 'bench-writes';
  * long seed the server may close a pooled keep-alive socket just as the client reuses it
  * (ECONNRESET); that is the client pool, not the runtime. Writes are never retried.
  */
-async function call(url: string, token: string, body: unknown, retry = false): Promise<{ status: number; body: unknown }> {
-  const init = {
-    method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body),
-  };
+export async function call(url: string, token: string, body: unknown, retry = false): Promise<{ status: number; body: unknown }> {
+  // No body: a GET (reads by id); otherwise a JSON POST.
+  const init: RequestInit = body === undefined
+    ? { method: 'GET', headers: { authorization: `Bearer ${token}` } }
+    : { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) };
   let res: Response;
   try {
     res = await fetch(url, init);

@@ -11,6 +11,7 @@ import { contentOf, tenantOf } from './corpus.ts';
 import { issueToken, measureSearch, measureWritePath, write, writeBody, type HttpTarget, type SearchStepResult, type WritePathResult } from './http-probe.ts';
 import type { BenchOptions } from './options.ts';
 import type { Engines } from './engines.ts';
+import { measureRevocation, type RevocationResult } from './revocation.ts';
 import { seedBelowApi } from './seed.ts';
 import { progress } from './stats.ts';
 
@@ -18,6 +19,7 @@ export interface RuntimeResult {
   /** From the call to the API answering (embedded: in-process; distributed: seven processes). */
   startMs: number;
   write: WritePathResult;
+  revocation: RevocationResult;
   search: Array<SearchStepResult & { seedMs: number }>;
 }
 
@@ -28,6 +30,7 @@ async function benchApi(
   target: HttpTarget, stores: { index: SearchIndex; state: StateStore }, options: BenchOptions, label: string, startMs: number,
 ): Promise<RuntimeResult> {
   const writePath = await measureWritePath(target, options, label);
+  const revocation = await measureRevocation(target, tenantOf(1, options.tenants), options.revocations, label);
 
   // The seed template: one record through the API, read back from the runtime's record hash.
   const tenant = tenantOf(0, options.tenants);
@@ -44,7 +47,7 @@ async function benchApi(
     seeded = size;
     search.push({ ...(await measureSearch(target, size, options, label)), seedMs });
   }
-  return { startMs, write: writePath, search };
+  return { startMs, write: writePath, revocation, search };
 }
 
 export async function benchEmbedded(options: BenchOptions): Promise<RuntimeResult> {
