@@ -1,45 +1,59 @@
 import type { Bus, ConsumedMessage, ProcessContext } from '@gm/bus';
 import { DeletionTask, TOPICS, type Clock, type ServiceHandle } from '@gm/contracts';
-import { deletionAck } from '@gm/service-kit';
+import { CedarPolicyDecisionPoint, RevisionCachedPolicySource, loadPolicySet, type CompiledPolicySet, type PolicyDecisionPoint } from '@gm/policy';
 import type { SearchIndex } from '@gm/search-index';
+import { deletionAck } from '@gm/service-kit';
 import type { StateStore } from '@gm/state-store';
+import { captureProbes } from './capture.ts';
+import { replay, replayRef, type ReplayReport, type SummaryProbeSource } from './replay.ts';
 
 export const RECEIPT_VERIFIER_GROUP = 'receipt-verifier';
 
-/**
- * Probes every copy this runtime keeps for the job's records and reports what it still
- * finds. Findings name the path and the record id only, never content. (The full replay
- * probes — exact phrase, paraphrase, summaries, a pre-deletion capability — and signed
- * receipts come with the verifiable-forgetting issue.)
- */
-export async function probe(deps: { index: SearchIndex; state: StateStore }, task: DeletionTask): Promise<string[]> {
-  const { index, state } = deps;
-  const findings: string[] = [];
-  const ids = task.recordIds;
-  const tombstoned = await state.tombstones.filterTombstoned(task.tenantId, ids);
-  const records = await state.records.getMany(task.tenantId, ids);
-  for (const id of ids) {
-    if (!tombstoned.has(id)) findings.push(`tombstone-missing:${id}`);
-    const status = records.get(id)?.status;
-    if (status === 'active' || status === 'quarantined') findings.push(`record-hash-live:${id}`);
-    if (await index.get(task.tenantId, id)) findings.push(`index:${id}`);
-    if (!task.retainPrimary && (await state.contents.count(task.tenantId, [id])) > 0) findings.push(`primary:${id}`);
-  }
-  for (const key of await state.cache.holding(task.tenantId, ids)) findings.push(`retrieval-cache:${key.slice(0, 16)}`);
-  for (const packetId of await state.packets.holding(task.tenantId, ids)) findings.push(`evidence-packet:${packetId}`);
-  return findings;
+export interface VerifierDeps {
+  bus: Bus;
+  index: SearchIndex;
+  state: StateStore;
+  clock: Clock;
+  /** Decides the replayed reads, as the broker decides real ones. */
+  pdp: PolicyDecisionPoint;
+  /** The summaries store, where the deployment keeps one (its `holding` and `search`). */
+  summaries?: SummaryProbeSource;
 }
 
-export async function startReceiptVerifier(deps: { bus: Bus; index: SearchIndex; state: StateStore; clock: Clock }): Promise<ServiceHandle> {
+/**
+ * Verification replays (§8.3) for one task: rebuilds the deleted records' probes from the
+ * event log (in this function's memory only), replays them on every read path and reports
+ * what still answers. Findings name the path and the record id only, never content.
+ */
+export async function probe(deps: VerifierDeps, task: DeletionTask): Promise<{ report: ReplayReport; captured: number }> {
+  const job = await deps.state.jobs.get(task.tenantId, task.jobId);
+  const captured = await captureProbes(deps, task.tenantId, task.recordIds, job?.subjectId);
+  const report = await replay(deps, task, captured, deps.clock.now());
+  return { report, captured: captured.size };
+}
+
+export interface ReceiptVerifierOptions extends Omit<VerifierDeps, 'pdp'> {
+  /** The deployment's Cedar policy set (loadPolicySet); the shipped one when absent. */
+  policySet?: CompiledPolicySet;
+}
+
+export async function startReceiptVerifier(options: ReceiptVerifierOptions): Promise<ServiceHandle> {
+  const { policySet, ...rest } = options;
+  const pdp = new CedarPolicyDecisionPoint({
+    source: new RevisionCachedPolicySource(rest.state.policies, rest.state.policyRevisions),
+    clock: rest.clock,
+    policySet: policySet ?? loadPolicySet(),
+  });
+  const deps: VerifierDeps = { ...rest, pdp };
   const sub = await deps.bus.subscribe({
     groupId: RECEIPT_VERIFIER_GROUP,
     topics: [TOPICS.deletionTasks],
     handler: async (message: ConsumedMessage, ctx: ProcessContext) => {
       const task = DeletionTask.parse(message.value);
       if (task.target !== 'verification') return;
-      const findings = await probe(deps, task);
-      const ref = `probes=${task.recordIds.length * 4 + 2};findings=${findings.length}`;
-      ctx.send([deletionAck(task, 'receipt-verifier', deps.clock, { ok: findings.length === 0, ref, findings })]);
+      const { report, captured } = await probe(deps, task);
+      const ok = report.findings.length === 0;
+      ctx.send([deletionAck(task, 'receipt-verifier', deps.clock, { ok, ref: replayRef(report, captured), findings: report.findings })]);
     },
   });
   return { close: () => sub.close() };

@@ -45,6 +45,20 @@ export class PacketStore {
     return [...out].sort();
   }
 
+  /**
+   * Live packets issued with any of these records, erased or not: what verification replays
+   * ask the action gate about (an erased item must also validate as invalid).
+   */
+  async issuedWith(tenantId: string, recordIds: string[]): Promise<string[]> {
+    const out = new Set<string>();
+    for (const recordId of recordIds) {
+      for (const packetId of await this.kv.smembers(this.keys.packetsOf(tenantId, recordId))) {
+        if ((await this.get(packetId))?.tenantId === tenantId) out.add(packetId);
+      }
+    }
+    return [...out].sort();
+  }
+
   /** Erases the excerpts of these records from every packet and marks them invalid. */
   async invalidate(tenantId: string, recordIds: string[]): Promise<number> {
     const targets = new Set(recordIds);

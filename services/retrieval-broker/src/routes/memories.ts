@@ -11,7 +11,7 @@ import { authenticate } from '../auth.ts';
 import type { BrokerDeps } from '../deps.ts';
 import { idempotencyKey, parseBody, pathId } from '../http.ts';
 import { notFound } from '../problem.ts';
-import { isReadable, partitionOf } from '../retrieval.ts';
+import { partitionOf, readRecord } from '../retrieval.ts';
 
 export async function metadataFor(deps: BrokerDeps, claims: CapabilityClaims, subjectId: string, key?: string): Promise<MessageMetadata> {
   return {
@@ -123,15 +123,9 @@ export function memoryRoutes(app: FastifyInstance, deps: BrokerDeps): void {
 
   app.get('/v1/memories/:id', async (request) => {
     const claims = await authenticate(request, deps.verifier, deps.clock, 'read');
-    const id = pathId(request, 'id');
-    const now = deps.clock.now();
-    const meta = await deps.state.records.get(claims.tenant, id);
-    const partitions = new Set(await authorizedPartitions(deps, claims, 'read'));
-    const tombstoned = (await deps.state.tombstones.filterTombstoned(claims.tenant, [id])).size > 0;
-    if (!isReadable(meta, claims, partitions, now, tombstoned)) throw notFound();
-    const content = await deps.state.contents.get(claims.tenant, id);
-    if (content === null) throw notFound();
-    return { ...meta, content };
+    const record = await readRecord(deps, claims, pathId(request, 'id'), deps.clock.now());
+    if (record === null) throw notFound();
+    return record;
   });
 
   app.get('/v1/review/quarantine', async (request) => {

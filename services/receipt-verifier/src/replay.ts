@@ -1,0 +1,182 @@
+import { LIVE_STATUSES, SearchRequest, type CapabilityClaims, type DeletionTask } from '@gm/contracts';
+import { partitionOf, rankedResults, readRecord, validatePacket, type ReadPathDeps } from '@gm/retrieval';
+import { createHash } from 'node:crypto';
+import type { RecordProbes } from './capture.ts';
+
+/**
+ * The summary store as the replays need it: structurally the `holding` and `search` of the
+ * summaries store port, so that store is passed as it is. Absent in a deployment without
+ * summaries; the summary probes are then reported as not run (`summary=absent`).
+ */
+export interface SummaryProbeSource {
+  /** The summaries whose derivedFrom names any of these records. */
+  holding(tenantId: string, recordIds: string[]): Promise<unknown[]>;
+  search(query: {
+    tenantId: string; partitions: string[]; purpose: string; now: string; text?: string; limit: number;
+  }): Promise<Array<{ summary: { derivedFrom: Array<{ recordId: string; contentHash: string }> } }>>;
+}
+
+export interface ReplayDeps extends ReadPathDeps {
+  summaries?: SummaryProbeSource;
+}
+
+/** Every path a deleted record could still be read from (§8.3); each replay is counted by kind. */
+export const PROBE_KINDS = [
+  'search_phrase', 'search_paraphrase', 'get_by_id', 'index_phrase', 'index_paraphrase', 'index_get',
+  'retrieval_cache', 'evidence_packet', 'packet_validation', 'record_hash', 'tombstone', 'primary',
+  'summary_holding', 'summary_search',
+] as const;
+export type ProbeKind = (typeof PROBE_KINDS)[number];
+
+export interface ReplayReport {
+  counts: Record<ProbeKind, number>;
+  /** `path:recordId` (or `path:entryId` for caches and packets): never content or queries. */
+  findings: string[];
+  summaries: boolean;
+}
+
+const REPLAY_LIMIT = 50;
+const INDEX_PROBE_LIMIT = 100;
+
+/**
+ * A capability that could read the record before it was deleted: its writer's agent and
+ * owner, its resource as the only scope, its first purpose, the read actions. Built in
+ * memory for the replay and never signed — no token exists that a leak could reuse.
+ */
+export function readerOf(probes: RecordProbes, now: Date): CapabilityClaims {
+  const { meta } = probes;
+  const iat = Math.floor(now.getTime() / 1000);
+  return {
+    iss: 'receipt-verifier', aud: 'replay', sub: meta.agentId, act: { sub: meta.owner.principalId, kind: meta.owner.kind },
+    tenant: meta.tenantId, run: 'verification-replay', scopes: [meta.resource], purpose: meta.purposes[0] ?? 'general',
+    actions: ['search', 'read', 'cite'], iat, exp: iat + 60, rev: 0, jti: 'verification-replay',
+  };
+}
+
+const sha256 = (text: string): string => createHash('sha256').update(text, 'utf8').digest('hex');
+
+/**
+ * Replays every probe of a verification task. A probe that cannot run (an engine down) is a
+ * finding too (`unreachable:<path>`): verification never passes on a path it could not see.
+ */
+export async function replay(
+  deps: ReplayDeps, task: DeletionTask, captured: Map<string, RecordProbes>, now: Date,
+): Promise<ReplayReport> {
+  const counts = Object.fromEntries(PROBE_KINDS.map((k) => [k, 0])) as Record<ProbeKind, number>;
+  const findings = new Set<string>();
+  const tenant = task.tenantId;
+  const ids = new Set(task.recordIds);
+  const hashes = new Set([...captured.values()].flatMap((p) => [...p.contentHashes]));
+  const isJobCopy = (recordId: string, contentHash: string) => ids.has(recordId) || hashes.has(contentHash);
+
+  const run = async (kind: ProbeKind, path: string, probe: () => Promise<void>) => {
+    counts[kind] += 1;
+    try {
+      await probe();
+    } catch {
+      findings.add(`unreachable:${path}`);
+    }
+  };
+
+  for (const id of task.recordIds) {
+    // (e) The tombstone and the record hash: the read path's last word.
+    await run('tombstone', 'tombstone', async () => {
+      if ((await deps.state.tombstones.filterTombstoned(tenant, [id])).size === 0) findings.add(`tombstone-missing:${id}`);
+    });
+    await run('record_hash', 'record-hash', async () => {
+      const status = (await deps.state.records.get(tenant, id))?.status;
+      if (status !== undefined && LIVE_STATUSES.includes(status)) findings.add(`record-hash-live:${id}`);
+    });
+    // Probes are built from the log; a record the log did not give back was not replayed.
+    if (!captured.has(id)) findings.add(`uncaptured:${id}`);
+    if (!task.retainPrimary) {
+      await run('primary', 'primary', async () => {
+        if ((await deps.state.contents.count(tenant, [id])) > 0) findings.add(`primary:${id}`);
+      });
+    }
+    // (c) The index by id, bypassing search.
+    await run('index_get', 'index', async () => {
+      if (await deps.index.get(tenant, id)) findings.add(`index:${id}`);
+    });
+  }
+
+  for (const probes of captured.values()) {
+    const reader = readerOf(probes, now);
+    const partition = partitionOf(probes.meta);
+    const asked = [
+      ...probes.phrases.map((text) => ({ text, search: 'search_phrase', index: 'index_phrase' }) as const),
+      ...probes.paraphrases.map((text) => ({ text, search: 'search_paraphrase', index: 'index_paraphrase' }) as const),
+    ];
+    for (const { text, search, index } of asked) {
+      // (a) The search API as the record's own reader: cache peeked, never filled.
+      await run(search, 'search', async () => {
+        const request = SearchRequest.parse({ query: text.slice(0, 1024), limit: REPLAY_LIMIT });
+        const { ranked } = await rankedResults(deps, reader, request, now, { fill: false });
+        for (const item of ranked) if (isJobCopy(item.recordId, sha256(item.excerpt))) findings.add(`search:${item.recordId}`);
+      });
+      // (c) The index itself, in the record's own partition, for each of its purposes; time
+      // set to its creation so that no expiry filter can hide a copy.
+      for (const purpose of probes.meta.purposes) {
+        await run(index, 'index', async () => {
+          const hits = await deps.index.search({
+            tenantId: tenant, partitions: [partition], purpose, text, now: probes.meta.createdAt, limit: INDEX_PROBE_LIMIT,
+          });
+          for (const hit of hits) if (isJobCopy(hit.doc.recordId, hit.doc.contentHash)) findings.add(`index:${hit.doc.recordId}`);
+        });
+      }
+      // (f) The summaries that a reader of this partition could get.
+      const summaries = deps.summaries;
+      if (summaries) {
+        for (const purpose of probes.meta.purposes) {
+          await run('summary_search', 'summary', async () => {
+            const hits = await summaries.search({
+              tenantId: tenant, partitions: [partition], purpose, now: probes.meta.createdAt, text, limit: INDEX_PROBE_LIMIT,
+            });
+            for (const hit of hits) {
+              const source = hit.summary.derivedFrom.find((s) => isJobCopy(s.recordId, s.contentHash));
+              if (source) findings.add(`summary-search:${source.recordId}`);
+            }
+          });
+        }
+      }
+    }
+    // (b) Get by id, as that reader.
+    await run('get_by_id', 'get', async () => {
+      if ((await readRecord(deps, reader, probes.id, now)) !== null) findings.add(`get:${probes.id}`);
+    });
+  }
+
+  // (d) Derived copies the read path made: cache entries, packets, and the action gate.
+  await run('retrieval_cache', 'retrieval-cache', async () => {
+    for (const key of await deps.state.cache.holding(tenant, task.recordIds)) findings.add(`retrieval-cache:${key.slice(0, 16)}`);
+  });
+  await run('evidence_packet', 'evidence-packet', async () => {
+    for (const packetId of await deps.state.packets.holding(tenant, task.recordIds)) findings.add(`evidence-packet:${packetId}`);
+  });
+  const anyReader = [...captured.values()][0];
+  if (anyReader) {
+    const reader = readerOf(anyReader, now);
+    await run('packet_validation', 'packet-validation', async () => {
+      for (const packetId of await deps.state.packets.issuedWith(tenant, task.recordIds)) {
+        const validation = await validatePacket(deps, reader, packetId, now);
+        for (const item of validation?.items ?? []) {
+          if (item.valid && ids.has(item.recordId)) findings.add(`packet-validation:${packetId}:${item.recordId}`);
+        }
+      }
+    });
+  }
+  const summaries = deps.summaries;
+  if (summaries) {
+    await run('summary_holding', 'summary', async () => {
+      for (const id of task.recordIds) if ((await summaries.holding(tenant, [id])).length > 0) findings.add(`summary:${id}`);
+    });
+  }
+  return { counts, findings: [...findings].sort(), summaries: summaries !== undefined };
+}
+
+/** The verification ack's `ref`: probe counts by kind and the number of findings, nothing else. */
+export function replayRef(report: ReplayReport, captured: number): string {
+  const total = Object.values(report.counts).reduce((a, b) => a + b, 0);
+  const kinds = PROBE_KINDS.filter((k) => report.summaries || !k.startsWith('summary_')).map((k) => `${k}=${report.counts[k]}`);
+  return [`probes=${total}`, `findings=${report.findings.length}`, `captured=${captured}`, ...kinds, ...(report.summaries ? [] : ['summary=absent'])].join(';');
+}
