@@ -4,3 +4,7 @@ export { createElasticsearchSearchIndex, type ElasticsearchSearchIndexOptions } 
 export type { SqliteSearchIndexOptions } from './embedded/sqlite-search-index.ts';
 export { indexDigest } from './embedded/digest.ts';
 export type { DigestEntry } from './embedded/digest.ts';
+export * from './summary-port.ts';
+export { createSqliteSummaryStore, type SqliteSummaryStoreOptions } from './embedded/sqlite-summary-store.ts';
+export { summaryDigest } from './embedded/summary-digest.ts';
+export { createElasticsearchSummaryStore, esSummaryIndexNames, type ElasticsearchSummaryStoreOptions } from './elasticsearch/es-summary-store.ts';

@@ -53,6 +53,11 @@ export interface SearchIndex {
   remove(tenantId: string, recordIds: string[]): Promise<number>;
   /** Direct read by id, bypassing search. For verification probes only, never the read path. */
   get(tenantId: string, recordId: string): Promise<IndexDocument | null>;
+  /**
+   * Every document of one (partition, subject), whatever its expiry, ordered by recordId —
+   * the sources the index-builder summarises. Bypasses search: never the read path.
+   */
+  subjectDocuments(tenantId: string, partition: string, subjectId: string): Promise<IndexDocument[]>;
   search(query: SearchQuery): Promise<SearchHit[]>;
   count(tenantId?: string): Promise<number>;
   /** sha256 over every document's (tenant, id, version, contentHash, partition), sorted. */

@@ -5,3 +5,4 @@ export * from './contracts/key-value.contract.ts';
 export * from './contracts/policy-store.contract.ts';
 export * from './embedded-fixture.ts';
 export * from './infra/engines.ts';
+export * from './contracts/summary-store.contract.ts';

@@ -4,6 +4,7 @@ import { GovernedMemoryError } from '@gm/contracts';
 import type { IndexDocument, SearchHit, SearchIndex, SearchQuery } from '../port.ts';
 import { indexDigest } from '../embedded/digest.ts';
 import { Refresher } from './es-refresher.ts';
+import { IndexMissingError, bulkItemError, errorType, idPart, isIndexMissing, requireComplete, toGovernedError } from './es-support.ts';
 
 export interface ElasticsearchSearchIndexOptions {
   /** Elasticsearch URL, e.g. http://127.0.0.1:19200. */
@@ -43,7 +44,7 @@ export function esIndexNames(indexPrefix: string): { alias: string; concrete: st
  * One shard: BM25 statistics are then index-wide, as in SQLite, so rankings agree; an index of
  * active records stays small. Replicas follow the cluster: none on one node, one otherwise.
  */
-const INDEX_SETTINGS: estypes.IndicesIndexSettings = {
+export const INDEX_SETTINGS: estypes.IndicesIndexSettings = {
   number_of_shards: 1,
   auto_expand_replicas: '0-1',
   analysis: {
@@ -90,8 +91,6 @@ function epochMs(iso: string, field: string): number {
   return ms;
 }
 
-/** `%` and `/` escaped, so `tenant/record` is unambiguous for any input and unchanged for valid ids. */
-const idPart = (s: string) => s.replaceAll('%', '%25').replaceAll('/', '%2F');
 const docId = (tenantId: string, recordId: string) => `${idPart(tenantId)}/${idPart(recordId)}`;
 
 function toStored(doc: IndexDocument): StoredDocument {
@@ -105,45 +104,6 @@ function toStored(doc: IndexDocument): StoredDocument {
 function fromStored(source: StoredDocument): IndexDocument {
   const { expiresAtMs: _derived, ...doc } = source;
   return doc;
-}
-
-/** Elasticsearch's own error type (`{error: {type}}`), the stable way to tell failures apart. */
-function errorType(e: unknown): string | undefined {
-  const body: unknown = e instanceof errors.ResponseError ? e.body : undefined;
-  const error: unknown = typeof body === 'object' && body !== null && 'error' in body ? body.error : undefined;
-  return typeof error === 'object' && error !== null && 'type' in error && typeof error.type === 'string' ? error.type : undefined;
-}
-
-/** A bulk item found no index behind the alias: the index was dropped after we created it. */
-class IndexMissingError extends Error {}
-
-const isIndexMissing = (e: unknown) => e instanceof IndexMissingError || errorType(e) === 'index_not_found_exception';
-
-/** Engine and transport failures, as coded errors: unreachable or overloaded is retriable. */
-function toGovernedError(e: unknown, operation: string): GovernedMemoryError {
-  if (e instanceof GovernedMemoryError) return e;
-  const transient =
-    e instanceof errors.ConnectionError ||
-    e instanceof errors.TimeoutError ||
-    e instanceof errors.NoLivingConnectionsError ||
-    (e instanceof errors.ResponseError && (e.statusCode === 429 || (e.statusCode ?? 500) >= 500));
-  return transient
-    ? new GovernedMemoryError('MEM_UNAVAILABLE', `search index unavailable (${operation})`, { retriable: true, cause: e })
-    : new GovernedMemoryError('MEM_INTERNAL', `search index request failed (${operation})`, { cause: e });
-}
-
-/** Shard failures or a timeout mean some documents were not looked at: never answer from part. */
-function requireComplete(response: { timed_out?: boolean; _shards: estypes.ShardStatistics }, operation: string): void {
-  if (response.timed_out === true || response._shards.failed > 0) {
-    throw new GovernedMemoryError('MEM_UNAVAILABLE', `search index answered from part of its shards (${operation})`, { retriable: true });
-  }
-}
-
-function bulkItemError(item: estypes.BulkResponseItem, operation: string): GovernedMemoryError {
-  const cause = new Error(`${item.error?.type ?? 'unknown'}: ${item.error?.reason ?? ''}`);
-  return item.status === 429 || item.status >= 500
-    ? new GovernedMemoryError('MEM_UNAVAILABLE', `search index rejected a write (${operation})`, { retriable: true, cause })
-    : new GovernedMemoryError('MEM_INTERNAL', `search index rejected a document (${operation})`, { cause });
 }
 
 export function createElasticsearchSearchIndex(options: ElasticsearchSearchIndexOptions): SearchIndex {
@@ -256,6 +216,33 @@ export function createElasticsearchSearchIndex(options: ElasticsearchSearchIndex
           if (e instanceof errors.ResponseError && e.statusCode === 404 && !isIndexMissing(e)) return null;
           throw e;
         }
+      });
+    },
+
+    async subjectDocuments(tenantId, partition, subjectId) {
+      return run('subjectDocuments', async () => {
+        const docs: IndexDocument[] = [];
+        let after: estypes.SortResults | undefined;
+        for (;;) {
+          const response = await client.search<StoredDocument>({
+            index: alias,
+            size: DIGEST_PAGE,
+            track_total_hits: false,
+            allow_partial_search_results: false,
+            query: { bool: { filter: [{ term: { tenantId } }, { term: { partition } }, { term: { subjectId } }] } },
+            sort: [{ recordId: { order: 'asc' } }],
+            ...(after === undefined ? {} : { search_after: after }),
+          });
+          requireComplete(response, 'subjectDocuments');
+          const hits = response.hits.hits;
+          for (const hit of hits) {
+            if (hit._source === undefined) throw new GovernedMemoryError('MEM_INTERNAL', 'search index returned a hit without source');
+            docs.push(fromStored(hit._source));
+          }
+          after = hits.at(-1)?.sort;
+          if (hits.length < DIGEST_PAGE || after === undefined) break;
+        }
+        return docs;
       });
     },
 

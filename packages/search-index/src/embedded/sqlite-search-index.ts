@@ -193,6 +193,9 @@ export function createSqliteSearchIndex(options: SqliteSearchIndexOptions): Sear
   const getStmt = db.prepare<[string, string], DocumentRow>(
     'SELECT * FROM documents WHERE tenant = ? AND record_id = ?',
   );
+  const subjectStmt = db.prepare<[string, string, string], DocumentRow>(
+    'SELECT * FROM documents WHERE tenant = ? AND partition_key = ? AND subject = ? ORDER BY record_id',
+  );
   const searchStmt = db.prepare<[SearchParams], DocumentRow & { bm25_score: number }>(SEARCH);
   const countAllStmt = db.prepare<[], { n: number }>('SELECT count(*) AS n FROM documents');
   const countTenantStmt = db.prepare<[string], { n: number }>('SELECT count(*) AS n FROM documents WHERE tenant = ?');
@@ -217,6 +220,10 @@ export function createSqliteSearchIndex(options: SqliteSearchIndexOptions): Sear
     async get(tenantId, recordId) {
       const row = getStmt.get(tenantId, recordId);
       return row === undefined ? null : fromRow(row);
+    },
+
+    async subjectDocuments(tenantId, partition, subjectId) {
+      return subjectStmt.all(tenantId, partition, subjectId).map(fromRow);
     },
 
     async search(query: SearchQuery): Promise<SearchHit[]> {

@@ -86,6 +86,20 @@ export function testSearchIndex(adapterName: string, factory: SearchIndexFactory
       expect(await index.get('tenant-1', 'rec-unknown')).toBeNull();
     });
 
+    it('lists one (partition, subject)’s documents by id, expired ones included, nothing of other scopes', async () => {
+      const { index } = await open();
+      await index.upsert([
+        doc('rec-b', 'second note', { expiresAt: '2029-01-01T00:00:00.000Z' }),
+        doc('rec-a', 'first note'),
+        doc('rec-other-subject', 'first note', { subjectId: 'subject-2' }),
+        doc('rec-other-partition', 'first note', { partition: 'part-b' }),
+        doc('rec-other-tenant', 'first note', { tenantId: 'tenant-2' }),
+      ]);
+      expect((await index.subjectDocuments('tenant-1', 'part-a', 'subject-1')).map((d) => d.recordId)).toEqual(['rec-a', 'rec-b']);
+      expect(await index.subjectDocuments('tenant-1', 'part-a', 'subject-1')).toContainEqual(doc('rec-a', 'first note'));
+      expect(await index.subjectDocuments('tenant-1', 'part-c', 'subject-1')).toEqual([]);
+    });
+
     it('treats a repeated upsert of the same document as one document', async () => {
       const { index } = await open();
       const d = doc('rec-1', 'kafka keeps the event log');

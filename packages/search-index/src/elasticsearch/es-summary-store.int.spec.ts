@@ -1,0 +1,35 @@
+import { randomUUID } from 'node:crypto';
+import { Client } from '@elastic/elasticsearch';
+// Relative on purpose: @gm/testing depends on this package, so a workspace import would be a cycle.
+import { testSummaryStore } from '../../../testing/src/contracts/summary-store.contract.ts';
+import type { SummaryStoreHarness } from '../../../testing/src/contracts/summary-store.contract.ts';
+import { engineEndpoint } from '../../../testing/src/infra/engines.ts';
+import type { SummaryStore } from '../summary-port.ts';
+import { createElasticsearchSummaryStore, esSummaryIndexNames } from './es-summary-store.ts';
+
+/** Every test gets its own index (unique prefix) and deletes it afterwards. */
+async function harness(): Promise<SummaryStoreHarness> {
+  const node = engineEndpoint('elasticsearch');
+  const indexPrefix = `gm-test-${randomUUID()}`;
+  const opened: SummaryStore[] = [];
+  const open = (): SummaryStore => {
+    const store = createElasticsearchSummaryStore({ node, indexPrefix });
+    opened.push(store);
+    return store;
+  };
+  return {
+    store: open(),
+    reopen: async () => open(),
+    cleanup: async () => {
+      for (const store of opened) await store.close();
+      const admin = new Client({ node });
+      try {
+        await admin.indices.delete({ index: esSummaryIndexNames(indexPrefix).concrete, ignore_unavailable: true });
+      } finally {
+        await admin.close();
+      }
+    },
+  };
+}
+
+testSummaryStore('elasticsearch', harness);

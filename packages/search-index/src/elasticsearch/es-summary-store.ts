@@ -1,0 +1,242 @@
+import { Client } from '@elastic/elasticsearch';
+import type { estypes } from '@elastic/elasticsearch';
+import { GovernedMemoryError } from '@gm/contracts';
+import type { Summary, SummaryHit, SummaryKey, SummaryQuery, SummaryStore } from '../summary-port.ts';
+import { checkReplace, compareKeys, epochMs, summaryDigest } from '../embedded/summary-digest.ts';
+import { Refresher } from './es-refresher.ts';
+import { IndexMissingError, bulkItemError, errorType, idPart, isIndexMissing, requireComplete, toGovernedError } from './es-support.ts';
+import { INDEX_SETTINGS } from './es-search-index.ts';
+
+export interface ElasticsearchSummaryStoreOptions {
+  node: string;
+  /** The same prefix as the search index: the summaries live in `<prefix>-summaries`. */
+  indexPrefix: string;
+}
+
+/** Alias for writes (require_alias, as the search index) and the mapping generation behind it. */
+export function esSummaryIndexNames(indexPrefix: string): { alias: string; concrete: string } {
+  if (!/^[a-z0-9][a-z0-9._-]*$/.test(indexPrefix)) {
+    throw new GovernedMemoryError('MEM_VALIDATION', 'indexPrefix must be lower-case letters, digits, ".", "_" or "-"');
+  }
+  return { alias: `${indexPrefix}-summaries`, concrete: `${indexPrefix}-summaries-v1` };
+}
+
+const MAPPINGS: estypes.MappingTypeMapping = {
+  dynamic: 'strict',
+  properties: {
+    tenantId: { type: 'keyword' },
+    partition: { type: 'keyword' },
+    subjectId: { type: 'keyword' },
+    purpose: { type: 'keyword' },
+    // Same analyzer as record content, so a summary matches the words its sources match.
+    text: { type: 'text', analyzer: 'gm_content' },
+    // Kept in _source; the ids are a separate keyword field so `holding` is a terms filter.
+    derivedFrom: { type: 'object', enabled: false },
+    derivedFromIds: { type: 'keyword' },
+    expiresAt: { type: 'date' },
+    expiresAtMs: { type: 'long' },
+    updatedAt: { type: 'date' },
+    updatedAtMs: { type: 'long' },
+  },
+};
+
+type Stored = Summary & { derivedFromIds: string[]; expiresAtMs: number; updatedAtMs: number };
+
+const PAGE = 1000;
+const MAX_HITS = 10_000;
+
+const docId = (k: Pick<SummaryKey, 'tenantId' | 'partition' | 'subjectId' | 'purpose'>) =>
+  [k.tenantId, k.partition, k.subjectId, k.purpose].map(idPart).join('/');
+
+const toStored = (s: Summary): Stored => ({
+  ...s,
+  derivedFromIds: [...new Set(s.derivedFrom.map((d) => d.recordId))],
+  expiresAtMs: epochMs(s.expiresAt, 'expiresAt'),
+  updatedAtMs: epochMs(s.updatedAt, 'updatedAt'),
+});
+
+function fromStored(source: Stored): Summary {
+  const { derivedFromIds: _ids, expiresAtMs: _e, updatedAtMs: _u, ...summary } = source;
+  return summary;
+}
+
+export function createElasticsearchSummaryStore(options: ElasticsearchSummaryStoreOptions): SummaryStore {
+  const { alias, concrete } = esSummaryIndexNames(options.indexPrefix);
+  process.env.OTEL_ELASTICSEARCH_CAPTURE_SEARCH_QUERY ??= 'false';
+  const client = new Client({ node: options.node, maxRetries: 0 });
+  let ready: Promise<void> | undefined;
+  let closed = false;
+
+  async function createIndex(): Promise<void> {
+    try {
+      await client.indices.create({ index: concrete, settings: INDEX_SETTINGS, mappings: MAPPINGS, aliases: { [alias]: {} } });
+    } catch (e) {
+      if (errorType(e) !== 'resource_already_exists_exception') throw e;
+    }
+  }
+  function ensureIndex(): Promise<void> {
+    ready ??= createIndex().catch((e: unknown) => {
+      ready = undefined;
+      throw e;
+    });
+    return ready;
+  }
+  async function run<T>(operation: string, op: () => Promise<T>): Promise<T> {
+    if (closed) throw new GovernedMemoryError('MEM_UNAVAILABLE', `summary store is closed (${operation})`);
+    try {
+      await ensureIndex();
+      try {
+        return await op();
+      } catch (e) {
+        if (!isIndexMissing(e)) throw e;
+        ready = undefined;
+        await ensureIndex();
+        return await op();
+      }
+    } catch (e) {
+      throw toGovernedError(e, `summaries ${operation}`);
+    }
+  }
+
+  const refresher = new Refresher(async () => {
+    await client.indices.refresh({ index: alias });
+  });
+
+  /** Every document matching `query`, paged by id (search_after: no scroll context to hold). */
+  async function scan(query: estypes.QueryDslQueryContainer, operation: string): Promise<Stored[]> {
+    const out: Stored[] = [];
+    let after: estypes.SortResults | undefined;
+    for (;;) {
+      const response = await client.search<Stored>({
+        index: alias, size: PAGE, track_total_hits: false, allow_partial_search_results: false, query,
+        sort: [{ tenantId: 'asc' }, { partition: 'asc' }, { subjectId: 'asc' }, { purpose: 'asc' }],
+        ...(after === undefined ? {} : { search_after: after }),
+      });
+      requireComplete(response, operation);
+      for (const hit of response.hits.hits) {
+        if (hit._source === undefined) throw new GovernedMemoryError('MEM_INTERNAL', 'summary store returned a hit without source');
+        out.push(hit._source);
+      }
+      after = response.hits.hits.at(-1)?.sort;
+      if (response.hits.hits.length < PAGE || after === undefined) break;
+    }
+    return out;
+  }
+
+  const scopeQuery = (tenantId: string, partition: string, subjectId: string): estypes.QueryDslQueryContainer => ({
+    bool: { filter: [{ term: { tenantId } }, { term: { partition } }, { term: { subjectId } }] },
+  });
+
+  async function bulk(operations: (estypes.BulkOperationContainer | Stored)[], operation: string) {
+    if (operations.length === 0) return [];
+    const response = await client.bulk({ operations, refresh: false, require_alias: true });
+    const items = response.items.map((item) => item.index ?? item.delete);
+    if (items.some((item) => item?.error?.type === 'index_not_found_exception')) throw new IndexMissingError();
+    for (const item of items) {
+      // A delete of an already-removed document (404) is idempotent, not a failure.
+      if (item?.error !== undefined) throw bulkItemError(item, operation);
+    }
+    await refresher.afterWrite();
+    return items;
+  }
+
+  return {
+    async replace(tenantId, partition, subjectId, summaries) {
+      checkReplace(tenantId, partition, subjectId, summaries);
+      const stored = summaries.map(toStored);
+      await run('replace', async () => {
+        // Index the new set, then delete the purposes it no longer has, in one bulk. Not atomic
+        // across the bulk: a failure is retried by the caller and converges.
+        const keep = new Set(stored.map(docId));
+        const stale = (await scan(scopeQuery(tenantId, partition, subjectId), 'replace')).map(docId).filter((id) => !keep.has(id));
+        await bulk([
+          ...stored.flatMap((s) => [{ index: { _index: alias, _id: docId(s) } }, s]),
+          ...stale.map((id) => ({ delete: { _index: alias, _id: id } })),
+        ], 'replace');
+      });
+    },
+
+    async remove(tenantId, partition, subjectId) {
+      return run('remove', async () => {
+        const ids = (await scan(scopeQuery(tenantId, partition, subjectId), 'remove')).map(docId);
+        const items = await bulk(ids.map((id) => ({ delete: { _index: alias, _id: id } })), 'remove');
+        return items.filter((item) => item?.result === 'deleted').length;
+      });
+    },
+
+    async get(tenantId, partition, subjectId) {
+      return run('get', async () => (await scan(scopeQuery(tenantId, partition, subjectId), 'get')).map(fromStored));
+    },
+
+    async search(query: SummaryQuery): Promise<SummaryHit[]> {
+      if (query.partitions.length === 0) return [];
+      const limit = Math.min(Math.floor(query.limit), MAX_HITS);
+      if (!(limit > 0)) return [];
+      const filter: estypes.QueryDslQueryContainer[] = [
+        { term: { tenantId: query.tenantId } },
+        { terms: { partition: query.partitions } },
+        { term: { purpose: query.purpose } },
+        { range: { expiresAtMs: { gt: epochMs(query.now, 'now') } } },
+      ];
+      if (query.subjectId !== undefined) filter.push({ term: { subjectId: query.subjectId } });
+      const text = query.text;
+      return run('search', async () => {
+        const response = await client.search<Stored>({
+          index: alias,
+          size: limit,
+          track_total_hits: false,
+          track_scores: text !== undefined,
+          allow_partial_search_results: false,
+          query: text === undefined
+            ? { bool: { filter } }
+            : { bool: { filter, must: [{ match: { text: { query: text, operator: 'or', zero_terms_query: 'none' } } }] } },
+          sort: text === undefined
+            ? [{ updatedAtMs: 'desc' }, { partition: 'asc' }, { subjectId: 'asc' }]
+            : [{ _score: { order: 'desc' } }, { partition: 'asc' }, { subjectId: 'asc' }],
+        });
+        requireComplete(response, 'summaries search');
+        return response.hits.hits.map((hit) => {
+          if (hit._source === undefined) throw new GovernedMemoryError('MEM_INTERNAL', 'summary store returned a hit without source');
+          const score = text === undefined ? 0 : Math.max(typeof hit._score === 'number' ? hit._score : 0, Number.MIN_VALUE);
+          return { summary: fromStored(hit._source), lexicalScore: score };
+        });
+      });
+    },
+
+    async holding(tenantId, recordIds) {
+      if (recordIds.length === 0) return [];
+      return run('holding', async () => {
+        const found = await scan({ bool: { filter: [{ term: { tenantId } }, { terms: { derivedFromIds: recordIds } }] } }, 'holding');
+        return found
+          .map((s): SummaryKey => ({ tenantId: s.tenantId, partition: s.partition, subjectId: s.subjectId, purpose: s.purpose }))
+          .sort(compareKeys);
+      });
+    },
+
+    async count(tenantId) {
+      return run('count', async () => {
+        const response = await client.count({ index: alias, query: tenantId === undefined ? { match_all: {} } : { term: { tenantId } } });
+        requireComplete(response, 'summaries count');
+        return response.count;
+      });
+    },
+
+    async digest() {
+      return run('digest', async () => summaryDigest((await scan({ match_all: {} }, 'digest')).map(fromStored)));
+    },
+
+    async clear() {
+      await run('clear', async () => {
+        await client.indices.delete({ index: concrete, ignore_unavailable: true });
+        ready = undefined;
+        await ensureIndex();
+      });
+    },
+
+    async close() {
+      if (closed) return;
+      closed = true;
+      await client.close();
+    },
+  };
+}
