@@ -56,6 +56,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     MEMORY_NAMESPACE: options.namespace,
     MEMORY_PORT: String(options.port),
     MEMORY_SIGNING_KEY_FILE: keyFile,
+    MEMORY_RECEIPT_KEY_FILE: credentials.receiptKeyFile,
     MEMORY_ISSUER_CREDENTIAL_FILE: credentialFile,
     MEMORY_LOG_LEVEL: 'warn',
     ...options.env,

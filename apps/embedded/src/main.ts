@@ -30,6 +30,7 @@ async function main(): Promise<void> {
       `data directory:    ${config.dataDir}`,
       credentialHint,
       `signing key (pub): ${runtime.credentials.publicKeyFile}`,
+      `receipt key (pub): ${runtime.credentials.receiptPublicKeyFile}`,
       `started in ${Math.round(performance.now() - started)} ms — Ctrl-C to stop`,
       '',
     ].join('\n'),

@@ -11,7 +11,7 @@ import { startPolicyProjector, startPrimaryTarget, startProjector } from '@gm/pr
 import { startIndexBuilder, startIndexTargets } from '@gm/index-builder';
 import { startExpiryScheduler } from '@gm/expiry-scheduler';
 import { startDeletionOrchestrator } from '@gm/deletion-orchestrator';
-import { startReceiptVerifier } from '@gm/receipt-verifier';
+import { startReceiptSigner, startReceiptVerifier } from '@gm/receipt-verifier';
 import { startRetrievalBroker } from '@gm/retrieval-broker';
 import { loadPolicySet } from '@gm/policy';
 import { systemClock } from '@gm/service-kit';
@@ -106,6 +106,7 @@ export async function startEmbeddedRuntime(config: RuntimeConfig, options: Runti
     }),
   );
   handles.push(await startReceiptVerifier({ bus, index, state, clock }));
+  handles.push(await startReceiptSigner({ bus, state, clock, log: child('receipt-verifier'), metrics, keys: credentials.receipt }));
   handles.push(
     await startWriteAdmission({
       bus, log: child('write-admission'), metrics, decide: { ttl: config.ttl, idempotencyWindowMs: config.idempotencyWindowMs },

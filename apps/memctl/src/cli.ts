@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 
@@ -13,6 +13,11 @@ const USAGE = `memctl — command line for governed memory
   memctl promote --id ID --expected-version N
   memctl forget  --subject S
   memctl job     --id JOB_ID
+  memctl receipt get --job JOB_ID [--out FILE]      the job's signed receipt (compact JWS; stdout without --out)
+  memctl receipt verify FILE [--key JWK_OR_JWKS_FILE_OR_URL]
+                 verifies a receipt offline (signature, header, payload shape), prints its summary;
+                 exit 1 if it does not verify. Key: --key, else <data-dir>/keys/receipt-signing.public.jwk.json,
+                 else <url>/v1/receipt-keys
   memctl replay  [--data-dir DIR]      rebuild projections from the logs (service stopped) and compare digests
 
 Administration (a capability with "admin"; see README "Administration"):
@@ -40,7 +45,8 @@ const options = {
   'expires-at': { type: 'string' }, visibility: { type: 'string' }, confidence: { type: 'string' }, source: { type: 'string' },
   'idempotency-key': { type: 'string' }, query: { type: 'string' }, limit: { type: 'string' }, budget: { type: 'string' },
   'expected-version': { type: 'string' }, role: { type: 'string' }, purposes: { type: 'string' }, restricted: { type: 'string' },
-  'not-before': { type: 'string' }, 'not-after': { type: 'string' }, reason: { type: 'string' }, help: { type: 'boolean', short: 'h' },
+  'not-before': { type: 'string' }, 'not-after': { type: 'string' }, reason: { type: 'string' },
+  job: { type: 'string' }, out: { type: 'string' }, key: { type: 'string' }, help: { type: 'boolean', short: 'h' },
 } as const;
 
 type Values = ReturnType<typeof parseArgs<{ options: typeof options; allowPositionals: true }>>['values'];
@@ -76,6 +82,57 @@ async function call(values: Values, method: string, route: string, body?: unknow
     process.exit(1);
   }
   return text === '' ? null : JSON.parse(text);
+}
+
+async function callText(values: Values, route: string, headers: Record<string, string>): Promise<string> {
+  const base = values.url ?? process.env.MEMORY_URL ?? 'http://127.0.0.1:8080';
+  const token = values.token ?? process.env.MEMORY_TOKEN;
+  if (!token) throw new UsageError('--token (or MEMORY_TOKEN) is required');
+  const response = await fetch(`${base}${route}`, { headers: { authorization: `Bearer ${token}`, ...headers } });
+  const text = await response.text();
+  if (!response.ok) {
+    process.stderr.write(`${response.status} ${text}\n`);
+    process.exit(1);
+  }
+  return text.trim();
+}
+
+/** A JWK or a JWKS (`{keys: [...]}`), from a file or a URL. */
+async function loadKeys(source: string): Promise<Array<Record<string, string | undefined>>> {
+  const text = /^https?:\/\//.test(source) ? await (await fetch(source)).text() : readFileSync(source, 'utf8');
+  const parsed = JSON.parse(text) as { keys?: Array<Record<string, string | undefined>> } & Record<string, string | undefined>;
+  return Array.isArray(parsed.keys) ? parsed.keys : [parsed];
+}
+
+/** Offline verification of a receipt file: no capability, no server (unless the key is a URL). */
+async function verifyReceiptFile(values: Values, file: string, dataDir: string): Promise<void> {
+  // Loaded only here: jose and the receipt schema, not the runtime.
+  const { verifyReceipt } = await import('@gm/policy/receipts');
+  const localKey = path.join(dataDir, 'keys', 'receipt-signing.public.jwk.json');
+  const keySource = values.key ?? (existsSync(localKey) ? localKey : `${values.url ?? process.env.MEMORY_URL ?? 'http://127.0.0.1:8080'}/v1/receipt-keys`);
+  const text = readFileSync(file, 'utf8').trim();
+  // Accepts the bare JWS (receipt get, application/jose) or the JSON answer `{receipt, payload}`.
+  const jws = text.startsWith('{') ? String((JSON.parse(text) as { receipt?: unknown }).receipt ?? '') : text;
+  try {
+    const { payload: r, kid } = await verifyReceipt(jws, await loadKeys(keySource));
+    process.stdout.write(
+      [
+        `signature:   valid (Ed25519, kid ${kid ?? '-'}, key from ${keySource})`,
+        `receipt:     ${r.receiptId} for job ${r.jobId} (tenant ${r.tenant}, ${r.mode}${r.subjectId ? ` of subject ${r.subjectId}` : ''})`,
+        `status:      ${r.status}${r.failureReason ? ` — ${r.failureReason}` : ''}`,
+        `retention:   ${r.retention}${r.retentionReason ? ` — ${r.retentionReason}` : ''}`,
+        `records:     ${r.recordIds.length} (${r.contentHashes.map((h) => `${h.recordId}=${h.sha256 ? h.sha256.slice(0, 12) : '?'}`).join(', ')})`,
+        `targets:     ${r.targets.map((t) => `${t.target}:${t.status}`).join(', ')}`,
+        `replay:      ${r.replay.probes ?? '?'} probes, ${r.replay.findings.length} findings, ${r.replay.attempts} attempt(s)`,
+        `requested:   ${r.requestedAt} by ${r.requestedBy.agentId} for ${r.requestedBy.principalId}; completed ${r.completedAt}`,
+        `event log:   ${r.eventLog.holdsContent ? 'STILL HOLDS the content' : 'holds no content'} — ${r.eventLog.note}`,
+        '',
+      ].join('\n'),
+    );
+  } catch (err) {
+    process.stderr.write(`receipt does NOT verify: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exitCode = 1;
+  }
 }
 
 const list = (text: string) => text.split(',').map((a) => a.trim()).filter(Boolean);
@@ -155,6 +212,20 @@ async function run(argv: string[]): Promise<void> {
     case 'job':
       print(await call(values, 'GET', `/v1/deletion-jobs/${encodeURIComponent(need(values, 'id'))}`));
       return;
+    case 'receipt':
+      if (sub === 'get') {
+        const jws = await callText(values, `/v1/deletion-jobs/${path1(need(values, 'job'))}/receipt`, { accept: 'application/jose' });
+        if (values.out) {
+          writeFileSync(values.out, `${jws}\n`);
+          process.stderr.write(`receipt written to ${values.out}\n`);
+        } else process.stdout.write(`${jws}\n`);
+        return;
+      }
+      if (sub === 'verify') {
+        await verifyReceiptFile(values, target('the receipt file'), dataDir);
+        return;
+      }
+      throw new UsageError('did you mean: memctl receipt get|verify');
     case 'grant':
       if (sub === 'add') {
         print(

@@ -131,6 +131,11 @@ export const DeletionJob = z.object({
   deadline: IsoTime,
   evidence: z.array(DeletionEvidence),
   failureReason: z.string().optional(),
+  /**
+   * The subject was on legal hold when the job opened: records are tombstoned (reads deny) and
+   * every derived copy is removed, but the primary content is kept (no purge).
+   */
+  legalHold: z.object({ holdId: Id, reason: z.string() }).optional(),
   updatedAt: IsoTime,
   progress: z.object({
     tombstoned: z.array(Id),

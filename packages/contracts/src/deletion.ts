@@ -7,9 +7,13 @@ export const DeletionTask = z
   .object({
     jobId: Id,
     tenantId: Id,
-    target: z.union([DeletionTarget, z.literal('verification')]),
+    /**
+     * A copy to remove (DeletionTarget); `verification`: replay the probes; `receipt`: the job
+     * is finished (verified or failed) — sign and publish its receipt (receipt-verifier).
+     */
+    target: z.union([DeletionTarget, z.literal('verification'), z.literal('receipt')]),
     recordIds: z.array(Id),
-    /** revoke keeps the primary content for audit; delete and forget remove it. */
+    /** revoke keeps the primary content for audit, and so does any job under legal hold; delete and forget remove it. */
     retainPrimary: z.boolean(),
     issuedAt: IsoTime,
   })
@@ -21,7 +25,7 @@ export const DeletionAck = z
   .object({
     jobId: Id,
     tenantId: Id,
-    target: z.union([DeletionTarget, z.literal('verification')]),
+    target: z.union([DeletionTarget, z.literal('verification'), z.literal('receipt')]),
     evidence: DeletionEvidence,
     /** For verification: the probes that still found something (empty when clean). */
     findings: z.array(z.string()).optional(),

@@ -27,6 +27,7 @@ export const ERROR_CODES = [
   'CAP_ACTION_DENIED',
   'CAP_SCOPE_DENIED',
   'ISSUER_UNAUTHORIZED',
+  'RECEIPT_INVALID',
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 

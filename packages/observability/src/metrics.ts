@@ -18,6 +18,7 @@ export function createMetrics() {
     revocations: counter('gm_revocations_total', 'Record revocations and deletions requested', ['mode']),
     forgets: counter('gm_forgets_total', 'Subjects forgotten'),
     deletionJobs: counter('gm_deletion_jobs_total', 'Deletion jobs by final status', ['status']),
+    deletionReceipts: counter('gm_deletion_receipts_total', 'Deletion receipts signed, by job status and retention', ['status', 'retention']),
     deletionAlerts: counter('gm_deletion_alerts_total', 'Deletion jobs that failed or timed out', ['reason']),
     receiptLatency: new Histogram({
       name: 'gm_deletion_verified_seconds', help: 'Deletion request to verified job', registers: [registry],

@@ -3,3 +3,4 @@ export * from './pdp.ts';
 export * from './cedar/cedar-pdp.ts';
 export * from './cedar/policy-set.ts';
 export * from './cached-source.ts';
+export * from './receipts.ts';

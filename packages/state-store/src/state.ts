@@ -7,6 +7,7 @@ import { PacketStore } from './repositories/packets.ts';
 import { RetrievalCache } from './repositories/cache.ts';
 import { DataGenerations, DeletionJobs, PolicyRevisions, Revocations } from './repositories/jobs.ts';
 import { IssuedCapabilities, Policies } from './repositories/policies.ts';
+import { DeletionReceipts } from './repositories/receipts.ts';
 
 /** Every typed view of the state store, sharing one key-value connection and key prefix. */
 export class StateStore {
@@ -19,6 +20,7 @@ export class StateStore {
   readonly packets: PacketStore;
   readonly cache: RetrievalCache;
   readonly jobs: DeletionJobs;
+  readonly receipts: DeletionReceipts;
   readonly policyRevisions: PolicyRevisions;
   readonly revocations: Revocations;
   readonly generations: DataGenerations;
@@ -36,6 +38,7 @@ export class StateStore {
     this.packets = new PacketStore(kv, this.keys, nowMs);
     this.cache = new RetrievalCache(kv, this.keys);
     this.jobs = new DeletionJobs(kv, this.keys);
+    this.receipts = new DeletionReceipts(kv, this.keys);
     this.policyRevisions = new PolicyRevisions(kv, this.keys);
     this.revocations = new Revocations(kv, this.keys);
     this.generations = new DataGenerations(kv, this.keys);

@@ -257,7 +257,8 @@ describe('deletion orchestrator with the embedded services', () => {
     await projected(e);
     expect(await commandsOf(e, 'TombstoneMemory', 'job-forget')).toEqual(['f-1', 'f-2']);
     expect(await commandsOf(e, 'PurgeMemory', 'job-forget')).toEqual(['f-1', 'f-2']);
-    expect(targetsOf(await tasksOf(e, 'job-forget'))).toEqual([...EMBEDDED_TARGETS, 'verification'].sort());
+    // One task per target, one verification, and once verified one request for its receipt.
+    expect(targetsOf(await tasksOf(e, 'job-forget'))).toEqual([...EMBEDDED_TARGETS, 'receipt', 'verification'].sort());
     for (const id of ['f-1', 'f-2']) {
       expect((await fx.state.records.get(TENANT, id))?.status).toBe('purged');
       expect(await fx.state.contents.get(TENANT, id)).toBeNull();
@@ -301,6 +302,9 @@ describe('deletion orchestrator with the embedded services', () => {
     expect(await commandsOf(e, 'PurgeMemory', 'job-d2')).toEqual([]);
     expect(targetsOf(await tasksOf(e, 'job-d2'))).not.toContain('verification');
     expect(await deadLettersFor(e, 'job-d2')).toHaveLength(1);
+    // A failed job gets a receipt too (it says so): asked for once, and remembered until it exists.
+    expect(targetsOf(await tasksOf(e, 'job-d2')).filter((t) => t === 'receipt')).toEqual(['receipt']);
+    expect(await e.fx.state.receipts.pending()).toEqual([{ tenant: TENANT, jobId: 'job-d2' }]);
     expect(await metric(e, 'gm_deletion_jobs_total')).not.toContain('status="verified"');
     expect((await e.fx.state.records.get(TENANT, 'd-2'))?.status).toBe('tombstoned');
   });
@@ -416,7 +420,7 @@ describe('deletion orchestrator with the embedded services', () => {
       .filter((ev) => ev.type === 'MemoryTombstoned' || ev.type === 'MemoryPurged')
       .map((ev) => ev.type);
     expect(transitions).toEqual(['MemoryTombstoned', 'MemoryPurged']);
-    expect(new Set(targetsOf(await tasksOf(e, 'job-r1')))).toEqual(new Set([...EMBEDDED_TARGETS, 'verification']));
+    expect(new Set(targetsOf(await tasksOf(e, 'job-r1')))).toEqual(new Set([...EMBEDDED_TARGETS, 'verification', 'receipt']));
     expect(verified.evidence.map((x) => x.target).sort()).toEqual([...EMBEDDED_TARGETS, 'verification'].sort());
     expect(await metric(e, 'gm_deletion_jobs_total')).toContain('gm_deletion_jobs_total{status="verified"} 1');
     expect((await e.fx.state.records.get(TENANT, 'r-1'))?.status).toBe('purged');
@@ -471,6 +475,50 @@ describe('deletion orchestrator with the embedded services', () => {
     expect(await e.fx.state.contents.get(TENANT, 'v-1')).toBe('Customer v-1 keeps a spare key under the mat');
     expect(await e.fx.index.get(TENANT, 'v-1')).toBeNull();
     expect((await e.fx.state.tombstones.filterTombstoned(TENANT, ['v-1'])).size).toBe(1);
+  });
+
+  it('keeps the primary content of a subject on legal hold: tombstoned, derived copies removed, no purge, verified', async () => {
+    const e = await setup();
+    await e.fx.state.policies.apply({
+      type: 'LegalHoldPlaced',
+      data: { hold: { holdId: 'hold-1', tenant: TENANT, subjectId: 'cust-lh-1', reason: 'litigation 2026-17' } },
+      metadata: { changeId: 'chg-hold-1', tenant: TENANT, requestedBy: { agentId: 'admin', principalId: 'carol' }, occurredAt: e.fx.clock.iso() },
+    });
+    await start(e, ...PIPELINE, ...TARGET_WORKERS, 'verifier');
+    await deleteOne(e, 'lh-1', 'job-lh1');
+
+    const verified = await jobWhen(e, 'job-lh1', 'finished', (j) => j.status === 'verified' || j.status === 'failed');
+    expect(verified).toMatchObject({ status: 'verified', mode: 'delete', legalHold: { holdId: 'hold-1', reason: 'litigation 2026-17' } });
+    expect(verified.evidence.find((x) => x.target === 'primary')).toMatchObject({ status: 'done', ref: 'retained=1' });
+    await caughtUp(e, WRITE_ADMISSION_GROUP, TOPICS.commands);
+    await projected(e);
+    expect(await commandsOf(e, 'PurgeMemory', 'job-lh1')).toEqual([]);
+    expect((await tasksOf(e, 'job-lh1')).every((t) => t.retainPrimary)).toBe(true);
+    expect((await e.fx.state.records.get(TENANT, 'lh-1'))?.status).toBe('tombstoned');
+    expect(await e.fx.state.contents.get(TENANT, 'lh-1')).toBe('Customer lh-1 keeps a spare key under the mat');
+    expect(await e.fx.index.get(TENANT, 'lh-1')).toBeNull();
+    // The log line names the hold by id; its reason stays out of the logs.
+    expect(e.logs.records().find((r) => r.msg === 'deletion job opened' && r.jobId === 'job-lh1')).toMatchObject({ legalHold: 'hold-1' });
+    expect(e.logs.lines.join('\n')).not.toContain('litigation');
+  });
+
+  it('asks again for the receipt of a finished job until one is stored', async () => {
+    const e = await setup();
+    await start(e, ...PIPELINE, ...TARGET_WORKERS, 'verifier'); // no receipt signer runs
+    await deleteOne(e, 'rr-1', 'job-rr1');
+    await jobWhen(e, 'job-rr1', 'verified', (j) => j.status === 'verified');
+    const receiptTasks = async () => (await tasksOf(e, 'job-rr1')).filter((t) => t.target === 'receipt').length;
+    await eventually('the first receipt task', async () => (await receiptTasks()) === 1);
+    expect(await e.fx.state.receipts.pending()).toEqual([{ tenant: TENANT, jobId: 'job-rr1' }]);
+
+    e.fx.clock.advance(2_001);
+    await eventually('the receipt asked again', async () => (await receiptTasks()) === 2);
+    // Once a receipt is stored, the job is no longer pending and nobody asks again.
+    await e.fx.state.receipts.putOnce({ receiptId: 'rcpt_x', jobId: 'job-rr1', tenant: TENANT, kid: 'k', jws: 'a.b.c' });
+    expect(await e.fx.state.receipts.pending()).toEqual([]);
+    e.fx.clock.advance(2_001);
+    await caughtUp(e, ORCHESTRATOR_GROUP, TOPICS.deletionAcks);
+    expect(await receiptTasks()).toBe(2);
   });
 
   it('forgets a subject whose record was revoked earlier: the retained content is purged after all', async () => {

@@ -31,6 +31,8 @@ export interface OrchestratorDeps {
  */
 export class DeletionOrchestrator {
   private readonly locks = new Map<string, Promise<void>>();
+  /** When this process last asked for a job's missing receipt (epoch ms). */
+  private readonly receiptAsked = new Map<string, number>();
 
   constructor(private readonly deps: OrchestratorDeps) {}
 
@@ -83,6 +85,8 @@ export class DeletionOrchestrator {
         return;
       }
       const now = clock.now();
+      // A subject on legal hold: tombstone and remove every derived copy, but keep the primary content.
+      const hold = mode === 'revoke' ? null : await state.policies.holdOf(m.tenantId, m.subjectId);
       const job: DeletionJob = {
         jobId,
         tenant: m.tenantId,
@@ -96,6 +100,7 @@ export class DeletionOrchestrator {
         status: 'invalidating',
         deadline: new Date(Date.parse(m.now) + this.deps.deadlineMs).toISOString(),
         evidence: [],
+        ...(hold ? { legalHold: { holdId: hold.holdId, reason: hold.reason } } : {}),
         updatedAt: now.toISOString(),
         progress: { tombstoned: alreadyTombstoned, verificationAttempts: 0 },
       };
@@ -106,7 +111,7 @@ export class DeletionOrchestrator {
       // Tombstone first; records tombstoned by an earlier revocation go straight to fan-out.
       ctx.send(this.pendingSends(job));
       await state.jobs.put(job);
-      this.deps.log.info({ jobId, tenant: job.tenant, records: recordIds.length, mode }, 'deletion job opened');
+      this.deps.log.info({ jobId, tenant: job.tenant, records: recordIds.length, mode, legalHold: hold?.holdId }, 'deletion job opened');
     });
   }
 
@@ -129,7 +134,7 @@ export class DeletionOrchestrator {
       const evidence = [...job.evidence.filter((e) => e.target !== ack.target), ack.evidence];
       const next: DeletionJob = { ...job, evidence, updatedAt: now.toISOString() };
       if (job.status === 'invalidating' && job.targets.every((t) => evidence.some((e) => e.target === t))) {
-        if (job.mode !== 'revoke') ctx.send(job.recordIds.map((id) => this.command(job, 'PurgeMemory', id, now)));
+        if (!retainsPrimary(job)) ctx.send(job.recordIds.map((id) => this.command(job, 'PurgeMemory', id, now)));
         return this.startVerification(next, ctx);
       }
       await this.deps.state.jobs.put(next);
@@ -142,16 +147,19 @@ export class DeletionOrchestrator {
     await this.deps.state.jobs.put(next);
   }
 
-  private async onVerification(job: DeletionJob, ack: DeletionAck, _ctx: ProcessContext): Promise<void> {
+  private async onVerification(job: DeletionJob, ack: DeletionAck, ctx: ProcessContext): Promise<void> {
     const now = this.deps.clock.now();
     const findings = ack.findings ?? [];
     const evidence = [...job.evidence.filter((e) => e.target !== 'verification'), ack.evidence];
     const attempts = job.progress.verificationAttempts + 1;
     if (findings.length === 0 && ack.evidence.status === 'done') {
-      await this.deps.state.jobs.put({
+      const verified: DeletionJob = {
         ...job, status: 'verified', evidence, updatedAt: now.toISOString(),
         progress: { ...job.progress, verificationAttempts: attempts, findings: [] },
-      });
+      };
+      await this.deps.state.receipts.expect(job.tenant, job.jobId);
+      await this.deps.state.jobs.put(verified);
+      ctx.send([this.task(verified, 'receipt')]);
       this.deps.metrics.deletionJobs.inc({ status: 'verified' });
       this.deps.metrics.receiptLatency.observe(Math.max(0, now.getTime() - Date.parse(job.requestedAt)) / 1000);
       this.deps.log.info({ jobId: job.jobId, tenant: job.tenant, attempts }, 'deletion job verified');
@@ -169,7 +177,9 @@ export class DeletionOrchestrator {
 
   private async fail(job: DeletionJob, reason: string): Promise<void> {
     const now = this.deps.clock.now();
-    await this.deps.state.jobs.put({ ...job, status: 'failed', failureReason: reason, updatedAt: now.toISOString() });
+    const failed: DeletionJob = { ...job, status: 'failed', failureReason: reason, updatedAt: now.toISOString() };
+    await this.deps.state.receipts.expect(job.tenant, job.jobId);
+    await this.deps.state.jobs.put(failed);
     this.deps.metrics.deletionJobs.inc({ status: 'failed' });
     this.deps.metrics.deletionAlerts.inc({ reason: reason.startsWith('deadline') ? 'deadline' : 'target_failed' });
     this.deps.log.error({ jobId: job.jobId, tenant: job.tenant, status: job.status, reason }, 'ALERT deletion job failed');
@@ -180,6 +190,7 @@ export class DeletionOrchestrator {
         value: { jobId: job.jobId, tenant: job.tenant, status: job.status, reason, recordIds: job.recordIds },
         headers: { 'dlq.topic': TOPICS.deletionTasks, 'dlq.error': reason, 'dlq.group': ORCHESTRATOR_GROUP },
       },
+      this.task(failed, 'receipt'),
     ]);
   }
 
@@ -195,15 +206,16 @@ export class DeletionOrchestrator {
       return job.targets.filter((t) => !job.evidence.some((e) => e.target === t)).map((t) => this.task(job, t));
     }
     if (job.status === 'verifying' && job.progress.nextVerificationAt === undefined) {
-      const purges = job.mode === 'revoke' ? [] : job.recordIds.map((id) => this.command(job, 'PurgeMemory', id, now));
+      const purges = retainsPrimary(job) ? [] : job.recordIds.map((id) => this.command(job, 'PurgeMemory', id, now));
       return [...purges, this.verificationTask(job)];
     }
     return [];
   }
 
-  /** Timer work: fail jobs past their deadline, re-run verification, resume stalled jobs. */
+  /** Timer work: fail jobs past their deadline, re-run verification, resume stalled jobs, re-ask missing receipts. */
   async tick(): Promise<void> {
     const now = this.deps.clock.now();
+    await this.askMissingReceipts(now);
     for (const open of await this.deps.state.jobs.open()) {
       await this.withJob(open.jobId, async () => {
         const job = await this.deps.state.jobs.get(open.tenant, open.jobId);
@@ -232,6 +244,26 @@ export class DeletionOrchestrator {
     }
   }
 
+  /**
+   * A finished job whose receipt is not stored yet (the process died between saving the job and
+   * committing its `receipt` task, or the receipt-verifier is behind) is asked again, at most
+   * once per `resendAfterMs`; the receipt-verifier makes one receipt per job however often asked.
+   */
+  private async askMissingReceipts(now: Date): Promise<void> {
+    const resendAfterMs = this.deps.resendAfterMs ?? 2_000;
+    for (const { tenant, jobId } of await this.deps.state.receipts.pending()) {
+      const job = await this.deps.state.jobs.get(tenant, jobId);
+      if (!job || (job.status !== 'verified' && job.status !== 'failed')) continue;
+      const last = this.receiptAsked.get(jobId) ?? Date.parse(job.updatedAt);
+      if (now.getTime() - last < resendAfterMs) continue;
+      if (await this.deps.state.receipts.get(tenant, jobId)) continue;
+      this.receiptAsked.set(jobId, now.getTime());
+      await this.deps.bus.produce([this.task(job, 'receipt')]);
+      this.deps.log.warn({ jobId, tenant, status: job.status }, 'deletion receipt asked again');
+    }
+    if (this.receiptAsked.size > 10_000) this.receiptAsked.clear();
+  }
+
   private tasksFor(job: DeletionJob): OutgoingMessage[] {
     return job.targets.map((target) => this.task(job, target));
   }
@@ -243,7 +275,7 @@ export class DeletionOrchestrator {
   private task(job: DeletionJob, target: DeletionTask['target']): OutgoingMessage {
     const task: DeletionTask = {
       jobId: job.jobId, tenantId: job.tenant, target, recordIds: job.recordIds,
-      retainPrimary: job.mode === 'revoke', issuedAt: this.deps.clock.now().toISOString(),
+      retainPrimary: retainsPrimary(job), issuedAt: this.deps.clock.now().toISOString(),
     };
     return { topic: TOPICS.deletionTasks, key: job.jobId, value: task };
   }
@@ -264,6 +296,9 @@ export class DeletionOrchestrator {
     return { topic: TOPICS.commands, key: subjectKey(job.tenant, job.subjectId), value: command };
   }
 }
+
+/** A revocation keeps the primary content for audit; a legal hold keeps it for the hold. */
+export const retainsPrimary = (job: DeletionJob): boolean => job.mode === 'revoke' || job.legalHold !== undefined;
 
 export async function startDeletionOrchestrator(deps: OrchestratorDeps): Promise<ServiceHandle> {
   const orchestrator = new DeletionOrchestrator(deps);

@@ -1,1 +1,2 @@
 export * from './verifier.ts';
+export * from './receipts.ts';

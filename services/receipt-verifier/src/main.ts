@@ -1,16 +1,29 @@
+import { readFileSync } from 'node:fs';
+import { z } from 'zod';
+import type { ReceiptKeyPair } from '@gm/policy/receipts';
 import { DistributedEnv, WithElasticsearch, WithRedis, openBus, openIndex, openState, runService, systemClock } from '@gm/service-kit';
+import { startReceiptSigner } from './receipts.ts';
 import { startReceiptVerifier } from './verifier.ts';
 
-/** receipt-verifier as its own process: probes every copy before a job may be verified. */
-const Env = DistributedEnv.extend({ ...WithRedis.shape, ...WithElasticsearch.shape });
+/** receipt-verifier as its own process: probes every copy before a job may be verified, signs receipts. */
+const Env = DistributedEnv.extend({
+  ...WithRedis.shape,
+  ...WithElasticsearch.shape,
+  /** JSON `{privateJwk, publicJwk}` (Ed25519) that signs deletion receipts, as written by generate-credentials. */
+  MEMORY_RECEIPT_KEY_FILE: z.string().min(1),
+});
 
-await runService('receipt-verifier', Env, async ({ env }) => {
+await runService('receipt-verifier', Env, async ({ env, log, metrics }) => {
+  const keys = JSON.parse(readFileSync(env.MEMORY_RECEIPT_KEY_FILE, 'utf8')) as ReceiptKeyPair;
   const bus = await openBus(env, 'receipt-verifier');
   const state = openState(env);
   const index = openIndex(env);
   const service = await startReceiptVerifier({ bus, index, state, clock: systemClock });
+  const signer = await startReceiptSigner({ bus, state, clock: systemClock, log, metrics, keys });
   return {
-    handle: { close: async () => { await service.close(); await bus.close(); await state.kv.close(); await index.close(); } },
+    handle: {
+      close: async () => { await signer.close(); await service.close(); await bus.close(); await state.kv.close(); await index.close(); },
+    },
     ready: () => state.kv.ping(),
   };
 });

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import {
   AddDelegationRequest, AddGrantRequest, DelegationCreatedResponse, DeletionAccepted, DeletionJob, EvidencePacket,
   GrantCreatedResponse, IssueCapabilityRequest, IssueCapabilityResponse, LegalHold, LegalHoldCreatedResponse, MemoryRecord,
-  MutationResponse, PacketValidation, PlaceLegalHoldRequest, PolicyActionRequest, PolicyRevisionResponse, Problem,
+  MutationResponse, PacketValidation, PlaceLegalHoldRequest, PolicyActionRequest, PolicyRevisionResponse, Problem, ReceiptPublicKey, ReceiptResponse,
   SearchRequest, VersionedRequest, WriteMemoryRequest,
 } from '@gm/contracts';
 
@@ -55,6 +55,14 @@ export function openApiDocument() {
       '/v1/packets/{id}/validate': { parameters: idParam('id'), post: op('Validate a packet before acting', 'cite', ok('200', PacketValidation, 'validity')) },
       '/v1/subjects/{subjectId}/forget': { parameters: idParam('subjectId'), post: op('Forget a subject', 'request_delete', ok('202', DeletionAccepted, 'deletion job accepted')) },
       '/v1/deletion-jobs/{id}': { parameters: idParam('id'), get: op('Deletion job', 'admin or requester', ok('200', DeletionJob, 'job')) },
+      '/v1/deletion-jobs/{id}/receipt': {
+        parameters: idParam('id'),
+        get: op('Signed deletion receipt (404 until the job finished and was signed); Accept: application/jose for the bare JWS', 'admin or requester',
+          { '200': { description: 'receipt', content: { ...json(ReceiptResponse), 'application/jose': { schema: { type: 'string' } } } } }),
+      },
+      '/v1/receipt-keys': {
+        get: { summary: 'Public keys (JWKS) that sign deletion receipts; no capability needed', responses: ok('200', z.object({ keys: z.array(ReceiptPublicKey) }), 'JWKS') },
+      },
       '/v1/review/quarantine': { get: op('Quarantined memories to review', 'review', ok('200', z.object({ items: z.array(MemoryRecord) }), 'records')) },
       '/v1/grants': { post: op('Add a grant (resource in the capability\'s scopes)', 'admin', ok('201', GrantCreatedResponse, 'applied'), AddGrantRequest) },
       '/v1/grants/{id}': { parameters: idParam('id'), delete: op('Remove a grant', 'admin', ok('202', PolicyRevisionResponse, 'applied')) },

@@ -26,6 +26,7 @@ export const STATUS_OF: Record<ErrorCode, number> = {
   CAP_ACTION_DENIED: 403,
   CAP_SCOPE_DENIED: 403,
   ISSUER_UNAUTHORIZED: 401,
+  RECEIPT_INVALID: 422,
 };
 
 const TITLES: Record<number, string> = {

@@ -145,12 +145,17 @@ export class Policies implements PolicySource {
   legalHolds = (tenant: string) =>
     this.many(this.keys.legalHoldsOf(tenant), (id) => this.keys.legalHold(tenant, id), (r) => LegalHold.parse(r), (h) => h.holdId);
 
-  /** The reason of the subject's legal hold (the first by holdId when several), or null. */
-  async isOnHold(tenant: string, subjectId: string): Promise<string | null> {
+  /** The subject's legal hold (the first by holdId when several), or null. */
+  async holdOf(tenant: string, subjectId: string): Promise<LegalHold | null> {
     const holds = await this.many(
       this.keys.legalHoldsOfSubject(tenant, subjectId), (id) => this.keys.legalHold(tenant, id), (r) => LegalHold.parse(r), (h) => h.holdId,
     );
-    return holds[0]?.reason ?? null;
+    return holds[0] ?? null;
+  }
+
+  /** The reason of the subject's legal hold (the first by holdId when several), or null. */
+  async isOnHold(tenant: string, subjectId: string): Promise<string | null> {
+    return (await this.holdOf(tenant, subjectId))?.reason ?? null;
   }
 
   async snapshot(tenant: string): Promise<PolicySnapshot> {

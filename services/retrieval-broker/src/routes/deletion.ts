@@ -1,6 +1,7 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ulid } from 'ulid';
-import { GovernedMemoryError, type MemoryCommand } from '@gm/contracts';
+import { DeletionReceipt, GovernedMemoryError, type MemoryCommand } from '@gm/contracts';
+import { decodeReceiptPayload } from '@gm/policy/receipts';
 import { authenticate, bearer } from '../auth.ts';
 import type { BrokerDeps } from '../deps.ts';
 import { idempotencyKey, pathId } from '../http.ts';
@@ -36,7 +37,7 @@ export function deletionRoutes(app: FastifyInstance, deps: BrokerDeps): void {
   });
 
   /** Admins see every job of their tenant; a requester sees its own jobs. */
-  app.get('/v1/deletion-jobs/:id', async (request) => {
+  const visibleJob = async (request: FastifyRequest) => {
     const claims = await deps.verifier.verify(bearer(request), deps.clock.now());
     if (!claims.actions.includes('admin') && !claims.actions.includes('request_delete')) {
       throw new GovernedMemoryError('CAP_ACTION_DENIED', 'the capability grants neither "admin" nor "request_delete"');
@@ -44,5 +45,26 @@ export function deletionRoutes(app: FastifyInstance, deps: BrokerDeps): void {
     const job = await deps.state.jobs.get(claims.tenant, pathId(request, 'id'));
     if (!job || (!claims.actions.includes('admin') && job.requestedBy.agentId !== claims.sub)) throw notFound();
     return job;
+  };
+
+  app.get('/v1/deletion-jobs/:id', async (request) => visibleJob(request));
+
+  /**
+   * The job's signed receipt (§8.4), once the receipt-verifier made it (404 before): JSON
+   * `{receipt: <compact JWS>, payload}` by default, the bare JWS with `Accept: application/jose`.
+   * The payload is decoded from the stored JWS, so it is exactly what was signed.
+   */
+  app.get('/v1/deletion-jobs/:id/receipt', async (request, reply) => {
+    const job = await visibleJob(request);
+    const stored = await deps.state.receipts.get(job.tenant, job.jobId);
+    if (!stored) throw notFound();
+    if (prefersJose(request.headers.accept)) return reply.type('application/jose').send(stored.jws);
+    return { receipt: stored.jws, payload: DeletionReceipt.parse(decodeReceiptPayload(stored.jws)) };
   });
+
+  /** The public keys that sign receipts (a JWKS), for verifying receipts offline. Public: no capability needed. */
+  app.get('/v1/receipt-keys', async () => ({ keys: await deps.state.receipts.publicKeys() }));
 }
+
+const prefersJose = (accept: string | undefined): boolean =>
+  accept !== undefined && accept.split(',').some((part) => part.trim().split(';')[0]?.trim().toLowerCase() === 'application/jose');

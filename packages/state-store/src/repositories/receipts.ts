@@ -1,0 +1,65 @@
+import { ReceiptPublicKey, SignedReceipt } from '@gm/contracts';
+import type { KeyValueStore } from '../port.ts';
+import { SEP, type KeySpace } from './keys.ts';
+
+/**
+ * Signed deletion receipts (§8.4), one per job, and the public keys that signed them.
+ * Receipts are not projections of memory.events: replay leaves them alone.
+ */
+export class DeletionReceipts {
+  constructor(private readonly kv: KeyValueStore, private readonly keys: KeySpace) {}
+
+  private key = (tenant: string, jobId: string) => `${this.keys.prefix}receipt:${tenant}:${jobId}`;
+  private publishedKey = (tenant: string, jobId: string) => `${this.keys.prefix}receipt-published:${tenant}:${jobId}`;
+  private pendingKey = () => `${this.keys.prefix}receipts-pending`;
+  private signingKey = (kid: string) => `${this.keys.prefix}receipt-key:${kid}`;
+  private signingKeys = () => `${this.keys.prefix}receipt-keys`;
+
+  /**
+   * Stores the job's receipt unless one exists; returns the receipt that is stored (the first
+   * one). Two verifier instances signing the same job at once therefore agree on one receipt.
+   */
+  async putOnce(receipt: SignedReceipt): Promise<SignedReceipt> {
+    const created = await this.kv.set(this.key(receipt.tenant, receipt.jobId), JSON.stringify(receipt), { nx: true });
+    await this.kv.srem(this.pendingKey(), [`${receipt.tenant}${SEP}${receipt.jobId}`]);
+    if (created) return receipt;
+    return (await this.get(receipt.tenant, receipt.jobId)) ?? receipt;
+  }
+
+  async get(tenant: string, jobId: string): Promise<SignedReceipt | null> {
+    const raw = await this.kv.get(this.key(tenant, jobId));
+    return raw === null ? null : SignedReceipt.parse(JSON.parse(raw));
+  }
+
+  /** The receipt's message on deletion.receipts was committed: a later duplicate task sends nothing. */
+  markPublished = async (tenant: string, jobId: string) => {
+    await this.kv.set(this.publishedKey(tenant, jobId), '1');
+  };
+
+  isPublished = async (tenant: string, jobId: string) => (await this.kv.exists([this.publishedKey(tenant, jobId)])) > 0;
+
+  /** A finished job whose receipt is still to be made: the orchestrator re-asks until it exists. */
+  expect = async (tenant: string, jobId: string) => {
+    await this.kv.sadd(this.pendingKey(), [`${tenant}${SEP}${jobId}`]);
+  };
+
+  async pending(): Promise<Array<{ tenant: string; jobId: string }>> {
+    return (await this.kv.smembers(this.pendingKey())).flatMap((member) => {
+      const [tenant, jobId] = member.split(SEP);
+      return tenant && jobId ? [{ tenant, jobId }] : [];
+    });
+  }
+
+  /** Publishes a signing key's public half (by kid) for `GET /v1/receipt-keys`. */
+  async publishKey(publicJwk: ReceiptPublicKey): Promise<void> {
+    await this.kv.set(this.signingKey(publicJwk.kid), JSON.stringify(publicJwk));
+    await this.kv.sadd(this.signingKeys(), [publicJwk.kid]);
+  }
+
+  /** Every public key that ever signed receipts here, by kid (old receipts stay verifiable). */
+  async publicKeys(): Promise<ReceiptPublicKey[]> {
+    const kids = (await this.kv.smembers(this.signingKeys())).sort();
+    const raws = await this.kv.mget(kids.map((kid) => this.signingKey(kid)));
+    return raws.flatMap((raw) => (raw === null ? [] : [ReceiptPublicKey.parse(JSON.parse(raw))]));
+  }
+}

@@ -1,0 +1,127 @@
+import { createHash } from 'node:crypto';
+import type { Bus, ConsumedMessage, ProcessContext } from '@gm/bus';
+import {
+  DeletionTask, TOPICS,
+  type Clock, type DeletionJob, type DeletionReceipt, type RecordMeta, type ServiceHandle,
+} from '@gm/contracts';
+import type { Logger, Metrics } from '@gm/observability';
+import { ReceiptSigner, type ReceiptKeyPair } from '@gm/policy/receipts';
+import type { StateStore } from '@gm/state-store';
+
+export const RECEIPT_SIGNER_GROUP = 'receipt-verifier.receipts';
+export const RECEIPT_ISSUER = 'governed-memory/receipt-verifier';
+
+/** Until crypto-shredding (issue 7), every receipt says that the event log still holds the content. */
+export const EVENT_LOG_NOTE =
+  'memory.events still holds the content of these records (in the events that wrote them) until crypto-shredding lands; '
+  + '"retention" covers the copies listed in "targets" only';
+
+export const REVOKED_RETENTION_REASON = 'revoked: content retained for audit';
+
+/** Deterministic per job: a redelivered task can never mint a second receipt id. */
+export const receiptIdOf = (tenant: string, jobId: string): string =>
+  `rcpt_${createHash('sha256').update(`${tenant}/${jobId}`).digest('hex').slice(0, 32)}`;
+
+/**
+ * What a finished job did, as a receipt payload: ids, content hashes from the record state,
+ * evidence per target, replay counts and the retention decision — never content.
+ */
+export function buildReceipt(job: DeletionJob, records: Map<string, RecordMeta>, issuedAt: Date): DeletionReceipt {
+  if (job.status !== 'verified' && job.status !== 'failed') throw new Error(`job ${job.jobId} is ${job.status}, not finished`);
+  const verification = job.evidence.find((e) => e.target === 'verification');
+  const probes = verification ? /(?:^|;)probes=(\d+)/.exec(verification.ref)?.[1] : undefined;
+  return {
+    receiptId: receiptIdOf(job.tenant, job.jobId),
+    jobId: job.jobId,
+    tenant: job.tenant,
+    mode: job.mode,
+    subjectId: job.subjectId,
+    recordIds: job.recordIds,
+    contentHashes: job.recordIds.map((recordId) => ({ recordId, sha256: records.get(recordId)?.contentHash ?? null })),
+    requestedBy: job.requestedBy,
+    requestedAt: job.requestedAt,
+    completedAt: job.updatedAt,
+    policyRevision: job.policyRevision,
+    targets: job.targets.map((target) => {
+      const e = job.evidence.find((x) => x.target === target);
+      return e
+        ? { target, status: e.status, completedAt: e.completedAt, ref: e.ref }
+        : { target, status: 'missing' as const, completedAt: null, ref: '' };
+    }),
+    replay: {
+      probes: probes === undefined ? null : Number(probes),
+      ref: verification?.ref ?? '',
+      attempts: job.progress.verificationAttempts,
+      findings: job.progress.findings ?? [],
+    },
+    status: job.status,
+    ...(job.failureReason === undefined ? {} : { failureReason: job.failureReason }),
+    ...retentionOf(job),
+    ...(job.legalHold ? { legalHold: job.legalHold } : {}),
+    eventLog: { holdsContent: true, note: EVENT_LOG_NOTE },
+    issuedAt: issuedAt.toISOString(),
+    issuer: RECEIPT_ISSUER,
+  };
+}
+
+/** Never claims more than is true: `purged` only for a verified delete/forget that retained nothing. */
+function retentionOf(job: DeletionJob): Pick<DeletionReceipt, 'retention' | 'retentionReason'> {
+  if (job.status === 'failed') {
+    return { retention: 'access_revoked_retained', retentionReason: 'job failed: not every copy was proven removed (see targets and replay)' };
+  }
+  if (job.legalHold) return { retention: 'access_revoked_retained', retentionReason: `legal hold ${job.legalHold.holdId}: ${job.legalHold.reason}` };
+  if (job.mode === 'revoke') return { retention: 'access_revoked_retained', retentionReason: REVOKED_RETENTION_REASON };
+  return { retention: 'purged' };
+}
+
+export interface ReceiptSignerDeps {
+  bus: Bus;
+  state: StateStore;
+  clock: Clock;
+  log: Logger;
+  metrics: Metrics;
+  /** The receipt signing key pair (Ed25519 JWKs). */
+  keys: ReceiptKeyPair;
+}
+
+/**
+ * Signs and publishes the receipt of a finished job (the orchestrator's `receipt` task). One
+ * receipt per job: it is stored by jobId before it is published, a redelivered or repeated task
+ * re-sends the stored receipt instead of signing another, and once its message is committed on
+ * deletion.receipts a later duplicate sends nothing.
+ */
+export function receiptHandler(deps: ReceiptSignerDeps, signer: ReceiptSigner) {
+  const { state, log } = deps;
+  return async (message: ConsumedMessage, ctx: ProcessContext): Promise<void> => {
+    const task = DeletionTask.parse(message.value);
+    if (task.target !== 'receipt') return;
+    const { tenantId: tenant, jobId } = task;
+    let stored = await state.receipts.get(tenant, jobId);
+    if (!stored) {
+      const job = await state.jobs.get(tenant, jobId);
+      if (!job || (job.status !== 'verified' && job.status !== 'failed')) {
+        // The orchestrator saves the final job before it asks; it re-asks while the receipt is missing.
+        log.warn({ jobId, tenant, status: job?.status ?? null }, 'receipt asked for a job that is not finished');
+        return;
+      }
+      const receipt = buildReceipt(job, await state.records.getMany(tenant, job.recordIds), deps.clock.now());
+      stored = await state.receipts.putOnce(await signer.sign(receipt));
+      deps.metrics.deletionReceipts.inc({ status: receipt.status, retention: receipt.retention });
+      log.info({ jobId, tenant, receiptId: stored.receiptId, status: receipt.status, retention: receipt.retention, kid: stored.kid }, 'deletion receipt signed');
+    } else if (await state.receipts.isPublished(tenant, jobId)) {
+      return;
+    }
+    const published = stored;
+    ctx.send([{ topic: TOPICS.deletionReceipts, key: jobId, value: published }]);
+    ctx.onCommitted(() => {
+      state.receipts.markPublished(tenant, jobId).catch((err: unknown) => log.warn({ err, jobId }, 'could not mark the receipt published'));
+    });
+  };
+}
+
+export async function startReceiptSigner(deps: ReceiptSignerDeps): Promise<ServiceHandle> {
+  const signer = await ReceiptSigner.create(deps.keys);
+  await deps.state.receipts.publishKey(signer.publicKey);
+  const sub = await deps.bus.subscribe({ groupId: RECEIPT_SIGNER_GROUP, topics: [TOPICS.deletionTasks], handler: receiptHandler(deps, signer) });
+  return { close: () => sub.close() };
+}

@@ -1,0 +1,49 @@
+import { describe, expect, it } from 'vitest';
+import type { DeletionJob, RecordMeta } from '@gm/contracts';
+import { REVOKED_RETENTION_REASON, buildReceipt, receiptIdOf } from './receipts.ts';
+
+const job = (over: Partial<DeletionJob> = {}): DeletionJob => ({
+  jobId: 'job-1', tenant: 'acme', subjectId: 'cust-1', recordIds: ['m-1', 'm-2'], mode: 'delete',
+  requestedBy: { agentId: 'bot', principalId: 'alice' }, requestedAt: '2026-11-30T08:00:00.000Z', policyRevision: 2,
+  targets: ['primary', 'keyword'], status: 'verified', deadline: '2026-11-30T08:01:00.000Z',
+  evidence: [
+    { target: 'primary', status: 'done', completedAt: '2026-11-30T08:00:01.000Z', verifier: 'projector', ref: 'removed=2;remaining=0' },
+    { target: 'keyword', status: 'done', completedAt: '2026-11-30T08:00:01.000Z', verifier: 'index-builder', ref: 'removed=2' },
+    { target: 'verification', status: 'done', completedAt: '2026-11-30T08:00:02.000Z', verifier: 'receipt-verifier', ref: 'probes=10;findings=0' },
+  ],
+  updatedAt: '2026-11-30T08:00:02.000Z', progress: { tombstoned: ['m-1', 'm-2'], verificationAttempts: 1, findings: [] },
+  ...over,
+});
+const records = new Map([['m-1', { contentHash: 'b'.repeat(64) } as RecordMeta]]);
+const now = new Date('2026-11-30T08:00:03.000Z');
+
+describe('buildReceipt: what a finished job may claim', () => {
+  it('a verified delete is purged; hashes come from the record state; the event log is named', () => {
+    const r = buildReceipt(job(), records, now);
+    expect(r).toMatchObject({
+      receiptId: receiptIdOf('acme', 'job-1'), status: 'verified', retention: 'purged', completedAt: '2026-11-30T08:00:02.000Z',
+      contentHashes: [{ recordId: 'm-1', sha256: 'b'.repeat(64) }, { recordId: 'm-2', sha256: null }],
+      replay: { probes: 10, ref: 'probes=10;findings=0', attempts: 1, findings: [] }, eventLog: { holdsContent: true },
+    });
+    expect(r.targets.map((t) => t.target)).toEqual(['primary', 'keyword']);
+    expect(r.retentionReason).toBeUndefined();
+  });
+
+  it('a revocation, a legal hold and a failed job are access_revoked_retained, with the reason', () => {
+    expect(buildReceipt(job({ mode: 'revoke' }), records, now)).toMatchObject({ retention: 'access_revoked_retained', retentionReason: REVOKED_RETENTION_REASON });
+    expect(buildReceipt(job({ mode: 'forget', legalHold: { holdId: 'h-1', reason: 'litigation' } }), records, now))
+      .toMatchObject({ retention: 'access_revoked_retained', retentionReason: 'legal hold h-1: litigation', legalHold: { holdId: 'h-1', reason: 'litigation' } });
+    const failed = buildReceipt(
+      job({ status: 'failed', failureReason: 'deadline passed while invalidating', evidence: [], progress: { tombstoned: [], verificationAttempts: 0 } }),
+      records, now,
+    );
+    expect(failed).toMatchObject({ status: 'failed', retention: 'access_revoked_retained', failureReason: 'deadline passed while invalidating', replay: { probes: null } });
+    expect(failed.targets).toEqual([
+      { target: 'primary', status: 'missing', completedAt: null, ref: '' }, { target: 'keyword', status: 'missing', completedAt: null, ref: '' },
+    ]);
+  });
+
+  it('refuses a job that is not finished', () => {
+    expect(() => buildReceipt(job({ status: 'verifying' }), records, now)).toThrow(/not finished/);
+  });
+});

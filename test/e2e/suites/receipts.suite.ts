@@ -1,0 +1,270 @@
+import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Bus } from '@gm/bus';
+import {
+  DeletionReceipt, SignedReceipt, TOPICS, subjectKey, type DeletionAck, type DeletionTask, type MemoryCommand, type ReceiptPublicKey,
+} from '@gm/contracts';
+// By relative path, as the service specs do: the e2e package does not depend on @gm/policy.
+import { verifyReceipt } from '../../../packages/policy/src/receipts.ts';
+import { eventually, memory, STARTUP_MS, type TestRuntime } from '../harness.ts';
+
+const run = promisify(execFile);
+const CLI = fileURLToPath(new URL('../../../apps/memctl/src/cli.ts', import.meta.url));
+/** memctl runs as its own Node process with tsx (seconds on a busy machine). */
+const CLI_MS = 120_000;
+const SIGNER_GROUP = 'receipt-verifier.receipts';
+const ORCHESTRATOR_GROUP = 'deletion-orchestrator';
+
+/** A bus client on the runtime's log, for what has no HTTP route (a revocation, a redelivered task). */
+export interface BusAccess {
+  bus: Bus;
+  close(): Promise<void>;
+}
+
+interface ReceiptAnswer {
+  receipt: string;
+  payload: DeletionReceipt;
+}
+
+const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
+const decodePayload = (jws: string) => Buffer.from(jws.split('.')[1] ?? '', 'base64url').toString('utf8');
+
+/**
+ * Signed deletion receipts and legal holds (§8.4, issue 5) through the HTTP API of a running
+ * runtime (either kind), verified offline with the published public key and with memctl.
+ */
+export const receiptsSuite = <R extends TestRuntime>(start: () => Promise<R>, busOf: (rt: R) => Promise<BusAccess>) =>
+  describe('deletion receipts and legal holds over the API', () => {
+    let rt: R;
+    let access: BusAccess;
+    let writer: string;
+    let admin: string;
+    let keys: ReceiptPublicKey[];
+    let tmp: string;
+
+    beforeAll(async () => {
+      rt = await start();
+      access = await busOf(rt);
+      tmp = mkdtempSync(path.join(os.tmpdir(), 'gm-receipts-'));
+      writer = await rt.issue({ agentId: 'support-bot', principal: { id: 'alice', kind: 'person' } });
+      admin = await rt.issue({ agentId: 'compliance-desk', principal: { id: 'carol', kind: 'person' }, actions: ['admin', 'search', 'read'] });
+      const published = await rt.api<{ keys: ReceiptPublicKey[] }>('GET', '/v1/receipt-keys');
+      expect(published.status).toBe(200);
+      keys = published.body.keys;
+    }, STARTUP_MS);
+    afterAll(async () => {
+      await access?.close();
+      await rt?.close();
+      if (tmp) rmSync(tmp, { recursive: true, force: true });
+    }, STARTUP_MS);
+
+    const write = async (id: string, subjectId: string, content: string) => {
+      const res = await rt.api('POST', '/v1/memories', { token: writer, body: memory({ id, subjectId, content }) });
+      expect(res.status).toBe(201);
+    };
+    const finished = (jobId: string) =>
+      eventually(`job ${jobId} finished`, async () => {
+        const res = await rt.api('GET', `/v1/deletion-jobs/${jobId}`, { token: admin });
+        return res.body.status === 'verified' || res.body.status === 'failed' ? res.body : undefined;
+      }, 30_000);
+    const receiptOf = (jobId: string, token = admin) =>
+      eventually(`receipt of ${jobId}`, async () => {
+        const res = await rt.api<ReceiptAnswer>('GET', `/v1/deletion-jobs/${jobId}/receipt`, { token });
+        return res.status === 200 ? res.body : undefined;
+      }, 30_000);
+    const memctl = (...args: string[]) =>
+      run(process.execPath, ['--import', 'tsx', CLI, ...args, '--url', rt.url, '--data-dir', path.join(tmp, 'no-data-dir')])
+        .then(({ stdout, stderr }) => ({ code: 0, stdout, stderr }))
+        .catch((err: { code?: number; stdout?: string; stderr?: string }) => ({ code: err.code ?? 1, stdout: err.stdout ?? '', stderr: err.stderr ?? '' }));
+
+    it('publishes the receipt public key as a JWKS without a capability', () => {
+      expect(keys).toHaveLength(1);
+      expect(keys[0]).toMatchObject({ kty: 'OKP', crv: 'Ed25519', alg: 'EdDSA', use: 'sig' });
+      expect(keys[0]?.kid).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    });
+
+    it('signs one receipt for a verified deletion: ids and content hashes, no content, purged, and the event log named', async () => {
+      const content = 'Receipt 7 Umbrella ledger sits in vault nine';
+      await write('rc-del-1', 'cust-rc1', content);
+      const del = await rt.api('DELETE', '/v1/memories/rc-del-1', { token: writer });
+      expect(del.status).toBe(202);
+      const jobId = String(del.body.jobId);
+      expect((await finished(jobId)).status).toBe('verified');
+      const answer = await receiptOf(jobId);
+
+      const { payload, kid } = await verifyReceipt(answer.receipt, keys);
+      expect(kid).toBe(keys[0]?.kid);
+      expect(answer.payload).toEqual(payload);
+      expect(payload).toMatchObject({
+        jobId, tenant: 'acme', mode: 'delete', subjectId: 'cust-rc1', recordIds: ['rc-del-1'],
+        contentHashes: [{ recordId: 'rc-del-1', sha256: sha256(content) }],
+        requestedBy: { agentId: 'support-bot', principalId: 'alice' },
+        status: 'verified', retention: 'purged', eventLog: { holdsContent: true },
+        replay: { findings: [] },
+      });
+      expect(payload.retentionReason).toBeUndefined();
+      expect(payload.targets.map((t) => `${t.target}:${t.status}`)).toEqual(
+        expect.arrayContaining(['primary:done', 'keyword:done', 'retrieval_cache:done', 'evidence_packet:done']),
+      );
+      expect(payload.replay.probes).toBeGreaterThan(0);
+      // No content anywhere in what was signed, nor in the logs.
+      for (const word of ['Umbrella', 'ledger', 'vault nine']) {
+        expect(decodePayload(answer.receipt)).not.toContain(word);
+        expect(rt.logs.lines.join('\n')).not.toContain(word);
+      }
+      expect(await rt.state.contents.get('acme', 'rc-del-1')).toBeNull();
+
+      // The same receipt as the bare JWS (application/jose); the requester may fetch it too.
+      const jose = await fetch(`${rt.url}/v1/deletion-jobs/${jobId}/receipt`, { headers: { authorization: `Bearer ${writer}`, accept: 'application/jose' } });
+      expect(jose.status).toBe(200);
+      expect(jose.headers.get('content-type')).toMatch(/^application\/jose/);
+      expect(await jose.text()).toBe(answer.receipt);
+    });
+
+    it('answers 404 for the receipt of an unknown job, of another requester or of another tenant', async () => {
+      await write('rc-own-1', 'cust-own', 'Owner test record');
+      const del = await rt.api('DELETE', '/v1/memories/rc-own-1', { token: writer });
+      const jobId = String(del.body.jobId);
+      await receiptOf(jobId);
+      const otherAgent = await rt.issue({ agentId: 'other-bot', principal: { id: 'alice', kind: 'person' } });
+      const otherTenant = await rt.issue({ agentId: 'compliance-desk', tenant: 'globex', actions: ['admin'] });
+      for (const [route, token] of [
+        ['/v1/deletion-jobs/no-such-job/receipt', admin], [`/v1/deletion-jobs/${jobId}/receipt`, otherAgent], [`/v1/deletion-jobs/${jobId}/receipt`, otherTenant],
+      ] as const) {
+        const res = await rt.api('GET', route, { token });
+        expect(res.status).toBe(404);
+        expect(res.body.code).toBe('MEM_NOT_FOUND');
+      }
+      expect((await rt.api('GET', `/v1/deletion-jobs/${jobId}/receipt`)).status).toBe(401);
+    });
+
+    it('says access_revoked_retained for a revocation: content kept for audit', async () => {
+      await write('rc-rev-1', 'cust-rev', 'Revocation keeps this sentence for audit');
+      const jobId = 'job-rc-rev-1';
+      const command: MemoryCommand = {
+        type: 'RevokeMemory',
+        data: { id: 'rc-rev-1', jobId },
+        metadata: {
+          commandId: 'rc-revoke-1', tenantId: 'acme', subjectId: 'cust-rev', now: new Date(rt.now()).toISOString(), policyRevision: 0,
+          actor: { agentId: 'compliance-desk', principalId: 'carol', principalKind: 'person', runId: 'run-rc', purpose: 'support' },
+        },
+      };
+      await access.bus.produce([{ topic: TOPICS.commands, key: subjectKey('acme', 'cust-rev'), value: command }]);
+      expect((await finished(jobId)).status).toBe('verified');
+      const { payload } = await verifyReceipt((await receiptOf(jobId)).receipt, keys);
+      expect(payload).toMatchObject({
+        mode: 'revoke', status: 'verified', retention: 'access_revoked_retained', retentionReason: 'revoked: content retained for audit',
+        eventLog: { holdsContent: true },
+      });
+      expect(await rt.state.contents.get('acme', 'rc-rev-1')).toBe('Revocation keeps this sentence for audit');
+      expect((await rt.api('GET', '/v1/memories/rc-rev-1', { token: writer })).status).toBe(404);
+    });
+
+    it('keeps the content of a subject on legal hold: reads deny at once, the job verifies, the receipt names the hold', async () => {
+      const reason = 'litigation 2026-17 hold';
+      await write('rc-hold-1', 'cust-hold', 'Held record about the Zanzibar contract');
+      await write('rc-hold-2', 'cust-hold', 'Second held record mentions Zanzibar shipping');
+      const hold = await rt.api('POST', '/v1/legal-holds', { token: admin, body: { holdId: 'hold-rc-1', subjectId: 'cust-hold', reason } });
+      expect(hold.status).toBe(201);
+
+      const forget = await rt.api('POST', '/v1/subjects/cust-hold/forget', { token: writer, body: {} });
+      expect(forget.status).toBe(202);
+      // Denied at once, before any deletion work.
+      expect((await rt.api('GET', '/v1/memories/rc-hold-1', { token: writer })).status).toBe(404);
+      expect((await rt.api('POST', '/v1/search', { token: writer, body: { query: 'Zanzibar' } })).body.items).toEqual([]);
+
+      const jobId = String(forget.body.jobId);
+      const job = await finished(jobId);
+      expect(job.status).toBe('verified');
+      expect(job.legalHold).toEqual({ holdId: 'hold-rc-1', reason });
+      // The primary copy is retained; every derived copy is gone.
+      expect(await rt.state.contents.get('acme', 'rc-hold-1')).toBe('Held record about the Zanzibar contract');
+      expect(await rt.state.contents.count('acme', ['rc-hold-1', 'rc-hold-2'])).toBe(2);
+      expect(await rt.index.get('acme', 'rc-hold-1')).toBeNull();
+      expect((await rt.api('GET', '/v1/memories/rc-hold-2', { token: admin })).status).toBe(404);
+
+      const { payload } = await verifyReceipt((await receiptOf(jobId)).receipt, keys);
+      expect(payload).toMatchObject({
+        mode: 'forget', status: 'verified', recordIds: ['rc-hold-1', 'rc-hold-2'],
+        retention: 'access_revoked_retained', retentionReason: `legal hold hold-rc-1: ${reason}`,
+        legalHold: { holdId: 'hold-rc-1', reason }, eventLog: { holdsContent: true },
+      });
+      expect(payload.targets.find((t) => t.target === 'primary')?.ref).toMatch(/^retained=2/);
+      // The hold's reason is in the job and the receipt for the admin, never in the logs.
+      expect(rt.logs.lines.join('\n')).not.toContain(reason);
+      expect(rt.logs.lines.join('\n')).not.toContain('Zanzibar');
+    });
+
+    it('verifies a receipt offline with memctl and rejects a tampered one', async () => {
+      await write('rc-cli-1', 'cust-cli', 'Memctl receipt record');
+      const del = await rt.api('DELETE', '/v1/memories/rc-cli-1', { token: writer });
+      const jobId = String(del.body.jobId);
+      await receiptOf(jobId);
+      const file = path.join(tmp, 'receipt.jws');
+      const got = await memctl('receipt', 'get', '--job', jobId, '--out', file, '--token', admin);
+      expect(got.code, got.stderr).toBe(0);
+
+      const ok = await memctl('receipt', 'verify', file, '--key', `${rt.url}/v1/receipt-keys`);
+      expect(ok.code, ok.stderr).toBe(0);
+      expect(ok.stdout).toContain('signature:   valid');
+      expect(ok.stdout).toContain(`for job ${jobId}`);
+      expect(ok.stdout).toContain('retention:   purged');
+      expect(ok.stdout).toContain('STILL HOLDS the content');
+
+      // Claim more than is true: same signature, edited payload.
+      const [header, body, signature] = (await memctl('receipt', 'get', '--job', jobId, '--token', admin)).stdout.trim().split('.');
+      const edited = JSON.parse(Buffer.from(body ?? '', 'base64url').toString('utf8')) as Record<string, unknown>;
+      edited.eventLog = { holdsContent: false, note: 'nothing left anywhere' };
+      const tampered = path.join(tmp, 'tampered.jws');
+      writeFileSync(tampered, `${header}.${Buffer.from(JSON.stringify(edited)).toString('base64url')}.${signature}\n`);
+      const bad = await memctl('receipt', 'verify', tampered, '--key', `${rt.url}/v1/receipt-keys`);
+      expect(bad.code).toBe(1);
+      expect(bad.stderr).toContain('does NOT verify');
+      expect(bad.stdout).not.toContain('signature:   valid');
+
+      // Another key: the genuine receipt does not verify either.
+      const otherKey = path.join(tmp, 'other.jwk.json');
+      writeFileSync(otherKey, JSON.stringify({ ...keys[0], kid: undefined, x: Buffer.alloc(32, 7).toString('base64url') }));
+      const wrongKey = await memctl('receipt', 'verify', file, '--key', otherKey);
+      expect(wrongKey.code).toBe(1);
+    }, CLI_MS);
+
+    it('makes exactly one receipt per job when the receipt task and the verification ack are delivered again', async () => {
+      await write('rc-dup-1', 'cust-dup', 'Duplicate delivery record');
+      const del = await rt.api('DELETE', '/v1/memories/rc-dup-1', { token: writer });
+      const jobId = String(del.body.jobId);
+      const first = await receiptOf(jobId);
+      const stored = await rt.state.receipts.get('acme', jobId);
+      expect(stored?.jws).toBe(first.receipt);
+
+      const { bus } = access;
+      const task: DeletionTask = {
+        jobId, tenantId: 'acme', target: 'receipt', recordIds: ['rc-dup-1'], retainPrimary: false, issuedAt: new Date(rt.now()).toISOString(),
+      };
+      const ack: DeletionAck = {
+        jobId, tenantId: 'acme', target: 'verification', findings: [],
+        evidence: { target: 'verification', status: 'done', completedAt: new Date(rt.now()).toISOString(), verifier: 'receipt-verifier', ref: 'probes=1;findings=0' },
+      };
+      const [taskAt] = await bus.produce([{ topic: TOPICS.deletionTasks, key: jobId, value: task }, { topic: TOPICS.deletionTasks, key: jobId, value: task }]);
+      const [ackAt] = await bus.produce([{ topic: TOPICS.deletionAcks, key: jobId, value: ack }]);
+      if (!taskAt || !ackAt) throw new Error('nothing produced');
+      const endOfTasks = { ...taskAt, offset: taskAt.offset + 1 };
+      expect(await bus.waitForCommitted(SIGNER_GROUP, endOfTasks, 30_000)).toBe(true);
+      expect(await bus.waitForCommitted(ORCHESTRATOR_GROUP, ackAt, 30_000)).toBe(true);
+      // Give a stray second receipt task (from the orchestrator) time to be signed and published.
+      await new Promise((r) => setTimeout(r, 500));
+
+      expect((await rt.state.receipts.get('acme', jobId))?.jws).toBe(first.receipt);
+      const published: SignedReceipt[] = [];
+      for await (const m of bus.readAll(TOPICS.deletionReceipts)) {
+        if (m.key === jobId) published.push(SignedReceipt.parse(m.value));
+      }
+      expect(published.map((p) => p.jws)).toEqual([first.receipt]);
+    });
+  });
