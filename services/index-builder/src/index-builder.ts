@@ -2,8 +2,9 @@ import type { Bus } from '@gm/bus';
 import { subscribeToMemoryEvents } from '@gm/service-kit';
 import { type MemoryEvent, type MemoryRecord, type RecordMeta, type ServiceHandle } from '@gm/contracts';
 import { partitionKey } from '@gm/domain';
-import type { IndexDocument, SearchIndex } from '@gm/search-index';
+import type { IndexDocument, SearchIndex, SummaryStore } from '@gm/search-index';
 import type { StateStore } from '@gm/state-store';
+import { summarizeEvent } from './summaries.ts';
 
 export const INDEX_BUILDER_GROUP = 'index-builder';
 
@@ -64,11 +65,15 @@ export async function indexEvent(index: SearchIndex, event: MemoryEvent): Promis
 /**
  * After each index change the tenant's data generation is bumped again: the projector bumps
  * it first, and a search between the two would otherwise cache a result that misses the
- * change under the newer generation.
+ * change under the newer generation. With a summary store, the summaries of every scope the
+ * event touched are rebuilt in the same handler, after the index (issue 5): they are folded
+ * from the same events in the same order, and read-your-writes covers them too.
  */
-export async function startIndexBuilder(deps: { bus: Bus; index: SearchIndex; state: StateStore }): Promise<ServiceHandle> {
+export async function startIndexBuilder(deps: { bus: Bus; index: SearchIndex; state: StateStore; summaries?: SummaryStore }): Promise<ServiceHandle> {
+  const { summaries } = deps;
   return subscribeToMemoryEvents(deps.bus, INDEX_BUILDER_GROUP, async (event) => {
     await indexEvent(deps.index, event);
+    if (summaries !== undefined) await summarizeEvent({ index: deps.index, summaries, state: deps.state }, event);
     await deps.state.generations.bump(event.metadata.tenantId);
   });
 }

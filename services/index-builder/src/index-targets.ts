@@ -1,7 +1,9 @@
 import type { Bus, ConsumedMessage, ProcessContext } from '@gm/bus';
 import { DeletionTask, TOPICS, type Clock, type ServiceHandle } from '@gm/contracts';
 import { deletionAck } from '@gm/service-kit';
-import type { SearchIndex } from '@gm/search-index';
+import type { SearchIndex, SummaryStore } from '@gm/search-index';
+import type { StateStore } from '@gm/state-store';
+import { summaryTargetHandler } from './summaries.ts';
 
 export const INDEX_TARGETS_GROUP = 'index-builder.deletion';
 
@@ -20,9 +22,20 @@ export function indexTargetHandler(index: SearchIndex, clock: Clock) {
   };
 }
 
-export async function startIndexTargets(deps: { bus: Bus; index: SearchIndex; clock: Clock }): Promise<ServiceHandle> {
+/** `keyword` tasks always; `summary` tasks when the summary store (and the state, for tombstones) is given. */
+export async function startIndexTargets(
+  deps: { bus: Bus; index: SearchIndex; clock: Clock; summaries?: { store: SummaryStore; state: StateStore } },
+): Promise<ServiceHandle> {
+  const keyword = indexTargetHandler(deps.index, deps.clock);
+  const summary = deps.summaries === undefined
+    ? undefined
+    : summaryTargetHandler({ index: deps.index, summaries: deps.summaries.store, state: deps.summaries.state }, deps.clock);
   const sub = await deps.bus.subscribe({
-    groupId: INDEX_TARGETS_GROUP, topics: [TOPICS.deletionTasks], handler: indexTargetHandler(deps.index, deps.clock),
+    groupId: INDEX_TARGETS_GROUP, topics: [TOPICS.deletionTasks],
+    handler: async (message, ctx) => {
+      await keyword(message, ctx);
+      if (summary !== undefined) await summary(message, ctx);
+    },
   });
   return { close: () => sub.close() };
 }

@@ -1,2 +1,3 @@
 export * from './index-builder.ts';
 export * from './index-targets.ts';
+export * from './summaries.ts';

@@ -1,0 +1,93 @@
+import type { ConsumedMessage, ProcessContext } from '@gm/bus';
+import { DeletionTask, type Clock, type MemoryEvent } from '@gm/contracts';
+import { SUMMARY_KINDS, buildSummaries } from '@gm/domain';
+import type { SearchIndex, Summary, SummaryStore } from '@gm/search-index';
+import { deletionAck } from '@gm/service-kit';
+import type { StateStore } from '@gm/state-store';
+import { toIndexDocument } from './index-builder.ts';
+
+export interface SummaryDeps {
+  index: SearchIndex;
+  summaries: SummaryStore;
+  state: StateStore;
+}
+
+/** One (partition, subject) whose summaries must be rebuilt. */
+export interface SummaryScope {
+  partition: string;
+  subjectId: string;
+}
+
+const scopeKey = (s: SummaryScope) => `${s.partition}\u0000${s.subjectId}`;
+
+/**
+ * Rebuilds the summaries of each scope from the search index — the index-builder's own fold of
+ * the log, so a summary is a function of the same events, in the same order — minus any
+ * record that is tombstoned (the projector may be ahead of us: a revocation it has seen is
+ * never summarised again) and minus `exclude` (the records of a deletion task, whether or not
+ * the index has dropped them yet). No source left ⇒ the scope's summaries are removed.
+ */
+export async function rebuildSummaries(
+  deps: SummaryDeps, tenantId: string, scopes: SummaryScope[], now: string, exclude: ReadonlySet<string> = new Set(),
+): Promise<{ rebuilt: number; removed: number }> {
+  let rebuilt = 0;
+  let removed = 0;
+  const unique = new Map(scopes.map((s) => [scopeKey(s), s]));
+  for (const { partition, subjectId } of unique.values()) {
+    const docs = (await deps.index.subjectDocuments(tenantId, partition, subjectId)).filter((d) => !exclude.has(d.recordId));
+    const tombstoned = await deps.state.tombstones.filterTombstoned(tenantId, docs.map((d) => d.recordId));
+    const built = buildSummaries(docs.filter((d) => !tombstoned.has(d.recordId)), now);
+    const summaries: Summary[] = built.map((b) => ({ tenantId, partition, subjectId, updatedAt: now, ...b }));
+    await deps.summaries.replace(tenantId, partition, subjectId, summaries);
+    if (summaries.length === 0) removed += 1;
+    else rebuilt += 1;
+  }
+  return { rebuilt, removed };
+}
+
+/** The records an event changes. */
+function touchedIds(event: MemoryEvent): string[] {
+  switch (event.type) {
+    case 'MemoryWritten':
+      return [event.data.record.id];
+    case 'SubjectForgotten':
+      return event.data.records.map((r) => r.id);
+    default:
+      return [event.data.id];
+  }
+}
+
+/**
+ * Keeps the summaries in step after `indexEvent` applied `event` to the index: every summary
+ * that held a touched record (wherever it lived — a promotion may move a record to another
+ * partition) and the scope the record is in now are rebuilt. Idempotent: a redelivered event
+ * finds the same index and builds the same summaries (updatedAt is the event's own time).
+ */
+export async function summarizeEvent(deps: SummaryDeps, event: MemoryEvent): Promise<void> {
+  const tenantId = event.metadata.tenantId;
+  const scopes: SummaryScope[] = (await deps.summaries.holding(tenantId, touchedIds(event))).map((k) => ({ partition: k.partition, subjectId: k.subjectId }));
+  const record = event.type === 'MemoryWritten' ? event.data.record : event.type === 'MemoryPromoted' ? event.data.record : undefined;
+  if (record !== undefined && record.status === 'active' && SUMMARY_KINDS.includes(record.kind)) {
+    scopes.push({ partition: toIndexDocument(record, '').partition, subjectId: record.subjectId });
+  }
+  if (scopes.length > 0) await rebuildSummaries(deps, tenantId, scopes, event.metadata.now);
+}
+
+/**
+ * Executes deletion tasks for the `summary` target: every summary holding a job record is
+ * rebuilt without it (or removed when nothing else is left). The evidence is what `holding`
+ * still finds afterwards, read back — counts only, no text.
+ */
+export function summaryTargetHandler(deps: SummaryDeps, clock: Clock) {
+  return async (message: ConsumedMessage, ctx: ProcessContext): Promise<void> => {
+    const task = DeletionTask.parse(message.value);
+    if (task.target !== 'summary') return;
+    const holding = await deps.summaries.holding(task.tenantId, task.recordIds);
+    const scopes = holding.map((k) => ({ partition: k.partition, subjectId: k.subjectId }));
+    const { rebuilt, removed } = await rebuildSummaries(deps, task.tenantId, scopes, clock.now().toISOString(), new Set(task.recordIds));
+    const remaining = (await deps.summaries.holding(task.tenantId, task.recordIds)).length;
+    ctx.send([deletionAck(task, 'index-builder', clock, {
+      ok: remaining === 0, ref: `holding=${holding.length};rebuilt=${rebuilt};removed=${removed};remaining=${remaining}`,
+    })]);
+  };
+}
