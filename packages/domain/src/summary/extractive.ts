@@ -10,14 +10,20 @@ import type { MemoryKind } from '@gm/contracts';
 /** Only facts are summarised: notes are scratch work, skills and preferences are not "what is known". */
 export const SUMMARY_KINDS: readonly MemoryKind[] = ['fact'];
 
-export const SUMMARY_LIMITS = {
+export interface SummaryLimits {
+  maxSources: number;
+  maxChars: number;
+  maxLineChars: number;
+}
+
+export const SUMMARY_LIMITS: Readonly<SummaryLimits> = {
   /** At most this many sources contribute a line. */
   maxSources: 12,
   /** Text bound, in characters; a line that does not fit is skipped, shorter later ones still may. */
   maxChars: 1200,
   /** One line (a source's first sentence) is cut at a word boundary beyond this. */
   maxLineChars: 240,
-} as const;
+};
 
 export interface SummarySourceInput {
   recordId: string;
@@ -64,7 +70,7 @@ export function firstSentence(content: string, maxChars: number = SUMMARY_LIMITS
  * sources give the same text whatever order they arrive in. Sources expired at `now` are left
  * out, so a rebuild never carries a record whose expiry event is still on its way.
  */
-export function buildSummaries(sources: SummarySourceInput[], now: string, limits = SUMMARY_LIMITS): BuiltSummary[] {
+export function buildSummaries(sources: SummarySourceInput[], now: string, limits: Readonly<SummaryLimits> = SUMMARY_LIMITS): BuiltSummary[] {
   const nowMs = Date.parse(now);
   const live = sources.filter((s) => SUMMARY_KINDS.includes(s.kind) && Date.parse(s.expiresAt) > nowMs);
   const ordered = [...live].sort(
