@@ -1,7 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import type { ReceiptKeyPair } from '@gm/policy/receipts';
-import { DistributedEnv, WithElasticsearch, WithRedis, openBus, openIndex, openState, runService, systemClock } from '@gm/service-kit';
+import {
+  DistributedEnv, WithElasticsearch, WithRedis, loadPolicySetOrExit, openBus, openIndex, openState, parseEnvOrExit, runService, systemClock,
+} from '@gm/service-kit';
 import { startReceiptSigner } from './receipts.ts';
 import { startReceiptVerifier } from './verifier.ts';
 
@@ -11,14 +13,17 @@ const Env = DistributedEnv.extend({
   ...WithElasticsearch.shape,
   /** JSON `{privateJwk, publicJwk}` (Ed25519) that signs deletion receipts, as written by generate-credentials. */
   MEMORY_RECEIPT_KEY_FILE: z.string().min(1),
+  /** The broker's policy set decides the replayed reads too (see MEMORY_POLICY_DIR there). */
+  MEMORY_POLICY_DIR: z.string().min(1).optional(),
 });
+const policySet = loadPolicySetOrExit(parseEnvOrExit(Env, process.env, 'receipt-verifier').MEMORY_POLICY_DIR, 'receipt-verifier');
 
 await runService('receipt-verifier', Env, async ({ env, log, metrics }) => {
   const keys = JSON.parse(readFileSync(env.MEMORY_RECEIPT_KEY_FILE, 'utf8')) as ReceiptKeyPair;
   const bus = await openBus(env, 'receipt-verifier');
   const state = openState(env);
   const index = openIndex(env);
-  const service = await startReceiptVerifier({ bus, index, state, clock: systemClock });
+  const service = await startReceiptVerifier({ bus, index, state, clock: systemClock, policySet });
   const signer = await startReceiptSigner({ bus, state, clock: systemClock, log, metrics, keys });
   return {
     handle: {

@@ -1,20 +1,15 @@
 import { LIVE_STATUSES, SearchRequest, type CapabilityClaims, type DeletionTask } from '@gm/contracts';
 import { partitionOf, rankedResults, readRecord, validatePacket, type ReadPathDeps } from '@gm/retrieval';
 import { createHash } from 'node:crypto';
+import type { SummaryStore } from '@gm/search-index';
 import type { RecordProbes } from './capture.ts';
 
 /**
- * The summary store as the replays need it: structurally the `holding` and `search` of the
- * summaries store port, so that store is passed as it is. Absent in a deployment without
- * summaries; the summary probes are then reported as not run (`summary=absent`).
+ * The summaries store as the replays need it (its `holding` and `search`). Absent in a
+ * deployment without summaries; the summary probes are then reported as not run
+ * (`summary=absent` in the ref), never as passed.
  */
-export interface SummaryProbeSource {
-  /** The summaries whose derivedFrom names any of these records. */
-  holding(tenantId: string, recordIds: string[]): Promise<unknown[]>;
-  search(query: {
-    tenantId: string; partitions: string[]; purpose: string; now: string; text?: string; limit: number;
-  }): Promise<Array<{ summary: { derivedFrom: Array<{ recordId: string; contentHash: string }> } }>>;
-}
+export type SummaryProbeSource = Pick<SummaryStore, 'holding' | 'search'>;
 
 export interface ReplayDeps extends ReadPathDeps {
   summaries?: SummaryProbeSource;
