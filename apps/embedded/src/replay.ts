@@ -1,5 +1,5 @@
 import { MemoryEvent, PolicyChange, TOPICS, type Clock } from '@gm/contracts';
-import { indexEvent } from '@gm/index-builder';
+import { indexEvent, summarizeEvent } from '@gm/index-builder';
 import { projectEvent } from '@gm/projector';
 import { scheduleFromEvent } from '@gm/expiry-scheduler';
 import { lockDataDir } from './lock.ts';
@@ -12,16 +12,19 @@ import { openStores, systemClock } from './runtime.ts';
  */
 const PROJECTION_PREFIXES = ['rec:', 'content:', 'tomb:', 'claim:', 'subj:', 'quar:', 'expiry', 'gen:', 'pol:', 'rev:', 'revoked:'];
 
+/** `summaries` leaves updatedAt out: a replay rebuilds the same summaries at other times. */
+export type Digests = { projection: string; index: string; summaries: string };
+
 export interface ReplayReport {
   events: number;
   policyChanges: number;
-  before: { projection: string; index: string };
-  after: { projection: string; index: string };
+  before: Digests;
+  after: Digests;
   identical: boolean;
 }
 
 /**
- * Rebuilds the record hash, content copies, tombstones, schedule and search index from
+ * Rebuilds the record hash, content copies, tombstones, schedule, search index and summaries from
  * memory.events, and the policy data (grants, delegations, revocations, legal holds,
  * revisions) from policy.changes, and compares digests with what was there. The service
  * must be stopped.
@@ -32,10 +35,13 @@ export async function replayDataDir(
   const unlock = lockDataDir(dataDir);
   const stores = await openStores(dataDir, partitions, clock);
   try {
-    const { bus, index, state } = stores;
-    const digest = async () => ({ projection: await state.projectionDigest(), index: await index.digest() });
+    const { bus, index, summaries, state } = stores;
+    const digest = async (): Promise<Digests> => ({
+      projection: await state.projectionDigest(), index: await index.digest(), summaries: await summaries.digest(),
+    });
     const before = await digest();
     await index.clear();
+    await summaries.clear();
     for (const prefix of PROJECTION_PREFIXES) {
       const keys = await state.kv.keys(`${state.keys.prefix}${prefix}`);
       if (keys.length > 0) await state.kv.del(keys);
@@ -54,12 +60,13 @@ export async function replayDataDir(
       if (!parsed.success) continue;
       await projectEvent(state, parsed.data);
       await indexEvent(index, parsed.data);
+      await summarizeEvent({ index, summaries, state }, parsed.data);
       await scheduleFromEvent(state, parsed.data);
       events += 1;
       if (events % 1000 === 0) onProgress(events);
     }
     const after = await digest();
-    return { events, policyChanges, before, after, identical: before.projection === after.projection && before.index === after.index };
+    return { events, policyChanges, before, after, identical: before.projection === after.projection && before.index === after.index && before.summaries === after.summaries };
   } finally {
     await stores.close();
     unlock();

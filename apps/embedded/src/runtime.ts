@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { createSqliteBus, memoryTopicSpecs, type Bus } from '@gm/bus';
 import { TOPICS, type Clock, type DeletionTarget, type ServiceHandle } from '@gm/contracts';
 import { createLogger, createMetrics, type Logger, type Metrics } from '@gm/observability';
-import { createSqliteSearchIndex, type SearchIndex, type SearchQuery } from '@gm/search-index';
+import { createSqliteSearchIndex, createSqliteSummaryStore, type SearchIndex, type SearchQuery, type SummaryStore } from '@gm/search-index';
 import { StateStore, createSqliteKeyValueStore } from '@gm/state-store';
 import { startWriteAdmission } from '@gm/write-admission';
 import { startPolicyProjector, startPrimaryTarget, startProjector } from '@gm/projector';
@@ -21,14 +21,15 @@ import { lockDataDir } from './lock.ts';
 
 export { systemClock };
 
-/** The copies the embedded runtime keeps; vector and summary stores arrive with later issues. */
-export const EMBEDDED_DELETION_TARGETS: DeletionTarget[] = ['primary', 'keyword', 'retrieval_cache', 'evidence_packet'];
+/** The copies the embedded runtime keeps; a vector store arrives with a later issue. */
+export const EMBEDDED_DELETION_TARGETS: DeletionTarget[] = ['primary', 'keyword', 'summary', 'retrieval_cache', 'evidence_packet'];
 
 
 /** The durable stores of a data directory: the log (bus), the index and the state. */
 export interface Stores {
   bus: Bus;
   index: SearchIndex;
+  summaries: SummaryStore;
   state: StateStore;
   close(): Promise<void>;
 }
@@ -45,13 +46,15 @@ export async function openStores(dataDir: string, partitions: number, clock: Clo
   }
   await bus.ensureTopics(memoryTopicSpecs(partitions));
   const index = createSqliteSearchIndex({ file: path.join(dataDir, 'index.db') });
+  const summaries = createSqliteSummaryStore({ file: path.join(dataDir, 'summaries.db') });
   const kv = createSqliteKeyValueStore({ file: path.join(dataDir, 'state.db'), now: () => clock.now().getTime() });
   const state = new StateStore(kv, 'gm:', () => clock.now().getTime());
   return {
-    bus, index, state,
+    bus, index, summaries, state,
     close: async () => {
       await bus.close();
       await index.close();
+      await summaries.close();
       await kv.close();
     },
   };
@@ -64,7 +67,7 @@ export interface EmbeddedRuntime extends Stores {
   credentials: Credentials;
   log: Logger;
   metrics: Metrics;
-  digest(): Promise<{ projection: string; index: string }>;
+  digest(): Promise<{ projection: string; index: string; summaries: string }>;
 }
 
 export interface RuntimeOptions {
@@ -89,15 +92,15 @@ export async function startEmbeddedRuntime(config: RuntimeConfig, options: Runti
   const metrics = createMetrics();
   const credentials = await loadOrCreateCredentials(config.dataDir, config.issuerCredential);
   const stores = await openStores(config.dataDir, config.partitions, clock);
-  const { bus, index, state } = stores;
+  const { bus, index, summaries, state } = stores;
   const handles: ServiceHandle[] = [];
   const child = (service: string) => log.child({ service });
 
   handles.push(await startProjector({ bus, state, log: child('projector') }));
   handles.push(await startPrimaryTarget({ bus, state, clock }));
   handles.push(await startPolicyProjector({ bus, state, log: child('policy-projector') }));
-  handles.push(await startIndexBuilder({ bus, index, state }));
-  handles.push(await startIndexTargets({ bus, index, clock }));
+  handles.push(await startIndexBuilder({ bus, index, state, summaries }));
+  handles.push(await startIndexTargets({ bus, index, clock, summaries: { store: summaries, state } }));
   handles.push(await startExpiryScheduler({ bus, state, clock, log: child('expiry-scheduler'), tickMs: config.expiryTickMs }));
   handles.push(
     await startDeletionOrchestrator({
@@ -113,7 +116,7 @@ export async function startEmbeddedRuntime(config: RuntimeConfig, options: Runti
     }),
   );
   const broker = await startRetrievalBroker({
-    bus, index: options.observeSearch ? observedIndex(index, options.observeSearch) : index, state, clock, metrics,
+    bus, index: options.observeSearch ? observedIndex(index, options.observeSearch) : index, summaries, state, clock, metrics,
     log: child('retrieval-broker'),
     signing: credentials.signing,
     policySet,
@@ -139,7 +142,7 @@ export async function startEmbeddedRuntime(config: RuntimeConfig, options: Runti
     credentials,
     log,
     metrics,
-    digest: async () => ({ projection: await state.projectionDigest(), index: await index.digest() }),
+    digest: async () => ({ projection: await state.projectionDigest(), index: await index.digest(), summaries: await summaries.digest() }),
     close: async () => {
       if (closed) return;
       closed = true;

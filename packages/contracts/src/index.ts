@@ -13,3 +13,4 @@ export * from './deletion.ts';
 export * from './receipt.ts';
 export * from './policy.ts';
 export * from './runtime.ts';
+export * from './summary.ts';

@@ -1,5 +1,5 @@
 import { createKafkaBus, memoryTopicSpecs, type Bus } from '@gm/bus';
-import { createElasticsearchSearchIndex, type SearchIndex } from '@gm/search-index';
+import { createElasticsearchSearchIndex, createElasticsearchSummaryStore, type SearchIndex, type SummaryStore } from '@gm/search-index';
 import { StateStore, createRedisKeyValueStore } from '@gm/state-store';
 import { z } from 'zod';
 import type { Clock } from '@gm/contracts';
@@ -43,4 +43,9 @@ export function openState(env: DistributedEnv & z.infer<typeof WithRedis>, nowMs
 
 export function openIndex(env: DistributedEnv & z.infer<typeof WithElasticsearch>): SearchIndex {
   return createElasticsearchSearchIndex({ node: env.ELASTICSEARCH_URL, indexPrefix: env.MEMORY_NAMESPACE ? `gm-${env.MEMORY_NAMESPACE}` : 'gm' });
+}
+
+/** The summary store beside the search index: `<prefix>-summaries` under the same prefix. */
+export function openSummaries(env: DistributedEnv & z.infer<typeof WithElasticsearch>): SummaryStore {
+  return createElasticsearchSummaryStore({ node: env.ELASTICSEARCH_URL, indexPrefix: env.MEMORY_NAMESPACE ? `gm-${env.MEMORY_NAMESPACE}` : 'gm' });
 }

@@ -8,7 +8,7 @@ const Env = DistributedEnv.extend({
   ...WithRedis.shape,
   MEMORY_DELETION_DEADLINE: duration('60s'),
   MEMORY_DELETION_VERIFY_RETRY: duration('500ms', true),
-  MEMORY_DELETION_TARGETS: z.string().default('primary,keyword,retrieval_cache,evidence_packet')
+  MEMORY_DELETION_TARGETS: z.string().default('primary,keyword,summary,retrieval_cache,evidence_packet')
     .transform((v) => v.split(',').map((t) => t.trim()))
     .pipe(z.array(DeletionTarget).min(1)),
 });

@@ -1,18 +1,19 @@
-import { DistributedEnv, WithElasticsearch, WithRedis, openBus, openIndex, openState, runService, systemClock } from '@gm/service-kit';
+import { DistributedEnv, WithElasticsearch, WithRedis, openBus, openIndex, openState, openSummaries, runService, systemClock } from '@gm/service-kit';
 import { startIndexBuilder } from './index-builder.ts';
 import { startIndexTargets } from './index-targets.ts';
 
-/** index-builder as its own process: active records ⇒ Elasticsearch, everything else removed. */
+/** index-builder as its own process: active records ⇒ Elasticsearch, everything else removed; summaries kept in step. */
 const Env = DistributedEnv.extend({ ...WithElasticsearch.shape, ...WithRedis.shape });
 
 await runService('index-builder', Env, async ({ env }) => {
   const bus = await openBus(env, 'index-builder');
   const index = openIndex(env);
+  const summaries = openSummaries(env);
   const state = openState(env);
-  const builder = await startIndexBuilder({ bus, index, state });
-  const targets = await startIndexTargets({ bus, index, clock: systemClock });
+  const builder = await startIndexBuilder({ bus, index, state, summaries });
+  const targets = await startIndexTargets({ bus, index, clock: systemClock, summaries: { store: summaries, state } });
   return {
-    handle: { close: async () => { await targets.close(); await builder.close(); await bus.close(); await index.close(); await state.kv.close(); } },
+    handle: { close: async () => { await targets.close(); await builder.close(); await bus.close(); await index.close(); await summaries.close(); await state.kv.close(); } },
     ready: async () => (await index.count().then(() => true).catch(() => false)),
   };
 });

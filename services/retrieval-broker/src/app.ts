@@ -9,6 +9,7 @@ import { healthRoutes } from './routes/health.ts';
 import { memoryRoutes } from './routes/memories.ts';
 import { policyRoutes } from './routes/policy.ts';
 import { searchRoutes } from './routes/search.ts';
+import { summaryRoutes } from './routes/summaries.ts';
 
 /** Rate limits are per capability subject; the key is read unverified, so it only shapes buckets. */
 function rateLimitKey(authorization: string | undefined, ip: string): string {
@@ -86,6 +87,7 @@ export async function buildApp(deps: BrokerDeps): Promise<FastifyInstance> {
   capabilityRoutes(app, deps);
   memoryRoutes(app, deps);
   searchRoutes(app, deps);
+  summaryRoutes(app, deps);
   deletionRoutes(app, deps);
   policyRoutes(app, deps);
   return app;

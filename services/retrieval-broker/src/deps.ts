@@ -2,7 +2,7 @@ import type { Bus } from '@gm/bus';
 import type { Clock } from '@gm/contracts';
 import type { Logger, Metrics } from '@gm/observability';
 import type { CapabilityIssuer, CapabilityVerifier, PolicyDecisionPoint } from '@gm/policy';
-import type { SearchIndex } from '@gm/search-index';
+import type { SearchIndex, SummaryStore } from '@gm/search-index';
 import type { StateStore } from '@gm/state-store';
 import type { CommandGateway } from './command-gateway.ts';
 import type { PolicyGateway } from './policy-gateway.ts';
@@ -20,6 +20,7 @@ export interface BrokerConfig {
 export interface BrokerDeps {
   bus: Bus;
   index: SearchIndex;
+  summaries: SummaryStore;
   state: StateStore;
   pdp: PolicyDecisionPoint;
   verifier: CapabilityVerifier;

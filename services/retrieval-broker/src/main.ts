@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { TOPICS } from '@gm/contracts';
 import type { SigningKeyPair } from '@gm/policy';
 import {
-  DistributedEnv, WithElasticsearch, WithRedis, brokerEnvShape, brokerSettingsOf, loadPolicySetOrExit, openBus, openIndex, openState, parseEnvOrExit,
+  DistributedEnv, WithElasticsearch, WithRedis, brokerEnvShape, brokerSettingsOf, loadPolicySetOrExit, openBus, openIndex, openState, openSummaries, parseEnvOrExit,
   runService, systemClock,
 } from '@gm/service-kit';
 import { startRetrievalBroker } from './start.ts';
@@ -30,15 +30,16 @@ await runService('retrieval-broker', Env, async ({ env, log, metrics }) => {
   const bus = await openBus(env, `retrieval-broker-${env.MEMORY_INSTANCE_ID}`);
   const state = openState(env);
   const index = openIndex(env);
+  const summaries = openSummaries(env);
   const { host, port, issuerName, policyDir: _policyDir, ...config } = brokerSettingsOf(env);
   const broker = await startRetrievalBroker({
-    bus, index, state, clock: systemClock, log, metrics, signing, issuerCredential, policySet,
+    bus, index, summaries, state, clock: systemClock, log, metrics, signing, issuerCredential, policySet,
     issuerName, instanceId: env.MEMORY_INSTANCE_ID, host, port, config,
     ready: async () => (await state.kv.ping()) && (await index.count().then(() => true, () => false)) && (await bus.endOffsets(TOPICS.events)).length > 0,
   });
   process.stderr.write(`retrieval-broker listening on ${broker.url}\n`);
   return {
-    handle: { close: async () => { await broker.close(); await bus.close(); await state.kv.close(); await index.close(); } },
+    handle: { close: async () => { await broker.close(); await bus.close(); await state.kv.close(); await index.close(); await summaries.close(); } },
     ready: async () => (await state.kv.ping()) && (await index.count().then(() => true, () => false)),
   };
 });

@@ -3,7 +3,7 @@ import {
   AddDelegationRequest, AddGrantRequest, DelegationCreatedResponse, DeletionAccepted, DeletionJob, EvidencePacket,
   GrantCreatedResponse, IssueCapabilityRequest, IssueCapabilityResponse, LegalHold, LegalHoldCreatedResponse, MemoryRecord,
   MutationResponse, PacketValidation, PlaceLegalHoldRequest, PolicyActionRequest, PolicyRevisionResponse, Problem, ReceiptPublicKey, ReceiptResponse,
-  SearchRequest, VersionedRequest, WriteMemoryRequest,
+  SearchRequest, SubjectSummaries, VersionedRequest, WriteMemoryRequest,
 } from '@gm/contracts';
 
 const schema = (s: z.ZodType) => z.toJSONSchema(s, { io: 'input', unrepresentable: 'any' });
@@ -53,6 +53,10 @@ export function openApiDocument() {
       },
       '/v1/search': { post: op('Search', 'search', ok('200', EvidencePacket, 'evidence packet'), SearchRequest) },
       '/v1/packets/{id}/validate': { parameters: idParam('id'), post: op('Validate a packet before acting', 'cite', ok('200', PacketValidation, 'validity')) },
+      '/v1/subjects/{subjectId}/summary': {
+        parameters: idParam('subjectId'),
+        get: op('Extractive summaries of a subject in the caller\'s partitions, for its purpose', 'search', ok('200', SubjectSummaries, 'summaries (possibly none)')),
+      },
       '/v1/subjects/{subjectId}/forget': { parameters: idParam('subjectId'), post: op('Forget a subject', 'request_delete', ok('202', DeletionAccepted, 'deletion job accepted')) },
       '/v1/deletion-jobs/{id}': { parameters: idParam('id'), get: op('Deletion job', 'admin or requester', ok('200', DeletionJob, 'job')) },
       '/v1/deletion-jobs/{id}/receipt': {

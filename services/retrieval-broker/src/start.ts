@@ -5,7 +5,7 @@ import type { Logger, Metrics } from '@gm/observability';
 import {
   CapabilityIssuer, CapabilityVerifier, CedarPolicyDecisionPoint, RevisionCachedPolicySource, type CompiledPolicySet, type SigningKeyPair,
 } from '@gm/policy';
-import type { SearchIndex } from '@gm/search-index';
+import type { SearchIndex, SummaryStore } from '@gm/search-index';
 import type { StateStore } from '@gm/state-store';
 import { buildApp } from './app.ts';
 import { CommandGateway } from './command-gateway.ts';
@@ -16,6 +16,7 @@ import { PolicyGateway } from './policy-gateway.ts';
 export interface RetrievalBrokerOptions {
   bus: Bus;
   index: SearchIndex;
+  summaries: SummaryStore;
   state: StateStore;
   clock: Clock;
   log: Logger;
@@ -54,7 +55,7 @@ export async function startRetrievalBroker(o: RetrievalBrokerOptions): Promise<R
     isRevoked: (c: { tenant: string; sub: string; jti: string; act: { sub: string } }) => o.state.revocations.isRevoked(c.tenant, c.sub, c.jti, c.act.sub),
   };
   const app = await buildApp({
-    bus: o.bus, index: o.index, state: o.state, gateway, clock: o.clock, metrics: o.metrics, log: o.log,
+    bus: o.bus, index: o.index, summaries: o.summaries, state: o.state, gateway, clock: o.clock, metrics: o.metrics, log: o.log,
     // Policy changes wait for the policy projector as writes wait for the projections.
     policy: new PolicyGateway({ bus: o.bus, state: o.state, clock: o.clock, log: o.log }, { timeoutMs: o.config.readYourWritesTimeoutMs }),
     pdp,

@@ -1,0 +1,13 @@
+import type { FastifyInstance } from 'fastify';
+import { authenticate } from '../auth.ts';
+import type { BrokerDeps } from '../deps.ts';
+import { pathId } from '../http.ts';
+import { subjectSummaries } from '../summaries.ts';
+
+export function summaryRoutes(app: FastifyInstance, deps: BrokerDeps): void {
+  // Action `search`: a summary is a derived search result, governed by the same partitions.
+  app.get('/v1/subjects/:subjectId/summary', async (request) => {
+    const claims = await authenticate(request, deps.verifier, deps.clock, 'search');
+    return subjectSummaries(deps, claims, pathId(request, 'subjectId'), deps.clock.now());
+  });
+}
