@@ -108,7 +108,7 @@ export async function startEmbeddedRuntime(config: RuntimeConfig, options: Runti
       deadlineMs: config.deletionDeadlineMs, verifyRetryMs: config.deletionVerifyRetryMs, tickMs: 250,
     }),
   );
-  handles.push(await startReceiptVerifier({ bus, index, state, clock }));
+  handles.push(await startReceiptVerifier({ bus, index, summaries, state, clock, policySet }));
   handles.push(await startReceiptSigner({ bus, state, clock, log: child('receipt-verifier'), metrics, keys: credentials.receipt }));
   handles.push(
     await startWriteAdmission({
