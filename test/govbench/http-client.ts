@@ -65,6 +65,10 @@ export async function distributedClient(namespace: string): Promise<GovClient> {
   return httpClient('ours (distributed)', () => stack.url, () => credential, realTime(), async () => {
     await stack.stop();
     rmSync(dataDir, { recursive: true, force: true });
+    // Topics, groups, indices and keys of this namespace only; the engines keep running.
+    const { sweepNamespace } = await import('../../bench/cleanup.ts');
+    const env = stack.env;
+    await sweepNamespace({ kafkaBrokers: String(env.KAFKA_BROKERS), redisUrl: String(env.REDIS_URL), elasticsearchUrl: String(env.ELASTICSEARCH_URL) }, namespace);
   });
 }
 
