@@ -4,7 +4,7 @@ import type { OutgoingMessage, ProcessContext } from '@gm/bus';
 import { TOPICS, type DeletionAck, type DeletionTask, type MemoryEvent } from '@gm/contracts';
 import { createSqliteSummaryStore, type SummaryStore } from '@gm/search-index';
 // Relative on purpose: the test fixtures, the decider's fixtures and the projector are no dependencies of this package.
-import { TestClock, openEmbeddedFixture, type EmbeddedFixture } from '../../../packages/testing/src/embedded-fixture.ts';
+import { TestClock, openEmbeddedFixture, sha256Hex, type EmbeddedFixture } from '../../../packages/testing/src/embedded-fixture.ts';
 import {
   DAY, HOUR, SUBJECT, T0, TENANT, after, deleteMemory, forget, history, promote, tombstone, write,
 } from '../../../packages/domain/src/memory/fixtures.ts';
@@ -49,9 +49,9 @@ describe('index-builder: summaries kept in step with the active records', () => 
   const support = async (partition: string) => (await summaries.get(TENANT, partition, SUBJECT)).find((s) => s.purpose === 'support');
 
   const facts = [
-    write(T0, { id: 'f1', visibility: 'team', content: 'Ada prefers email. She said so twice.', confidence: 0.9 }),
-    write(after(T0, HOUR), { id: 'f2', visibility: 'team', content: 'Ada lives in Lisbon.', confidence: 0.7 }),
-    write(after(T0, 2 * HOUR), { id: 'f3', visibility: 'team', content: 'Ada works nights.', confidence: 0.7 }),
+    write(T0, { id: 'f1', visibility: 'team', content: 'Ada prefers email. She said so twice.', contentHash: sha256Hex('Ada prefers email. She said so twice.'), confidence: 0.9 }),
+    write(after(T0, HOUR), { id: 'f2', visibility: 'team', content: 'Ada lives in Lisbon.', contentHash: sha256Hex('Ada lives in Lisbon.'), confidence: 0.7 }),
+    write(after(T0, 2 * HOUR), { id: 'f3', visibility: 'team', content: 'Ada works nights.', contentHash: sha256Hex('Ada works nights.'), confidence: 0.7 }),
   ];
 
   const context = (sent: OutgoingMessage[]): ProcessContext => ({
@@ -90,7 +90,7 @@ describe('index-builder: summaries kept in step with the active records', () => 
   it('rebuilds on supersession: the old text is gone, the correction is in', async () => {
     const events = history([
       ...facts,
-      write(after(T0, 3 * HOUR), { id: 'f2b', visibility: 'team', content: 'Ada moved to Porto.', confidence: 0.7, supersedesId: 'f2' }),
+      write(after(T0, 3 * HOUR), { id: 'f2b', visibility: 'team', content: 'Ada moved to Porto.', contentHash: sha256Hex('Ada moved to Porto.'), confidence: 0.7, supersedesId: 'f2' }),
     ]);
     await apply(events);
     const summary = await support(await partitionOf('f1'));
@@ -104,7 +104,7 @@ describe('index-builder: summaries kept in step with the active records', () => 
     const all = history([
       ...facts,
       deleteMemory(after(T0, DAY), { id: 'f2', jobId: 'job-1' }),
-      write(after(T0, DAY + HOUR), { id: 'f4', visibility: 'team', content: 'Ada owns a cat.' }),
+      write(after(T0, DAY + HOUR), { id: 'f4', visibility: 'team', content: 'Ada owns a cat.', contentHash: sha256Hex('Ada owns a cat.') }),
       tombstone(after(T0, DAY + 2 * HOUR), { id: 'f2', jobId: 'job-1' }),
     ]);
     expect(all.map((e) => e.type)).toEqual(['MemoryWritten', 'MemoryWritten', 'MemoryWritten', 'MemoryRevocationRequested', 'MemoryWritten', 'MemoryTombstoned']);
@@ -136,8 +136,23 @@ describe('index-builder: summaries kept in step with the active records', () => 
     expect(await summaries.holding(TENANT, ['f2'])).toEqual([]);
   });
 
+  it('a deletion task also leaves out a copy of the deleted content under another id', async () => {
+    await apply(history(facts));
+    const original = await f.index.get(TENANT, 'f2');
+    if (!original) throw new Error('f2 was not indexed');
+    await f.index.upsert([{ ...original, recordId: 'stray-copy' }]);
+    await summarizeEvent(deps(), history(facts)[1] as MemoryEvent);
+    expect((await support(original.partition))?.derivedFrom.map((d) => d.recordId)).toContain('stray-copy');
+
+    const ack = await runTask('summary', ['f2']);
+    expect(ack.evidence.status).toBe('done');
+    const summary = await support(original.partition);
+    expect(summary?.text).not.toContain('Lisbon');
+    expect(summary?.derivedFrom.map((d) => d.recordId)).toEqual(['f1', 'f3']);
+  });
+
   it('never summarises a quarantined record; its promotion brings it in', async () => {
-    const quarantined = [write(T0, { id: 'q1', visibility: 'team', trust: 'untrusted', content: 'Ada owes money.' })];
+    const quarantined = [write(T0, { id: 'q1', visibility: 'team', trust: 'untrusted', content: 'Ada owes money.', contentHash: sha256Hex('Ada owes money.') })];
     await apply(history(quarantined));
     expect(await summaries.count()).toBe(0);
     await apply(history([...quarantined, promote(after(T0, HOUR), { id: 'q1', expectedVersion: 1 })]).slice(1));
@@ -149,7 +164,7 @@ describe('index-builder: summaries kept in step with the active records', () => 
     await apply(events);
     expect(await summaries.count()).toBe(0);
     const ack = await runTask('summary', ['f1', 'f2', 'f3']);
-    expect(ack.evidence).toMatchObject({ status: 'done', ref: 'holding=0;rebuilt=0;removed=0;remaining=0' });
+    expect(ack.evidence).toMatchObject({ status: 'done', ref: 'holding=0;rebuilt=0;removed=1;remaining=0' });
   });
 
   it('ignores deletion tasks of other targets', async () => {

@@ -20,21 +20,36 @@ export interface SummaryScope {
 
 const scopeKey = (s: SummaryScope) => `${s.partition}\u0000${s.subjectId}`;
 
+/** Records that are being or have been deleted (the read path already denies them). */
+const DELETED: ReadonlySet<string> = new Set(['revocation_pending', 'tombstoned', 'purged']);
+
 /**
  * Rebuilds the summaries of each scope from the search index — the index-builder's own fold of
- * the log, so a summary is a function of the same events, in the same order — minus any
- * record that is tombstoned (the projector may be ahead of us: a revocation it has seen is
- * never summarised again) and minus `exclude` (the records of a deletion task, whether or not
- * the index has dropped them yet). No source left ⇒ the scope's summaries are removed.
+ * the log, so a summary is a function of the same events, in the same order — minus deleted
+ * content: every record of the subject that is tombstoned or being deleted in the projector's
+ * state (it may be ahead of us: a revocation it has seen is never summarised again), any other
+ * document with the same content (a copy under another id must not carry deleted words back
+ * in), and `exclude` (a deletion task's records and contents, whether or not the index has
+ * dropped them yet). No source left ⇒ the scope's summaries are removed.
  */
 export async function rebuildSummaries(
-  deps: SummaryDeps, tenantId: string, scopes: SummaryScope[], now: string, exclude: ReadonlySet<string> = new Set(),
+  deps: SummaryDeps, tenantId: string, scopes: SummaryScope[], now: string,
+  exclude: { ids: ReadonlySet<string>; contentHashes: ReadonlySet<string> } = { ids: new Set(), contentHashes: new Set() },
 ): Promise<{ rebuilt: number; removed: number }> {
   let rebuilt = 0;
   let removed = 0;
   const unique = new Map(scopes.map((s) => [scopeKey(s), s]));
   for (const { partition, subjectId } of unique.values()) {
-    const docs = (await deps.index.subjectDocuments(tenantId, partition, subjectId)).filter((d) => !exclude.has(d.recordId));
+    const ids = new Set(exclude.ids);
+    const hashes = new Set(exclude.contentHashes);
+    const known = await deps.state.records.getMany(tenantId, await deps.state.records.idsOfSubject(tenantId, subjectId));
+    for (const meta of known.values()) {
+      if (!DELETED.has(meta.status)) continue;
+      ids.add(meta.id);
+      hashes.add(meta.contentHash);
+    }
+    const docs = (await deps.index.subjectDocuments(tenantId, partition, subjectId))
+      .filter((d) => !ids.has(d.recordId) && !hashes.has(d.contentHash));
     const tombstoned = await deps.state.tombstones.filterTombstoned(tenantId, docs.map((d) => d.recordId));
     const built = buildSummaries(docs.filter((d) => !tombstoned.has(d.recordId)), now);
     const summaries: Summary[] = built.map((b) => ({ tenantId, partition, subjectId, updatedAt: now, ...b }));
@@ -82,9 +97,22 @@ export function summaryTargetHandler(deps: SummaryDeps, clock: Clock) {
   return async (message: ConsumedMessage, ctx: ProcessContext): Promise<void> => {
     const task = DeletionTask.parse(message.value);
     if (task.target !== 'summary') return;
+    const ids = new Set(task.recordIds);
     const holding = await deps.summaries.holding(task.tenantId, task.recordIds);
     const scopes = holding.map((k) => ({ partition: k.partition, subjectId: k.subjectId }));
-    const { rebuilt, removed } = await rebuildSummaries(deps, task.tenantId, scopes, clock.now().toISOString(), new Set(task.recordIds));
+    // The deleted contents, as the record hash and the summaries recorded them (the index may
+    // have dropped them already); the records' own scopes too, where a copy may sit under another id.
+    const contentHashes = new Set<string>();
+    for (const meta of (await deps.state.records.getMany(task.tenantId, task.recordIds)).values()) {
+      contentHashes.add(meta.contentHash);
+      scopes.push({ partition: toIndexDocument(meta, '').partition, subjectId: meta.subjectId });
+    }
+    for (const scope of scopes) {
+      for (const summary of await deps.summaries.get(task.tenantId, scope.partition, scope.subjectId)) {
+        for (const source of summary.derivedFrom) if (ids.has(source.recordId)) contentHashes.add(source.contentHash);
+      }
+    }
+    const { rebuilt, removed } = await rebuildSummaries(deps, task.tenantId, scopes, clock.now().toISOString(), { ids, contentHashes });
     const remaining = (await deps.summaries.holding(task.tenantId, task.recordIds)).length;
     ctx.send([deletionAck(task, 'index-builder', clock, {
       ok: remaining === 0, ref: `holding=${holding.length};rebuilt=${rebuilt};removed=${removed};remaining=${remaining}`,

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import type { ReceiptKeyPair } from '@gm/policy/receipts';
 import {
-  DistributedEnv, WithElasticsearch, WithRedis, loadPolicySetOrExit, openBus, openIndex, openState, parseEnvOrExit, runService, systemClock,
+  DistributedEnv, WithElasticsearch, WithRedis, loadPolicySetOrExit, openBus, openIndex, openState, openSummaries, parseEnvOrExit, runService, systemClock,
 } from '@gm/service-kit';
 import { startReceiptSigner } from './receipts.ts';
 import { startReceiptVerifier } from './verifier.ts';
@@ -23,11 +23,12 @@ await runService('receipt-verifier', Env, async ({ env, log, metrics }) => {
   const bus = await openBus(env, 'receipt-verifier');
   const state = openState(env);
   const index = openIndex(env);
-  const service = await startReceiptVerifier({ bus, index, state, clock: systemClock, policySet });
+  const summaries = openSummaries(env);
+  const service = await startReceiptVerifier({ bus, index, summaries, state, clock: systemClock, policySet });
   const signer = await startReceiptSigner({ bus, state, clock: systemClock, log, metrics, keys });
   return {
     handle: {
-      close: async () => { await signer.close(); await service.close(); await bus.close(); await state.kv.close(); await index.close(); },
+      close: async () => { await signer.close(); await service.close(); await bus.close(); await state.kv.close(); await index.close(); await summaries.close(); },
     },
     ready: () => state.kv.ping(),
   };
