@@ -72,7 +72,7 @@ function buildEpisode(b: EpisodeBuilder, stepMs: number): Episode {
   b.write(cast.member, 'deletable');
   b.write(cast.member, 'forgetA', { subjectId: b.forgetSubject });
   b.write(cast.member, 'forgetB', { subjectId: b.forgetSubject, kind: 'preference' });
-  b.write(cast.member, 'expiring', { kind: 'working_note', expiresInMs: Math.round(stepMs / 2) });
+  b.write(cast.member, 'expiring', { kind: 'working_note', expiresInMs: stepMs });
   b.write(cast.member, 'quarantined', { trust: 'untrusted' });
   b.write(cast.member, 'splitA');
   b.write(cast.manager, 'splitB', { visibility: 'restricted', sensitivity: 'confidential' });

@@ -61,8 +61,9 @@ if (!values['no-baseline']) systems.push(async () => naiveClient());
 const started = Date.now();
 const progress = (line: string) => process.stderr.write(`[govbench +${((Date.now() - started) / 1000).toFixed(0)}s] ${line}\n`);
 const { counts, runs } = await runGovbench(
-  // Real time on a remote stack: deadlines and TTLs a few seconds out; a test clock jumps a minute.
-  { seed, episodesPerDomain: int('episodes', values.episodes), stepMs: remote ? 3_000 : 60_000 },
+  // Real time on a remote stack: deadlines and TTLs must outlast the setup of a loaded stack
+  // (45 s, waited once per batch); a test clock just jumps a minute.
+  { seed, episodesPerDomain: int('episodes', values.episodes), stepMs: remote ? 45_000 : 60_000 },
   systems,
   {
     concurrency: Math.max(1, int('concurrency', values.concurrency)),

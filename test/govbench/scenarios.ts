@@ -159,7 +159,8 @@ export function changeProbes(b: EpisodeBuilder, c: Cast, stepMs: number): void {
   b.expectFound('member keeps her access after her agents are revoked', c.member, 'team');
 
   // One time step: the contractor's grant ends, the working note expires.
-  b.steps.push({ type: 'advance', ms: stepMs });
+  // Past both bounds (set one step after their grant / write), with a second to spare.
+  b.steps.push({ type: 'advance', ms: stepMs + 1_000 });
   b.checkpoint('access', 'contractor_overreach', 'contractor searches after the deadline', c.contractor, b.search(b.query('workspace')), nothing, b.leaks('workspace'));
   b.checkpoint('access', 'contractor_overreach', 'contractor gets by id after the deadline', c.contractor, { op: 'get', recordId: b.rec('workspace').id }, denied, b.leaks('workspace'));
   b.checkpoint('forgetting', 'expired_recall', 'member searches an expired working note', c.member, b.search(b.query('expiring')), nothing, b.leaks('expiring'));
