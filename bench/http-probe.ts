@@ -59,14 +59,14 @@ async function issue(target: HttpTarget, body: Record<string, unknown>): Promise
 }
 
 /** A capability for the bench agent, whose principal (itself) first gets a member grant on the resource. */
-export async function issueToken(target: HttpTarget, tenant: string): Promise<string> {
+export async function issueToken(target: HttpTarget, tenant: string, actions: string[] = ['write', 'search', 'read']): Promise<string> {
   const scopes = [{ ...RESOURCE }];
   const admin = await issue(target, { tenant, agentId: 'bench-admin', scopes, purpose: PURPOSE, actions: ['admin'] });
   const granted = await call(`${target.url}/v1/grants`, admin, {
     grantId: 'bench-member', principal: { id: 'bench', kind: 'agent' }, resource: { ...RESOURCE }, role: 'member', purposes: [PURPOSE],
   }, true);
   if (granted.status !== 201) throw new Error(`grant answered ${granted.status}: ${JSON.stringify(granted.body)}`);
-  return issue(target, { tenant, agentId: 'bench', scopes, purpose: PURPOSE, actions: ['write', 'search', 'read'] });
+  return issue(target, { tenant, agentId: 'bench', scopes, purpose: PURPOSE, actions });
 }
 
 export const writeBody = (content: string, subjectId: string, id?: string) => ({

@@ -18,6 +18,8 @@ export interface BenchOptions {
   searches: number;
   /** Capabilities revoked, each followed by a read that must be denied. */
   revocations: number;
+  /** Records deleted, each until its signed receipt says verified. */
+  deletions: number;
   /** Dataset sizes of the search path, ascending; each is spread over `tenants` tenants. */
   datasetSizes: number[];
   tenants: number;
@@ -37,6 +39,7 @@ const HELP = `pnpm bench [options]      (each option also as env, e.g. BENCH_REC
   --visibility N     write→searchable probes (default 100)
   --searches N       distinct queries per dataset size (default 1000)
   --revocations N    capabilities revoked, each followed by a read that must be denied (default 100)
+  --deletions N      records deleted, each timed until its signed receipt says verified (default 30)
   --tenants N        tenants the dataset is spread over (default 100)
   --raw N            sequential round trips per raw engine probe (default 2000)
   --kafka-records N  records of the raw Kafka throughput probes (default 20000)
@@ -80,6 +83,7 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv): B
     visibilityProbes: int('visibility', 100, 10),
     searches: int('searches', 1000, 60),
     revocations: int('revocations', 100, 20),
+    deletions: int('deletions', 30, 5),
     datasetSizes: large && records < 100_000 ? [records, 100_000] : [records],
     tenants: int('tenants', 100, 100),
     rawRoundTrips: int('raw', 2000, 200),

@@ -11,6 +11,7 @@ import { contentOf, tenantOf } from './corpus.ts';
 import { issueToken, measureSearch, measureWritePath, write, writeBody, type HttpTarget, type SearchStepResult, type WritePathResult } from './http-probe.ts';
 import type { BenchOptions } from './options.ts';
 import type { Engines } from './engines.ts';
+import { measureDeletion, type DeletionResult } from './deletion.ts';
 import { measureRevocation, type RevocationResult } from './revocation.ts';
 import { seedBelowApi } from './seed.ts';
 import { progress } from './stats.ts';
@@ -20,6 +21,7 @@ export interface RuntimeResult {
   startMs: number;
   write: WritePathResult;
   revocation: RevocationResult;
+  deletion: DeletionResult;
   search: Array<SearchStepResult & { seedMs: number }>;
 }
 
@@ -31,6 +33,7 @@ async function benchApi(
 ): Promise<RuntimeResult> {
   const writePath = await measureWritePath(target, options, label);
   const revocation = await measureRevocation(target, tenantOf(1, options.tenants), options.revocations, label);
+  const deletion = await measureDeletion(target, tenantOf(2, options.tenants), options.deletions, label);
 
   // The seed template: one record through the API, read back from the runtime's record hash.
   const tenant = tenantOf(0, options.tenants);
@@ -47,7 +50,7 @@ async function benchApi(
     seeded = size;
     search.push({ ...(await measureSearch(target, size, options, label)), seedMs });
   }
-  return { startMs, write: writePath, revocation, search };
+  return { startMs, write: writePath, revocation, deletion, search };
 }
 
 export async function benchEmbedded(options: BenchOptions): Promise<RuntimeResult> {

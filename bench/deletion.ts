@@ -1,0 +1,48 @@
+/**
+ * Verifiable forgetting end to end (§8), over HTTP: write a record, delete it, and time from
+ * sending the DELETE to the moment its signed receipt can be fetched — tombstone, fan-out to
+ * every target, acks, purge, the verifier's replay probes, signing. A receipt that does not say
+ * `verified`, or none within the deadline, aborts the run: that is a bug, not a number.
+ */
+import { call, issueToken, write, writeBody, type HttpTarget } from './http-probe.ts';
+import { progress, summarize, type Summary } from './stats.ts';
+
+export interface DeletionResult {
+  /** DELETE /v1/memories/{id} until its 202. */
+  accepted: Summary;
+  /** DELETE sent → GET /v1/deletion-jobs/{id}/receipt answers 200 (status verified). */
+  receipt: Summary;
+}
+
+const RECEIPT_DEADLINE_MS = 120_000;
+const POLL_MS = 20;
+
+export async function measureDeletion(target: HttpTarget, tenant: string, n: number, label: string): Promise<DeletionResult> {
+  const token = await issueToken(target, tenant, ['write', 'search', 'read', 'request_delete']);
+  const accepted: number[] = [];
+  const receipt: number[] = [];
+  for (let i = 0; i < n; i += 1) {
+    const id = `bench-deletion-${i}`;
+    await write(target, token, writeBody(`deletion probe ${i} heron lockbox ${i * 7919}`, `subj-deletion-${i % 5}`, id));
+    const t0 = performance.now();
+    const deleted = await fetch(`${target.url}/v1/memories/${id}`, { method: 'DELETE', headers: { authorization: `Bearer ${token}` } });
+    const jobId = ((await deleted.json()) as { jobId?: string }).jobId;
+    if (deleted.status !== 202 || jobId === undefined) throw new Error(`${label}: delete answered ${deleted.status}`);
+    accepted.push(performance.now() - t0);
+    for (;;) {
+      const res = await call(`${target.url}/v1/deletion-jobs/${jobId}/receipt`, token, undefined, true);
+      if (res.status === 200) {
+        const status = (res.body as { payload?: { status?: string } } | null)?.payload?.status;
+        if (status !== 'verified') throw new Error(`${label}: the receipt of job ${jobId} says ${String(status)}`);
+        receipt.push(performance.now() - t0);
+        break;
+      }
+      if (res.status !== 404) throw new Error(`${label}: the receipt route answered ${res.status}`);
+      if (performance.now() - t0 > RECEIPT_DEADLINE_MS) throw new Error(`${label}: no receipt for job ${jobId} within ${RECEIPT_DEADLINE_MS} ms`);
+      await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+    }
+  }
+  const result = { accepted: summarize(accepted), receipt: summarize(receipt) };
+  progress(`${label}: ${n} deletions, request → verified receipt p50 ${result.receipt.p50.toFixed(0)} ms`);
+  return result;
+}
