@@ -8,7 +8,7 @@ import { createSqliteSearchIndex, createSqliteSummaryStore, type SearchIndex, ty
 import { StateStore, createSqliteKeyValueStore } from '@gm/state-store';
 import { startWriteAdmission } from '@gm/write-admission';
 import { startPolicyProjector, startPrimaryTarget, startProjector } from '@gm/projector';
-import { startIndexBuilder, startIndexTargets } from '@gm/index-builder';
+import { SUMMARY_BUILDER_GROUP, startIndexBuilder, startIndexTargets, startSummaryBuilder } from '@gm/index-builder';
 import { startExpiryScheduler } from '@gm/expiry-scheduler';
 import { startDeletionOrchestrator } from '@gm/deletion-orchestrator';
 import { startReceiptSigner, startReceiptVerifier } from '@gm/receipt-verifier';
@@ -99,7 +99,8 @@ export async function startEmbeddedRuntime(config: RuntimeConfig, options: Runti
   handles.push(await startProjector({ bus, state, log: child('projector') }));
   handles.push(await startPrimaryTarget({ bus, state, clock }));
   handles.push(await startPolicyProjector({ bus, state, log: child('policy-projector') }));
-  handles.push(await startIndexBuilder({ bus, index, state, summaries }));
+  handles.push(await startIndexBuilder({ bus, index, state }));
+  handles.push(await startSummaryBuilder({ bus, index, state, summaries }));
   handles.push(await startIndexTargets({ bus, index, clock, summaries: { store: summaries, state } }));
   handles.push(await startExpiryScheduler({ bus, state, clock, log: child('expiry-scheduler'), tickMs: config.expiryTickMs }));
   handles.push(
@@ -142,11 +143,18 @@ export async function startEmbeddedRuntime(config: RuntimeConfig, options: Runti
     credentials,
     log,
     metrics,
-    digest: async () => ({ projection: await state.projectionDigest(), index: await index.digest(), summaries: await summaries.digest() }),
+    digest: async () => {
+      // Summaries follow the index in their own group: digest them once they caught up with the log.
+      await caughtUp(bus, SUMMARY_BUILDER_GROUP, TOPICS.events);
+      return { projection: await state.projectionDigest(), index: await index.digest(), summaries: await summaries.digest() };
+    },
     close: async () => {
       if (closed) return;
       closed = true;
       await broker.close();
+      // No new writes now; let the summaries finish what the log already holds, so a stopped
+      // data directory is a complete fold (replay compares against it).
+      await caughtUp(bus, SUMMARY_BUILDER_GROUP, TOPICS.events, 5_000);
       for (const h of handles.reverse()) await h.close();
       await stores.close();
       unlock();
@@ -167,4 +175,12 @@ function observedIndex(index: SearchIndex, observe: (query: SearchQuery) => void
       return typeof value === 'function' ? value.bind(target) : value;
     },
   });
+}
+
+/** Waits (bounded) until a consumer group has committed every message of a topic written so far. */
+async function caughtUp(bus: Bus, groupId: string, topic: string, timeoutMs = 10_000): Promise<void> {
+  const ends = await bus.endOffsets(topic);
+  for (const [partition, end] of ends.entries()) {
+    if (end > 0) await bus.waitForCommitted(groupId, { topic, partition, offset: end - 1 }, timeoutMs);
+  }
 }

@@ -1,6 +1,6 @@
 import type { Bus } from '@gm/bus';
 import { subscribeToMemoryEvents } from '@gm/service-kit';
-import { type MemoryEvent, type MemoryRecord, type RecordMeta, type ServiceHandle } from '@gm/contracts';
+import { GovernedMemoryError, type MemoryEvent, type MemoryRecord, type RecordMeta, type ServiceHandle } from '@gm/contracts';
 import { partitionKey } from '@gm/domain';
 import type { IndexDocument, SearchIndex, SummaryStore } from '@gm/search-index';
 import type { StateStore } from '@gm/state-store';
@@ -65,15 +65,34 @@ export async function indexEvent(index: SearchIndex, event: MemoryEvent): Promis
 /**
  * After each index change the tenant's data generation is bumped again: the projector bumps
  * it first, and a search between the two would otherwise cache a result that misses the
- * change under the newer generation. With a summary store, the summaries of every scope the
- * event touched are rebuilt in the same handler, after the index (issue 5): they are folded
- * from the same events in the same order, and read-your-writes covers them too.
+ * change under the newer generation.
  */
-export async function startIndexBuilder(deps: { bus: Bus; index: SearchIndex; state: StateStore; summaries?: SummaryStore }): Promise<ServiceHandle> {
-  const { summaries } = deps;
+export async function startIndexBuilder(deps: { bus: Bus; index: SearchIndex; state: StateStore }): Promise<ServiceHandle> {
   return subscribeToMemoryEvents(deps.bus, INDEX_BUILDER_GROUP, async (event) => {
     await indexEvent(deps.index, event);
-    if (summaries !== undefined) await summarizeEvent({ index: deps.index, summaries, state: deps.state }, event);
     await deps.state.generations.bump(event.metadata.tenantId);
+  });
+}
+
+export const SUMMARY_BUILDER_GROUP = 'summary-builder';
+/** How long one attempt waits for the index-builder before the bus retries the event. */
+const INDEX_WAIT_MS = 5_000;
+
+/**
+ * Summaries (issue 5) in a consumer group of their own, one step behind the index-builder:
+ * they are folded from the search index, so each event waits until the index-builder has
+ * committed past it, then the summaries of every scope it touched are rebuilt. Kept out of the
+ * index-builder's handler because read-your-writes waits for that group, and a rebuild (searches,
+ * a bulk write, a refresh) doubled the write latency on Elasticsearch. Summaries therefore
+ * follow writes eventually; the read path still re-checks every source of a summary before
+ * returning it, so a summary that lags a deletion is dropped, never shown.
+ */
+export async function startSummaryBuilder(deps: { bus: Bus; index: SearchIndex; state: StateStore; summaries: SummaryStore }): Promise<ServiceHandle> {
+  return subscribeToMemoryEvents(deps.bus, SUMMARY_BUILDER_GROUP, async (event, message) => {
+    if (!(await deps.bus.waitForCommitted(INDEX_BUILDER_GROUP, message, INDEX_WAIT_MS))) {
+      // Retriable: the bus retries it for as long as the index-builder lags, never dead-letters it.
+      throw new GovernedMemoryError('MEM_UNAVAILABLE', 'the index-builder has not indexed this event yet', { retriable: true });
+    }
+    await summarizeEvent({ index: deps.index, summaries: deps.summaries, state: deps.state }, event);
   });
 }

@@ -1,5 +1,5 @@
 import { DistributedEnv, WithElasticsearch, WithRedis, openBus, openIndex, openState, openSummaries, runService, systemClock } from '@gm/service-kit';
-import { startIndexBuilder } from './index-builder.ts';
+import { startIndexBuilder, startSummaryBuilder } from './index-builder.ts';
 import { startIndexTargets } from './index-targets.ts';
 
 /** index-builder as its own process: active records ⇒ Elasticsearch, everything else removed; summaries kept in step. */
@@ -10,10 +10,11 @@ await runService('index-builder', Env, async ({ env }) => {
   const index = openIndex(env);
   const summaries = openSummaries(env);
   const state = openState(env);
-  const builder = await startIndexBuilder({ bus, index, state, summaries });
+  const builder = await startIndexBuilder({ bus, index, state });
+  const summaryBuilder = await startSummaryBuilder({ bus, index, state, summaries });
   const targets = await startIndexTargets({ bus, index, clock: systemClock, summaries: { store: summaries, state } });
   return {
-    handle: { close: async () => { await targets.close(); await builder.close(); await bus.close(); await index.close(); await summaries.close(); await state.kv.close(); } },
+    handle: { close: async () => { await targets.close(); await summaryBuilder.close(); await builder.close(); await bus.close(); await index.close(); await summaries.close(); await state.kv.close(); } },
     ready: async () => (await index.count().then(() => true).catch(() => false)),
   };
 });

@@ -1,10 +1,11 @@
-import { Client, errors } from '@elastic/elasticsearch';
+import { errors } from '@elastic/elasticsearch';
 import type { estypes } from '@elastic/elasticsearch';
 import { GovernedMemoryError } from '@gm/contracts';
 import type { IndexDocument, SearchHit, SearchIndex, SearchQuery } from '../port.ts';
 import { indexDigest } from '../embedded/digest.ts';
+import { ManagedIndex } from './es-managed-index.ts';
 import { Refresher } from './es-refresher.ts';
-import { IndexMissingError, bulkItemError, errorType, idPart, isIndexMissing, requireComplete, toGovernedError } from './es-support.ts';
+import { IndexMissingError, bulkItemError, idPart, isIndexMissing, requireComplete } from './es-support.ts';
 
 export interface ElasticsearchSearchIndexOptions {
   /** Elasticsearch URL, e.g. http://127.0.0.1:19200. */
@@ -108,52 +109,9 @@ function fromStored(source: StoredDocument): IndexDocument {
 
 export function createElasticsearchSearchIndex(options: ElasticsearchSearchIndexOptions): SearchIndex {
   const { alias, concrete } = esIndexNames(options.indexPrefix);
-  // No transport retries: every failure surfaces at once as a coded, retriable error, and the
-  // caller, which knows its deadline, decides (the client's default backoff is 1-8 s).
-  // No query text in telemetry (§10): the client only traces when OpenTelemetry is set up,
-  // and then it must not record search bodies.
-  process.env.OTEL_ELASTICSEARCH_CAPTURE_SEARCH_QUERY ??= 'false';
-  const client = new Client({ node: options.node, maxRetries: 0 });
-  let ready: Promise<void> | undefined;
-  let closed = false;
-
-  async function createIndex(): Promise<void> {
-    try {
-      await client.indices.create({ index: concrete, settings: INDEX_SETTINGS, mappings: MAPPINGS, aliases: { [alias]: {} } });
-    } catch (e) {
-      // Another instance (or a reopen) created it first: same mapping, nothing to do.
-      if (errorType(e) !== 'resource_already_exists_exception') throw e;
-    }
-  }
-
-  function ensureIndex(): Promise<void> {
-    ready ??= createIndex().catch((e: unknown) => {
-      ready = undefined;
-      throw e;
-    });
-    return ready;
-  }
-
-  /**
-   * Runs one operation against an existing index. If the index vanished meanwhile (another
-   * instance's clear(), an operator), it is recreated empty and the operation runs once more.
-   */
-  async function run<T>(operation: string, op: () => Promise<T>): Promise<T> {
-    if (closed) throw new GovernedMemoryError('MEM_UNAVAILABLE', `search index is closed (${operation})`);
-    try {
-      await ensureIndex();
-      try {
-        return await op();
-      } catch (e) {
-        if (!isIndexMissing(e)) throw e;
-        ready = undefined;
-        await ensureIndex();
-        return await op();
-      }
-    } catch (e) {
-      throw toGovernedError(e, operation);
-    }
-  }
+  const index = new ManagedIndex({ node: options.node, concrete, alias, settings: INDEX_SETTINGS, mappings: MAPPINGS, what: 'search index' });
+  const { client } = index;
+  const run = <T>(operation: string, op: () => Promise<T>): Promise<T> => index.run(operation, op);
 
   const refresh = options.refresh ?? true;
   const refresher = new Refresher(async () => {
@@ -331,20 +289,8 @@ export function createElasticsearchSearchIndex(options: ElasticsearchSearchIndex
       });
     },
 
-    async clear() {
-      // Dropping the index is the only complete "delete everything" without delete_by_query;
-      // it also drops version tombstones, so a replay may write any version again.
-      await run('clear', async () => {
-        await client.indices.delete({ index: concrete, ignore_unavailable: true });
-        ready = undefined;
-        await ensureIndex();
-      });
-    },
+    clear: () => index.clear(),
 
-    async close() {
-      if (closed) return;
-      closed = true;
-      await client.close();
-    },
+    close: () => index.close(),
   };
 }

@@ -1,10 +1,10 @@
-import { Client } from '@elastic/elasticsearch';
 import type { estypes } from '@elastic/elasticsearch';
 import { GovernedMemoryError } from '@gm/contracts';
 import type { Summary, SummaryHit, SummaryKey, SummaryQuery, SummaryStore } from '../summary-port.ts';
 import { checkReplace, compareKeys, epochMs, summaryDigest } from '../embedded/summary-digest.ts';
+import { ManagedIndex } from './es-managed-index.ts';
 import { Refresher } from './es-refresher.ts';
-import { IndexMissingError, bulkItemError, errorType, idPart, isIndexMissing, requireComplete, toGovernedError } from './es-support.ts';
+import { IndexMissingError, bulkItemError, idPart, requireComplete } from './es-support.ts';
 import { INDEX_SETTINGS } from './es-search-index.ts';
 
 export interface ElasticsearchSummaryStoreOptions {
@@ -62,41 +62,9 @@ function fromStored(source: Stored): Summary {
 
 export function createElasticsearchSummaryStore(options: ElasticsearchSummaryStoreOptions): SummaryStore {
   const { alias, concrete } = esSummaryIndexNames(options.indexPrefix);
-  process.env.OTEL_ELASTICSEARCH_CAPTURE_SEARCH_QUERY ??= 'false';
-  const client = new Client({ node: options.node, maxRetries: 0 });
-  let ready: Promise<void> | undefined;
-  let closed = false;
-
-  async function createIndex(): Promise<void> {
-    try {
-      await client.indices.create({ index: concrete, settings: INDEX_SETTINGS, mappings: MAPPINGS, aliases: { [alias]: {} } });
-    } catch (e) {
-      if (errorType(e) !== 'resource_already_exists_exception') throw e;
-    }
-  }
-  function ensureIndex(): Promise<void> {
-    ready ??= createIndex().catch((e: unknown) => {
-      ready = undefined;
-      throw e;
-    });
-    return ready;
-  }
-  async function run<T>(operation: string, op: () => Promise<T>): Promise<T> {
-    if (closed) throw new GovernedMemoryError('MEM_UNAVAILABLE', `summary store is closed (${operation})`);
-    try {
-      await ensureIndex();
-      try {
-        return await op();
-      } catch (e) {
-        if (!isIndexMissing(e)) throw e;
-        ready = undefined;
-        await ensureIndex();
-        return await op();
-      }
-    } catch (e) {
-      throw toGovernedError(e, `summaries ${operation}`);
-    }
-  }
+  const index = new ManagedIndex({ node: options.node, concrete, alias, settings: INDEX_SETTINGS, mappings: MAPPINGS, what: 'summaries' });
+  const { client } = index;
+  const run = <T>(operation: string, op: () => Promise<T>): Promise<T> => index.run(operation, op);
 
   const refresher = new Refresher(async () => {
     await client.indices.refresh({ index: alias });
@@ -225,18 +193,8 @@ export function createElasticsearchSummaryStore(options: ElasticsearchSummarySto
       return run('digest', async () => summaryDigest((await scan({ match_all: {} }, 'digest')).map(fromStored)));
     },
 
-    async clear() {
-      await run('clear', async () => {
-        await client.indices.delete({ index: concrete, ignore_unavailable: true });
-        ready = undefined;
-        await ensureIndex();
-      });
-    },
+    clear: () => index.clear(),
 
-    async close() {
-      if (closed) return;
-      closed = true;
-      await client.close();
-    },
+    close: () => index.close(),
   };
 }

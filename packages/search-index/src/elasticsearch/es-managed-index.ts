@@ -1,0 +1,91 @@
+import { Client, type estypes } from '@elastic/elasticsearch';
+import { GovernedMemoryError } from '@gm/contracts';
+import { errorType, isIndexMissing, toGovernedError } from './es-support.ts';
+
+export interface ManagedIndexOptions {
+  node: string;
+  /** The concrete index created on first use, and the alias every operation goes through. */
+  concrete: string;
+  alias: string;
+  settings: estypes.IndicesIndexSettings;
+  mappings: estypes.MappingTypeMapping;
+  /** Names the store in errors ("search index", "summaries"). */
+  what: string;
+}
+
+/**
+ * One Elasticsearch index owned by an adapter (the search index, the summary store): the
+ * client, creation on first use, an operation wrapper that recreates a vanished index once,
+ * `clear` by dropping it, and `close`. Shared so both stores fail and recover the same way.
+ */
+export class ManagedIndex {
+  readonly client: Client;
+  private ready: Promise<void> | undefined;
+  private closed = false;
+
+  constructor(private readonly options: ManagedIndexOptions) {
+    // No query text in telemetry (§10): the client only traces when OpenTelemetry is set up,
+    // and then it must not record search bodies.
+    process.env.OTEL_ELASTICSEARCH_CAPTURE_SEARCH_QUERY ??= 'false';
+    // No transport retries: every failure surfaces at once as a coded, retriable error, and the
+    // caller, which knows its deadline, decides (the client's default backoff is 1-8 s).
+    this.client = new Client({ node: options.node, maxRetries: 0 });
+  }
+
+  /**
+   * Runs one operation against an existing index. If the index vanished meanwhile (another
+   * instance's clear(), an operator), it is recreated empty and the operation runs once more.
+   */
+  async run<T>(operation: string, op: () => Promise<T>): Promise<T> {
+    if (this.closed) throw new GovernedMemoryError('MEM_UNAVAILABLE', `${this.options.what} is closed (${operation})`);
+    try {
+      await this.ensure();
+      try {
+        return await op();
+      } catch (e) {
+        if (!isIndexMissing(e)) throw e;
+        this.ready = undefined;
+        await this.ensure();
+        return await op();
+      }
+    } catch (e) {
+      throw toGovernedError(e, `${this.options.what} ${operation}`);
+    }
+  }
+
+  /**
+   * Dropping the index is the only complete "delete everything" without delete_by_query; it
+   * also drops version tombstones, so a replay may write any version again.
+   */
+  clear(): Promise<void> {
+    return this.run('clear', async () => {
+      await this.client.indices.delete({ index: this.options.concrete, ignore_unavailable: true });
+      this.ready = undefined;
+      await this.ensure();
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.client.close();
+  }
+
+  private ensure(): Promise<void> {
+    this.ready ??= this.create().catch((e: unknown) => {
+      this.ready = undefined;
+      throw e;
+    });
+    return this.ready;
+  }
+
+  private async create(): Promise<void> {
+    const { concrete, alias, settings, mappings } = this.options;
+    try {
+      await this.client.indices.create({ index: concrete, settings, mappings, aliases: { [alias]: {} } });
+    } catch (e) {
+      // Another instance (or a reopen) created it first: same mapping, nothing to do.
+      if (errorType(e) !== 'resource_already_exists_exception') throw e;
+    }
+  }
+}
