@@ -6,3 +6,4 @@ export * from './contracts/policy-store.contract.ts';
 export * from './embedded-fixture.ts';
 export * from './infra/engines.ts';
 export * from './contracts/summary-store.contract.ts';
+export * from './contracts/key-store.contract.ts';

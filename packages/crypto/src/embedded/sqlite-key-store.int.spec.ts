@@ -1,0 +1,92 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { createSqliteBus, type Bus } from '@gm/bus';
+// Relative on purpose: @gm/testing depends on this package, so a workspace import would be a cycle.
+import { keysLogBytes, testKeyStore, type KeyStoreHarness } from '../../../testing/src/contracts/key-store.contract.ts';
+import type { KeyStore } from '../key-store.ts';
+import { generateKey, kekId, wrapKey } from '../keys.ts';
+import { openBusKeyStore } from '../kafka/bus-key-store.ts';
+import { createSqliteKeyStore } from './sqlite-key-store.ts';
+
+/** Every byte of every file in `dir` (database, WAL, shared memory). */
+async function filesIn(dir: string): Promise<Buffer> {
+  const names = await readdir(dir);
+  return Buffer.concat(await Promise.all(names.map((name) => readFile(join(dir, name)))));
+}
+
+async function sqliteHarness(): Promise<KeyStoreHarness & { dir: string }> {
+  const dir = await mkdtemp(join(tmpdir(), 'gm-key-store-'));
+  const file = join(dir, 'keys.db');
+  const opened: KeyStore[] = [];
+  const open = async (): Promise<KeyStore> => {
+    const store = createSqliteKeyStore({ file });
+    opened.push(store);
+    return store;
+  };
+  return {
+    dir,
+    store: await open(),
+    open,
+    persistedBytes: () => filesIn(dir),
+    cleanup: async () => {
+      for (const store of opened) await store.close();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+testKeyStore('sqlite', sqliteHarness);
+
+// The topic-backed store on the embedded bus: the same fold the Kafka runtime uses.
+testKeyStore('memory.keys on the sqlite bus', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'gm-key-store-bus-'));
+  const file = join(dir, 'bus.db');
+  const reader = createSqliteBus({ file, pollIntervalMs: 20 });
+  const buses: Bus[] = [reader];
+  const stores: KeyStore[] = [];
+  const open = async (): Promise<KeyStore> => {
+    const bus = createSqliteBus({ file, pollIntervalMs: 20 });
+    buses.push(bus);
+    const store = await openBusKeyStore({ bus, partitions: 2, pollIntervalMs: 20 });
+    stores.push(store);
+    return store;
+  };
+  return {
+    store: await open(),
+    open,
+    persistedBytes: () => keysLogBytes(reader),
+    cleanup: async () => {
+      for (const store of stores) await store.close();
+      for (const bus of buses) await bus.close();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+});
+
+describe('sqlite key store', () => {
+  it('physically removes a destroyed wrapped key from the database file and its WAL', async () => {
+    const h = await sqliteHarness();
+    onTestFinished(() => h.cleanup());
+    const master = { kid: 'm1', key: randomBytes(32) };
+    const wrapped = wrapKey('kek', generateKey(kekId('t1', 'alice')), master);
+    await h.store.put(wrapped.kid, wrapped);
+    expect((await filesIn(h.dir)).includes(wrapped.ct)).toBe(true);
+    await h.store.tombstone(wrapped.kid);
+    const after = await filesIn(h.dir);
+    expect(after.includes(wrapped.ct)).toBe(false);
+    expect(after.includes(wrapped.tag)).toBe(false);
+  });
+
+  it('works in memory (`:memory:`) for a single process', async () => {
+    const store = createSqliteKeyStore({ file: ':memory:' });
+    onTestFinished(() => store.close());
+    const wrapped = wrapKey('kek', generateKey(kekId('t1', 'bob')), { kid: 'm1', key: randomBytes(32) });
+    await store.put(wrapped.kid, wrapped);
+    expect(await store.get(wrapped.kid)).toEqual({ status: 'present', wrapped });
+    await store.tombstone(wrapped.kid);
+    expect(await store.get(wrapped.kid)).toEqual({ status: 'destroyed' });
+  });
+});

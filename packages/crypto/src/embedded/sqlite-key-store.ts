@@ -1,0 +1,86 @@
+import Database from 'better-sqlite3';
+import { GovernedMemoryError } from '@gm/contracts';
+import { WrappedKey } from '../keys.ts';
+import type { KeyLookup, KeyStore } from '../key-store.ts';
+import { checkPut, Listeners } from '../key-store-shared.ts';
+
+export interface SqliteKeyStoreOptions {
+  /** Database file, created if missing; `:memory:` for a store that lives with the process. */
+  file: string;
+}
+
+/*
+ * A destroyed key keeps its row with a NULL value: the row is what makes `destroyed` final
+ * (a later put is refused). secure_delete zeroes the freed bytes of the old value inside the
+ * file, and a TRUNCATE checkpoint after each tombstone drops the WAL frames that still held it.
+ */
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS crypto_keys (
+  key_id TEXT PRIMARY KEY,
+  value TEXT
+) WITHOUT ROWID;
+`;
+
+export function createSqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
+  const db = new Database(options.file);
+  db.pragma('journal_mode = WAL');
+  // FULL: a lost key write is lost content, not a rebuildable projection.
+  db.pragma('synchronous = FULL');
+  db.pragma('secure_delete = ON');
+  db.pragma('busy_timeout = 5000');
+  db.exec(SCHEMA);
+
+  const select = db.prepare<[string], { value: string | null }>('SELECT value FROM crypto_keys WHERE key_id = ?');
+  const upsert = db.prepare<[string, string]>(
+    'INSERT INTO crypto_keys (key_id, value) VALUES (?, ?) ON CONFLICT (key_id) DO UPDATE SET value = excluded.value',
+  );
+  const destroy = db.prepare<[string]>(
+    'INSERT INTO crypto_keys (key_id, value) VALUES (?, NULL) ON CONFLICT (key_id) DO UPDATE SET value = NULL',
+  );
+  const present = db.prepare<[], { value: string }>('SELECT value FROM crypto_keys WHERE value IS NOT NULL ORDER BY key_id');
+  const listeners = new Listeners();
+  let closed = false;
+
+  const ensureOpen = (): void => {
+    if (closed) throw new GovernedMemoryError('MEM_UNAVAILABLE', 'key store is closed');
+  };
+
+  const putTx = db.transaction((keyId: string, value: string) => {
+    const row = select.get(keyId);
+    if (row !== undefined && row.value === null) {
+      throw new GovernedMemoryError('MEM_CONFLICT', `key ${keyId} was destroyed and cannot be written again`);
+    }
+    upsert.run(keyId, value);
+  });
+
+  return {
+    async put(keyId, wrapped) {
+      ensureOpen();
+      putTx(keyId, JSON.stringify(checkPut(keyId, wrapped)));
+    },
+    async get(keyId): Promise<KeyLookup> {
+      ensureOpen();
+      const row = select.get(keyId);
+      if (row === undefined) return { status: 'missing' };
+      if (row.value === null) return { status: 'destroyed' };
+      return { status: 'present', wrapped: WrappedKey.parse(JSON.parse(row.value)) };
+    },
+    async tombstone(keyId) {
+      ensureOpen();
+      destroy.run(keyId);
+      db.pragma('wal_checkpoint(TRUNCATE)');
+      listeners.emit(keyId);
+    },
+    async all() {
+      ensureOpen();
+      return present.all().map((row) => WrappedKey.parse(JSON.parse(row.value)));
+    },
+    onDestroyed: (listener) => listeners.add(listener),
+    async close() {
+      if (closed) return;
+      closed = true;
+      listeners.clear();
+      db.close();
+    },
+  };
+}

@@ -1,0 +1,37 @@
+import type { WrappedKey } from './keys.ts';
+
+/** What the store knows of a key id. `destroyed` is final: the old value is never returned again. */
+export type KeyLookup =
+  | { status: 'present'; wrapped: WrappedKey }
+  | { status: 'destroyed' }
+  | { status: 'missing' };
+
+/**
+ * The key store port: wrapped keys by key id. Embedded: a SQLite table; distributed: the
+ * compacted topic `memory.keys`. Both must pass `testKeyStore` (packages/testing).
+ *
+ * Only the subject's single writer (write-admission owns a subject's partition) creates keys:
+ * the store has no compare-and-set, and two KEKs raced in for one subject would leave the
+ * loser's data keys unreadable.
+ */
+export interface KeyStore {
+  /**
+   * Stores or replaces (re-wrap on rotation) a wrapped key. Refuses with MEM_CONFLICT a key
+   * id that was tombstoned, and with MEM_VALIDATION a value whose `kid` is not `keyId`.
+   */
+  put(keyId: string, wrapped: WrappedKey): Promise<void>;
+  get(keyId: string): Promise<KeyLookup>;
+  /**
+   * Destroys the key for good. Idempotent; also valid for an id never written (a subject
+   * forgotten before its first write can then never get that KEK).
+   */
+  tombstone(keyId: string): Promise<void>;
+  /** Every present key (destroyed ones excluded), for master-key rotation and the open check. */
+  all(): Promise<WrappedKey[]>;
+  /**
+   * Calls `listener` with each key id this instance learns was destroyed, by itself or (where
+   * the adapter follows the shared log) by another instance. Returns an unsubscribe function.
+   */
+  onDestroyed(listener: (keyId: string) => void): () => void;
+  close(): Promise<void>;
+}
