@@ -1,10 +1,12 @@
 import type { Action, CapabilityClaims, ResourceRef } from '@gm/contracts';
-import { partitionKey } from '@gm/domain';
 
+/**
+ * No policy revision in the request: the PDP reads the tenant's current policy itself, so a
+ * caller can neither pass a stale one nor pay a store read for nothing.
+ */
 export interface AuthorizationRequest {
   claims: CapabilityClaims;
   action: Action;
-  policyRevision: number;
 }
 
 /**
@@ -25,21 +27,5 @@ export async function authorizesPartition(pdp: PolicyDecisionPoint, request: Aut
 
 const inScope = (claims: CapabilityClaims, resource: ResourceRef): boolean =>
   claims.scopes.some((s) => s.kind === resource.kind && s.id === resource.id);
-
-/**
- * The walking-skeleton PDP: a capability reaches the `team` partition of each resource in
- * its scopes and the `private` partitions its delegated principal owns there. Restricted
- * partitions need explicit grants, which arrive with the Cedar PDP — until then, none.
- */
-export class ScopePolicyDecisionPoint implements PolicyDecisionPoint {
-  async authorizedPartitions({ claims, action }: AuthorizationRequest): Promise<string[]> {
-    if (!claims.actions.includes(action)) return [];
-    const partitions = claims.scopes.flatMap((resource) => [
-      partitionKey({ tenantId: claims.tenant, resource, visibility: 'team', sensitivity: 'normal', ownerPrincipalId: claims.act.sub }),
-      partitionKey({ tenantId: claims.tenant, resource, visibility: 'private', sensitivity: 'normal', ownerPrincipalId: claims.act.sub }),
-    ]);
-    return [...new Set(partitions)].sort();
-  }
-}
 
 export { inScope };

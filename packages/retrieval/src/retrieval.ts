@@ -50,8 +50,7 @@ export function isReadable(meta: RecordMeta | undefined | null, claims: Capabili
  */
 export async function readRecord(deps: ReadPathDeps, claims: CapabilityClaims, id: string, now: Date): Promise<(RecordMeta & Pick<MemoryRecord, 'content'>) | null> {
   const meta = await deps.state.records.get(claims.tenant, id);
-  const policyRevision = await deps.state.policyRevisions.current(claims.tenant);
-  const partitions = new Set(await deps.pdp.authorizedPartitions({ claims, action: 'read', policyRevision }));
+  const partitions = new Set(await deps.pdp.authorizedPartitions({ claims, action: 'read' }));
   const tombstoned = (await deps.state.tombstones.filterTombstoned(claims.tenant, [id])).size > 0;
   if (!isReadable(meta, claims, partitions, now, tombstoned)) return null;
   const content = await deps.state.contents.get(claims.tenant, id);
@@ -79,7 +78,7 @@ export async function rankedResults(
   deps: ReadPathDeps & { cacheTtlMs?: number }, claims: CapabilityClaims, request: SearchRequest, now: Date, cache: CacheUse,
 ): Promise<{ policyRevision: number; ranked: Ranked[] }> {
   const policyRevision = await deps.state.policyRevisions.current(claims.tenant);
-  const partitions = await deps.pdp.authorizedPartitions({ claims, action: 'search', policyRevision });
+  const partitions = await deps.pdp.authorizedPartitions({ claims, action: 'search' });
   if (partitions.length === 0) return { policyRevision, ranked: [] };
   const generation = await deps.state.generations.current(claims.tenant);
   const cacheKey = createHash('sha256')
@@ -165,7 +164,7 @@ export async function validatePacket(deps: ReadPathDeps, claims: CapabilityClaim
   const stored = await deps.state.packets.get(packetId);
   if (!stored || stored.tenantId !== claims.tenant) return null;
   const revision = await deps.state.policyRevisions.current(claims.tenant);
-  const partitions = new Set(await deps.pdp.authorizedPartitions({ claims, action: 'cite', policyRevision: revision }));
+  const partitions = new Set(await deps.pdp.authorizedPartitions({ claims, action: 'cite' }));
   const fresh = revision === stored.packet.policyRevision && Date.parse(stored.packet.expiresAt) > now.getTime();
   const ids = stored.packet.items.map((i) => i.recordId);
   const tombstoned = await deps.state.tombstones.filterTombstoned(claims.tenant, ids);

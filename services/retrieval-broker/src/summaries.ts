@@ -23,8 +23,7 @@ const MAX_SUMMARIES = 50;
  * trimmed: its text cannot be split back into sources safely.
  */
 export async function subjectSummaries(deps: SummaryReadDeps, claims: CapabilityClaims, subjectId: string, now: Date): Promise<SubjectSummaries> {
-  const policyRevision = await deps.state.policyRevisions.current(claims.tenant);
-  const partitions = await deps.pdp.authorizedPartitions({ claims, action: 'search', policyRevision });
+  const partitions = await deps.pdp.authorizedPartitions({ claims, action: 'search' });
   if (partitions.length === 0) return { items: [] };
   const hits = await deps.summaries.search({
     tenantId: claims.tenant, partitions, purpose: claims.purpose, subjectId, now: now.toISOString(), limit: MAX_SUMMARIES,

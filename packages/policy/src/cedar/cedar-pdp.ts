@@ -49,8 +49,8 @@ const SEP = '\u0000';
  * Decisions are cached per (tenant, policy revision, agent, principal, purpose, action,
  * partition) until the next grant or delegation time bound; a new snapshot revision drops
  * the tenant's cache, so a role change takes effect on the very next call (§6.6, §7).
- * The request's `policyRevision` is not trusted for this: the PDP reads the tenant's current
- * snapshot on every call and keys its cache by that snapshot's revision.
+ * The PDP reads the tenant's current snapshot on every call and keys its cache by that
+ * snapshot's revision.
  */
 export class CedarPolicyDecisionPoint implements PolicyDecisionPoint {
   private readonly policySet: CompiledPolicySet;

@@ -90,7 +90,7 @@ beforeEach(() => {
 });
 
 const authorized = (c: CapabilityClaims = claims(), action: Action = 'search') =>
-  pdp.authorizedPartitions({ claims: c, action, policyRevision: c.rev });
+  pdp.authorizedPartitions({ claims: c, action });
 
 describe('CedarPolicyDecisionPoint: default deny (rule 1)', () => {
   it('allows nothing without a grant', async () => {
@@ -149,7 +149,7 @@ describe('member grant (rule 2)', () => {
   });
 
   it('authorizes a write into exactly those partitions', async () => {
-    const write = (partition: string, c = claims()) => authorizesPartition(pdp, { claims: c, action: 'write', policyRevision: 1 }, partition);
+    const write = (partition: string, c = claims()) => authorizesPartition(pdp, { claims: c, action: 'write' }, partition);
     expect(await write(team())).toBe(true);
     expect(await write(privateOf('person-ana'))).toBe(true);
     expect(await write(privateOf('person-bob'))).toBe(false);
@@ -408,16 +408,16 @@ describe('grants add up', () => {
     const fast = new CedarPolicyDecisionPoint({ source, clock: { now: () => now }, policySet });
     for (const c of [claims({ scopes: [APOLLO, CASE_7] }), claims({ scopes: [APOLLO, CASE_7], purpose: 'security' }), claims({ sub: 'person-ana' })]) {
       for (const action of Action.options) {
-        const request = { claims: c, action, policyRevision: 2 };
+        const request = { claims: c, action };
         expect(await fast.authorizedPartitions(request)).toEqual(await pdp.authorizedPartitions(request));
       }
     }
-    expect(await fast.authorizedPartitions({ claims: claims({ scopes: [APOLLO, CASE_7] }), action: 'admin', policyRevision: 2 })).toHaveLength(5);
+    expect(await fast.authorizedPartitions({ claims: claims({ scopes: [APOLLO, CASE_7] }), action: 'admin' })).toHaveLength(5);
   });
 
   it('refuses a policy source that answers for another tenant', async () => {
     const wrong: PolicySource = { snapshot: async () => ({ tenant: 'tenant-globex', revision: 1, grants: [], delegations: [], revokedAgents: [], legalHolds: [] }) };
     const confused = new CedarPolicyDecisionPoint({ source: wrong, clock: { now: () => NOW }, policySet });
-    await expect(confused.authorizedPartitions({ claims: claims(), action: 'search', policyRevision: 1 })).rejects.toBeInstanceOf(GovernedMemoryError);
+    await expect(confused.authorizedPartitions({ claims: claims(), action: 'search' })).rejects.toBeInstanceOf(GovernedMemoryError);
   });
 });

@@ -1,6 +1,8 @@
 import { Client, type estypes } from '@elastic/elasticsearch';
 import { GovernedMemoryError } from '@gm/contracts';
-import { errorType, isIndexMissing, toGovernedError } from './es-support.ts';
+import { errorType, isIndexMissing, requireComplete, toGovernedError } from './es-support.ts';
+
+const SCAN_PAGE = 1000;
 
 export interface ManagedIndexOptions {
   node: string;
@@ -50,6 +52,33 @@ export class ManagedIndex {
       }
     } catch (e) {
       throw toGovernedError(e, `${this.options.what} ${operation}`);
+    }
+  }
+
+  /**
+   * Every hit of `query` in `sort` order, a page at a time with search_after over a unique
+   * sort (no scroll context to hold). Call inside `run`. Refuses partial results: a scan that
+   * silently missed a shard would make a digest or a rebuild lie.
+   */
+  async scan<T>(
+    query: estypes.QueryDslQueryContainer, sort: estypes.SortCombinations[], operation: string, source?: string[],
+  ): Promise<T[]> {
+    const out: T[] = [];
+    let after: estypes.SortResults | undefined;
+    for (;;) {
+      const response = await this.client.search<T>({
+        index: this.options.alias, size: SCAN_PAGE, track_total_hits: false, allow_partial_search_results: false, query, sort,
+        ...(source === undefined ? {} : { _source: source }),
+        ...(after === undefined ? {} : { search_after: after }),
+      });
+      requireComplete(response, operation);
+      const hits = response.hits.hits;
+      for (const hit of hits) {
+        if (hit._source === undefined) throw new GovernedMemoryError('MEM_INTERNAL', `${this.options.what} returned a hit without source`);
+        out.push(hit._source);
+      }
+      after = hits.at(-1)?.sort;
+      if (hits.length < SCAN_PAGE || after === undefined) return out;
     }
   }
 

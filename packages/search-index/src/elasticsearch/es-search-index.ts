@@ -82,7 +82,6 @@ const MAPPINGS: estypes.MappingTypeMapping = {
 
 type StoredDocument = IndexDocument & { expiresAtMs: number };
 
-const DIGEST_PAGE = 1000;
 /** Elasticsearch refuses a larger `size` (index.max_result_window); the port allows fewer hits. */
 const MAX_HITS = 10_000;
 
@@ -179,28 +178,8 @@ export function createElasticsearchSearchIndex(options: ElasticsearchSearchIndex
 
     async subjectDocuments(tenantId, partition, subjectId) {
       return run('subjectDocuments', async () => {
-        const docs: IndexDocument[] = [];
-        let after: estypes.SortResults | undefined;
-        for (;;) {
-          const response = await client.search<StoredDocument>({
-            index: alias,
-            size: DIGEST_PAGE,
-            track_total_hits: false,
-            allow_partial_search_results: false,
-            query: { bool: { filter: [{ term: { tenantId } }, { term: { partition } }, { term: { subjectId } }] } },
-            sort: [{ recordId: { order: 'asc' } }],
-            ...(after === undefined ? {} : { search_after: after }),
-          });
-          requireComplete(response, 'subjectDocuments');
-          const hits = response.hits.hits;
-          for (const hit of hits) {
-            if (hit._source === undefined) throw new GovernedMemoryError('MEM_INTERNAL', 'search index returned a hit without source');
-            docs.push(fromStored(hit._source));
-          }
-          after = hits.at(-1)?.sort;
-          if (hits.length < DIGEST_PAGE || after === undefined) break;
-        }
-        return docs;
+        const query = { bool: { filter: [{ term: { tenantId } }, { term: { partition } }, { term: { subjectId } }] } };
+        return (await index.scan<StoredDocument>(query, [{ recordId: { order: 'asc' } }], 'subjectDocuments')).map(fromStored);
       });
     },
 
@@ -261,31 +240,9 @@ export function createElasticsearchSearchIndex(options: ElasticsearchSearchIndex
 
     async digest() {
       return run('digest', async () => {
-        const entries: Pick<IndexDocument, 'tenantId' | 'recordId' | 'version' | 'contentHash' | 'partition'>[] = [];
-        let after: estypes.SortResults | undefined;
-        // search_after over the unique (tenantId, recordId) order: no scroll context to hold.
-        for (;;) {
-          const response = await client.search<StoredDocument>({
-            index: alias,
-            size: DIGEST_PAGE,
-            track_total_hits: false,
-            allow_partial_search_results: false,
-            query: { match_all: {} },
-            _source: ['tenantId', 'recordId', 'version', 'contentHash', 'partition'],
-            sort: [{ tenantId: { order: 'asc' } }, { recordId: { order: 'asc' } }],
-            ...(after === undefined ? {} : { search_after: after }),
-          });
-          requireComplete(response, 'digest');
-          const hits = response.hits.hits;
-          for (const hit of hits) {
-            if (hit._source === undefined) throw new GovernedMemoryError('MEM_INTERNAL', 'search index returned a hit without source');
-            const { tenantId, recordId, version, contentHash, partition } = hit._source;
-            entries.push({ tenantId, recordId, version, contentHash, partition });
-          }
-          after = hits.at(-1)?.sort;
-          if (hits.length < DIGEST_PAGE || after === undefined) break;
-        }
-        return indexDigest(entries);
+        const fields = ['tenantId', 'recordId', 'version', 'contentHash', 'partition'];
+        const sort: estypes.SortCombinations[] = [{ tenantId: { order: 'asc' } }, { recordId: { order: 'asc' } }];
+        return indexDigest(await index.scan<Pick<IndexDocument, 'tenantId' | 'recordId' | 'version' | 'contentHash' | 'partition'>>({ match_all: {} }, sort, 'digest', fields));
       });
     },
 

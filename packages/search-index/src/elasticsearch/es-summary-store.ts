@@ -42,7 +42,6 @@ const MAPPINGS: estypes.MappingTypeMapping = {
 
 type Stored = Summary & { derivedFromIds: string[]; expiresAtMs: number; updatedAtMs: number };
 
-const PAGE = 1000;
 const MAX_HITS = 10_000;
 
 const docId = (k: Pick<SummaryKey, 'tenantId' | 'partition' | 'subjectId' | 'purpose'>) =>
@@ -71,25 +70,8 @@ export function createElasticsearchSummaryStore(options: ElasticsearchSummarySto
   });
 
   /** Every document matching `query`, paged by id (search_after: no scroll context to hold). */
-  async function scan(query: estypes.QueryDslQueryContainer, operation: string): Promise<Stored[]> {
-    const out: Stored[] = [];
-    let after: estypes.SortResults | undefined;
-    for (;;) {
-      const response = await client.search<Stored>({
-        index: alias, size: PAGE, track_total_hits: false, allow_partial_search_results: false, query,
-        sort: [{ tenantId: 'asc' }, { partition: 'asc' }, { subjectId: 'asc' }, { purpose: 'asc' }],
-        ...(after === undefined ? {} : { search_after: after }),
-      });
-      requireComplete(response, operation);
-      for (const hit of response.hits.hits) {
-        if (hit._source === undefined) throw new GovernedMemoryError('MEM_INTERNAL', 'summary store returned a hit without source');
-        out.push(hit._source);
-      }
-      after = response.hits.hits.at(-1)?.sort;
-      if (response.hits.hits.length < PAGE || after === undefined) break;
-    }
-    return out;
-  }
+  const scan = (query: estypes.QueryDslQueryContainer, operation: string): Promise<Stored[]> =>
+    index.scan<Stored>(query, [{ tenantId: 'asc' }, { partition: 'asc' }, { subjectId: 'asc' }, { purpose: 'asc' }], operation);
 
   const scopeQuery = (tenantId: string, partition: string, subjectId: string): estypes.QueryDslQueryContainer => ({
     bool: { filter: [{ term: { tenantId } }, { term: { partition } }, { term: { subjectId } }] },

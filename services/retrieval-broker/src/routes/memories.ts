@@ -6,7 +6,7 @@ import {
   type Action, type CapabilityClaims, type MemoryCommand, type MessageMetadata, type RecordMeta,
 } from '@gm/contracts';
 import { partitionKey } from '@gm/domain';
-import { inScope } from '@gm/policy';
+import { authorizesPartition, inScope } from '@gm/policy';
 import { authenticate } from '../auth.ts';
 import type { BrokerDeps } from '../deps.ts';
 import { idempotencyKey, parseBody, pathId } from '../http.ts';
@@ -25,11 +25,9 @@ export async function metadataFor(deps: BrokerDeps, claims: CapabilityClaims, su
   };
 }
 
-/** The partitions the policy decision point opens to this capability for `action`, at the current revision. */
-export async function authorizedPartitions(deps: BrokerDeps, claims: CapabilityClaims, action: Action): Promise<string[]> {
-  const policyRevision = await deps.state.policyRevisions.current(claims.tenant);
-  return deps.pdp.authorizedPartitions({ claims, action, policyRevision });
-}
+/** The partitions the policy decision point opens to this capability for `action`. */
+export const authorizedPartitions = (deps: BrokerDeps, claims: CapabilityClaims, action: Action): Promise<string[]> =>
+  deps.pdp.authorizedPartitions({ claims, action });
 
 /** The record, if this capability may act on it with `action`; otherwise the uniform 404. */
 export async function authorizedRecord(
@@ -60,7 +58,7 @@ export function memoryRoutes(app: FastifyInstance, deps: BrokerDeps): void {
     const target = partitionKey({
       tenantId: claims.tenant, resource: body.resource, visibility: body.visibility, sensitivity: body.sensitivity, ownerPrincipalId: owner.principalId,
     });
-    if (!(await authorizedPartitions(deps, claims, 'write')).includes(target)) {
+    if (!(await authorizesPartition(deps.pdp, { claims, action: 'write' }, target))) {
       throw new GovernedMemoryError('MEM_FORBIDDEN', 'no grant lets this capability write to that partition');
     }
     const purposes = body.purposes ?? [claims.purpose];
@@ -106,7 +104,7 @@ export function memoryRoutes(app: FastifyInstance, deps: BrokerDeps): void {
       if (body.visibility !== undefined && body.visibility !== meta.visibility) {
         // A promotion that moves the record moves it only where this reviewer may promote to.
         const target = partitionOf({ ...meta, visibility: body.visibility });
-        if (!(await authorizedPartitions(deps, claims, action)).includes(target)) {
+        if (!(await authorizesPartition(deps.pdp, { claims, action }, target))) {
           throw new GovernedMemoryError('MEM_FORBIDDEN', 'no grant lets this reviewer move the record to that visibility');
         }
       }
