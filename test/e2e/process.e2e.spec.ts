@@ -71,7 +71,7 @@ describe('embedded runtime as a process', () => {
       expect(output).toMatch(/status=verified records=pref-1,pref-2,tool-1 evidence=/);
       // Acks arrive from three consumer groups, so their order is not part of the contract.
       expect(/ evidence=([^\n]*)/.exec(output)?.[1]?.trim().split(' ').sort()).toEqual(
-        ['evidence_packet:done', 'keyword:done', 'primary:done', 'retrieval_cache:done', 'summary:done', 'verification:done'],
+        ['evidence_packet:done', 'key:done', 'keyword:done', 'primary:done', 'retrieval_cache:done', 'summary:done', 'verification:done'],
       );
     } finally {
       proc.child.kill('SIGTERM');
@@ -158,7 +158,7 @@ describe('embedded runtime as a process', () => {
     const stores = await openStores(dataDir, 4, systemClock);
     const seen = new Set<string>();
     const versions = new Map<string, number>();
-    for await (const message of stores.bus.readAll(TOPICS.events)) {
+    for await (const message of stores.crypto.view(stores.bus, 'open').readAll(TOPICS.events)) {
       const event = MemoryEvent.parse(message.value);
       expect(seen.has(event.metadata.eventId)).toBe(false);
       seen.add(event.metadata.eventId);

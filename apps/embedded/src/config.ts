@@ -15,6 +15,9 @@ export const EnvSchema = z.object({
   MEMORY_EXPIRY_TICK: duration('1s', true),
   MEMORY_DELETION_DEADLINE: duration('60s'),
   MEMORY_DELETION_VERIFY_RETRY: duration('500ms', true),
+  /** Master keys for content encryption (issue 7); neither set = generated into the data directory. */
+  MEMORY_MASTER_KEY_FILE: z.string().min(1).optional(),
+  MEMORY_MASTER_KEY: z.string().min(1).optional(),
   ...ttlShape,
 });
 
@@ -39,6 +42,8 @@ export interface RuntimeConfig {
   deletionDeadlineMs: number;
   deletionVerifyRetryMs: number;
   ttl: TtlPolicy;
+  masterKeyFile?: string;
+  masterKey?: string;
 }
 
 export class ConfigError extends Error {}
@@ -63,5 +68,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): RuntimeConfig {
     deletionDeadlineMs: e.MEMORY_DELETION_DEADLINE,
     deletionVerifyRetryMs: e.MEMORY_DELETION_VERIFY_RETRY,
     ttl,
+    ...(e.MEMORY_MASTER_KEY_FILE === undefined ? {} : { masterKeyFile: e.MEMORY_MASTER_KEY_FILE }),
+    ...(e.MEMORY_MASTER_KEY === undefined ? {} : { masterKey: e.MEMORY_MASTER_KEY }),
   };
 }

@@ -1,4 +1,7 @@
+import { isCryptoError, type RotationResult } from '@gm/crypto';
 import { PolicySetError } from '@gm/policy';
+
+const rotated = (r: RotationResult | undefined): string => (r === undefined ? '' : ` — re-wrapped ${r.rewrapped} subject keys`);
 import { ConfigError, loadConfig } from './config.ts';
 import { startEmbeddedRuntime } from './runtime.ts';
 
@@ -16,9 +19,16 @@ async function main(): Promise<void> {
   }
   const started = performance.now();
   const runtime = await startEmbeddedRuntime(config).catch((err: unknown) => {
-    if (!(err instanceof PolicySetError)) throw err;
-    process.stderr.write(`invalid policy set: ${err.message}\n`);
-    process.exit(2);
+    if (err instanceof PolicySetError) {
+      process.stderr.write(`invalid policy set: ${err.message}\n`);
+      process.exit(2);
+    }
+    // A missing, malformed or wrong master key: nothing was read or written with it.
+    if (isCryptoError(err, 'MASTER_KEY_CONFIG') || isCryptoError(err, 'MASTER_KEY_MISMATCH')) {
+      process.stderr.write(`master key problem (${err.reason}): ${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
   });
   const credentialHint = runtime.credentials.issuerCredentialFile
     ? `issuer credential: ${runtime.credentials.issuerCredentialFile}`
@@ -31,6 +41,7 @@ async function main(): Promise<void> {
       credentialHint,
       `signing key (pub): ${runtime.credentials.publicKeyFile}`,
       `receipt key (pub): ${runtime.credentials.receiptPublicKeyFile}`,
+      `master keys:       ${runtime.masterKeySource} (active "${runtime.crypto.masterKeys.active}")${rotated(runtime.crypto.rotation)}`,
       `started in ${Math.round(performance.now() - started)} ms — Ctrl-C to stop`,
       '',
     ].join('\n'),

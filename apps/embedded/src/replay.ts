@@ -3,7 +3,7 @@ import { indexEvent, summarizeEvent } from '@gm/index-builder';
 import { projectEvent } from '@gm/projector';
 import { scheduleFromEvent } from '@gm/expiry-scheduler';
 import { lockDataDir } from './lock.ts';
-import { openStores, systemClock } from './runtime.ts';
+import { openStores, systemClock, type MasterKeyEnv } from './runtime.ts';
 
 /**
  * Projection keys that a replay rebuilds; jobs, packets, caches and the issuer's record of
@@ -31,11 +31,14 @@ export interface ReplayReport {
  */
 export async function replayDataDir(
   dataDir: string, partitions: number, onProgress: (events: number) => void = () => undefined, clock: Clock = systemClock,
+  masterKeyEnv: MasterKeyEnv = {},
 ): Promise<ReplayReport> {
   const unlock = lockDataDir(dataDir);
-  const stores = await openStores(dataDir, partitions, clock);
+  const stores = await openStores(dataDir, partitions, clock, masterKeyEnv);
   try {
-    const { bus, index, summaries, state } = stores;
+    const { index, summaries, state } = stores;
+    // The projections are folds of the opened log: a destroyed key reads as erased content.
+    const bus = stores.crypto.view(stores.bus, 'open');
     const digest = async (): Promise<Digests> => ({
       projection: await state.projectionDigest(), index: await index.digest(), summaries: await summaries.digest(),
     });

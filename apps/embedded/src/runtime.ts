@@ -15,27 +15,51 @@ import { startReceiptSigner, startReceiptVerifier } from '@gm/receipt-verifier';
 import { startRetrievalBroker } from '@gm/retrieval-broker';
 import { loadPolicySet } from '@gm/policy';
 import { systemClock } from '@gm/service-kit';
+import { createSqliteKeyStore, openContentCrypto, type ContentCrypto, type KeyStore } from '@gm/crypto';
 import type { RuntimeConfig } from './config.ts';
 import { loadOrCreateCredentials, type Credentials } from './credentials.ts';
 import { lockDataDir } from './lock.ts';
+import { KEY_STORE_FILE_NAME, loadOrCreateMasterKeys } from './master-keys.ts';
+
+/** Master key settings as the environment names them (see master-keys.ts). */
+export type MasterKeyEnv = { MEMORY_MASTER_KEY_FILE?: string; MEMORY_MASTER_KEY?: string };
 
 export { systemClock };
 
-/** The copies the embedded runtime keeps; a vector store arrives with a later issue. */
-export const EMBEDDED_DELETION_TARGETS: DeletionTarget[] = ['primary', 'keyword', 'summary', 'retrieval_cache', 'evidence_packet'];
+/** The copies the embedded runtime keeps, and its keys; a vector store arrives with a later issue. */
+export const EMBEDDED_DELETION_TARGETS: DeletionTarget[] = ['primary', 'keyword', 'summary', 'retrieval_cache', 'evidence_packet', 'key'];
 
 
-/** The durable stores of a data directory: the log (bus), the index and the state. */
+/** The durable stores of a data directory: the log (bus), the keys, the index and the state. */
 export interface Stores {
+  /** The log as stored: content on memory.commands / memory.events is sealed here. */
   bus: Bus;
+  /** The key store (keys.db) and the keyring; `crypto.view(bus, role)` is a service's view of the log. */
+  keyStore: KeyStore;
+  crypto: ContentCrypto;
+  /** Where the master keys came from (a file path or MEMORY_MASTER_KEY), for the start banner. */
+  masterKeySource: string;
   index: SearchIndex;
   summaries: SummaryStore;
   state: StateStore;
   close(): Promise<void>;
 }
 
-export async function openStores(dataDir: string, partitions: number, clock: Clock): Promise<Stores> {
+export async function openStores(
+  dataDir: string, partitions: number, clock: Clock, masterKeyEnv: MasterKeyEnv = {},
+): Promise<Stores> {
   mkdirSync(dataDir, { recursive: true });
+  // Master keys first: a lost or wrong one stops the start before any store is opened or written.
+  const { masterKeys, source: masterKeySource } = loadOrCreateMasterKeys(dataDir, masterKeyEnv);
+  const keyStore = createSqliteKeyStore({ file: path.join(dataDir, KEY_STORE_FILE_NAME) });
+  let crypto: ContentCrypto;
+  try {
+    // rotate: KEKs still wrapped by an older master key are re-wrapped with the active one.
+    crypto = await openContentCrypto({ masterKeys, store: keyStore, rotate: true });
+  } catch (err) {
+    await keyStore.close();
+    throw err;
+  }
   const bus = createSqliteBus({ file: path.join(dataDir, 'bus.db'), defaultPartitions: partitions });
   // The key → partition map depends on the count: changing it on an existing log would break
   // per-subject ordering, so a mismatch stops the start instead of growing the topics.
@@ -50,8 +74,10 @@ export async function openStores(dataDir: string, partitions: number, clock: Clo
   const kv = createSqliteKeyValueStore({ file: path.join(dataDir, 'state.db'), now: () => clock.now().getTime() });
   const state = new StateStore(kv, 'gm:', () => clock.now().getTime());
   return {
-    bus, index, summaries, state,
+    bus, keyStore, crypto, masterKeySource, index, summaries, state,
     close: async () => {
+      crypto.close();
+      await keyStore.close();
       await bus.close();
       await index.close();
       await summaries.close();
@@ -91,8 +117,15 @@ export async function startEmbeddedRuntime(config: RuntimeConfig, options: Runti
   const log = createLogger({ name: 'governed-memory', level: config.logLevel, ...(options.logDestination ? { destination: options.logDestination } : {}) });
   const metrics = createMetrics();
   const credentials = await loadOrCreateCredentials(config.dataDir, config.issuerCredential);
-  const stores = await openStores(config.dataDir, config.partitions, clock);
-  const { bus, index, summaries, state } = stores;
+  const stores = await openStores(config.dataDir, config.partitions, clock, {
+    ...(config.masterKeyFile === undefined ? {} : { MEMORY_MASTER_KEY_FILE: config.masterKeyFile }),
+    ...(config.masterKey === undefined ? {} : { MEMORY_MASTER_KEY: config.masterKey }),
+  });
+  const { index, summaries, state, crypto, keyStore } = stores;
+  // Each service sees the log through its role (content-crypto.ts): the log itself holds only envelopes.
+  const bus = crypto.view(stores.bus, 'open');
+  const redacted = crypto.view(stores.bus, 'redact');
+  const edge = crypto.view(stores.bus, 'edge');
   const handles: ServiceHandle[] = [];
   const child = (service: string) => log.child({ service });
 
@@ -102,14 +135,14 @@ export async function startEmbeddedRuntime(config: RuntimeConfig, options: Runti
   handles.push(await startIndexBuilder({ bus, index, state }));
   handles.push(await startSummaryBuilder({ bus, index, state, summaries }));
   handles.push(await startIndexTargets({ bus, index, clock, summaries: { store: summaries, state } }));
-  handles.push(await startExpiryScheduler({ bus, state, clock, log: child('expiry-scheduler'), tickMs: config.expiryTickMs }));
+  handles.push(await startExpiryScheduler({ bus: redacted, state, clock, log: child('expiry-scheduler'), tickMs: config.expiryTickMs }));
   handles.push(
     await startDeletionOrchestrator({
-      bus, state, clock, log: child('deletion-orchestrator'), metrics, targets: EMBEDDED_DELETION_TARGETS,
+      bus: redacted, state, clock, log: child('deletion-orchestrator'), metrics, targets: EMBEDDED_DELETION_TARGETS,
       deadlineMs: config.deletionDeadlineMs, verifyRetryMs: config.deletionVerifyRetryMs, tickMs: 250,
     }),
   );
-  handles.push(await startReceiptVerifier({ bus, index, summaries, state, clock, policySet }));
+  handles.push(await startReceiptVerifier({ bus, index, summaries, state, clock, policySet, keys: { keyring: crypto.keyring, store: keyStore } }));
   handles.push(await startReceiptSigner({ bus, state, clock, log: child('receipt-verifier'), metrics, keys: credentials.receipt }));
   handles.push(
     await startWriteAdmission({
@@ -117,7 +150,7 @@ export async function startEmbeddedRuntime(config: RuntimeConfig, options: Runti
     }),
   );
   const broker = await startRetrievalBroker({
-    bus, index: options.observeSearch ? observedIndex(index, options.observeSearch) : index, summaries, state, clock, metrics,
+    bus: edge, index: options.observeSearch ? observedIndex(index, options.observeSearch) : index, summaries, state, clock, metrics,
     log: child('retrieval-broker'),
     signing: credentials.signing,
     policySet,

@@ -125,7 +125,7 @@ async function verifyReceiptFile(values: Values, file: string, dataDir: string):
         `targets:     ${r.targets.map((t) => `${t.target}:${t.status}`).join(', ')}`,
         `replay:      ${r.replay.probes ?? '?'} probes, ${r.replay.findings.length} findings, ${r.replay.attempts} attempt(s)`,
         `requested:   ${r.requestedAt} by ${r.requestedBy.agentId} for ${r.requestedBy.principalId}; completed ${r.completedAt}`,
-        `event log:   ${r.eventLog.holdsContent ? 'STILL HOLDS the content' : 'holds no content'} — ${r.eventLog.note}`,
+        `event log:   ${r.eventLog.holdsContent ? 'STILL HOLDS the content' : 'ciphertext only, its keys destroyed'} — ${r.eventLog.note}`,
         '',
       ].join('\n'),
     );
@@ -290,7 +290,10 @@ async function run(argv: string[]): Promise<void> {
       const config = loadConfig({ ...process.env, MEMORY_DATA_DIR: dataDir });
       process.stderr.write(`replaying ${dataDir} ...\n`);
       const started = performance.now();
-      const report = await replayDataDir(dataDir, config.partitions, (n) => process.stderr.write(`  ${n} events folded\n`));
+      const report = await replayDataDir(dataDir, config.partitions, (n) => process.stderr.write(`  ${n} events folded\n`), undefined, {
+        ...(config.masterKeyFile === undefined ? {} : { MEMORY_MASTER_KEY_FILE: config.masterKeyFile }),
+        ...(config.masterKey === undefined ? {} : { MEMORY_MASTER_KEY: config.masterKey }),
+      });
       process.stdout.write(
         [
           `events replayed:   ${report.events} (+ ${report.policyChanges} policy changes) in ${Math.round(performance.now() - started)} ms`,

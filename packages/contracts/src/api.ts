@@ -103,7 +103,12 @@ export type PacketValidation = z.infer<typeof PacketValidation>;
 
 export const DeletionAccepted = z.object({ jobId: Id });
 
-export const DeletionTarget = z.enum(['primary', 'keyword', 'vector', 'summary', 'retrieval_cache', 'evidence_packet']);
+/**
+ * `key`: crypto-shredding (issue 7). Runs after the verification replays found nothing: the
+ * records' data keys (and, for a forget, the subject's KEK once nothing else depends on it)
+ * are destroyed, then every event of the records is shown to no longer decrypt.
+ */
+export const DeletionTarget = z.enum(['primary', 'keyword', 'vector', 'summary', 'retrieval_cache', 'evidence_packet', 'key']);
 export type DeletionTarget = z.infer<typeof DeletionTarget>;
 export const DeletionJobStatus = z.enum(['accepted', 'invalidating', 'verifying', 'verified', 'failed']);
 export type DeletionJobStatus = z.infer<typeof DeletionJobStatus>;
@@ -142,6 +147,8 @@ export const DeletionJob = z.object({
     verificationAttempts: z.number().int().min(0),
     nextVerificationAt: IsoTime.optional(),
     findings: z.array(z.string()).optional(),
+    /** The replays found nothing and the `key` task (crypto-shredding) was sent; its ack finishes the job. */
+    shredding: z.boolean().optional(),
   }),
 });
 export type DeletionJob = z.infer<typeof DeletionJob>;

@@ -11,7 +11,15 @@ const event = <T extends string, D extends z.ZodType>(type: T, data: D) =>
 
 const Versioned = z.object({ id: Id, version: z.number().int().min(1) }).strict();
 
-export const MemoryWritten = event('MemoryWritten', z.object({ record: MemoryRecord }).strict());
+/**
+ * `keyGeneration` (absent = 1): which generation of the subject's key-encryption key protects
+ * the record's content in the log. Each SubjectForgotten starts a new generation, so a write
+ * after a forget is never sealed under the key the forget is about to destroy.
+ */
+export const MemoryWritten = event(
+  'MemoryWritten',
+  z.object({ record: MemoryRecord, keyGeneration: z.number().int().min(2).optional() }).strict(),
+);
 /**
  * Carries the promoted record's new state, and its content when it leaves quarantine, so
  * the index-builder can index it without reading another service's store — each consumer
@@ -34,7 +42,14 @@ export const MemoryRevocationRequested = event(
 );
 export const SubjectForgotten = event(
   'SubjectForgotten',
-  z.object({ jobId: Id, records: z.array(Versioned.extend(AlreadyTombstoned.shape)) }).strict(),
+  z
+    .object({
+      jobId: Id,
+      records: z.array(Versioned.extend(AlreadyTombstoned.shape)),
+      /** The key generation this forget retires (absent in logs older than issue 7); writes after it use the next. */
+      keyGeneration: z.number().int().min(1).optional(),
+    })
+    .strict(),
 );
 export const MemoryTombstoned = event(
   'MemoryTombstoned',

@@ -48,3 +48,15 @@ export const Content = z
   .string()
   .min(1)
   .refine((s) => utf8Length(s) <= 32 * 1024, { message: 'content exceeds 32 KiB' });
+
+/**
+ * What a consumer of memory.commands / memory.events finds in place of content it cannot or
+ * may not read (the log itself holds sealed envelopes, issue 7):
+ * - ERASED_CONTENT: the key was destroyed (forgotten subject, deleted record): erased for good;
+ * - SEALED_CONTENT: the service reads metadata only and holds no content keys.
+ * Both pass `Content` so events keep their shape; consumers that index or probe content skip them.
+ */
+export const ERASED_CONTENT = '\u0000gm:erased';
+export const SEALED_CONTENT = '\u0000gm:sealed';
+export const isUnreadableContent = (content: string | undefined): boolean =>
+  content === ERASED_CONTENT || content === SEALED_CONTENT;

@@ -9,13 +9,14 @@ import { Id, IsoTime, Sha256Hex } from './primitives.ts';
  *
  * It carries ids, content hashes, per-target evidence, replay counts and decisions — never
  * content. It claims no more than is true:
- * - `retention: 'purged'` means every copy the job targeted (its `targets`) was removed and the
- *   verification replays found nothing; it does NOT cover the event log (`eventLog`);
+ * - `retention: 'purged'` means every copy the job targeted (its `targets`) was removed, the
+ *   verification replays found nothing, and the `key` target destroyed the records' keys so their
+ *   events in memory.events can no longer be decrypted (crypto-shredding, issue 7);
  * - `access_revoked_retained` means the records are tombstoned (no read path returns them) but a
  *   copy is kept on purpose: a revocation (audit), a legal hold, or a job that failed before
  *   it could prove the removal;
- * - `eventLog.holdsContent` is `true` until crypto-shredding lands (issue 7): memory.events still
- *   holds the content of the records in the events that wrote them.
+ * - `eventLog.holdsContent` is `false` once the keys are destroyed: the log keeps ciphertext that
+ *   nothing can open; `true` while a key that opens it exists.
  */
 export const RECEIPT_TYPE = 'receipt+jws';
 

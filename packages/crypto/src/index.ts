@@ -6,3 +6,8 @@ export * from './keyring.ts';
 export * from './master-keys.ts';
 export { createSqliteKeyStore, type SqliteKeyStoreOptions } from './embedded/sqlite-key-store.ts';
 export { openBusKeyStore, KEYS_TOPIC, keysTopicSpec, type BusKeyStoreOptions } from './kafka/bus-key-store.ts';
+export * from './sealing/transit.ts';
+export * from './sealing/content-codec.ts';
+export * from './sealing/sealed-bus.ts';
+export * from './sealing/content-crypto.ts';
+export * from './shred.ts';

@@ -15,6 +15,8 @@ export interface KeyringOptions {
    * written by another instance that this one is not told about can go unnoticed here.
    */
   ttlMs?: number;
+  /** At most this many unwrapped keys stay cached (default 10,000); the oldest go first. */
+  maxCachedKeys?: number;
 }
 
 export interface RecordKeyRef {
@@ -23,6 +25,8 @@ export interface RecordKeyRef {
   recordId: string;
   /** Data key generation (default 1); a new generation re-keys a record. */
   generation?: number;
+  /** The subject's KEK generation a new data key is wrapped under (default 1); see MemoryWritten.keyGeneration. */
+  kekGeneration?: number;
 }
 
 export interface RotationResult {
@@ -46,7 +50,7 @@ interface CacheEntry {
 export async function openKeyring(options: KeyringOptions): Promise<Keyring> {
   const keys = checkMasterKeys(options.masterKeys.active, options.masterKeys.keys);
   await verifyMasterKeys(keys, await options.store.all());
-  return new Keyring(options.store, keys, options.clock ?? Date.now, options.ttlMs ?? 30_000);
+  return new Keyring(options.store, keys, options.clock ?? Date.now, options.ttlMs ?? 30_000, options.maxCachedKeys ?? 10_000);
 }
 
 /** Every master key id that wrapped a KEK must be configured, and the configured bytes must open one of its KEKs. */
@@ -89,6 +93,7 @@ export class Keyring {
     masterKeys: MasterKeys,
     private readonly clock: () => number,
     private readonly ttlMs: number,
+    private readonly maxCachedKeys = 10_000,
   ) {
     this.masters = new Map(masterKeys.keys);
     this.activeMaster = masterKeys.active;
@@ -100,7 +105,7 @@ export class Keyring {
   }
 
   /** Encrypts a record's content with its data key, creating the subject's KEK and the data key on first use. */
-  async encrypt(plaintext: string, aad: ContentAad & { generation?: number }): Promise<Envelope> {
+  async encrypt(plaintext: string, aad: ContentAad & { generation?: number; kekGeneration?: number }): Promise<Envelope> {
     return encryptContent(plaintext, await this.dataKeyFor(aad), aad);
   }
 
@@ -117,7 +122,7 @@ export class Keyring {
     const found = await this.store.get(kid);
     if (found.status === 'destroyed') throw destroyedError(kid);
     if (found.status === 'present') return this.unwrapDataKey(found.wrapped);
-    const kek = await this.kekFor(ref.tenantId, ref.subjectId, true);
+    const kek = await this.kekById(kekId(ref.tenantId, ref.subjectId, ref.kekGeneration ?? 1), true);
     const dataKey = generateKey(kid);
     await this.store.put(kid, wrapKey('dk', dataKey, kek));
     return this.remember(dataKey, kek.kid);
@@ -133,9 +138,13 @@ export class Keyring {
     return this.unwrapDataKey(found.wrapped);
   }
 
-  /** Crypto-shreds a subject: its KEK is destroyed, so every data key under it is unreadable. */
-  async forgetSubject(tenantId: string, subjectId: string): Promise<string> {
-    const kid = kekId(tenantId, subjectId);
+  /** Crypto-shreds one KEK generation of a subject: every data key under it becomes unreadable. */
+  async forgetSubject(tenantId: string, subjectId: string, kekGeneration = 1): Promise<string> {
+    return this.destroyKey(kekId(tenantId, subjectId, kekGeneration));
+  }
+
+  /** Destroys a key by id (a KEK or a data key) for good; idempotent. */
+  async destroyKey(kid: string): Promise<string> {
     await this.store.tombstone(kid);
     this.drop(kid);
     return kid;
@@ -185,11 +194,6 @@ export class Keyring {
     this.cache.clear();
   }
 
-  private async kekFor(tenantId: string, subjectId: string, create: boolean): Promise<SecretKey> {
-    const kid = kekId(tenantId, subjectId);
-    return this.kekById(kid, create);
-  }
-
   private async kekById(kid: string, create = false): Promise<SecretKey> {
     const cached = this.cached(kid);
     if (cached !== undefined) return cached;
@@ -234,7 +238,13 @@ export class Keyring {
     if (this.destroyed.has(key.kid) || (parent !== undefined && this.destroyed.has(parent))) {
       throw destroyedError(key.kid);
     }
+    this.cache.delete(key.kid);
     this.cache.set(key.kid, { key, parent, expiresAt: this.clock() + this.ttlMs });
+    // Maps iterate in insertion order: the first entries are the least recently cached.
+    for (const id of this.cache.keys()) {
+      if (this.cache.size <= this.maxCachedKeys) break;
+      this.cache.delete(id);
+    }
     return key;
   }
 

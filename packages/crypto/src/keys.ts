@@ -4,12 +4,14 @@ import { b64u, fromB64u, toB64u } from './base64url.ts';
 import { IV_BYTES, KEY_BYTES, TAG_BYTES, openGcm, sealGcm, type SecretKey } from './envelope.ts';
 
 /**
- * Key ids say which key, never what it protects: a KEK id is a hash of tenant and subject
- * (subject ids may be personal data, e.g. an e-mail); a data key id names tenant, record id
- * (a ULID) and a generation, so a record can be re-keyed.
+ * Key ids say which key, never what it protects: a KEK id is a hash of tenant, subject and
+ * generation (subject ids may be personal data, e.g. an e-mail; each forget starts a new
+ * generation); a data key id names tenant, record id (a ULID) and a generation, so a record
+ * can be re-keyed.
  */
-export function kekId(tenantId: string, subjectId: string): string {
-  const digest = createHash('sha256').update(JSON.stringify(['gm.kek.v1', tenantId, subjectId]), 'utf8').digest('base64url');
+export function kekId(tenantId: string, subjectId: string, generation = 1): string {
+  if (!Number.isInteger(generation) || generation < 1) throw new RangeError('generation must be a positive integer');
+  const digest = createHash('sha256').update(JSON.stringify(['gm.kek.v1', tenantId, subjectId, generation]), 'utf8').digest('base64url');
   return `kek:${digest}`;
 }
 

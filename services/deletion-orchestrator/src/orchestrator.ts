@@ -96,7 +96,8 @@ export class DeletionOrchestrator {
         requestedBy: { agentId: m.actor.agentId, principalId: m.actor.principalId },
         requestedAt: m.now,
         policyRevision: m.policyRevision,
-        targets: this.deps.targets,
+        // A job that keeps the content on purpose (revocation, legal hold) destroys no key.
+        targets: mode === 'revoke' || hold ? this.deps.targets.filter((t) => t !== 'key') : this.deps.targets,
         status: 'invalidating',
         deadline: new Date(Date.parse(m.now) + this.deps.deadlineMs).toISOString(),
         evidence: [],
@@ -133,7 +134,11 @@ export class DeletionOrchestrator {
       if (ack.evidence.status === 'failed') return this.fail(job, `target ${ack.target} failed: ${ack.evidence.ref}`);
       const evidence = [...job.evidence.filter((e) => e.target !== ack.target), ack.evidence];
       const next: DeletionJob = { ...job, evidence, updatedAt: now.toISOString() };
-      if (job.status === 'invalidating' && job.targets.every((t) => evidence.some((e) => e.target === t))) {
+      if (ack.target === 'key') {
+        if (job.status === 'verifying' && job.progress.shredding === true) return this.complete(next, ctx);
+        return;
+      }
+      if (job.status === 'invalidating' && fanOutTargets(job).every((t) => evidence.some((e) => e.target === t))) {
         if (!retainsPrimary(job)) ctx.send(job.recordIds.map((id) => this.command(job, 'PurgeMemory', id, now)));
         return this.startVerification(next, ctx);
       }
@@ -153,17 +158,17 @@ export class DeletionOrchestrator {
     const evidence = [...job.evidence.filter((e) => e.target !== 'verification'), ack.evidence];
     const attempts = job.progress.verificationAttempts + 1;
     if (findings.length === 0 && ack.evidence.status === 'done') {
-      const verified: DeletionJob = {
-        ...job, status: 'verified', evidence, updatedAt: now.toISOString(),
-        progress: { ...job.progress, verificationAttempts: attempts, findings: [] },
+      const clean: DeletionJob = {
+        ...job, evidence, updatedAt: now.toISOString(), progress: { ...job.progress, verificationAttempts: attempts, findings: [] },
       };
-      await this.deps.state.receipts.expect(job.tenant, job.jobId);
-      await this.deps.state.jobs.put(verified);
-      ctx.send([this.task(verified, 'receipt')]);
-      this.deps.metrics.deletionJobs.inc({ status: 'verified' });
-      this.deps.metrics.receiptLatency.observe(Math.max(0, now.getTime() - Date.parse(job.requestedAt)) / 1000);
-      this.deps.log.info({ jobId: job.jobId, tenant: job.tenant, attempts }, 'deletion job verified');
-      return;
+      // Keys go last: the replays above needed the content to build their probes.
+      if (job.targets.includes('key')) {
+        const shredding: DeletionJob = { ...clean, progress: { ...clean.progress, shredding: true } };
+        await this.deps.state.jobs.put(shredding);
+        ctx.send([this.task(shredding, 'key')]);
+        return;
+      }
+      return this.complete(clean, ctx);
     }
     // Not clean yet (a copy is still being removed): try again until the deadline.
     await this.deps.state.jobs.put({
@@ -173,6 +178,18 @@ export class DeletionOrchestrator {
         nextVerificationAt: new Date(now.getTime() + this.deps.verifyRetryMs).toISOString(),
       },
     });
+  }
+
+  /** Every copy is proven gone (and, with a `key` target, every key destroyed): verified, receipt asked. */
+  private async complete(job: DeletionJob, ctx: ProcessContext): Promise<void> {
+    const now = this.deps.clock.now();
+    const verified: DeletionJob = { ...job, status: 'verified', updatedAt: now.toISOString() };
+    await this.deps.state.receipts.expect(job.tenant, job.jobId);
+    await this.deps.state.jobs.put(verified);
+    ctx.send([this.task(verified, 'receipt')]);
+    this.deps.metrics.deletionJobs.inc({ status: 'verified' });
+    this.deps.metrics.receiptLatency.observe(Math.max(0, now.getTime() - Date.parse(job.requestedAt)) / 1000);
+    this.deps.log.info({ jobId: job.jobId, tenant: job.tenant, attempts: job.progress.verificationAttempts }, 'deletion job verified');
   }
 
   private async fail(job: DeletionJob, reason: string): Promise<void> {
@@ -203,8 +220,9 @@ export class DeletionOrchestrator {
     if (job.status === 'invalidating') {
       const missing = job.recordIds.filter((id) => !job.progress.tombstoned.includes(id));
       if (missing.length > 0) return missing.map((id) => this.command(job, 'TombstoneMemory', id, now));
-      return job.targets.filter((t) => !job.evidence.some((e) => e.target === t)).map((t) => this.task(job, t));
+      return fanOutTargets(job).filter((t) => !job.evidence.some((e) => e.target === t)).map((t) => this.task(job, t));
     }
+    if (job.status === 'verifying' && job.progress.shredding === true) return [this.task(job, 'key')];
     if (job.status === 'verifying' && job.progress.nextVerificationAt === undefined) {
       const purges = retainsPrimary(job) ? [] : job.recordIds.map((id) => this.command(job, 'PurgeMemory', id, now));
       return [...purges, this.verificationTask(job)];
@@ -265,7 +283,7 @@ export class DeletionOrchestrator {
   }
 
   private tasksFor(job: DeletionJob): OutgoingMessage[] {
-    return job.targets.map((target) => this.task(job, target));
+    return fanOutTargets(job).map((target) => this.task(job, target));
   }
 
   private verificationTask(job: DeletionJob): OutgoingMessage {
@@ -296,6 +314,9 @@ export class DeletionOrchestrator {
     return { topic: TOPICS.commands, key: subjectKey(job.tenant, job.subjectId), value: command };
   }
 }
+
+/** The targets that remove copies, sent together; `key` waits until the replays found nothing. */
+const fanOutTargets = (job: DeletionJob): DeletionTarget[] => job.targets.filter((t) => t !== 'key');
 
 /** A revocation keeps the primary content for audit; a legal hold keeps it for the hold. */
 export const retainsPrimary = (job: DeletionJob): boolean => job.mode === 'revoke' || job.legalHold !== undefined;

@@ -1,6 +1,6 @@
 import type { Bus } from '@gm/bus';
 import { subscribeToMemoryEvents } from '@gm/service-kit';
-import { GovernedMemoryError, type MemoryEvent, type MemoryRecord, type RecordMeta, type ServiceHandle } from '@gm/contracts';
+import { GovernedMemoryError, isUnreadableContent, type MemoryEvent, type MemoryRecord, type RecordMeta, type ServiceHandle } from '@gm/contracts';
 import { partitionKey } from '@gm/domain';
 import type { IndexDocument, SearchIndex, SummaryStore } from '@gm/search-index';
 import type { StateStore } from '@gm/state-store';
@@ -35,14 +35,16 @@ export async function indexEvent(index: SearchIndex, event: MemoryEvent): Promis
   switch (event.type) {
     case 'MemoryWritten': {
       const { content, ...meta }: MemoryRecord = event.data.record;
-      if (meta.status === 'active') await index.upsert([toIndexDocument(meta, content)]);
+      // Erased content (its key destroyed: a replay after a forget) is never indexed; the
+      // record's later events in the same log remove it anyway.
+      if (meta.status === 'active' && !isUnreadableContent(content)) await index.upsert([toIndexDocument(meta, content)]);
       else await index.remove(tenant, [meta.id]);
       break;
     }
     case 'MemoryPromoted': {
       const content = event.data.content ?? (await index.get(tenant, event.data.id))?.content;
-      // Without content there is nothing to index: the record was removed in the meantime.
-      if (content !== undefined) await index.upsert([toIndexDocument(event.data.record, content)]);
+      // Without content there is nothing to index: the record was removed (or erased) in the meantime.
+      if (content !== undefined && !isUnreadableContent(content)) await index.upsert([toIndexDocument(event.data.record, content)]);
       break;
     }
     case 'SubjectForgotten':

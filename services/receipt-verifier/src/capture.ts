@@ -1,5 +1,5 @@
 import type { Bus } from '@gm/bus';
-import { MemoryEvent, TOPICS, subjectKey, type RecordMeta } from '@gm/contracts';
+import { MemoryEvent, TOPICS, isUnreadableContent, subjectKey, type RecordMeta } from '@gm/contracts';
 import type { StateStore } from '@gm/state-store';
 
 /**
@@ -62,9 +62,8 @@ export function paraphrase(content: string): string {
 /**
  * Rebuilds the deleted records' probes from the subject partitions of memory.events: the
  * MemoryWritten / MemoryPromoted events of each id carry its metadata and content. The
- * primary copy is purged by the time verification runs; the log still holds the content
- * until crypto-shredding lands (issue 7) — capture must then move before key destruction
- * (the orchestrator handing the verifier its probes before it sends the shred command).
+ * primary copy is purged by the time verification runs; the log still holds the content,
+ * sealed, and its keys are destroyed only after these replays found nothing (the `key` task).
  */
 export async function captureProbes(
   deps: { bus: Bus; state: StateStore }, tenantId: string, recordIds: string[], fallbackSubjectId?: string,
@@ -78,6 +77,9 @@ export async function captureProbes(
   const metas = new Map<string, RecordMeta>();
   const contents = new Map<string, Map<string, string>>();
   const keep = (id: string, hash: string, content: string) => {
+    // Content whose key was destroyed (or that this view may not read) gives no probe text;
+    // its hash still does, from the record's metadata.
+    if (isUnreadableContent(content)) return;
     const versions = contents.get(id) ?? new Map<string, string>();
     versions.set(hash, content);
     contents.set(id, versions);

@@ -11,10 +11,16 @@ import type { StateStore } from '@gm/state-store';
 export const RECEIPT_SIGNER_GROUP = 'receipt-verifier.receipts';
 export const RECEIPT_ISSUER = 'governed-memory/receipt-verifier';
 
-/** Until crypto-shredding (issue 7), every receipt says that the event log still holds the content. */
+/** The event log before (or without) crypto-shredding: the content is still readable there. */
 export const EVENT_LOG_NOTE =
-  'memory.events still holds the content of these records (in the events that wrote them) until crypto-shredding lands; '
+  'memory.events still holds the content of these records (in the events that wrote them): no key was destroyed; '
   + '"retention" covers the copies listed in "targets" only';
+
+/** After the `key` target: what is left in the logs, and for how long. */
+export const EVENT_LOG_SHREDDED_NOTE =
+  'memory.events holds these records\' content only as AES-256-GCM ciphertext whose data keys (and, for a forget, the subject\'s '
+  + 'key-encryption key) were destroyed — see the "key" target — so no service can decrypt it; the write commands on '
+  + 'memory.commands are sealed with a transit key until that topic\'s retention deletes them';
 
 export const REVOKED_RETENTION_REASON = 'revoked: content retained for audit';
 
@@ -58,21 +64,25 @@ export function buildReceipt(job: DeletionJob, records: Map<string, RecordMeta>,
     ...(job.failureReason === undefined ? {} : { failureReason: job.failureReason }),
     ...retentionOf(job),
     ...(job.legalHold ? { legalHold: job.legalHold } : {}),
-    eventLog: { holdsContent: true, note: EVENT_LOG_NOTE },
+    eventLog: shredded(job) ? { holdsContent: false, note: EVENT_LOG_SHREDDED_NOTE } : { holdsContent: true, note: EVENT_LOG_NOTE },
     issuedAt: issuedAt.toISOString(),
     issuer: RECEIPT_ISSUER,
   };
 }
 
-/** Never claims more than is true: `purged` only for a verified delete/forget that retained nothing. */
+/** Never claims more than is true: `purged` only for a verified delete/forget that retained nothing, keys included. */
 function retentionOf(job: DeletionJob): Pick<DeletionReceipt, 'retention' | 'retentionReason'> {
   if (job.status === 'failed') {
     return { retention: 'access_revoked_retained', retentionReason: 'job failed: not every copy was proven removed (see targets and replay)' };
   }
   if (job.legalHold) return { retention: 'access_revoked_retained', retentionReason: `legal hold ${job.legalHold.holdId}: ${job.legalHold.reason}` };
   if (job.mode === 'revoke') return { retention: 'access_revoked_retained', retentionReason: REVOKED_RETENTION_REASON };
+  if (!shredded(job)) return { retention: 'access_revoked_retained', retentionReason: 'the event log still holds the content: no key was destroyed' };
   return { retention: 'purged' };
 }
+
+/** The `key` target acknowledged: the records' keys are destroyed and their events proven undecryptable. */
+const shredded = (job: DeletionJob): boolean => job.evidence.some((e) => e.target === 'key' && e.status === 'done');
 
 export interface ReceiptSignerDeps {
   bus: Bus;

@@ -4,7 +4,9 @@ import { CedarPolicyDecisionPoint, RevisionCachedPolicySource, loadPolicySet, ty
 import type { SearchIndex } from '@gm/search-index';
 import { deletionAck } from '@gm/service-kit';
 import type { StateStore } from '@gm/state-store';
+import type { KeyStore, Keyring } from '@gm/crypto';
 import { captureProbes } from './capture.ts';
+import { shredAndProve } from './shredder.ts';
 import { replay, replayRef, type ReplayReport, type SummaryProbeSource } from './replay.ts';
 
 export const RECEIPT_VERIFIER_GROUP = 'receipt-verifier';
@@ -18,6 +20,8 @@ export interface VerifierDeps {
   pdp: PolicyDecisionPoint;
   /** The summaries store, where the deployment keeps one (its `holding` and `search`). */
   summaries?: SummaryProbeSource;
+  /** The key store and keyring: the verifier runs the `key` target (crypto-shredding) too. */
+  keys?: { keyring: Keyring; store: KeyStore };
 }
 
 /**
@@ -50,6 +54,13 @@ export async function startReceiptVerifier(options: ReceiptVerifierOptions): Pro
     topics: [TOPICS.deletionTasks],
     handler: async (message: ConsumedMessage, ctx: ProcessContext) => {
       const task = DeletionTask.parse(message.value);
+      if (task.target === 'key') {
+        const outcome = deps.keys
+          ? await shredAndProve({ bus: deps.bus, state: deps.state, keys: deps.keys }, task)
+          : { ok: false, ref: 'this receipt-verifier holds no key store', findings: [] };
+        ctx.send([deletionAck(task, 'receipt-verifier', deps.clock, outcome)]);
+        return;
+      }
       if (task.target !== 'verification') return;
       const { report, captured } = await probe(deps, task);
       const ok = report.findings.length === 0;

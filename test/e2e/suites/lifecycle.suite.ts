@@ -165,7 +165,7 @@ export const lifecycleSuite = (start: StartRuntime) => describe('memory lifecycl
     });
     expect(job.status).toBe('verified');
     expect(job.evidence?.map((e) => `${e.target}:${e.status}`).sort()).toEqual(
-      ['evidence_packet:done', 'keyword:done', 'primary:done', 'retrieval_cache:done', 'summary:done', 'verification:done'],
+      ['evidence_packet:done', 'key:done', 'keyword:done', 'primary:done', 'retrieval_cache:done', 'summary:done', 'verification:done'],
     );
     expect(await rt.state.contents.get('acme', 'del-1')).toBeNull();
     expect(await rt.index.get('acme', 'del-1')).toBeNull();

@@ -105,13 +105,15 @@ export const receiptsSuite = <R extends TestRuntime>(start: () => Promise<R>, bu
         jobId, tenant: 'acme', mode: 'delete', subjectId: 'cust-rc1', recordIds: ['rc-del-1'],
         contentHashes: [{ recordId: 'rc-del-1', sha256: sha256(content) }],
         requestedBy: { agentId: 'support-bot', principalId: 'alice' },
-        status: 'verified', retention: 'purged', eventLog: { holdsContent: true },
+        status: 'verified', retention: 'purged', eventLog: { holdsContent: false },
         replay: { findings: [] },
       });
       expect(payload.retentionReason).toBeUndefined();
       expect(payload.targets.map((t) => `${t.target}:${t.status}`)).toEqual(
-        expect.arrayContaining(['primary:done', 'keyword:done', 'retrieval_cache:done', 'evidence_packet:done']),
+        expect.arrayContaining(['primary:done', 'keyword:done', 'retrieval_cache:done', 'evidence_packet:done', 'key:done']),
       );
+      // Crypto-shredding: the record's data key is gone and its one sealed event no longer opens.
+      expect(payload.targets.find((t) => t.target === 'key')?.ref).toMatch(/^data_keys=1;keks=0;keks_kept=0;events=1;undecryptable=1$/);
       expect(payload.replay.probes).toBeGreaterThan(0);
       // No content anywhere in what was signed, nor in the logs.
       for (const word of ['Umbrella', 'ledger', 'vault nine']) {
@@ -215,12 +217,13 @@ export const receiptsSuite = <R extends TestRuntime>(start: () => Promise<R>, bu
       expect(ok.stdout).toContain('signature:   valid');
       expect(ok.stdout).toContain(`for job ${jobId}`);
       expect(ok.stdout).toContain('retention:   purged');
-      expect(ok.stdout).toContain('STILL HOLDS the content');
+      expect(ok.stdout).toContain('event log:   ciphertext only, its keys destroyed');
 
       // Claim more than is true: same signature, edited payload.
       const [header, body, signature] = (await memctl('receipt', 'get', '--job', jobId, '--token', admin)).stdout.trim().split('.');
       const edited = JSON.parse(Buffer.from(body ?? '', 'base64url').toString('utf8')) as Record<string, unknown>;
-      edited.eventLog = { holdsContent: false, note: 'nothing left anywhere' };
+      edited.retention = 'purged';
+      edited.targets = [];
       const tampered = path.join(tmp, 'tampered.jws');
       writeFileSync(tampered, `${header}.${Buffer.from(JSON.stringify(edited)).toString('base64url')}.${signature}\n`);
       const bad = await memctl('receipt', 'verify', tampered, '--key', `${rt.url}/v1/receipt-keys`);

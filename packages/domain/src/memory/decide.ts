@@ -147,7 +147,10 @@ function decideWrite(command: CommandOf<'WriteMemory'>, state: SubjectState, ctx
     ...(existing?.meta.legalHold === undefined ? {} : { legalHold: existing.meta.legalHold }),
     policyRevision: m.policyRevision,
   } as const;
-  const events: MemoryEvent[] = [{ type: 'MemoryWritten', data: { record }, metadata: eventMeta(command, 0) }];
+  const keyGeneration = state.keyGeneration ?? 1;
+  const events: MemoryEvent[] = [
+    { type: 'MemoryWritten', data: { record, ...(keyGeneration > 1 ? { keyGeneration } : {}) }, metadata: eventMeta(command, 0) },
+  ];
   // An untrusted correction must not knock out a trusted fact: it supersedes on promotion.
   if (target && status === 'active') {
     events.push({
@@ -287,7 +290,13 @@ function decideForget(command: CommandOf<'ForgetSubject'>, state: SubjectState):
     .map((r) => ({ id: r.meta.id, version: r.meta.version + 1, ...(isRetained(r) ? { alreadyTombstoned: true as const } : {}) }))
     .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   return {
-    events: [{ type: 'SubjectForgotten', data: { jobId: command.data.jobId, records }, metadata: eventMeta(command, 0) }],
+    events: [
+      {
+        type: 'SubjectForgotten',
+        data: { jobId: command.data.jobId, records, keyGeneration: state.keyGeneration ?? 1 },
+        metadata: eventMeta(command, 0),
+      },
+    ],
     result: { jobId: command.data.jobId },
   };
 }

@@ -11,6 +11,7 @@ import type { RecordState, SubjectState } from './state.ts';
 export function evolve(state: SubjectState, event: MemoryEvent): SubjectState {
   const records = { ...state.records };
   let idempotency = state.idempotency;
+  let keyGeneration = state.keyGeneration;
   // The latest result per slot: decide only lets a slot produce events again once its
   // window has passed, and then the new result is the one a retry must get.
   const remember = (result: SubjectState['idempotency'][string]['result'], recordId?: string) => {
@@ -69,6 +70,8 @@ export function evolve(state: SubjectState, event: MemoryEvent): SubjectState {
         );
       }
       remember({ jobId: event.data.jobId });
+      // Max, not +1: folding the same forget twice (a redelivery) must not skip a generation.
+      keyGeneration = Math.max(keyGeneration ?? 1, (event.data.keyGeneration ?? keyGeneration ?? 1) + 1);
       break;
     case 'MemoryTombstoned':
       update(event.data.id, event.data.version, (r) => transition(r, { status: 'tombstoned', version: event.data.version }));
@@ -82,7 +85,7 @@ export function evolve(state: SubjectState, event: MemoryEvent): SubjectState {
       throw new Error(`unhandled event ${JSON.stringify(never)}`);
     }
   }
-  return { records, idempotency };
+  return keyGeneration === undefined ? { records, idempotency } : { records, idempotency, keyGeneration };
 }
 
 export const fold = (events: Iterable<MemoryEvent>, state: SubjectState): SubjectState => {

@@ -13,6 +13,11 @@ export interface SubjectState {
   records: Record<string, RecordState>;
   /** `${agentId}:${key}` → first result and when it was produced. */
   idempotency: Record<string, { result: AcceptedResult; at: string }>;
+  /**
+   * The generation of the subject's key-encryption key new records are sealed under (absent = 1).
+   * Each forget starts the next one: the forget's key target destroys the old generation.
+   */
+  keyGeneration?: number;
 }
 
 export const initialState = (): SubjectState => ({ records: {}, idempotency: {} });

@@ -1,0 +1,37 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { CryptoError, loadMasterKeys, type MasterKeys } from '@gm/crypto';
+
+export const MASTER_KEY_FILE_NAME = 'master-keys.json';
+export const KEY_STORE_FILE_NAME = 'keys.db';
+
+/**
+ * The master keys of the embedded runtime: MEMORY_MASTER_KEY_FILE or MEMORY_MASTER_KEY when set;
+ * otherwise `<data-dir>/keys/master-keys.json`, generated (0600) at the first start of an empty
+ * data directory. A data directory that already holds keys but has lost its master key file is a
+ * startup error (MASTER_KEY_CONFIG), never a fresh key that would silently orphan the old data.
+ */
+export function loadOrCreateMasterKeys(dataDir: string, env: { MEMORY_MASTER_KEY_FILE?: string; MEMORY_MASTER_KEY?: string }): {
+  masterKeys: MasterKeys;
+  source: string;
+} {
+  if (env.MEMORY_MASTER_KEY_FILE !== undefined || env.MEMORY_MASTER_KEY !== undefined) {
+    return { masterKeys: loadMasterKeys(env), source: env.MEMORY_MASTER_KEY_FILE ?? 'MEMORY_MASTER_KEY' };
+  }
+  const dir = path.join(dataDir, 'keys');
+  const file = path.join(dir, MASTER_KEY_FILE_NAME);
+  if (!existsSync(file)) {
+    if (existsSync(path.join(dataDir, KEY_STORE_FILE_NAME))) {
+      throw new CryptoError(
+        'MASTER_KEY_CONFIG',
+        `${dataDir} holds a key store (${KEY_STORE_FILE_NAME}) but no master key: ${file} is missing and neither MEMORY_MASTER_KEY_FILE nor MEMORY_MASTER_KEY is set; ` +
+          'restore the master key file — without it the sealed content cannot be read',
+      );
+    }
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    const id = `m${new Date().toISOString().slice(0, 10).replace(/-/g, '')}`;
+    writeFileSync(file, `${JSON.stringify({ active: id, keys: { [id]: randomBytes(32).toString('base64') } }, null, 2)}\n`, { mode: 0o600, flag: 'wx' });
+  }
+  return { masterKeys: loadMasterKeys({ MEMORY_MASTER_KEY_FILE: file }), source: file };
+}

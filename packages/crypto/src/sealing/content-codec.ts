@@ -1,0 +1,121 @@
+import type { OutgoingMessage } from '@gm/bus';
+import { ERASED_CONTENT, GovernedMemoryError, SEALED_CONTENT, TOPICS } from '@gm/contracts';
+import { Envelope, decryptContent, encryptContent, type ContentAad } from '../envelope.ts';
+import { isCryptoError } from '../errors.ts';
+import type { Keyring } from '../keyring.ts';
+import { TransitKeys } from './transit.ts';
+import type { MasterKeys } from '../master-keys.ts';
+
+/**
+ * What a service may do with content on memory.commands and memory.events:
+ * - `open`: decrypt (projector, index-builder, write-admission, verifier);
+ * - `redact`: see SEALED_CONTENT instead, holding no content keys (orchestrator, expiry).
+ * Sealing is decided by what a service sends: commands need the master keys (transit key),
+ * events need a keyring that may create keys (write-admission only).
+ */
+export interface ContentCodecOptions {
+  mode: 'open' | 'redact';
+  /** Needed to seal or open command content. */
+  masterKeys?: MasterKeys;
+  /** Needed to seal (write-admission) or open event content. */
+  keyring?: Keyring;
+}
+
+type Json = Record<string, unknown>;
+const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Where a message keeps its content, if it has any: [holder object, field name, AAD, KEK generation]. */
+interface ContentSlot {
+  holder: Json;
+  aad: ContentAad;
+  kekGeneration?: number;
+}
+
+/** Finds the content slot of a command or event value (after a shallow copy along the path); undefined when none. */
+function contentSlot(topic: string, value: unknown): { root: Json; slot: ContentSlot } | undefined {
+  if (!isObject(value) || !isObject(value.data) || !isObject(value.metadata)) return undefined;
+  const meta = value.metadata;
+  const tenantId = meta.tenantId;
+  const subjectId = meta.subjectId;
+  if (typeof tenantId !== 'string' || typeof subjectId !== 'string') return undefined;
+  const data = { ...value.data };
+  const root: Json = { ...value, data };
+  if (topic === TOPICS.commands && value.type === 'WriteMemory' && typeof data.id === 'string' && data.content !== undefined) {
+    // A command has no record version yet: 0 binds the envelope to "the command for this id".
+    return { root, slot: { holder: data, aad: { tenantId, subjectId, recordId: data.id, version: 0 } } };
+  }
+  if (topic !== TOPICS.events) return undefined;
+  if (value.type === 'MemoryWritten' && isObject(data.record) && data.record.content !== undefined) {
+    const record = { ...data.record };
+    data.record = record;
+    if (typeof record.id !== 'string' || typeof record.version !== 'number') return undefined;
+    const generation = typeof data.keyGeneration === 'number' ? data.keyGeneration : undefined;
+    return {
+      root,
+      slot: { holder: record, aad: { tenantId, subjectId, recordId: record.id, version: record.version }, ...(generation ? { kekGeneration: generation } : {}) },
+    };
+  }
+  if (value.type === 'MemoryPromoted' && data.content !== undefined && typeof data.id === 'string' && typeof data.version === 'number') {
+    return { root, slot: { holder: data, aad: { tenantId, subjectId, recordId: data.id, version: data.version } } };
+  }
+  return undefined;
+}
+
+export class ContentCodec {
+  private readonly transit: TransitKeys | undefined;
+
+  constructor(private readonly options: ContentCodecOptions) {
+    this.transit = options.masterKeys ? new TransitKeys(options.masterKeys) : undefined;
+  }
+
+  /** Replaces plaintext content with its envelope; other messages pass unchanged. */
+  async seal(message: OutgoingMessage): Promise<OutgoingMessage> {
+    const found = contentSlot(message.topic, message.value);
+    if (found === undefined || typeof found.slot.holder.content !== 'string') return message;
+    const { holder, aad, kekGeneration } = found.slot;
+    const plaintext = holder.content as string;
+    if (message.topic === TOPICS.commands) {
+      holder.content = encryptContent(plaintext, this.transitKeys('seal a command').active(), aad);
+    } else {
+      const keyring = this.options.keyring;
+      if (keyring === undefined) throw new GovernedMemoryError('MEM_INTERNAL', 'this service holds no keyring and may not write memory.events content');
+      holder.content = await keyring.encrypt(plaintext, { ...aad, ...(kekGeneration ? { kekGeneration } : {}) });
+    }
+    return { ...message, value: found.root };
+  }
+
+  /**
+   * Replaces an envelope with its plaintext (`open`), ERASED_CONTENT when its key was destroyed,
+   * or SEALED_CONTENT (`redact`). Plaintext content (a log written before issue 7) passes as is.
+   * A tampered envelope or a missing key throws: the bus retries, then dead-letters it.
+   */
+  async open(topic: string, value: unknown): Promise<unknown> {
+    const found = contentSlot(topic, value);
+    if (found === undefined || !isObject(found.slot.holder.content)) return value;
+    const { holder, aad } = found.slot;
+    const envelope = Envelope.safeParse(holder.content);
+    if (!envelope.success) throw new GovernedMemoryError('MEM_VALIDATION', `${topic}: content is neither text nor a sealed envelope`);
+    if (this.options.mode === 'redact') {
+      holder.content = SEALED_CONTENT;
+      return found.root;
+    }
+    if (topic === TOPICS.commands) {
+      holder.content = decryptContent(envelope.data, this.transitKeys('open a command').byId(envelope.data.kid), aad);
+      return found.root;
+    }
+    const keyring = this.options.keyring;
+    if (keyring === undefined) throw new GovernedMemoryError('MEM_INTERNAL', 'this service holds no keyring and cannot open memory.events content');
+    try {
+      holder.content = await keyring.decrypt(envelope.data, aad);
+    } catch (err) {
+      if (!isCryptoError(err, 'KEY_DESTROYED')) throw err;
+      holder.content = ERASED_CONTENT;
+    }
+    return found.root;
+  }
+
+  private transitKeys(what: string): TransitKeys {
+    if (this.transit === undefined) throw new GovernedMemoryError('MEM_INTERNAL', `this service holds no master keys and cannot ${what}`);
+    return this.transit;
+  }
+}

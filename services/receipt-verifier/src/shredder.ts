@@ -1,0 +1,58 @@
+import type { Bus } from '@gm/bus';
+import { ERASED_CONTENT, MemoryEvent, TOPICS, subjectKey, type DeletionTask } from '@gm/contracts';
+import { shredRecords, type KeyStore, type Keyring, type ShredResult } from '@gm/crypto';
+import type { StateStore } from '@gm/state-store';
+
+export interface ShredderDeps {
+  /** The verifier's view of the bus: it opens content, so an event that still decrypts shows. */
+  bus: Bus;
+  state: StateStore;
+  keys: { keyring: Keyring; store: KeyStore };
+}
+
+export interface ErasureProof {
+  /** Events of the records that carried content. */
+  events: number;
+  /** Of those, how many no longer decrypt (their key is destroyed). */
+  undecryptable: number;
+}
+
+/**
+ * The `key` target (issue 7): destroys the records' keys, then reads every event of theirs in
+ * memory.events back through the same decrypting path every service uses and counts what still
+ * opens. Done only when nothing does. Runs after the replays, which needed the content.
+ */
+export async function shredAndProve(deps: ShredderDeps, task: DeletionTask): Promise<{ ok: boolean; ref: string; findings: string[] }> {
+  const job = await deps.state.jobs.get(task.tenantId, task.jobId);
+  if (!job) return { ok: false, ref: 'job not found', findings: [] };
+  const shred: ShredResult = await shredRecords(deps.keys.keyring, deps.keys.store, {
+    tenantId: task.tenantId, recordIds: task.recordIds, subjectKeys: job.mode === 'forget',
+  });
+  const { proof, readable } = await proveErased(deps.bus, task.tenantId, job.subjectId, task.recordIds);
+  const ref = `data_keys=${shred.dataKeys};keks=${shred.keks};keks_kept=${shred.keksKept};events=${proof.events};undecryptable=${proof.undecryptable}`;
+  return { ok: readable.length === 0, ref, findings: readable.map((id) => `event_log_readable:${id}`) };
+}
+
+/** Reads the subject's partition of memory.events; ids of records whose content still reads. */
+export async function proveErased(
+  bus: Bus, tenantId: string, subjectId: string, recordIds: string[],
+): Promise<{ proof: ErasureProof; readable: string[] }> {
+  const wanted = new Set(recordIds);
+  const partition = bus.partitionFor(TOPICS.events, subjectKey(tenantId, subjectId));
+  const proof: ErasureProof = { events: 0, undecryptable: 0 };
+  const readable = new Set<string>();
+  const check = (id: string, content: string | undefined) => {
+    if (content === undefined || !wanted.has(id)) return;
+    proof.events += 1;
+    if (content === ERASED_CONTENT) proof.undecryptable += 1;
+    else readable.add(id);
+  };
+  for await (const message of bus.readPartition(TOPICS.events, partition, 0)) {
+    const parsed = MemoryEvent.safeParse(message.value);
+    if (!parsed.success || parsed.data.metadata.tenantId !== tenantId) continue;
+    const event = parsed.data;
+    if (event.type === 'MemoryWritten') check(event.data.record.id, event.data.record.content);
+    else if (event.type === 'MemoryPromoted') check(event.data.id, event.data.content);
+  }
+  return { proof, readable: [...readable] };
+}
