@@ -5,11 +5,24 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKafkaBus } from '@gm/bus';
-import { MemoryEvent, TOPICS, type Action } from '@gm/contracts';
+import { TOPICS, type Action } from '@gm/contracts';
 import { startStack, type ServiceName, type Stack } from '@gm/distributed';
 import { engineEndpoint } from '@gm/testing';
 import { apiClient, capabilityIssuer, eventually, memory } from '../e2e/harness.ts';
 
+/** An event as the raw log holds it: ids and versions in clear, content sealed (not read here). */
+interface SealedEventShape {
+  type: string;
+  data: { record?: { id: string; version: number } };
+  metadata: { eventId: string };
+}
+const SealedEventShape = {
+  parse(value: unknown): SealedEventShape {
+    const event = value as SealedEventShape;
+    if (typeof event?.type !== 'string' || typeof event.metadata?.eventId !== 'string') throw new Error('not a memory event');
+    return event;
+  },
+};
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
 /** The distributed runtime: seven processes on real Kafka, Elasticsearch and Redis. */
@@ -112,10 +125,11 @@ describe('distributed runtime (separate processes on Kafka, Elasticsearch, Redis
       const versions = new Map<string, number>();
       try {
         for await (const message of bus.readAll(TOPICS.events)) {
-          const event = MemoryEvent.parse(message.value);
+          // The raw log holds sealed content (issue 7): check what ordering needs, never the content.
+          const event = SealedEventShape.parse(message.value);
           expect(seen.has(event.metadata.eventId), event.metadata.eventId).toBe(false);
           seen.add(event.metadata.eventId);
-          if (event.type === 'MemoryWritten') {
+          if (event.type === 'MemoryWritten' && event.data.record) {
             expect(event.data.record.version).toBe((versions.get(event.data.record.id) ?? 0) + 1);
             versions.set(event.data.record.id, event.data.record.version);
           }

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { loadOrCreateCredentials } from '@gm/embedded';
+import { loadOrCreateCredentials, loadOrCreateMasterKeys } from '@gm/embedded';
 import { LOCAL_ENDPOINTS, startLocalEngines, type Engine } from '@gm/testing';
 
 const ROOT = path.resolve(import.meta.dirname, '../../..');
@@ -51,6 +51,10 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   const keyFile = path.join(options.dataDir, 'keys', 'capability-signing.jwk.json');
   const credentialFile = credentials.issuerCredentialFile ?? path.join(options.dataDir, 'issuer-credential');
   if (!credentials.issuerCredentialFile) writeFileSync(credentialFile, credentials.issuerCredential, { mode: 0o600 });
+  // One master key file for every service (content encryption, issue 7), unless the env names one.
+  const masterKeyEnv: Record<string, string> = options.env?.MEMORY_MASTER_KEY !== undefined || options.env?.MEMORY_MASTER_KEY_FILE !== undefined
+    ? {}
+    : { MEMORY_MASTER_KEY_FILE: loadOrCreateMasterKeys(options.dataDir, {}).source };
   const env: Record<string, string> = {
     ...engines,
     MEMORY_NAMESPACE: options.namespace,
@@ -59,6 +63,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     MEMORY_RECEIPT_KEY_FILE: credentials.receiptKeyFile,
     MEMORY_ISSUER_CREDENTIAL_FILE: credentialFile,
     MEMORY_LOG_LEVEL: 'warn',
+    ...masterKeyEnv,
     ...options.env,
   };
   const children = new Map<ServiceName, ChildProcess[]>();

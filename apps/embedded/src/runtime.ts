@@ -15,7 +15,7 @@ import { startReceiptSigner, startReceiptVerifier } from '@gm/receipt-verifier';
 import { startRetrievalBroker } from '@gm/retrieval-broker';
 import { loadPolicySet } from '@gm/policy';
 import { systemClock } from '@gm/service-kit';
-import { createSqliteKeyStore, openContentCrypto, type ContentCrypto, type KeyStore } from '@gm/crypto';
+import { createSqliteKeyStore, openContentCrypto, type ContentCrypto, type ContentRole, type KeyStore } from '@gm/crypto';
 import type { RuntimeConfig } from './config.ts';
 import { loadOrCreateCredentials, type Credentials } from './credentials.ts';
 import { lockDataDir } from './lock.ts';
@@ -105,6 +105,12 @@ export interface RuntimeOptions {
    * was not authorised for.
    */
   observeSearch?: (query: SearchQuery) => void;
+  /**
+   * Benchmarks only (`pnpm bench` measures the cost of encryption against it): services use the
+   * log without sealing, so content lands in bus.db in clear and forgets destroy no usable key.
+   * Never set by configuration.
+   */
+  plaintextLogForBenchmark?: boolean;
 }
 
 /** All seven services in one process, talking only through the bus (design §0, §4). */
@@ -123,9 +129,10 @@ export async function startEmbeddedRuntime(config: RuntimeConfig, options: Runti
   });
   const { index, summaries, state, crypto, keyStore } = stores;
   // Each service sees the log through its role (content-crypto.ts): the log itself holds only envelopes.
-  const bus = crypto.view(stores.bus, 'open');
-  const redacted = crypto.view(stores.bus, 'redact');
-  const edge = crypto.view(stores.bus, 'edge');
+  const view = (role: ContentRole): Bus => (options.plaintextLogForBenchmark === true ? stores.bus : crypto.view(stores.bus, role));
+  const bus = view('open');
+  const redacted = view('redact');
+  const edge = view('edge');
   const handles: ServiceHandle[] = [];
   const child = (service: string) => log.child({ service });
 

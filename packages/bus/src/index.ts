@@ -1,5 +1,5 @@
 export * from './port.ts';
 export { createSqliteBus, type SqliteBusOptions, type BusLogger } from './embedded/sqlite-bus.ts';
 export { partitionForKey, murmur2 } from './embedded/partitioner.ts';
-export { memoryTopicSpecs } from './topics.ts';
+export { memoryTopicSpecs, keysTopicSpec, KEYS_TOPIC_CONFIG } from './topics.ts';
 export { createKafkaBus, type KafkaBusOptions } from './kafka/kafka-bus.ts';

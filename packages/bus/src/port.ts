@@ -8,8 +8,10 @@
 export interface TopicSpec {
   name: string;
   partitions: number;
-  /** Compacted topics keep the last value per key (memory.records, later memory.keys). */
+  /** Compacted topics keep the last value per key (memory.records, memory.keys). */
   compacted?: boolean;
+  /** Kafka topic configs set at creation (an existing topic keeps its own); the embedded log ignores them. */
+  config?: Record<string, string>;
 }
 
 export interface OutgoingMessage {

@@ -5,6 +5,23 @@ import type { TopicSpec } from './port.ts';
  * Every topic of design §4 with one partition count: commands and events must be
  * co-partitioned (same key, same count), so one write-admission partition owns a subject.
  */
+/**
+ * memory.keys compaction (issue 7): a destroyed key is a marker record under the key's id, and
+ * compaction then drops every older record of that id — the wrapped key itself. Kafka rolls the
+ * active segment and makes the log cleanable once a record is older than max.compaction.lag.ms,
+ * so the wrapped key is physically gone from each broker's segments within about one hour plus
+ * the cleaner's backoff (log.cleaner.backoff.ms, 15 s by default), as long as the cleaner keeps up.
+ * The marker itself is kept for good (it is not a null tombstone): it is what keeps the
+ * destruction final for every later reader.
+ */
+export const KEYS_TOPIC_CONFIG: Record<string, string> = {
+  'segment.ms': String(60 * 60 * 1000),
+  'max.compaction.lag.ms': String(60 * 60 * 1000),
+  'min.cleanable.dirty.ratio': '0.01',
+};
+
+export const keysTopicSpec = (partitions: number): TopicSpec => ({ name: TOPICS.keys, partitions, compacted: true, config: KEYS_TOPIC_CONFIG });
+
 export function memoryTopicSpecs(partitions: number): TopicSpec[] {
   return [
     { name: TOPICS.commands, partitions },
@@ -15,5 +32,6 @@ export function memoryTopicSpecs(partitions: number): TopicSpec[] {
     { name: TOPICS.deletionTasks, partitions },
     { name: TOPICS.deletionAcks, partitions },
     { name: TOPICS.deletionReceipts, partitions },
+    keysTopicSpec(partitions),
   ];
 }

@@ -8,6 +8,8 @@ export const TOPICS = {
   deletionTasks: 'deletion.tasks',
   deletionAcks: 'deletion.acks',
   deletionReceipts: 'deletion.receipts',
+  /** Wrapped encryption keys by key id (compacted); a destroyed key is a final marker record (issue 7). */
+  keys: 'memory.keys',
 } as const;
 export type TopicName = (typeof TOPICS)[keyof typeof TOPICS];
 

@@ -3,6 +3,10 @@ import { createElasticsearchSearchIndex, createElasticsearchSummaryStore, type S
 import { StateStore, createRedisKeyValueStore } from '@gm/state-store';
 import { z } from 'zod';
 import type { Clock } from '@gm/contracts';
+import {
+  edgeBus, loadMasterKeys, openBusKeyStore, openContentCrypto, redactedBus,
+  type ContentRole, type KeyStore, type Keyring, type RotationResult,
+} from '@gm/crypto';
 import { LogLevel, integer } from './env.ts';
 
 export const systemClock: Clock = { now: () => new Date() };
@@ -48,4 +52,57 @@ export function openIndex(env: DistributedEnv & z.infer<typeof WithElasticsearch
 /** The summary store beside the search index: `<prefix>-summaries` under the same prefix. */
 export function openSummaries(env: DistributedEnv & z.infer<typeof WithElasticsearch>): SummaryStore {
   return createElasticsearchSummaryStore({ node: env.ELASTICSEARCH_URL, indexPrefix: env.MEMORY_NAMESPACE ? `gm-${env.MEMORY_NAMESPACE}` : 'gm' });
+}
+
+/** Master keys of content encryption (issue 7): exactly one of the two (see @gm/crypto loadMasterKeys). */
+export const WithMasterKeys = z.object({
+  MEMORY_MASTER_KEY_FILE: z.string().min(1).optional(),
+  MEMORY_MASTER_KEY: z.string().min(1).optional(),
+});
+
+export interface SealedBus {
+  /** The service's view: content sealed on the way in, opened (or redacted) on the way out. */
+  bus: Bus;
+  /** The key store and keyring, for a service that opens content. */
+  keys?: { keyring: Keyring; store: KeyStore };
+  /** Set when opening re-wrapped KEKs under the active master key. */
+  rotation?: RotationResult;
+  close(): Promise<void>;
+}
+
+/**
+ * Opens the bus as a service of `role` sees it (content-crypto.ts): `redact` holds no key,
+ * `edge` (the API) only the master keys to seal commands, `open` also the key store on
+ * memory.keys. A missing, malformed or wrong master key throws CryptoError before anything reads
+ * the log (runService exits 2 naming it). `rotate`: re-wrap KEKs of older master keys (write-admission).
+ */
+export async function openSealedBus(
+  env: DistributedEnv & z.infer<typeof WithMasterKeys>, clientId: string, role: ContentRole, options: { rotate?: boolean; onError?: (err: unknown) => void } = {},
+): Promise<SealedBus> {
+  const masterKeys = role === 'redact'
+    ? undefined
+    : loadMasterKeys({ MEMORY_MASTER_KEY_FILE: env.MEMORY_MASTER_KEY_FILE, MEMORY_MASTER_KEY: env.MEMORY_MASTER_KEY });
+  const raw = await openBus(env, clientId);
+  if (masterKeys === undefined) return { bus: redactedBus(raw), close: () => raw.close() };
+  if (role === 'edge') return { bus: edgeBus(raw, masterKeys), close: () => raw.close() };
+  let store: KeyStore | undefined;
+  try {
+    store = await openBusKeyStore({ bus: raw, partitions: env.MEMORY_PARTITIONS, ...(options.onError ? { onError: options.onError } : {}) });
+    const crypto = await openContentCrypto({ masterKeys, store, rotate: options.rotate === true });
+    const opened = store;
+    return {
+      bus: crypto.view(raw, 'open'),
+      keys: { keyring: crypto.keyring, store: opened },
+      ...(crypto.rotation ? { rotation: crypto.rotation } : {}),
+      close: async () => {
+        crypto.close();
+        await opened.close();
+        await raw.close();
+      },
+    };
+  } catch (err) {
+    await store?.close();
+    await raw.close();
+    throw err;
+  }
 }

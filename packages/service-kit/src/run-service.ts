@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { z } from 'zod';
 import type { ServiceHandle } from '@gm/contracts';
+import { isCryptoError } from '@gm/crypto';
 import { createLogger, createMetrics, type Logger, type Metrics } from '@gm/observability';
 
 export interface Started {
@@ -61,6 +62,12 @@ export async function runService<S extends z.ZodType<{ HEALTH_PORT: number; MEMO
   try {
     started = await start({ env, log, metrics });
   } catch (err) {
+    // A missing, malformed or wrong master key: a configuration problem, said on one line.
+    if (isCryptoError(err, 'MASTER_KEY_CONFIG') || isCryptoError(err, 'MASTER_KEY_MISMATCH')) {
+      log.fatal({ reason: err.reason }, 'master key problem');
+      process.stderr.write(`${name}: master key problem (${err.reason}): ${err.message}\n`);
+      process.exit(2);
+    }
     log.fatal({ err }, 'failed to start');
     process.exit(1);
   }

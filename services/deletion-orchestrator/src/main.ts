@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { DeletionTarget } from '@gm/contracts';
-import { DistributedEnv, WithRedis, duration, openBus, openState, runService, systemClock } from '@gm/service-kit';
+import { DistributedEnv, WithRedis, duration, openSealedBus, openState, runService, systemClock } from '@gm/service-kit';
 import { startDeletionOrchestrator } from './orchestrator.ts';
 
 /** deletion-orchestrator as its own process (design §8). */
@@ -8,20 +8,22 @@ const Env = DistributedEnv.extend({
   ...WithRedis.shape,
   MEMORY_DELETION_DEADLINE: duration('60s'),
   MEMORY_DELETION_VERIFY_RETRY: duration('500ms', true),
-  MEMORY_DELETION_TARGETS: z.string().default('primary,keyword,summary,retrieval_cache,evidence_packet')
+  MEMORY_DELETION_TARGETS: z.string().default('primary,keyword,summary,retrieval_cache,evidence_packet,key')
     .transform((v) => v.split(',').map((t) => t.trim()))
     .pipe(z.array(DeletionTarget).min(1)),
 });
 
 await runService('deletion-orchestrator', Env, async ({ env, log, metrics }) => {
-  const bus = await openBus(env, 'deletion-orchestrator');
+  // Metadata only: the orchestrator holds no key; the receipt-verifier runs the `key` target.
+  const sealed = await openSealedBus(env, 'deletion-orchestrator', 'redact');
+  const { bus } = sealed;
   const state = openState(env);
   const service = await startDeletionOrchestrator({
     bus, state, clock: systemClock, log, metrics, targets: env.MEMORY_DELETION_TARGETS,
     deadlineMs: env.MEMORY_DELETION_DEADLINE, verifyRetryMs: env.MEMORY_DELETION_VERIFY_RETRY, tickMs: 250,
   });
   return {
-    handle: { close: async () => { await service.close(); await bus.close(); await state.kv.close(); } },
+    handle: { close: async () => { await service.close(); await sealed.close(); await state.kv.close(); } },
     ready: () => state.kv.ping(),
   };
 });

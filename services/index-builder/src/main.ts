@@ -1,12 +1,15 @@
-import { DistributedEnv, WithElasticsearch, WithRedis, openBus, openIndex, openState, openSummaries, runService, systemClock } from '@gm/service-kit';
+import {
+  DistributedEnv, WithElasticsearch, WithMasterKeys, WithRedis, openIndex, openSealedBus, openState, openSummaries, runService, systemClock,
+} from '@gm/service-kit';
 import { startIndexBuilder, startSummaryBuilder } from './index-builder.ts';
 import { startIndexTargets } from './index-targets.ts';
 
 /** index-builder as its own process: active records ⇒ Elasticsearch, everything else removed; summaries kept in step. */
-const Env = DistributedEnv.extend({ ...WithElasticsearch.shape, ...WithRedis.shape });
+const Env = DistributedEnv.extend({ ...WithElasticsearch.shape, ...WithRedis.shape, ...WithMasterKeys.shape });
 
-await runService('index-builder', Env, async ({ env }) => {
-  const bus = await openBus(env, 'index-builder');
+await runService('index-builder', Env, async ({ env, log }) => {
+  const sealed = await openSealedBus(env, 'index-builder', 'open', { onError: (err) => log.warn({ err }, 'key store poll failed') });
+  const { bus } = sealed;
   const index = openIndex(env);
   const summaries = openSummaries(env);
   const state = openState(env);
@@ -14,7 +17,7 @@ await runService('index-builder', Env, async ({ env }) => {
   const summaryBuilder = await startSummaryBuilder({ bus, index, state, summaries });
   const targets = await startIndexTargets({ bus, index, clock: systemClock, summaries: { store: summaries, state } });
   return {
-    handle: { close: async () => { await targets.close(); await summaryBuilder.close(); await builder.close(); await bus.close(); await index.close(); await summaries.close(); await state.kv.close(); } },
+    handle: { close: async () => { await targets.close(); await summaryBuilder.close(); await builder.close(); await sealed.close(); await index.close(); await summaries.close(); await state.kv.close(); } },
     ready: async () => (await index.count().then(() => true).catch(() => false)),
   };
 });

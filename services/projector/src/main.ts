@@ -1,20 +1,21 @@
-import { DistributedEnv, WithRedis, openBus, openState, runService, systemClock } from '@gm/service-kit';
+import { DistributedEnv, WithMasterKeys, WithRedis, openSealedBus, openState, runService, systemClock } from '@gm/service-kit';
 import { startPrimaryTarget } from './primary-target.ts';
 import { startPolicyProjector } from './policy-projector.ts';
 import { startProjector } from './projector.ts';
 
 /** projector as its own process: record hash, primary content, tombstones, memory.records, policy data. */
-const Env = DistributedEnv.extend(WithRedis.shape);
+const Env = DistributedEnv.extend({ ...WithRedis.shape, ...WithMasterKeys.shape });
 
 await runService('projector', Env, async ({ env, log }) => {
-  const bus = await openBus(env, 'projector');
+  const sealed = await openSealedBus(env, 'projector', 'open', { onError: (err) => log.warn({ err }, 'key store poll failed') });
+  const { bus } = sealed;
   const state = openState(env);
   const projector = await startProjector({ bus, state, log });
   const primary = await startPrimaryTarget({ bus, state, clock: systemClock });
   const policies = await startPolicyProjector({ bus, state, log: log.child({ consumer: 'policy-projector' }) });
   return {
     handle: {
-      close: async () => { await policies.close(); await primary.close(); await projector.close(); await bus.close(); await state.kv.close(); },
+      close: async () => { await policies.close(); await primary.close(); await projector.close(); await sealed.close(); await state.kv.close(); },
     },
     ready: () => state.kv.ping(),
   };

@@ -2,7 +2,8 @@ import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import type { ReceiptKeyPair } from '@gm/policy/receipts';
 import {
-  DistributedEnv, WithElasticsearch, WithRedis, loadPolicySetOrExit, openBus, openIndex, openState, openSummaries, parseEnvOrExit, runService, systemClock,
+  DistributedEnv, WithElasticsearch, WithMasterKeys, WithRedis, loadPolicySetOrExit, openIndex, openSealedBus, openState, openSummaries, parseEnvOrExit,
+  runService, systemClock,
 } from '@gm/service-kit';
 import { startReceiptSigner } from './receipts.ts';
 import { startReceiptVerifier } from './verifier.ts';
@@ -11,6 +12,7 @@ import { startReceiptVerifier } from './verifier.ts';
 const Env = DistributedEnv.extend({
   ...WithRedis.shape,
   ...WithElasticsearch.shape,
+  ...WithMasterKeys.shape,
   /** JSON `{privateJwk, publicJwk}` (Ed25519) that signs deletion receipts, as written by generate-credentials. */
   MEMORY_RECEIPT_KEY_FILE: z.string().min(1),
   /** The broker's policy set decides the replayed reads too (see MEMORY_POLICY_DIR there). */
@@ -20,15 +22,17 @@ const policySet = loadPolicySetOrExit(parseEnvOrExit(Env, process.env, 'receipt-
 
 await runService('receipt-verifier', Env, async ({ env, log, metrics }) => {
   const keys = JSON.parse(readFileSync(env.MEMORY_RECEIPT_KEY_FILE, 'utf8')) as ReceiptKeyPair;
-  const bus = await openBus(env, 'receipt-verifier');
+  // Opens content (the replays' probes) and holds the key store: it runs the `key` target.
+  const sealed = await openSealedBus(env, 'receipt-verifier', 'open', { onError: (err) => log.warn({ err }, 'key store poll failed') });
+  const { bus } = sealed;
   const state = openState(env);
   const index = openIndex(env);
   const summaries = openSummaries(env);
-  const service = await startReceiptVerifier({ bus, index, summaries, state, clock: systemClock, policySet });
+  const service = await startReceiptVerifier({ bus, index, summaries, state, clock: systemClock, policySet, ...(sealed.keys ? { keys: sealed.keys } : {}) });
   const signer = await startReceiptSigner({ bus, state, clock: systemClock, log, metrics, keys });
   return {
     handle: {
-      close: async () => { await signer.close(); await service.close(); await bus.close(); await state.kv.close(); await index.close(); await summaries.close(); },
+      close: async () => { await signer.close(); await service.close(); await sealed.close(); await state.kv.close(); await index.close(); await summaries.close(); },
     },
     ready: () => state.kv.ping(),
   };

@@ -4,7 +4,8 @@ import { z } from 'zod';
 import { TOPICS } from '@gm/contracts';
 import type { SigningKeyPair } from '@gm/policy';
 import {
-  DistributedEnv, WithElasticsearch, WithRedis, brokerEnvShape, brokerSettingsOf, loadPolicySetOrExit, openBus, openIndex, openState, openSummaries, parseEnvOrExit,
+  DistributedEnv, WithElasticsearch, WithMasterKeys, WithRedis, brokerEnvShape, brokerSettingsOf, loadPolicySetOrExit, openIndex, openSealedBus, openState,
+  openSummaries, parseEnvOrExit,
   runService, systemClock,
 } from '@gm/service-kit';
 import { startRetrievalBroker } from './start.ts';
@@ -14,6 +15,7 @@ const Env = DistributedEnv.extend({
   ...WithRedis.shape,
   ...WithElasticsearch.shape,
   ...brokerEnvShape,
+  ...WithMasterKeys.shape,
   /** JSON `{privateJwk, publicJwk}` (Ed25519), as written by the embedded runtime or the stack launcher. */
   MEMORY_SIGNING_KEY_FILE: z.string().min(1),
   MEMORY_ISSUER_CREDENTIAL_FILE: z.string().min(1),
@@ -27,7 +29,9 @@ await runService('retrieval-broker', Env, async ({ env, log, metrics }) => {
   const signing = JSON.parse(readFileSync(env.MEMORY_SIGNING_KEY_FILE, 'utf8')) as SigningKeyPair;
   const issuerCredential = readFileSync(env.MEMORY_ISSUER_CREDENTIAL_FILE, 'utf8').trim();
   if (issuerCredential.length < 32) throw new Error('MEMORY_ISSUER_CREDENTIAL_FILE must hold at least 32 characters');
-  const bus = await openBus(env, `retrieval-broker-${env.MEMORY_INSTANCE_ID}`);
+  // The edge seals the content of the commands it sends; it reads no content from the log.
+  const sealed = await openSealedBus(env, `retrieval-broker-${env.MEMORY_INSTANCE_ID}`, 'edge');
+  const { bus } = sealed;
   const state = openState(env);
   const index = openIndex(env);
   const summaries = openSummaries(env);
@@ -39,7 +43,7 @@ await runService('retrieval-broker', Env, async ({ env, log, metrics }) => {
   });
   process.stderr.write(`retrieval-broker listening on ${broker.url}\n`);
   return {
-    handle: { close: async () => { await broker.close(); await bus.close(); await state.kv.close(); await index.close(); await summaries.close(); } },
+    handle: { close: async () => { await broker.close(); await sealed.close(); await state.kv.close(); await index.close(); await summaries.close(); } },
     ready: async () => (await state.kv.ping()) && (await index.count().then(() => true, () => false)),
   };
 });

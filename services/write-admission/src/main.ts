@@ -1,16 +1,19 @@
-import { DistributedEnv, duration, openBus, runService, ttlPolicyOf, ttlShape } from '@gm/service-kit';
+import { DistributedEnv, WithMasterKeys, duration, openSealedBus, runService, ttlPolicyOf, ttlShape } from '@gm/service-kit';
 import { startWriteAdmission } from './admission.ts';
 
 /** write-admission as its own process: the single writer of memory.events (design §4). */
-const Env = DistributedEnv.extend({ MEMORY_IDEMPOTENCY_WINDOW: duration('24h'), ...ttlShape });
+const Env = DistributedEnv.extend({ MEMORY_IDEMPOTENCY_WINDOW: duration('24h'), ...ttlShape, ...WithMasterKeys.shape });
 
 await runService('write-admission', Env, async ({ env, log, metrics }) => {
-  const bus = await openBus(env, 'write-admission');
+  // The only service that creates keys, so the one that re-wraps KEKs after a master-key rotation.
+  const sealed = await openSealedBus(env, 'write-admission', 'open', { rotate: true, onError: (err) => log.warn({ err }, 'key store poll failed') });
+  if (sealed.rotation) log.info({ ...sealed.rotation }, 'subject keys re-wrapped with the active master key');
+  const { bus } = sealed;
   const service = await startWriteAdmission({
     bus, log, metrics, decide: { ttl: ttlPolicyOf(env), idempotencyWindowMs: env.MEMORY_IDEMPOTENCY_WINDOW },
   });
   return {
-    handle: { close: async () => { await service.close(); await bus.close(); } },
+    handle: { close: async () => { await service.close(); await sealed.close(); } },
     ready: async () => (await bus.endOffsets('memory.events')).length > 0,
   };
 });

@@ -10,7 +10,7 @@ import { partitionForKey } from '../embedded/partitioner.ts';
 import type { TopicSpec } from '../port.ts';
 import { unknownTopic, type Namespace } from './kafka-codec.ts';
 
-type Wanted = Map<string, { partitions: number; compacted: boolean }>;
+type Wanted = Map<string, { partitions: number; compacted: boolean; config?: Record<string, string> }>;
 
 export class Topics {
   private readonly counts = new Map<string, number>();
@@ -28,7 +28,7 @@ export class Topics {
       if (!Number.isInteger(spec.partitions) || spec.partitions < 1) {
         throw new GovernedMemoryError('MEM_VALIDATION', `topic "${spec.name}": partitions must be a positive integer`);
       }
-      wanted.set(spec.name, { partitions: spec.partitions, compacted: spec.compacted === true });
+      wanted.set(spec.name, { partitions: spec.partitions, compacted: spec.compacted === true, ...(spec.config ? { config: spec.config } : {}) });
       // Dead letters are never compacted: two poison messages with one key must both stay.
       if (!wanted.has(`${spec.name}.dlq`)) wanted.set(`${spec.name}.dlq`, { partitions: spec.partitions, compacted: false });
     }
@@ -92,7 +92,10 @@ export class Topics {
         topics: missing.map(([name, spec]) => ({
           topic: this.ns.topic(name),
           numPartitions: spec.partitions,
-          configEntries: spec.compacted ? [{ name: 'cleanup.policy', value: 'compact' }] : [],
+          configEntries: [
+            ...(spec.compacted ? [{ name: 'cleanup.policy', value: 'compact' }] : []),
+            ...Object.entries(spec.config ?? {}).map(([name, value]) => ({ name, value })),
+          ],
         })),
       });
       for (const [name, spec] of missing) this.record(name, spec.partitions);

@@ -1,13 +1,13 @@
 import { GovernedMemoryError } from '@gm/contracts';
-import type { Bus, ConsumedMessage, TopicSpec } from '@gm/bus';
+import { keysTopicSpec, type Bus, type ConsumedMessage } from '@gm/bus';
+import { TOPICS } from '@gm/contracts';
 import { z } from 'zod';
 import { WrappedKey } from '../keys.ts';
 import type { KeyLookup, KeyStore } from '../key-store.ts';
 import { checkPut, Listeners } from '../key-store-shared.ts';
 
-export const KEYS_TOPIC = 'memory.keys';
-
-export const keysTopicSpec = (partitions: number): TopicSpec => ({ name: KEYS_TOPIC, partitions, compacted: true });
+export const KEYS_TOPIC = TOPICS.keys;
+export { keysTopicSpec };
 
 /*
  * The Bus port JSON-encodes every value, so `value: null` is the four bytes "null", not a Kafka
