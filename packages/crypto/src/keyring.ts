@@ -84,6 +84,12 @@ export class Keyring {
   private readonly cache = new Map<string, CacheEntry>();
   /** Destroyed ids seen, so a fetch that raced a tombstone cannot put the key back in the cache. */
   private readonly destroyed = new Set<string>();
+  /**
+   * Get-or-create calls in flight, by key id. The store has no compare-and-set: two concurrent
+   * callers (sealedBus seals a batch with Promise.all) would each create and put a key, the last
+   * put wins, and whatever the other sealed could never be opened again.
+   */
+  private readonly creating = new Map<string, Promise<SecretKey>>();
   private readonly unsubscribe: () => void;
   private masters: Map<string, Buffer>;
   private activeMaster: string;
@@ -119,13 +125,15 @@ export class Keyring {
     const kid = dataKeyId(ref.tenantId, ref.recordId, ref.generation ?? 1);
     const cached = this.cached(kid);
     if (cached !== undefined) return cached;
-    const found = await this.store.get(kid);
-    if (found.status === 'destroyed') throw destroyedError(kid);
-    if (found.status === 'present') return this.unwrapDataKey(found.wrapped);
-    const kek = await this.kekById(kekId(ref.tenantId, ref.subjectId, ref.kekGeneration ?? 1), true);
-    const dataKey = generateKey(kid);
-    await this.store.put(kid, wrapKey('dk', dataKey, kek));
-    return this.remember(dataKey, kek.kid);
+    return this.singleFlight(kid, async () => {
+      const found = await this.store.get(kid);
+      if (found.status === 'destroyed') throw destroyedError(kid);
+      if (found.status === 'present') return this.unwrapDataKey(found.wrapped);
+      const kek = await this.kekById(kekId(ref.tenantId, ref.subjectId, ref.kekGeneration ?? 1), true);
+      const dataKey = generateKey(kid);
+      await this.store.put(kid, wrapKey('dk', dataKey, kek));
+      return this.remember(dataKey, kek.kid);
+    });
   }
 
   /** A data key by id (what an envelope names); never creates one. */
@@ -197,13 +205,25 @@ export class Keyring {
   private async kekById(kid: string, create = false): Promise<SecretKey> {
     const cached = this.cached(kid);
     if (cached !== undefined) return cached;
-    const found = await this.store.get(kid);
-    if (found.status === 'destroyed') throw destroyedError(kid);
-    if (found.status === 'present') return this.remember(unwrapKey(found.wrapped, this.master(found.wrapped.wrappedBy)), undefined);
-    if (!create) throw new CryptoError('KEY_MISSING', `KEK ${kid} is not in the key store`);
-    const kek = generateKey(kid);
-    await this.store.put(kid, wrapKey('kek', kek, this.master(this.activeMaster)));
-    return this.remember(kek, undefined);
+    const load = async (): Promise<SecretKey> => {
+      const found = await this.store.get(kid);
+      if (found.status === 'destroyed') throw destroyedError(kid);
+      if (found.status === 'present') return this.remember(unwrapKey(found.wrapped, this.master(found.wrapped.wrappedBy)), undefined);
+      if (!create) throw new CryptoError('KEY_MISSING', `KEK ${kid} is not in the key store`);
+      const kek = generateKey(kid);
+      await this.store.put(kid, wrapKey('kek', kek, this.master(this.activeMaster)));
+      return this.remember(kek, undefined);
+    };
+    return create ? this.singleFlight(kid, load) : load();
+  }
+
+  /** Joins a get-or-create of `kid` already in flight instead of racing it with a second key. */
+  private singleFlight(kid: string, run: () => Promise<SecretKey>): Promise<SecretKey> {
+    const inflight = this.creating.get(kid);
+    if (inflight !== undefined) return inflight;
+    const started = run().finally(() => this.creating.delete(kid));
+    this.creating.set(kid, started);
+    return started;
   }
 
   private async unwrapDataKey(wrapped: WrappedKey): Promise<SecretKey> {

@@ -1,0 +1,342 @@
+/**
+ * The content codec: what memory.commands and memory.events carry in place of content (an
+ * envelope), and what each kind of service reads back (plaintext, ERASED_CONTENT once a key is
+ * destroyed, SEALED_CONTENT without keys). Key stores are SQLite `:memory:`, one per test.
+ */
+import { randomBytes } from 'node:crypto';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import type { OutgoingMessage } from '@gm/bus';
+import {
+  ERASED_CONTENT, MemoryPromoted, MemoryWritten, SEALED_CONTENT, TOPICS, WriteMemory,
+  type EventOf, type CommandOf,
+} from '@gm/contracts';
+import { createSqliteKeyStore } from '../embedded/sqlite-key-store.ts';
+import { Envelope } from '../envelope.ts';
+import type { KeyStore } from '../key-store.ts';
+import { openKeyring, type Keyring } from '../keyring.ts';
+import { kekId } from '../keys.ts';
+import { masterKeys, type MasterKeys } from '../master-keys.ts';
+import { ContentCodec } from './content-codec.ts';
+
+const A = randomBytes(32);
+const B = randomBytes(32);
+const onlyA = masterKeys('A', new Map([['A', A]]));
+const onlyB = masterKeys('B', new Map([['B', B]]));
+const bothActiveB = masterKeys('B', new Map([['A', A], ['B', B]]));
+
+const TENANT = 't1';
+const SUBJECT = 'alice@example.com';
+const T0 = '2025-03-01T09:00:00.000Z';
+const SECRET = 'Alice\'s passport number is X4471-secret';
+const HASH = 'ab'.repeat(32);
+const ACTOR = { agentId: 'agent-notes', principalId: 'person-ana', principalKind: 'person', runId: 'run-1', purpose: 'support' } as const;
+
+const metadata = (over: { tenantId?: string; subjectId?: string } = {}) => ({
+  commandId: 'cmd-1', tenantId: over.tenantId ?? TENANT, subjectId: over.subjectId ?? SUBJECT, actor: ACTOR, now: T0, policyRevision: 0,
+});
+
+const recordMeta = (id: string, version: number, over: { tenantId?: string; subjectId?: string } = {}) => ({
+  id, tenantId: over.tenantId ?? TENANT, agentId: ACTOR.agentId, subjectId: over.subjectId ?? SUBJECT,
+  owner: { principalId: ACTOR.principalId, kind: 'person' as const }, resource: { kind: 'project' as const, id: 'apollo' },
+  visibility: 'private' as const, sensitivity: 'normal' as const, purposes: ['support'], kind: 'fact' as const,
+  contentHash: HASH, provenance: [{ source: 'user' as const, observedAt: T0 }], trust: 'trusted' as const, confidence: 0.8,
+  createdAt: T0, expiresAt: '2025-04-01T09:00:00.000Z', version, status: 'active' as const, policyRevision: 0,
+});
+
+// Every message is parsed with its contract schema, so the codec is tested on real shapes.
+const writeCommand = (id: string, content = SECRET, over: { tenantId?: string } = {}): OutgoingMessage => ({
+  topic: TOPICS.commands,
+  key: `${TENANT}/${SUBJECT}`,
+  value: WriteMemory.parse({
+    type: 'WriteMemory',
+    data: {
+      id, expectedVersion: 0, owner: { principalId: ACTOR.principalId, kind: 'person' }, resource: { kind: 'project', id: 'apollo' },
+      visibility: 'private', sensitivity: 'normal', purposes: ['support'], kind: 'fact', content, contentHash: HASH,
+      provenance: [{ source: 'user', observedAt: T0 }], trust: 'trusted', confidence: 0.8,
+    },
+    metadata: metadata(over),
+  }),
+});
+
+const written = (
+  id: string, options: { version?: number; content?: string; keyGeneration?: number; tenantId?: string; subjectId?: string } = {},
+): OutgoingMessage => ({
+  topic: TOPICS.events,
+  key: `${TENANT}/${SUBJECT}`,
+  value: MemoryWritten.parse({
+    type: 'MemoryWritten',
+    data: {
+      record: { ...recordMeta(id, options.version ?? 1, options), content: options.content ?? `${SECRET} (${id})` },
+      ...(options.keyGeneration === undefined ? {} : { keyGeneration: options.keyGeneration }),
+    },
+    metadata: { ...metadata(options), eventId: `evt-${id}` },
+  }),
+});
+
+const promoted = (id: string, version: number, content = `${SECRET} (${id}, promoted)`): OutgoingMessage => ({
+  topic: TOPICS.events,
+  key: `${TENANT}/${SUBJECT}`,
+  value: MemoryPromoted.parse({
+    type: 'MemoryPromoted',
+    data: { id, version, visibility: 'team', trust: 'verified', record: { ...recordMeta(id, version), visibility: 'team', trust: 'verified' }, content },
+    metadata: { ...metadata(), eventId: `evt-${id}-p` },
+  }),
+});
+
+/** Frozen all the way down: any write to an input throws (ESM is strict mode). */
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null) {
+    for (const child of Object.values(value)) deepFreeze(child);
+    Object.freeze(value);
+  }
+  return value;
+}
+
+const commandContent = (value: unknown): unknown => (value as CommandOf<'WriteMemory'>).data.content;
+const writtenContent = (value: unknown): unknown => (value as EventOf<'MemoryWritten'>).data.record.content;
+const promotedContent = (value: unknown): unknown => (value as EventOf<'MemoryPromoted'>).data.content;
+/** A copy of a command or event value with its content replaced (an envelope moved, garbage put in). */
+function withContent(value: unknown, slot: 'command' | 'written' | 'promoted', content: unknown): unknown {
+  const copy = structuredClone(value) as { data: { content?: unknown; record: { content?: unknown } } };
+  if (slot === 'written') copy.data.record.content = content;
+  else copy.data.content = content;
+  return copy;
+}
+
+async function keyring(keys: MasterKeys = onlyA, store?: KeyStore): Promise<{ keyring: Keyring; store: KeyStore }> {
+  const own = store ?? createSqliteKeyStore({ file: ':memory:' });
+  if (store === undefined) onTestFinished(() => own.close());
+  const ring = await openKeyring({ masterKeys: keys, store: own });
+  onTestFinished(() => ring.close());
+  return { keyring: ring, store: own };
+}
+
+async function openCodec(keys: MasterKeys = onlyA): Promise<{ codec: ContentCodec; keyring: Keyring; store: KeyStore }> {
+  const k = await keyring(keys);
+  return { ...k, codec: new ContentCodec({ mode: 'open', masterKeys: keys, keyring: k.keyring }) };
+}
+
+const reason = (r: string) => expect.objectContaining({ reason: r });
+const code = (c: string) => expect.objectContaining({ code: c });
+
+describe('ContentCodec: WriteMemory commands (transit key)', () => {
+  it('seals the content with the active transit key; the rest of the command is untouched; open gives the original back', async () => {
+    const codec = new ContentCodec({ mode: 'open', masterKeys: onlyA });
+    const message = deepFreeze(writeCommand('r1'));
+    const original = structuredClone(message);
+    const sealed = await codec.seal(message);
+    expect(JSON.stringify(sealed)).not.toContain('passport');
+    const envelope = Envelope.parse(commandContent(sealed.value));
+    expect(envelope.kid).toBe('tk:A');
+    expect(withContent(sealed.value, 'command', SECRET)).toEqual(original.value);
+    expect({ ...sealed, value: undefined }).toEqual({ ...original, value: undefined });
+    expect(await codec.open(TOPICS.commands, sealed.value)).toEqual(original.value);
+    // The input was neither mutated nor reused.
+    expect(message).toEqual(original);
+  });
+
+  it('opens after a master-key rotation while the old key is configured, and names the missing key once it is not', async () => {
+    const sealed = await new ContentCodec({ mode: 'open', masterKeys: onlyA }).seal(writeCommand('r1'));
+    const rotated = new ContentCodec({ mode: 'open', masterKeys: bothActiveB });
+    expect(commandContent(await rotated.open(TOPICS.commands, sealed.value))).toBe(SECRET);
+    // New commands are sealed with the new active key.
+    expect(Envelope.parse(commandContent((await rotated.seal(writeCommand('r2'))).value)).kid).toBe('tk:B');
+    const withoutA = new ContentCodec({ mode: 'open', masterKeys: onlyB });
+    await expect(withoutA.open(TOPICS.commands, sealed.value)).rejects.toEqual(reason('MASTER_KEY_MISMATCH'));
+  });
+
+  it('a sealed command cannot be moved onto another record id, subject or tenant', async () => {
+    const codec = new ContentCodec({ mode: 'open', masterKeys: onlyA });
+    const sealed = (await codec.seal(writeCommand('r1'))).value;
+    const envelope = commandContent(sealed);
+    const elsewhere = [
+      withContent((await codec.seal(writeCommand('r2', 'other'))).value, 'command', envelope),
+      withContent((await codec.seal(writeCommand('r1', 'other', { tenantId: 't2' }))).value, 'command', envelope),
+    ];
+    const otherSubject = structuredClone(sealed) as { metadata: { subjectId: string } };
+    otherSubject.metadata.subjectId = 'bob';
+    for (const value of [...elsewhere, otherSubject]) {
+      await expect(codec.open(TOPICS.commands, value)).rejects.toEqual(reason('AUTH_FAILED'));
+    }
+  });
+
+  it('a service without master keys can neither seal nor open command content', async () => {
+    const sealed = await new ContentCodec({ mode: 'open', masterKeys: onlyA }).seal(writeCommand('r1'));
+    const keyless = new ContentCodec({ mode: 'open' });
+    await expect(keyless.seal(writeCommand('r2'))).rejects.toEqual(code('MEM_INTERNAL'));
+    await expect(keyless.open(TOPICS.commands, sealed.value)).rejects.toEqual(code('MEM_INTERNAL'));
+  });
+});
+
+describe('ContentCodec: MemoryWritten / MemoryPromoted events (per-record data keys)', () => {
+  it('round-trips both events; a second service on the same key store reads them too', async () => {
+    const { codec, store } = await openCodec();
+    const messages = [written('r1'), promoted('r1', 2), written('r2', { version: 3 })].map(deepFreeze);
+    const originals = messages.map((m) => structuredClone(m));
+    const sealed = await Promise.all(messages.map((m) => codec.seal(m)));
+    expect(JSON.stringify(sealed)).not.toContain('passport');
+    expect(Envelope.parse(writtenContent(sealed[0]?.value)).kid).toBe('dk:t1/r1/1');
+    expect(Envelope.parse(promotedContent(sealed[1]?.value)).kid).toBe('dk:t1/r1/1');
+    expect(Envelope.parse(writtenContent(sealed[2]?.value)).kid).toBe('dk:t1/r2/1');
+    expect(messages).toEqual(originals);
+
+    const other = await keyring(onlyA, store);
+    const reader = new ContentCodec({ mode: 'open', keyring: other.keyring });
+    for (const [i, s] of sealed.entries()) {
+      expect(await codec.open(TOPICS.events, s.value)).toEqual(originals[i]?.value);
+      expect(await reader.open(TOPICS.events, s.value)).toEqual(originals[i]?.value);
+    }
+  });
+
+  it('content of one subject sealed at once (a batch) stays readable: one KEK, one data key per record', async () => {
+    // Regression: concurrent first uses each created a KEK / data key and the last put won,
+    // leaving the other envelopes unreadable for good.
+    const { codec, store } = await openCodec();
+    const batch = [written('r1'), promoted('r1', 2), written('r2'), written('r3'), promoted('r3', 2)];
+    const sealed = await Promise.all(batch.map((m) => codec.seal(m)));
+    const all = await store.all();
+    expect(all.filter((w) => w.kind === 'kek').map((w) => w.kid)).toEqual([kekId(TENANT, SUBJECT, 1)]);
+    expect(all.filter((w) => w.kind === 'dk').map((w) => w.kid).sort()).toEqual(['dk:t1/r1/1', 'dk:t1/r2/1', 'dk:t1/r3/1']);
+    const reader = new ContentCodec({ mode: 'open', keyring: (await keyring(onlyA, store)).keyring });
+    for (const [i, s] of sealed.entries()) {
+      expect(await codec.open(TOPICS.events, s.value)).toEqual(batch[i]?.value);
+      expect(await reader.open(TOPICS.events, s.value)).toEqual(batch[i]?.value);
+    }
+  });
+
+  it('an envelope moved onto another record id, version or tenant fails AUTH_FAILED', async () => {
+    const { codec } = await openCodec();
+    const envelope = writtenContent((await codec.seal(written('r1'))).value);
+    const moved = [
+      withContent((await codec.seal(written('r2'))).value, 'written', envelope),
+      withContent((await codec.seal(written('r1', { version: 2 }))).value, 'written', envelope),
+      withContent((await codec.seal(written('r1', { tenantId: 't2' }))).value, 'written', envelope),
+      withContent((await codec.seal(written('r1', { subjectId: 'bob' }))).value, 'written', envelope),
+      withContent((await codec.seal(promoted('r1', 2))).value, 'promoted', envelope),
+    ];
+    for (const value of moved) await expect(codec.open(TOPICS.events, value)).rejects.toEqual(reason('AUTH_FAILED'));
+  });
+
+  it('a deleted record (data key destroyed) reads as ERASED_CONTENT; its sibling stays readable', async () => {
+    const { codec, keyring: ring, store } = await openCodec();
+    const [r1, r1p, r2] = await Promise.all([written('r1'), promoted('r1', 2), written('r2')].map((m) => codec.seal(m)));
+    await ring.destroyDataKey(TENANT, 'r1');
+    const fresh = new ContentCodec({ mode: 'open', keyring: (await keyring(onlyA, store)).keyring });
+    for (const c of [codec, fresh]) {
+      expect(writtenContent(await c.open(TOPICS.events, r1?.value))).toBe(ERASED_CONTENT);
+      expect(promotedContent(await c.open(TOPICS.events, r1p?.value))).toBe(ERASED_CONTENT);
+      expect(writtenContent(await c.open(TOPICS.events, r2?.value))).toBe(`${SECRET} (r2)`);
+    }
+  });
+
+  it('a forgotten subject (its KEK generation destroyed) reads as ERASED_CONTENT; another generation or subject does not', async () => {
+    const { codec, keyring: ring } = await openCodec();
+    const [r1, r2, bob] = await Promise.all(
+      [written('r1'), written('r2', { version: 4 }), written('b1', { subjectId: 'bob' })].map((m) => codec.seal(m)),
+    );
+    // Destroying generation 2, which never protected these records, erases nothing.
+    await ring.forgetSubject(TENANT, SUBJECT, 2);
+    expect(writtenContent(await codec.open(TOPICS.events, r1?.value))).toBe(`${SECRET} (r1)`);
+    await ring.forgetSubject(TENANT, SUBJECT, 1);
+    expect(writtenContent(await codec.open(TOPICS.events, r1?.value))).toBe(ERASED_CONTENT);
+    expect(writtenContent(await codec.open(TOPICS.events, r2?.value))).toBe(ERASED_CONTENT);
+    expect(writtenContent(await codec.open(TOPICS.events, bob?.value))).toBe(`${SECRET} (b1)`);
+  });
+
+  it('keyGeneration 2 seals under a different KEK: forgetting generation 1 leaves the generation-2 record readable', async () => {
+    const { codec, keyring: ring, store } = await openCodec();
+    const gen1 = await codec.seal(written('r1'));
+    const gen2 = await codec.seal(written('r2', { keyGeneration: 2 }));
+    const wrappedBy = async (kid: string) => {
+      const found = await store.get(kid);
+      return found.status === 'present' ? found.wrapped.wrappedBy : found.status;
+    };
+    expect(await wrappedBy('dk:t1/r1/1')).toBe(kekId(TENANT, SUBJECT, 1));
+    expect(await wrappedBy('dk:t1/r2/1')).toBe(kekId(TENANT, SUBJECT, 2));
+    await ring.forgetSubject(TENANT, SUBJECT, 1);
+    expect(writtenContent(await codec.open(TOPICS.events, gen1.value))).toBe(ERASED_CONTENT);
+    expect(await codec.open(TOPICS.events, gen2.value)).toEqual(written('r2', { keyGeneration: 2 }).value);
+  });
+
+  it('a service without a keyring cannot write event content (no plaintext reaches the log)', async () => {
+    const codec = new ContentCodec({ mode: 'open', masterKeys: onlyA });
+    await expect(codec.seal(written('r1'))).rejects.toEqual(code('MEM_INTERNAL'));
+  });
+});
+
+describe('ContentCodec: redact mode', () => {
+  it('reads SEALED_CONTENT for commands and events, holding no keys', async () => {
+    const { codec } = await openCodec();
+    const sealed = await Promise.all([writeCommand('r1'), written('r1'), promoted('r1', 2)].map((m) => codec.seal(m)));
+    const redact = new ContentCodec({ mode: 'redact' });
+    const [command, event, promotion] = await Promise.all(sealed.map((s) => redact.open(s.topic, deepFreeze(s.value))));
+    expect(commandContent(command)).toBe(SEALED_CONTENT);
+    expect(writtenContent(event)).toBe(SEALED_CONTENT);
+    expect(promotedContent(promotion)).toBe(SEALED_CONTENT);
+    // Everything but the content is still there for a metadata-only service.
+    expect(withContent(event, 'written', writtenContent(written('r1').value))).toEqual(written('r1').value);
+  });
+
+  it('cannot seal content: a redact service sending content fails instead of writing it in the clear', async () => {
+    const redact = new ContentCodec({ mode: 'redact' });
+    await expect(redact.seal(writeCommand('r1'))).rejects.toEqual(code('MEM_INTERNAL'));
+    await expect(redact.seal(written('r1'))).rejects.toEqual(code('MEM_INTERNAL'));
+  });
+});
+
+describe('ContentCodec: messages it leaves alone', () => {
+  const withoutContent = (value: unknown): unknown => {
+    const { content: _dropped, ...data } = (value as EventOf<'MemoryPromoted'>).data;
+    return { ...(value as EventOf<'MemoryPromoted'>), data };
+  };
+  const untouched: Array<[string, string, unknown]> = [
+    ['another topic', TOPICS.replies, { type: 'WriteMemory', data: { id: 'r1', content: SECRET }, metadata: metadata() }],
+    ['a dead-letter topic', `${TOPICS.commands}.dlq`, writeCommand('r1').value],
+    ['a WriteMemory on memory.events', TOPICS.events, writeCommand('r1').value],
+    ['a MemoryWritten on memory.commands', TOPICS.commands, written('r1').value],
+    ['another command type', TOPICS.commands, { type: 'PromoteMemory', data: { id: 'r1', expectedVersion: 1 }, metadata: metadata() }],
+    ['another event type', TOPICS.events, { type: 'MemoryExpired', data: { id: 'r1', version: 2 }, metadata: { ...metadata(), eventId: 'e' } }],
+    ['null', TOPICS.commands, null],
+    ['a string', TOPICS.events, SECRET],
+    ['an array', TOPICS.commands, [writeCommand('r1').value]],
+    ['no metadata', TOPICS.commands, { type: 'WriteMemory', data: { id: 'r1', content: SECRET } }],
+    ['no tenant', TOPICS.commands, { type: 'WriteMemory', data: { id: 'r1', content: SECRET }, metadata: { subjectId: SUBJECT } }],
+    ['a command without an id', TOPICS.commands, { type: 'WriteMemory', data: { content: SECRET }, metadata: metadata() }],
+    ['a MemoryWritten without a record version', TOPICS.events, { type: 'MemoryWritten', data: { record: { id: 'r1', content: SECRET } }, metadata: metadata() }],
+    ['a MemoryPromoted without content', TOPICS.events, withoutContent(promoted('r1', 2).value)],
+  ];
+
+  it.each(untouched)('%s passes seal and open unchanged', async (_name, topic, raw) => {
+    const { codec } = await openCodec();
+    const value = deepFreeze(structuredClone(raw));
+    const message = deepFreeze({ topic, key: 'k', value });
+    expect(await codec.seal(message)).toBe(message);
+    expect(await codec.open(topic, value)).toBe(value);
+    expect(await new ContentCodec({ mode: 'redact' }).open(topic, value)).toBe(value);
+    expect(value).toEqual(raw);
+  });
+
+  it('plaintext content (a log written before issue 7) opens as it is', async () => {
+    const { codec } = await openCodec();
+    for (const message of [writeCommand('r1'), written('r1'), promoted('r1', 2)]) {
+      const value = deepFreeze(structuredClone(message.value));
+      expect(await codec.open(message.topic, value)).toBe(value);
+    }
+  });
+
+  it('content that is neither text nor an envelope fails MEM_VALIDATION, in either mode', async () => {
+    const { codec } = await openCodec();
+    const valid = Envelope.parse(commandContent((await codec.seal(writeCommand('r1'))).value));
+    const garbage = [{ ...valid, v: 2 }, { ...valid, iv: 'short' }, { ...valid, extra: 1 }, { kid: 'tk:A' }, {}];
+    for (const content of garbage) {
+      for (const [topic, value] of [
+        [TOPICS.commands, withContent(writeCommand('r1').value, 'command', content)],
+        [TOPICS.events, withContent(written('r1').value, 'written', content)],
+        [TOPICS.events, withContent(promoted('r1', 2).value, 'promoted', content)],
+      ] as const) {
+        await expect(codec.open(topic, value)).rejects.toEqual(code('MEM_VALIDATION'));
+        await expect(new ContentCodec({ mode: 'redact' }).open(topic, value)).rejects.toEqual(code('MEM_VALIDATION'));
+      }
+    }
+  });
+});
