@@ -18,15 +18,27 @@ const records = new Map([['m-1', { contentHash: 'b'.repeat(64) } as RecordMeta]]
 const now = new Date('2026-11-30T08:00:03.000Z');
 
 describe('buildReceipt: what a finished job may claim', () => {
-  it('a verified delete is purged; hashes come from the record state; the event log is named', () => {
-    const r = buildReceipt(job(), records, now);
+  it('a verified delete whose keys were destroyed is purged; hashes come from the record state; the event log holds no content', () => {
+    const keyEvidence = {
+      target: 'key', status: 'done' as const, completedAt: '2026-11-30T08:00:02.500Z', verifier: 'receipt-verifier',
+      ref: 'data_keys=2;keks=0;keks_kept=0;events=2;undecryptable=2',
+    };
+    const r = buildReceipt(job({ targets: ['primary', 'keyword', 'key'], evidence: [...job().evidence, keyEvidence] }), records, now);
     expect(r).toMatchObject({
       receiptId: receiptIdOf('acme', 'job-1'), status: 'verified', retention: 'purged', completedAt: '2026-11-30T08:00:02.000Z',
       contentHashes: [{ recordId: 'm-1', sha256: 'b'.repeat(64) }, { recordId: 'm-2', sha256: null }],
-      replay: { probes: 10, ref: 'probes=10;findings=0', attempts: 1, findings: [] }, eventLog: { holdsContent: true },
+      replay: { probes: 10, ref: 'probes=10;findings=0', attempts: 1, findings: [] }, eventLog: { holdsContent: false },
     });
-    expect(r.targets.map((t) => t.target)).toEqual(['primary', 'keyword']);
+    expect(r.targets.map((t) => `${t.target}:${t.status}`)).toEqual(['primary:done', 'keyword:done', 'key:done']);
     expect(r.retentionReason).toBeUndefined();
+  });
+
+  it('never says purged while a key that opens the event log exists', () => {
+    const r = buildReceipt(job(), records, now);
+    expect(r).toMatchObject({
+      status: 'verified', retention: 'access_revoked_retained', eventLog: { holdsContent: true },
+      retentionReason: 'the event log still holds the content: no key was destroyed',
+    });
   });
 
   it('a revocation, a legal hold and a failed job are access_revoked_retained, with the reason', () => {

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Bus, ConsumedMessage, ProcessContext } from '@gm/bus';
 import {
-  GovernedMemoryError, Id, MemoryCommand, MemoryEvent, TOPICS, dlqTopic, isGovernedMemoryError, subjectKey,
+  GovernedMemoryError, Id, MemoryCommand, MemoryEvent, TOPICS, dlqTopic, isGovernedMemoryError, isUnreadableContent, subjectKey,
   type CommandReply, type ServiceHandle,
 } from '@gm/contracts';
 import { decide, evolve, initialState, type DecideContext, type SubjectState } from '@gm/domain';
@@ -81,6 +81,8 @@ export class WriteAdmission {
       if (command.type === 'WriteMemory') {
         const hash = createHash('sha256').update(command.data.content, 'utf8').digest('hex');
         if (hash !== command.data.contentHash) throw new GovernedMemoryError('MEM_VALIDATION', 'contentHash does not match the content');
+        // The markers consumers see in place of unreadable content can never be real content.
+        if (isUnreadableContent(command.data.content)) throw new GovernedMemoryError('MEM_VALIDATION', 'content uses a reserved value');
       }
       const decision = decide(command, state, this.deps.decide);
       ctx.send(decision.events.map((e) => ({ topic: TOPICS.events, key, value: e })));

@@ -32,7 +32,9 @@ interface ContentSlot {
 }
 
 /** Finds the content slot of a command or event value (after a shallow copy along the path); undefined when none. */
-function contentSlot(topic: string, value: unknown): { root: Json; slot: ContentSlot } | undefined {
+function contentSlot(messageTopic: string, value: unknown): { root: Json; slot: ContentSlot } | undefined {
+  // A dead letter keeps its topic's content rules: whatever a handler forwards there is sealed too.
+  const topic = messageTopic.endsWith('.dlq') ? messageTopic.slice(0, -'.dlq'.length) : messageTopic;
   if (!isObject(value) || !isObject(value.data) || !isObject(value.metadata)) return undefined;
   const meta = value.metadata;
   const tenantId = meta.tenantId;
@@ -74,7 +76,7 @@ export class ContentCodec {
     if (found === undefined || typeof found.slot.holder.content !== 'string') return message;
     const { holder, aad, kekGeneration } = found.slot;
     const plaintext = holder.content as string;
-    if (message.topic === TOPICS.commands) {
+    if (message.topic.startsWith(TOPICS.commands)) {
       holder.content = encryptContent(plaintext, this.transitKeys('seal a command').active(), aad);
     } else {
       const keyring = this.options.keyring;
@@ -99,7 +101,7 @@ export class ContentCodec {
       holder.content = SEALED_CONTENT;
       return found.root;
     }
-    if (topic === TOPICS.commands) {
+    if (topic.startsWith(TOPICS.commands)) {
       holder.content = decryptContent(envelope.data, this.transitKeys('open a command').byId(envelope.data.kid), aad);
       return found.root;
     }

@@ -291,7 +291,6 @@ describe('ContentCodec: messages it leaves alone', () => {
   };
   const untouched: Array<[string, string, unknown]> = [
     ['another topic', TOPICS.replies, { type: 'WriteMemory', data: { id: 'r1', content: SECRET }, metadata: metadata() }],
-    ['a dead-letter topic', `${TOPICS.commands}.dlq`, writeCommand('r1').value],
     ['a WriteMemory on memory.events', TOPICS.events, writeCommand('r1').value],
     ['a MemoryWritten on memory.commands', TOPICS.commands, written('r1').value],
     ['another command type', TOPICS.commands, { type: 'PromoteMemory', data: { id: 'r1', expectedVersion: 1 }, metadata: metadata() }],
@@ -305,6 +304,14 @@ describe('ContentCodec: messages it leaves alone', () => {
     ['a MemoryWritten without a record version', TOPICS.events, { type: 'MemoryWritten', data: { record: { id: 'r1', content: SECRET } }, metadata: metadata() }],
     ['a MemoryPromoted without content', TOPICS.events, withoutContent(promoted('r1', 2).value)],
   ];
+
+  it('seals what is forwarded to a dead-letter topic like its topic, and opens it again', async () => {
+    const codec = new ContentCodec({ mode: 'open', masterKeys: onlyA });
+    const dlq = { ...writeCommand('r1'), topic: `${TOPICS.commands}.dlq` };
+    const sealed = await codec.seal(dlq);
+    expect(JSON.stringify(sealed.value)).not.toContain(SECRET);
+    expect(await codec.open(dlq.topic, sealed.value)).toEqual(dlq.value);
+  });
 
   it.each(untouched)('%s passes seal and open unchanged', async (_name, topic, raw) => {
     const { codec } = await openCodec();
