@@ -3,8 +3,27 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startStack, type Stack } from '@gm/distributed';
-import { DistributedEnv, WithElasticsearch, WithRedis, openIndex, openState } from '@gm/service-kit';
+import { existsSync, readdirSync } from 'node:fs';
+import { createKafkaBus } from '@gm/bus';
+import { TOPICS } from '@gm/contracts';
+import { loadMasterKeys, openBusKeyStore, openContentCrypto } from '@gm/crypto';
+import { RECORD_PROJECTION_PREFIXES } from '@gm/embedded';
+import { DistributedEnv, WithElasticsearch, WithRedis, openIndex, openState, openSummaries } from '@gm/service-kit';
 import { apiClient, capabilityIssuer, type TestRuntime } from '../e2e/harness.ts';
+
+/** The groups that fold memory.events into the record projections, the index and the summaries. */
+const REPLAYED_GROUPS = ['projector', 'index-builder', 'summary-builder'];
+
+/** Where the local launcher's Kafka keeps its segments (infra/local/engines.sh). */
+const KAFKA_DATA = path.resolve(import.meta.dirname, '../../infra/local/.run/kafka/data');
+
+/** The segment files (and their indexes) of every topic of a namespace, when this machine's broker holds them. */
+function localSegmentFiles(namespace: string): string[] {
+  if (!existsSync(KAFKA_DATA)) return [];
+  return readdirSync(KAFKA_DATA)
+    .filter((dir) => dir.startsWith(`${namespace}.`))
+    .flatMap((dir) => readdirSync(path.join(KAFKA_DATA, dir)).filter((f) => f.endsWith('.log')).map((f) => path.join(KAFKA_DATA, dir, f)));
+}
 
 /** The distributed runtime under test: the stack's processes, and its namespace on the engines. */
 export interface DistributedTestRuntime extends TestRuntime {
@@ -34,7 +53,11 @@ export async function startDistributedTestRuntime(env: Record<string, string> = 
   const engineEnv = { ...DistributedEnv.parse(stack.env), ...WithRedis.parse(stack.env), ...WithElasticsearch.parse(stack.env) };
   const state = openState(engineEnv);
   const index = openIndex(engineEnv);
+  const summaries = openSummaries(engineEnv);
   const api = apiClient(() => stack.url);
+  const digest = async () => ({ projection: await state.projectionDigest(), index: await index.digest() });
+  const rawBus = () => createKafkaBus({ brokers: engineEnv.KAFKA_BROKERS, clientId: `e2e-raw-${randomUUID().slice(0, 6)}`, topicPrefix: `${namespace}.` });
+  const masterKeyEnv = () => ({ MEMORY_MASTER_KEY_FILE: stack.env.MEMORY_MASTER_KEY_FILE, MEMORY_MASTER_KEY: stack.env.MEMORY_MASTER_KEY });
   const credential = () => readFileSync(path.join(dataDir, 'issuer-credential'), 'utf8').trim();
 
   return {
@@ -54,14 +77,70 @@ export async function startDistributedTestRuntime(env: Record<string, string> = 
     advance: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
     api,
     issue: capabilityIssuer(api, credential),
-    digest: async () => ({ projection: await state.projectionDigest(), index: await index.digest() }),
+    digest,
     async restart() {
       await stack.stop();
       stack = await startStack(options);
     },
+    async restartWith(overrides) {
+      await stack.stop();
+      options.env = { ...options.env, ...overrides };
+      stack = await startStack(options);
+    },
+    async replay() {
+      const before = await digest();
+      await stack.stop();
+      // The record projections and the index go; their groups read memory.events from the start.
+      for (const prefix of RECORD_PROJECTION_PREFIXES) {
+        const keys = await state.kv.keys(`${state.keys.prefix}${prefix}`);
+        if (keys.length > 0) await state.kv.del(keys);
+      }
+      await index.clear();
+      await summaries.clear();
+      const raw = rawBus();
+      try {
+        for (const group of REPLAYED_GROUPS) await raw.resetGroup(group);
+        stack = await startStack(options);
+        const ends = await raw.endOffsets(TOPICS.events);
+        for (const group of REPLAYED_GROUPS) {
+          for (const [partition, end] of ends.entries()) {
+            if (end > 0 && !(await raw.waitForCommitted(group, { topic: TOPICS.events, partition, offset: end - 1 }, 120_000))) {
+              throw new Error(`${group} did not replay memory.events partition ${partition}`);
+            }
+          }
+        }
+      } finally {
+        await raw.close();
+      }
+      return { before, after: await digest() };
+    },
+    async rawLog() {
+      // The brokers' own segment files when the local launcher runs them; else every record as fetched.
+      const segments = localSegmentFiles(namespace);
+      if (segments.length > 0) return segments.map((file) => readFileSync(file).toString('latin1')).join('\n');
+      const raw = rawBus();
+      const parts: string[] = [];
+      try {
+        for (const topic of Object.values(TOPICS)) {
+          for (const name of [topic, `${topic}.dlq`]) {
+            for await (const m of raw.readAll(name)) parts.push(m.key, JSON.stringify(m.value), JSON.stringify(m.headers));
+          }
+        }
+      } finally {
+        await raw.close();
+      }
+      return parts.join('\n');
+    },
+    async logReader() {
+      const raw = rawBus();
+      const store = await openBusKeyStore({ bus: raw, pollIntervalMs: 0 });
+      const crypto = await openContentCrypto({ masterKeys: loadMasterKeys(masterKeyEnv()), store });
+      return { log: crypto.view(raw, 'open'), close: async () => { crypto.close(); await store.close(); await raw.close(); } };
+    },
+    masterKeyFile: () => masterKeyEnv().MEMORY_MASTER_KEY_FILE ?? '',
     async close() {
       await stack.stop();
-      await Promise.all([state.kv.close(), index.close()]);
+      await Promise.all([state.kv.close(), index.close(), summaries.close()]);
       rmSync(dataDir, { recursive: true, force: true });
     },
   };

@@ -1,9 +1,14 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import type { Action, Clock, IssueCapabilityRequest, Role } from '@gm/contracts';
-import { loadConfig, startEmbeddedRuntime, type EmbeddedRuntime } from '@gm/embedded';
+import type { Bus } from '@gm/bus';
+import { createSqliteKeyStore, openContentCrypto } from '@gm/crypto';
+import {
+  KEY_STORE_FILE_NAME, MASTER_KEY_FILE_NAME, loadConfig, loadOrCreateMasterKeys, masterKeyEnvOf, replayDataDir, startEmbeddedRuntime,
+  type EmbeddedRuntime,
+} from '@gm/embedded';
 import type { SearchIndex, SearchQuery } from '@gm/search-index';
 import type { StateStore } from '@gm/state-store';
 
@@ -66,11 +71,29 @@ export interface TestRuntime {
   advance(ms: number): Promise<void>;
   api<T = ApiBody>(method: string, route: string, options?: ApiOptions): Promise<ApiResponse<T>>;
   issue(request: Partial<IssueCapabilityRequest> & { agentId: string }, options?: { grants?: boolean }): Promise<string>;
-  digest(): Promise<{ projection: string; index: string }>;
+  digest(): Promise<Digest>;
   /** Stops every part and starts it again on the same data. */
   restart(): Promise<void>;
+  /** Stops and starts again with these settings on top (master keys): rejects when the start fails. */
+  restartWith(env: Record<string, string>): Promise<void>;
+  /**
+   * Rebuilds the record projections and the index from the log alone (stopped), starts again,
+   * and reports the digests from before and after.
+   */
+  replay(): Promise<{ before: Digest; after: Digest }>;
+  /** Every byte the log holds (the embedded SQLite files; the Kafka segments of the namespace) as latin1 text. */
+  rawLog(): Promise<string>;
+  /**
+   * A fresh reader of the log holding the master keys and the key store, with nothing cached:
+   * what any service could still decrypt. Destroyed keys read as ERASED_CONTENT.
+   */
+  logReader(): Promise<{ log: Bus; close(): Promise<void> }>;
+  /** The master key file the runtime uses now (JSON {active, keys}). */
+  masterKeyFile(): string;
   close(): Promise<void>;
 }
+
+export type Digest = { projection: string; index: string };
 
 /** Timeout for a test that starts or restarts a runtime: seven processes take a while. */
 export const STARTUP_MS = 180_000;
@@ -175,10 +198,11 @@ export async function startTestRuntime(
   const dataDir = existing?.dataDir ?? mkdtempSync(path.join(os.tmpdir(), 'gm-e2e-'));
   const clock = existing?.clock ?? new TestClock();
   const logs = new LogSink();
-  const config = loadConfig({
+  const baseEnv = {
     MEMORY_PORT: '0', MEMORY_DATA_DIR: dataDir, MEMORY_LOG_LEVEL: 'info', MEMORY_EXPIRY_TICK: '50ms',
     MEMORY_DELETION_VERIFY_RETRY: '50ms', ...env,
-  });
+  };
+  let config = loadConfig(baseEnv);
   const runtimeOptions = { clock, logDestination: logs, ...(options.observeSearch ? { observeSearch: options.observeSearch } : {}) };
   let runtime = await startEmbeddedRuntime(config, runtimeOptions);
   const api = apiClient(() => runtime.url);
@@ -204,11 +228,40 @@ export async function startTestRuntime(
     advance: async (ms) => clock.advance(ms),
     api,
     issue: capabilityIssuer(api, () => runtime.credentials.issuerCredential),
-    digest: () => runtime.digest(),
+    digest: async () => {
+      const { projection, index } = await runtime.digest();
+      return { projection, index };
+    },
     async restart() {
       await runtime.close();
       runtime = await startEmbeddedRuntime(config, runtimeOptions);
     },
+    async restartWith(overrides) {
+      await runtime.close();
+      config = loadConfig({ ...baseEnv, ...overrides });
+      runtime = await startEmbeddedRuntime(config, runtimeOptions);
+    },
+    async replay() {
+      await runtime.close();
+      const report = await replayDataDir(dataDir, config.partitions, undefined, clock, masterKeyEnvOf(config));
+      runtime = await startEmbeddedRuntime(config, runtimeOptions);
+      return {
+        before: { projection: report.before.projection, index: report.before.index },
+        after: { projection: report.after.projection, index: report.after.index },
+      };
+    },
+    rawLog: async () =>
+      ['bus.db', 'bus.db-wal', 'bus.db-shm']
+        .map((name) => path.join(dataDir, name))
+        .filter((file) => existsSync(file))
+        .map((file) => readFileSync(file).toString('latin1'))
+        .join('\n'),
+    async logReader() {
+      const store = createSqliteKeyStore({ file: path.join(dataDir, KEY_STORE_FILE_NAME) });
+      const crypto = await openContentCrypto({ masterKeys: loadOrCreateMasterKeys(dataDir, masterKeyEnvOf(config)).masterKeys, store });
+      return { log: crypto.view(runtime.bus, 'open'), close: async () => { crypto.close(); await store.close(); } };
+    },
+    masterKeyFile: () => config.masterKeyFile ?? path.join(dataDir, 'keys', MASTER_KEY_FILE_NAME),
     async close() {
       await runtime.close();
       if (!existing) rmSync(dataDir, { recursive: true, force: true });

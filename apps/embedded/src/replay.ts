@@ -12,6 +12,9 @@ import { openStores, systemClock, type MasterKeyEnv } from './runtime.ts';
  */
 const PROJECTION_PREFIXES = ['rec:', 'content:', 'tomb:', 'claim:', 'subj:', 'quar:', 'expiry', 'gen:', 'pol:', 'rev:', 'revoked:'];
 
+/** The record projections alone (the projector's fold of memory.events), for a replay of those only. */
+export const RECORD_PROJECTION_PREFIXES = ['rec:', 'content:', 'tomb:', 'claim:', 'subj:', 'quar:', 'gen:'];
+
 /** `summaries` leaves updatedAt out: a replay rebuilds the same summaries at other times. */
 export type Digests = { projection: string; index: string; summaries: string };
 

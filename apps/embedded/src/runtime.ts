@@ -24,6 +24,11 @@ import { KEY_STORE_FILE_NAME, loadOrCreateMasterKeys } from './master-keys.ts';
 /** Master key settings as the environment names them (see master-keys.ts). */
 export type MasterKeyEnv = { MEMORY_MASTER_KEY_FILE?: string; MEMORY_MASTER_KEY?: string };
 
+export const masterKeyEnvOf = (config: Pick<RuntimeConfig, 'masterKeyFile' | 'masterKey'>): MasterKeyEnv => ({
+  ...(config.masterKeyFile === undefined ? {} : { MEMORY_MASTER_KEY_FILE: config.masterKeyFile }),
+  ...(config.masterKey === undefined ? {} : { MEMORY_MASTER_KEY: config.masterKey }),
+});
+
 export { systemClock };
 
 /** The copies the embedded runtime keeps, and its keys; a vector store arrives with a later issue. */
@@ -123,10 +128,14 @@ export async function startEmbeddedRuntime(config: RuntimeConfig, options: Runti
   const log = createLogger({ name: 'governed-memory', level: config.logLevel, ...(options.logDestination ? { destination: options.logDestination } : {}) });
   const metrics = createMetrics();
   const credentials = await loadOrCreateCredentials(config.dataDir, config.issuerCredential);
-  const stores = await openStores(config.dataDir, config.partitions, clock, {
-    ...(config.masterKeyFile === undefined ? {} : { MEMORY_MASTER_KEY_FILE: config.masterKeyFile }),
-    ...(config.masterKey === undefined ? {} : { MEMORY_MASTER_KEY: config.masterKey }),
-  });
+  let stores: Stores;
+  try {
+    stores = await openStores(config.dataDir, config.partitions, clock, masterKeyEnvOf(config));
+  } catch (err) {
+    // A wrong master key (or any store that will not open) leaves the directory free for the next try.
+    unlock();
+    throw err;
+  }
   const { index, summaries, state, crypto, keyStore } = stores;
   // Each service sees the log through its role (content-crypto.ts): the log itself holds only envelopes.
   const view = (role: ContentRole): Bus => (options.plaintextLogForBenchmark === true ? stores.bus : crypto.view(stores.bus, role));

@@ -286,14 +286,11 @@ async function run(argv: string[]): Promise<void> {
       throw new UsageError('did you mean: memctl hold add|list|remove');
     case 'replay': {
       // Loaded only here: the runtime's modules make every other command slow to start.
-      const { loadConfig, replayDataDir } = await import('@gm/embedded');
+      const { loadConfig, masterKeyEnvOf, replayDataDir } = await import('@gm/embedded');
       const config = loadConfig({ ...process.env, MEMORY_DATA_DIR: dataDir });
       process.stderr.write(`replaying ${dataDir} ...\n`);
       const started = performance.now();
-      const report = await replayDataDir(dataDir, config.partitions, (n) => process.stderr.write(`  ${n} events folded\n`), undefined, {
-        ...(config.masterKeyFile === undefined ? {} : { MEMORY_MASTER_KEY_FILE: config.masterKeyFile }),
-        ...(config.masterKey === undefined ? {} : { MEMORY_MASTER_KEY: config.masterKey }),
-      });
+      const report = await replayDataDir(dataDir, config.partitions, (n) => process.stderr.write(`  ${n} events folded\n`), undefined, masterKeyEnvOf(config));
       process.stdout.write(
         [
           `events replayed:   ${report.events} (+ ${report.policyChanges} policy changes) in ${Math.round(performance.now() - started)} ms`,

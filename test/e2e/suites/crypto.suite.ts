@@ -1,0 +1,184 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ERASED_CONTENT, MemoryEvent, TOPICS, type DeletionReceipt } from '@gm/contracts';
+import { eventually, memory, STARTUP_MS, type StartRuntime, type TestRuntime } from '../harness.ts';
+
+/** What each record's content reads as through a fresh reader of the log: its text, or ERASED_CONTENT. */
+async function contentsInLog(rt: TestRuntime): Promise<Map<string, string[]>> {
+  const reader = await rt.logReader();
+  const seen = new Map<string, string[]>();
+  const note = (id: string, content: string) => seen.set(id, [...(seen.get(id) ?? []), content]);
+  try {
+    for await (const message of reader.log.readAll(TOPICS.events)) {
+      const event = MemoryEvent.parse(message.value);
+      if (event.type === 'MemoryWritten') note(event.data.record.id, event.data.record.content);
+      if (event.type === 'MemoryPromoted' && event.data.content !== undefined) note(event.data.id, event.data.content);
+    }
+  } finally {
+    await reader.close();
+  }
+  return seen;
+}
+
+const masterKeyFile = (dir: string, name: string, keys: Record<string, string>, active: string): string => {
+  const file = path.join(dir, name);
+  writeFileSync(file, JSON.stringify({ active, keys }), { mode: 0o600 });
+  return file;
+};
+
+/**
+ * Crypto-shredding (issue 7) through the API of a running runtime (either kind): content is
+ * sealed in the log, a forget or a delete destroys keys so nothing can decrypt those events,
+ * replay rebuilds the same state, and the master key rotates without losing anything.
+ */
+export const cryptoSuite = (start: StartRuntime) => describe('encryption at rest and crypto-shredding over the API', () => {
+  let rt: TestRuntime;
+  let writer: string;
+  let reviewer: string;
+  let admin: string;
+  let tmp: string;
+  /** Every content this suite wrote, by record id: none may ever appear in the raw log. */
+  const written = new Map<string, string>();
+
+  beforeAll(async () => {
+    rt = await start();
+    tmp = mkdtempSync(path.join(os.tmpdir(), 'gm-crypto-'));
+    writer = await rt.issue({ agentId: 'support-bot', principal: { id: 'alice', kind: 'person' } });
+    reviewer = await rt.issue({ agentId: 'review-desk', principal: { id: 'bob', kind: 'person' }, actions: ['review', 'promote', 'search', 'read'] });
+    admin = await rt.issue({ agentId: 'compliance-desk', principal: { id: 'carol', kind: 'person' }, actions: ['admin', 'search', 'read'] });
+  }, STARTUP_MS);
+  afterAll(async () => {
+    await rt?.close();
+    if (tmp) rmSync(tmp, { recursive: true, force: true });
+  }, STARTUP_MS);
+
+  const write = async (id: string, subjectId: string, content: string, extra: Record<string, unknown> = {}) => {
+    const res = await rt.api('POST', '/v1/memories', { token: writer, body: memory({ id, subjectId, content, ...extra }) });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    written.set(id, content);
+    return res.body;
+  };
+  const read = async (id: string) => rt.api('GET', `/v1/memories/${id}`, { token: writer });
+  const search = async (query: string) => (await rt.api('POST', '/v1/search', { token: writer, body: { query } })).body.items.map((i) => i.recordId).sort();
+  const finished = (jobId: string) =>
+    eventually(`job ${jobId} finished`, async () => {
+      const res = await rt.api('GET', `/v1/deletion-jobs/${jobId}`, { token: admin });
+      return res.body.status === 'verified' || res.body.status === 'failed' ? res.body : undefined;
+    }, 60_000);
+  const receiptOf = (jobId: string) =>
+    eventually(`receipt of ${jobId}`, async () => {
+      const res = await rt.api<{ payload: DeletionReceipt }>('GET', `/v1/deletion-jobs/${jobId}/receipt`, { token: admin });
+      return res.status === 200 ? res.body.payload : undefined;
+    }, 60_000);
+
+  it('keeps every content out of the raw log: ids in clear, content sealed (commands, events, promotions, corrections)', async () => {
+    await write('cr-a1', 'cust-crypt-a', 'Osprey account pays invoices by wire on Thursdays');
+    await write('cr-a2', 'cust-crypt-a', 'Osprey prefers the Lisbon office for meetings');
+    await write('cr-b1', 'cust-crypt-b', 'Bittern household keeps the spare key with neighbour Hollis');
+    await write('cr-b2', 'cust-crypt-b', 'Bittern household pays the tutor in cash monthly');
+    await write('cr-c1', 'cust-crypt-c', 'Curlew clinic notes a penicillin allergy', { trust: 'untrusted' });
+    const promoted = await rt.api('POST', '/v1/memories/cr-c1/promote', { token: reviewer, body: { expectedVersion: 1 } });
+    expect(promoted.status).toBe(200);
+    await write('cr-a3', 'cust-crypt-a', 'Osprey account pays invoices by card from now on', { supersedesId: 'cr-a1' });
+    // The correction replaced the first fact; the second stays.
+    expect(await search('osprey invoices')).toEqual(['cr-a2', 'cr-a3']);
+    expect((await read('cr-c1')).body.content).toBe('Curlew clinic notes a penicillin allergy');
+
+    const raw = await rt.rawLog();
+    // The control: the scan does read the log (ids, subjects and event types are in clear)...
+    for (const visible of ['cr-a1', 'cr-b2', 'cr-c1', 'cust-crypt-b', 'MemoryWritten', 'MemoryPromoted', 'WriteMemory']) expect(raw).toContain(visible);
+    // ...and no content, not even a distinctive fragment of one.
+    for (const [id, content] of written) {
+      expect(raw, id).not.toContain(content);
+      expect(raw, id).not.toContain(content.split(' ').slice(1, 4).join(' '));
+    }
+    for (const word of ['Osprey', 'Hollis', 'penicillin', 'tutor']) expect(raw).not.toContain(word);
+
+    // Through a reader that holds the master keys, every content opens again.
+    const contents = await contentsInLog(rt);
+    expect(contents.get('cr-b1')).toEqual([written.get('cr-b1')]);
+    expect(contents.get('cr-c1')).toEqual(['Curlew clinic notes a penicillin allergy', 'Curlew clinic notes a penicillin allergy']);
+  }, 120_000);
+
+  it('forgets a subject by destroying its keys: no reader can decrypt its events, the receipt says purged, other subjects read on', async () => {
+    const forget = await rt.api('POST', '/v1/subjects/cust-crypt-a/forget', { token: writer, body: {} });
+    expect(forget.status).toBe(202);
+    const job = await finished(String(forget.body.jobId));
+    expect(job.status).toBe('verified');
+    const receipt = await receiptOf(String(forget.body.jobId));
+    expect(receipt).toMatchObject({ mode: 'forget', status: 'verified', retention: 'purged', eventLog: { holdsContent: false } });
+    const key = receipt.targets.find((t) => t.target === 'key');
+    // Three data keys and the subject's key-encryption key; four sealed events (three writes, none promoted), none opens.
+    expect(key).toMatchObject({ status: 'done', ref: 'data_keys=3;keks=1;keks_kept=0;events=3;undecryptable=3' });
+    expect(JSON.stringify(receipt)).not.toContain('Osprey');
+
+    const contents = await contentsInLog(rt);
+    for (const id of ['cr-a1', 'cr-a2', 'cr-a3']) expect(contents.get(id), id).toEqual([ERASED_CONTENT]);
+    expect(contents.get('cr-b1')).toEqual([written.get('cr-b1')]);
+    expect(contents.get('cr-c1')?.[0]).toBe('Curlew clinic notes a penicillin allergy');
+    expect((await read('cr-b2')).body.content).toBe(written.get('cr-b2'));
+    expect(await search('osprey invoices')).toEqual([]);
+  }, 120_000);
+
+  it('gives a subject written again after its forget a new key: readable, and untouched by the old destruction', async () => {
+    await write('cr-a4', 'cust-crypt-a', 'Osprey reopened the account with a new contact');
+    expect((await read('cr-a4')).body.content).toBe('Osprey reopened the account with a new contact');
+    const contents = await contentsInLog(rt);
+    expect(contents.get('cr-a4')).toEqual(['Osprey reopened the account with a new contact']);
+    expect(contents.get('cr-a1')).toEqual([ERASED_CONTENT]);
+    expect(await rt.rawLog()).not.toContain('reopened the account');
+  });
+
+  it('deletes one record by destroying its data key only: the subject’s other record still decrypts and reads', async () => {
+    const del = await rt.api('DELETE', '/v1/memories/cr-b1', { token: writer });
+    expect(del.status).toBe(202);
+    expect((await finished(String(del.body.jobId))).status).toBe('verified');
+    const receipt = await receiptOf(String(del.body.jobId));
+    expect(receipt).toMatchObject({ mode: 'delete', retention: 'purged', eventLog: { holdsContent: false } });
+    expect(receipt.targets.find((t) => t.target === 'key')?.ref).toBe('data_keys=1;keks=0;keks_kept=0;events=1;undecryptable=1');
+
+    const contents = await contentsInLog(rt);
+    expect(contents.get('cr-b1')).toEqual([ERASED_CONTENT]);
+    expect(contents.get('cr-b2')).toEqual([written.get('cr-b2')]);
+    expect((await read('cr-b2')).body.content).toBe(written.get('cr-b2'));
+    expect(await search('bittern tutor cash')).toEqual(['cr-b2']);
+  }, 120_000);
+
+  it('replays the log after the forget and the delete to the same state: erased events stay erased', async () => {
+    const { before, after } = await rt.replay();
+    expect(after).toEqual(before);
+    // Only the record written after the forget comes back.
+    expect(await search('osprey invoices account')).toEqual(['cr-a4']);
+    expect(await search('bittern tutor cash')).toEqual(['cr-b2']);
+    expect((await read('cr-a2')).status).toBe(404);
+    expect((await read('cr-a4')).body.content).toBe('Osprey reopened the account with a new contact');
+  }, STARTUP_MS);
+
+  it('rotates the master key without losing a record, and refuses to start on a wrong master key', async () => {
+    const current = JSON.parse(readFileSync(rt.masterKeyFile(), 'utf8')) as { active: string; keys: Record<string, string> };
+    const next = randomBytes(32).toString('base64');
+    // 1. both keys, the new one active: the KEKs are re-wrapped with it at start.
+    await rt.restartWith({ MEMORY_MASTER_KEY_FILE: masterKeyFile(tmp, 'both.json', { ...current.keys, next }, 'next') });
+    await write('cr-d1', 'cust-crypt-d', 'Dunnock written under the rotated master key');
+    // 2. the old key retired: everything still opens, from the projections and from the log.
+    await rt.restartWith({ MEMORY_MASTER_KEY_FILE: masterKeyFile(tmp, 'next-only.json', { next }, 'next') });
+    expect((await read('cr-b2')).body.content).toBe(written.get('cr-b2'));
+    expect((await read('cr-d1')).body.content).toBe('Dunnock written under the rotated master key');
+    const contents = await contentsInLog(rt);
+    for (const id of ['cr-b2', 'cr-c1', 'cr-a4', 'cr-d1']) expect(contents.get(id)?.[0], id).toBe(written.get(id));
+    const { before, after } = await rt.replay();
+    expect(after).toEqual(before);
+
+    // 3. a key that is not the one the data was sealed with: a clear refusal, nothing started.
+    const wrong = masterKeyFile(tmp, 'wrong.json', { next: randomBytes(32).toString('base64') }, 'next');
+    await expect(rt.restartWith({ MEMORY_MASTER_KEY_FILE: wrong })).rejects.toThrow(/MASTER_KEY_MISMATCH|cannot unwrap/);
+    const lost = masterKeyFile(tmp, 'other-id.json', { other: randomBytes(32).toString('base64') }, 'other');
+    await expect(rt.restartWith({ MEMORY_MASTER_KEY_FILE: lost })).rejects.toThrow(/not configured/);
+    // Back on the right key, nothing was lost.
+    await rt.restartWith({ MEMORY_MASTER_KEY_FILE: path.join(tmp, 'next-only.json') });
+    expect((await read('cr-d1')).body.content).toBe('Dunnock written under the rotated master key');
+  }, STARTUP_MS * 3);
+});
