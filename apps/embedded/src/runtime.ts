@@ -6,7 +6,7 @@ import { TOPICS, type Clock, type DeletionTarget, type ServiceHandle } from '@gm
 import { createLogger, createMetrics, type Logger, type Metrics } from '@gm/observability';
 import { createSqliteSearchIndex, createSqliteSummaryStore, type SearchIndex, type SearchQuery, type SummaryStore } from '@gm/search-index';
 import { StateStore, createSqliteKeyValueStore } from '@gm/state-store';
-import { startWriteAdmission } from '@gm/write-admission';
+import { WRITE_ADMISSION_GROUP, startWriteAdmission } from '@gm/write-admission';
 import { startPolicyProjector, startPrimaryTarget, startProjector } from '@gm/projector';
 import { SUMMARY_BUILDER_GROUP, startIndexBuilder, startIndexTargets, startSummaryBuilder } from '@gm/index-builder';
 import { startExpiryScheduler } from '@gm/expiry-scheduler';
@@ -14,8 +14,10 @@ import { startDeletionOrchestrator } from '@gm/deletion-orchestrator';
 import { startReceiptSigner, startReceiptVerifier } from '@gm/receipt-verifier';
 import { startRetrievalBroker } from '@gm/retrieval-broker';
 import { loadPolicySet } from '@gm/policy';
-import { systemClock } from '@gm/service-kit';
-import { createSqliteKeyStore, openContentCrypto, type ContentCrypto, type ContentRole, type KeyStore } from '@gm/crypto';
+import { periodic, systemClock } from '@gm/service-kit';
+import {
+  consumedAllCommands, createSqliteKeyStore, openContentCrypto, sweepTransitKeys, type ContentCrypto, type ContentRole, type KeyStore,
+} from '@gm/crypto';
 import type { RuntimeConfig } from './config.ts';
 import { loadOrCreateCredentials, type Credentials } from './credentials.ts';
 import { lockDataDir } from './lock.ts';
@@ -53,6 +55,7 @@ export interface Stores {
 export async function openStores(
   dataDir: string, partitions: number, clock: Clock, masterKeyEnv: MasterKeyEnv = {},
 ): Promise<Stores> {
+  const epochMs = () => clock.now().getTime();
   mkdirSync(dataDir, { recursive: true });
   // Master keys first: a lost or wrong one stops the start before any store is opened or written.
   const { masterKeys, source: masterKeySource } = loadOrCreateMasterKeys(dataDir, masterKeyEnv);
@@ -60,7 +63,7 @@ export async function openStores(
   let crypto: ContentCrypto;
   try {
     // rotate: KEKs still wrapped by an older master key are re-wrapped with the active one.
-    crypto = await openContentCrypto({ masterKeys, store: keyStore, rotate: true });
+    crypto = await openContentCrypto({ masterKeys, store: keyStore, rotate: true, instanceId: 'embedded', clock: epochMs });
   } catch (err) {
     await keyStore.close();
     throw err;
@@ -99,6 +102,8 @@ export interface EmbeddedRuntime extends Stores {
   log: Logger;
   metrics: Metrics;
   digest(): Promise<{ projection: string; index: string; summaries: string }>;
+  /** Destroys the transit keys that are past (what the background sweeper does every minute); returns how many. */
+  sweepTransitKeys(): Promise<number>;
 }
 
 export interface RuntimeOptions {
@@ -160,6 +165,13 @@ export async function startEmbeddedRuntime(config: RuntimeConfig, options: Runti
   );
   handles.push(await startReceiptVerifier({ bus, index, summaries, state, clock, policySet, keys: { keyring: crypto.keyring, store: keyStore } }));
   handles.push(await startReceiptSigner({ bus, state, clock, log: child('receipt-verifier'), metrics, keys: credentials.receipt }));
+  const sweep = () => sweepTransitKeys({
+    keyring: crypto.keyring, clock: () => clock.now().getTime(), consumedAll: () => consumedAllCommands(stores.bus, WRITE_ADMISSION_GROUP),
+  });
+  handles.push(periodic(60_000, async () => {
+    const count = await sweep();
+    if (count > 0) log.info({ count }, 'transit keys destroyed');
+  }, log, 'transit key sweep'));
   handles.push(
     await startWriteAdmission({
       bus, log: child('write-admission'), metrics, decide: { ttl: config.ttl, idempotencyWindowMs: config.idempotencyWindowMs },
@@ -192,6 +204,7 @@ export async function startEmbeddedRuntime(config: RuntimeConfig, options: Runti
     credentials,
     log,
     metrics,
+    sweepTransitKeys: sweep,
     digest: async () => {
       // Summaries follow the index in their own group: digest them once they caught up with the log.
       await caughtUp(bus, SUMMARY_BUILDER_GROUP, TOPICS.events);

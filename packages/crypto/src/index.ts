@@ -11,3 +11,4 @@ export * from './sealing/content-codec.ts';
 export * from './sealing/sealed-bus.ts';
 export * from './sealing/content-crypto.ts';
 export * from './shred.ts';
+export * from './sealing/transit-sweeper.ts';

@@ -57,7 +57,7 @@ export async function openKeyring(options: KeyringOptions): Promise<Keyring> {
 async function verifyMasterKeys(keys: MasterKeys, stored: WrappedKey[]): Promise<void> {
   const firstByMaster = new Map<string, WrappedKey>();
   for (const wrapped of stored) {
-    if (wrapped.kind === 'kek' && !firstByMaster.has(wrapped.wrappedBy)) firstByMaster.set(wrapped.wrappedBy, wrapped);
+    if (wrapped.kind !== 'dk' && !firstByMaster.has(wrapped.wrappedBy)) firstByMaster.set(wrapped.wrappedBy, wrapped);
   }
   for (const [masterId, kek] of firstByMaster) {
     const key = keys.keys.get(masterId);
@@ -136,6 +136,32 @@ export class Keyring {
     });
   }
 
+  /**
+   * The transit key `kid` (sealing/transit.ts), created under the active master key when
+   * missing and `create` is set — only ever by the instance its id names, so never raced.
+   */
+  async transitKey(kid: string, create: boolean): Promise<SecretKey> {
+    const cached = this.cached(kid);
+    if (cached !== undefined) return cached;
+    return this.singleFlight(kid, async () => {
+      const found = await this.store.get(kid);
+      if (found.status === 'destroyed') throw destroyedError(kid);
+      if (found.status === 'present') {
+        if (found.wrapped.kind !== 'tk') throw new CryptoError('AUTH_FAILED', `key ${kid} is not a transit key`);
+        return this.remember(unwrapKey(found.wrapped, this.master(found.wrapped.wrappedBy)), undefined);
+      }
+      if (!create) throw new CryptoError('KEY_MISSING', `transit key ${kid} is not in the key store`);
+      const key = generateKey(kid);
+      await this.store.put(kid, wrapKey('tk', key, this.master(this.activeMaster)));
+      return this.remember(key, undefined);
+    });
+  }
+
+  /** Every transit key still in the store (ids only), for the sweeper. */
+  async transitKeyIds(): Promise<string[]> {
+    return (await this.store.all()).filter((w) => w.kind === 'tk').map((w) => w.kid);
+  }
+
   /** A data key by id (what an envelope names); never creates one. */
   async dataKey(kid: string): Promise<SecretKey> {
     const cached = this.cached(kid);
@@ -182,10 +208,11 @@ export class Keyring {
     const wrapping: SecretKey = { kid: next.id, key: next.key };
     const result: RotationResult = { rewrapped: 0, destroyedMeanwhile: 0 };
     for (const wrapped of await this.store.all()) {
-      if (wrapped.kind !== 'kek' || wrapped.wrappedBy === next.id) continue;
+      // KEKs and transit keys hang off a master key; data keys hang off KEKs and need nothing.
+      if (wrapped.kind === 'dk' || wrapped.wrappedBy === next.id) continue;
       const kek = unwrapKey(wrapped, this.master(wrapped.wrappedBy));
       try {
-        await this.store.put(kek.kid, wrapKey('kek', kek, wrapping));
+        await this.store.put(kek.kid, wrapKey(wrapped.kind, kek, wrapping));
         result.rewrapped += 1;
       } catch (err) {
         if (!(err instanceof GovernedMemoryError && err.code === 'MEM_CONFLICT')) throw err;

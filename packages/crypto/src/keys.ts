@@ -32,7 +32,8 @@ export const generateKey = (kid: string): SecretKey => ({ kid, key: randomBytes(
 export const WrappedKey = z
   .object({
     v: z.literal(1),
-    kind: z.enum(['kek', 'dk']),
+    /** `tk`: a transit key (commands, sealing/transit.ts), wrapped by a master key like a KEK. */
+    kind: z.enum(['kek', 'dk', 'tk']),
     kid: z.string().min(1),
     wrappedBy: z.string().min(1),
     iv: b64u(IV_BYTES),

@@ -4,7 +4,7 @@ import { StateStore, createRedisKeyValueStore } from '@gm/state-store';
 import { z } from 'zod';
 import type { Clock } from '@gm/contracts';
 import {
-  edgeBus, loadMasterKeys, openBusKeyStore, openContentCrypto, redactedBus,
+  loadMasterKeys, openBusKeyStore, openContentCrypto, redactedBus,
   type ContentRole, type KeyStore, type Keyring, type RotationResult,
 } from '@gm/crypto';
 import { LogLevel, integer } from './env.ts';
@@ -63,7 +63,9 @@ export const WithMasterKeys = z.object({
 export interface SealedBus {
   /** The service's view: content sealed on the way in, opened (or redacted) on the way out. */
   bus: Bus;
-  /** The key store and keyring, for a service that opens content. */
+  /** The log as stored (offsets, the transit-key sweeper). */
+  raw: Bus;
+  /** The key store and keyring, for a service that holds keys (`open`, `edge`). */
   keys?: { keyring: Keyring; store: KeyStore };
   /** Set when opening re-wrapped KEKs under the active master key. */
   rotation?: RotationResult;
@@ -71,10 +73,11 @@ export interface SealedBus {
 }
 
 /**
- * Opens the bus as a service of `role` sees it (content-crypto.ts): `redact` holds no key,
- * `edge` (the API) only the master keys to seal commands, `open` also the key store on
- * memory.keys. A missing, malformed or wrong master key throws CryptoError before anything reads
- * the log (runService exits 2 naming it). `rotate`: re-wrap KEKs of older master keys (write-admission).
+ * Opens the bus as a service of `role` sees it (content-crypto.ts): `redact` holds no key;
+ * `edge` (the API) and `open` hold the master keys and the key store on memory.keys (the edge
+ * for its transit keys). A missing, malformed or wrong master key throws CryptoError before
+ * anything reads the log (runService exits 2 naming it). `rotate`: re-wrap keys of older master
+ * keys (write-admission). `clientId` also names the instance's transit keys.
  */
 export async function openSealedBus(
   env: DistributedEnv & z.infer<typeof WithMasterKeys>, clientId: string, role: ContentRole, options: { rotate?: boolean; onError?: (err: unknown) => void } = {},
@@ -83,15 +86,15 @@ export async function openSealedBus(
     ? undefined
     : loadMasterKeys({ MEMORY_MASTER_KEY_FILE: env.MEMORY_MASTER_KEY_FILE, MEMORY_MASTER_KEY: env.MEMORY_MASTER_KEY });
   const raw = await openBus(env, clientId);
-  if (masterKeys === undefined) return { bus: redactedBus(raw), close: () => raw.close() };
-  if (role === 'edge') return { bus: edgeBus(raw, masterKeys), close: () => raw.close() };
+  if (masterKeys === undefined) return { bus: redactedBus(raw), raw, close: () => raw.close() };
   let store: KeyStore | undefined;
   try {
     store = await openBusKeyStore({ bus: raw, partitions: env.MEMORY_PARTITIONS, ...(options.onError ? { onError: options.onError } : {}) });
-    const crypto = await openContentCrypto({ masterKeys, store, rotate: options.rotate === true });
+    const crypto = await openContentCrypto({ masterKeys, store, rotate: options.rotate === true, instanceId: clientId });
     const opened = store;
     return {
-      bus: crypto.view(raw, 'open'),
+      bus: crypto.view(raw, role),
+      raw,
       keys: { keyring: crypto.keyring, store: opened },
       ...(crypto.rotation ? { rotation: crypto.rotation } : {}),
       close: async () => {

@@ -1,5 +1,6 @@
 import { DistributedEnv, WithMasterKeys, duration, openSealedBus, runService, ttlPolicyOf, ttlShape } from '@gm/service-kit';
-import { startWriteAdmission } from './admission.ts';
+import { startTransitSweeper } from '@gm/crypto';
+import { WRITE_ADMISSION_GROUP, startWriteAdmission } from './admission.ts';
 
 /** write-admission as its own process: the single writer of memory.events (design §4). */
 const Env = DistributedEnv.extend({ MEMORY_IDEMPOTENCY_WINDOW: duration('24h'), ...ttlShape, ...WithMasterKeys.shape });
@@ -9,11 +10,18 @@ await runService('write-admission', Env, async ({ env, log, metrics }) => {
   const sealed = await openSealedBus(env, 'write-admission', 'open', { rotate: true, onError: (err) => log.warn({ err }, 'key store poll failed') });
   if (sealed.rotation) log.info({ ...sealed.rotation }, 'subject keys re-wrapped with the active master key');
   const { bus } = sealed;
+  // Past transit keys go once this group has consumed what they sealed (commands become unreadable too).
+  const sweeper = sealed.keys
+    ? startTransitSweeper({
+      bus: sealed.raw, keyring: sealed.keys.keyring, groupId: WRITE_ADMISSION_GROUP, clock: Date.now,
+      onSwept: (count) => log.info({ count }, 'transit keys destroyed'), onError: (err) => log.warn({ err }, 'transit key sweep failed'),
+    })
+    : undefined;
   const service = await startWriteAdmission({
     bus, log, metrics, decide: { ttl: ttlPolicyOf(env), idempotencyWindowMs: env.MEMORY_IDEMPOTENCY_WINDOW },
   });
   return {
-    handle: { close: async () => { await service.close(); await sealed.close(); } },
+    handle: { close: async () => { await sweeper?.close(); await service.close(); await sealed.close(); } },
     ready: async () => (await bus.endOffsets('memory.events')).length > 0,
   };
 });

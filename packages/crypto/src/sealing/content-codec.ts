@@ -4,21 +4,22 @@ import { Envelope, decryptContent, encryptContent, type ContentAad } from '../en
 import { isCryptoError } from '../errors.ts';
 import type { Keyring } from '../keyring.ts';
 import { TransitKeys } from './transit.ts';
-import type { MasterKeys } from '../master-keys.ts';
 
 /**
  * What a service may do with content on memory.commands and memory.events:
  * - `open`: decrypt (projector, index-builder, write-admission, verifier);
  * - `redact`: see SEALED_CONTENT instead, holding no content keys (orchestrator, expiry).
- * Sealing is decided by what a service sends: commands need the master keys (transit key),
- * events need a keyring that may create keys (write-admission only).
+ * Sealing is decided by what a service sends: commands need a keyring for the sender's transit
+ * key, events a keyring that may create subject keys (write-admission only).
  */
 export interface ContentCodecOptions {
   mode: 'open' | 'redact';
-  /** Needed to seal or open command content. */
-  masterKeys?: MasterKeys;
-  /** Needed to seal (write-admission) or open event content. */
+  /** Needed to seal or open any content: commands (transit keys) and events (subject keys). */
   keyring?: Keyring;
+  /** The sending instance, which names its transit keys (sealing commands). */
+  instanceId?: string;
+  /** Epoch-ms clock for the transit key's hour (default Date.now). */
+  clock?: () => number;
 }
 
 type Json = Record<string, unknown>;
@@ -67,7 +68,7 @@ export class ContentCodec {
   private readonly transit: TransitKeys | undefined;
 
   constructor(private readonly options: ContentCodecOptions) {
-    this.transit = options.masterKeys ? new TransitKeys(options.masterKeys) : undefined;
+    this.transit = options.keyring ? new TransitKeys(options.keyring, options.instanceId ?? 'local', options.clock ?? Date.now) : undefined;
   }
 
   /** Replaces plaintext content with its envelope; other messages pass unchanged. */
@@ -77,10 +78,13 @@ export class ContentCodec {
     const { holder, aad, kekGeneration } = found.slot;
     const plaintext = holder.content as string;
     if (message.topic.startsWith(TOPICS.commands)) {
-      holder.content = encryptContent(plaintext, this.transitKeys('seal a command').active(), aad);
+      holder.content = encryptContent(plaintext, await this.transitKeys('seal a command').active(), aad);
     } else {
       const keyring = this.options.keyring;
-      if (keyring === undefined) throw new GovernedMemoryError('MEM_INTERNAL', 'this service holds no keyring and may not write memory.events content');
+      // Only a service that reads content (write-admission) writes it: the edge seals commands only.
+      if (keyring === undefined || this.options.mode === 'redact') {
+        throw new GovernedMemoryError('MEM_INTERNAL', 'this service may not write memory.events content');
+      }
       holder.content = await keyring.encrypt(plaintext, { ...aad, ...(kekGeneration ? { kekGeneration } : {}) });
     }
     return { ...message, value: found.root };
@@ -101,15 +105,15 @@ export class ContentCodec {
       holder.content = SEALED_CONTENT;
       return found.root;
     }
-    if (topic.startsWith(TOPICS.commands)) {
-      holder.content = decryptContent(envelope.data, this.transitKeys('open a command').byId(envelope.data.kid), aad);
-      return found.root;
-    }
     const keyring = this.options.keyring;
-    if (keyring === undefined) throw new GovernedMemoryError('MEM_INTERNAL', 'this service holds no keyring and cannot open memory.events content');
+    if (keyring === undefined) throw new GovernedMemoryError('MEM_INTERNAL', `this service holds no keyring and cannot open ${topic} content`);
     try {
-      holder.content = await keyring.decrypt(envelope.data, aad);
+      holder.content = topic.startsWith(TOPICS.commands)
+        ? decryptContent(envelope.data, await this.transitKeys('open a command').byId(envelope.data.kid), aad)
+        : await keyring.decrypt(envelope.data, aad);
     } catch (err) {
+      // A command whose transit key is gone reads as erased too: write-admission then rejects it
+      // (its content no longer matches its hash) with a reply, instead of dead-lettering it.
       if (!isCryptoError(err, 'KEY_DESTROYED')) throw err;
       holder.content = ERASED_CONTENT;
     }
@@ -117,7 +121,7 @@ export class ContentCodec {
   }
 
   private transitKeys(what: string): TransitKeys {
-    if (this.transit === undefined) throw new GovernedMemoryError('MEM_INTERNAL', `this service holds no master keys and cannot ${what}`);
+    if (this.transit === undefined) throw new GovernedMemoryError('MEM_INTERNAL', `this service holds no keys and cannot ${what}`);
     return this.transit;
   }
 }

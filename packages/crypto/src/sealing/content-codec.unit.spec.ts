@@ -17,6 +17,7 @@ import { openKeyring, type Keyring } from '../keyring.ts';
 import { kekId } from '../keys.ts';
 import { masterKeys, type MasterKeys } from '../master-keys.ts';
 import { ContentCodec } from './content-codec.ts';
+import { sweepTransitKeys } from './transit.ts';
 
 const A = randomBytes(32);
 const B = randomBytes(32);
@@ -113,40 +114,48 @@ async function keyring(keys: MasterKeys = onlyA, store?: KeyStore): Promise<{ ke
 
 async function openCodec(keys: MasterKeys = onlyA): Promise<{ codec: ContentCodec; keyring: Keyring; store: KeyStore }> {
   const k = await keyring(keys);
-  return { ...k, codec: new ContentCodec({ mode: 'open', masterKeys: keys, keyring: k.keyring }) };
+  return { ...k, codec: new ContentCodec({ mode: 'open', keyring: k.keyring }) };
 }
 
 const reason = (r: string) => expect.objectContaining({ reason: r });
 const code = (c: string) => expect.objectContaining({ code: c });
 
-describe('ContentCodec: WriteMemory commands (transit key)', () => {
-  it('seals the content with the active transit key; the rest of the command is untouched; open gives the original back', async () => {
-    const codec = new ContentCodec({ mode: 'open', masterKeys: onlyA });
+describe('ContentCodec: WriteMemory commands (transit keys)', () => {
+  const at = (iso: string) => () => Date.parse(iso);
+  const transitCodec = (ring: Keyring, clock = at(T0)) => new ContentCodec({ mode: 'open', keyring: ring, instanceId: 'api-1', clock });
+
+  it('seals the content with the instance’s key of the hour; the rest of the command is untouched; open gives the original back', async () => {
+    const { keyring: ring } = await keyring();
+    const codec = transitCodec(ring);
     const message = deepFreeze(writeCommand('r1'));
     const original = structuredClone(message);
     const sealed = await codec.seal(message);
     expect(JSON.stringify(sealed)).not.toContain('passport');
     const envelope = Envelope.parse(commandContent(sealed.value));
-    expect(envelope.kid).toBe('tk:A');
+    expect(envelope.kid).toBe('tk:api-1:2025030109');
     expect(withContent(sealed.value, 'command', SECRET)).toEqual(original.value);
     expect({ ...sealed, value: undefined }).toEqual({ ...original, value: undefined });
     expect(await codec.open(TOPICS.commands, sealed.value)).toEqual(original.value);
     // The input was neither mutated nor reused.
     expect(message).toEqual(original);
+    // The next hour gets a key of its own.
+    const later = await transitCodec(ring, at('2025-03-01T10:00:00.000Z')).seal(writeCommand('r2'));
+    expect(Envelope.parse(commandContent(later.value)).kid).toBe('tk:api-1:2025030110');
   });
 
-  it('opens after a master-key rotation while the old key is configured, and names the missing key once it is not', async () => {
-    const sealed = await new ContentCodec({ mode: 'open', masterKeys: onlyA }).seal(writeCommand('r1'));
-    const rotated = new ContentCodec({ mode: 'open', masterKeys: bothActiveB });
-    expect(commandContent(await rotated.open(TOPICS.commands, sealed.value))).toBe(SECRET);
-    // New commands are sealed with the new active key.
-    expect(Envelope.parse(commandContent((await rotated.seal(writeCommand('r2'))).value)).kid).toBe('tk:B');
-    const withoutA = new ContentCodec({ mode: 'open', masterKeys: onlyB });
-    await expect(withoutA.open(TOPICS.commands, sealed.value)).rejects.toEqual(reason('MASTER_KEY_MISMATCH'));
+  it('another service on the same key store opens it; after a master-key rotation it still opens without the old master key', async () => {
+    const { keyring: ring, store } = await keyring(onlyA);
+    const sealed = await transitCodec(ring).seal(writeCommand('r1'));
+    await expect(openKeyring({ masterKeys: onlyB, store })).rejects.toEqual(reason('MASTER_KEY_MISMATCH'));
+    const both = await keyring(bothActiveB, store);
+    expect(await both.keyring.rotateMasterKey({ id: 'B', key: B })).toMatchObject({ rewrapped: 1 });
+    const onlyNew = await keyring(onlyB, store);
+    expect(commandContent(await transitCodec(onlyNew.keyring).open(TOPICS.commands, sealed.value))).toBe(SECRET);
   });
 
   it('a sealed command cannot be moved onto another record id, subject or tenant', async () => {
-    const codec = new ContentCodec({ mode: 'open', masterKeys: onlyA });
+    const { keyring: ring } = await keyring();
+    const codec = transitCodec(ring);
     const sealed = (await codec.seal(writeCommand('r1'))).value;
     const envelope = commandContent(sealed);
     const elsewhere = [
@@ -160,11 +169,29 @@ describe('ContentCodec: WriteMemory commands (transit key)', () => {
     }
   });
 
-  it('a service without master keys can neither seal nor open command content', async () => {
-    const sealed = await new ContentCodec({ mode: 'open', masterKeys: onlyA }).seal(writeCommand('r1'));
+  it('a service without keys can neither seal nor open command content', async () => {
+    const { keyring: ring } = await keyring();
+    const sealed = await transitCodec(ring).seal(writeCommand('r1'));
     const keyless = new ContentCodec({ mode: 'open' });
     await expect(keyless.seal(writeCommand('r2'))).rejects.toEqual(code('MEM_INTERNAL'));
     await expect(keyless.open(TOPICS.commands, sealed.value)).rejects.toEqual(code('MEM_INTERNAL'));
+  });
+
+  it('sweeps a transit key only after its hour and the grace passed and every command was consumed; its commands then read as erased', async () => {
+    const { keyring: ring } = await keyring();
+    const sealed = await transitCodec(ring).seal(writeCommand('r1'));
+    let consumed = false;
+    const sweep = (iso: string) => sweepTransitKeys({ keyring: ring, clock: at(iso), consumedAll: async () => consumed });
+    // The hour ends at 10:00, the grace at 11:00.
+    expect(await sweep('2025-03-01T10:59:59.000Z')).toBe(0);
+    expect(await sweep('2025-03-01T11:00:00.000Z')).toBe(0); // write-admission still behind
+    consumed = true;
+    expect(await sweep('2025-03-01T11:00:00.000Z')).toBe(1);
+    expect(await ring.transitKeyIds()).toEqual([]);
+    expect(commandContent(await transitCodec(ring).open(TOPICS.commands, sealed.value))).toBe(ERASED_CONTENT);
+    // A current key is never swept.
+    await transitCodec(ring, at('2025-03-01T11:00:00.000Z')).seal(writeCommand('r2'));
+    expect(await sweep('2025-03-01T11:30:00.000Z')).toBe(0);
   });
 });
 
@@ -259,7 +286,7 @@ describe('ContentCodec: MemoryWritten / MemoryPromoted events (per-record data k
   });
 
   it('a service without a keyring cannot write event content (no plaintext reaches the log)', async () => {
-    const codec = new ContentCodec({ mode: 'open', masterKeys: onlyA });
+    const codec = new ContentCodec({ mode: 'open' });
     await expect(codec.seal(written('r1'))).rejects.toEqual(code('MEM_INTERNAL'));
   });
 });
@@ -306,7 +333,7 @@ describe('ContentCodec: messages it leaves alone', () => {
   ];
 
   it('seals what is forwarded to a dead-letter topic like its topic, and opens it again', async () => {
-    const codec = new ContentCodec({ mode: 'open', masterKeys: onlyA });
+    const { codec } = await openCodec();
     const dlq = { ...writeCommand('r1'), topic: `${TOPICS.commands}.dlq` };
     const sealed = await codec.seal(dlq);
     expect(JSON.stringify(sealed.value)).not.toContain(SECRET);

@@ -8,7 +8,7 @@ import { sealedBus } from './sealed-bus.ts';
 /**
  * How much of the content a service may see on memory.commands / memory.events:
  * - `open`: reads and writes content (write-admission, projector, index-builder, verifier);
- * - `edge`: seals the commands it sends, reads no content (the API);
+ * - `edge`: seals the commands it sends with its transit keys, reads no content (the API);
  * - `redact`: metadata only, holds no key at all (deletion-orchestrator, expiry-scheduler).
  */
 export type ContentRole = 'open' | 'edge' | 'redact';
@@ -34,6 +34,10 @@ export interface ContentCryptoOptions {
    */
   rotate?: boolean;
   ttlMs?: number;
+  /** Names this instance's transit keys (the commands it seals); unique per running instance. */
+  instanceId?: string;
+  /** Epoch-ms clock for transit key hours (default Date.now). */
+  clock?: () => number;
 }
 
 /** Opens the keyring (a wrong or missing master key fails here, before anything reads the log). */
@@ -42,13 +46,14 @@ export async function openContentCrypto(options: ContentCryptoOptions): Promise<
   const keyring = await openKeyring({ masterKeys, store, ...(options.ttlMs === undefined ? {} : { ttlMs: options.ttlMs }) });
   let rotation: RotationResult | undefined;
   if (options.rotate === true) {
-    const stale = (await store.all()).some((w) => w.kind === 'kek' && w.wrappedBy !== masterKeys.active);
+    const stale = (await store.all()).some((w) => w.kind !== 'dk' && w.wrappedBy !== masterKeys.active);
     const active = masterKeys.keys.get(masterKeys.active);
     if (stale && active !== undefined) rotation = await keyring.rotateMasterKey({ id: masterKeys.active, key: active });
   }
+  const transit = { instanceId: options.instanceId ?? 'local', ...(options.clock ? { clock: options.clock } : {}) };
   const codecs: Record<ContentRole, ContentCodec> = {
-    open: new ContentCodec({ mode: 'open', masterKeys, keyring }),
-    edge: new ContentCodec({ mode: 'redact', masterKeys }),
+    open: new ContentCodec({ mode: 'open', keyring, ...transit }),
+    edge: new ContentCodec({ mode: 'redact', keyring, ...transit }),
     redact: new ContentCodec({ mode: 'redact' }),
   };
   return {
@@ -60,5 +65,3 @@ export async function openContentCrypto(options: ContentCryptoOptions): Promise<
 
 /** A view for a service that holds no key at all (distributed orchestrator and expiry-scheduler). */
 export const redactedBus = (bus: Bus): Bus => sealedBus(bus, new ContentCodec({ mode: 'redact' }));
-/** The API's view: seals WriteMemory content with the transit key, reads no content. */
-export const edgeBus = (bus: Bus, masterKeys: MasterKeys): Bus => sealedBus(bus, new ContentCodec({ mode: 'redact', masterKeys }));
