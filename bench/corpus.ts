@@ -68,16 +68,18 @@ export function syntheticMeta(i: number, tenants: number, now: Date): RecordMeta
   };
 }
 
-/** A MemoryWritten event as it travels on memory.events, serialized: the raw Kafka record. */
-export function sampleEventBytes(i: number, tenants: number, now: Date): Buffer {
+/** A MemoryWritten event as write-admission produces it on memory.events (content in clear). */
+export function sampleEvent(i: number, tenants: number, now: Date): MemoryEvent {
   const record = { ...syntheticMeta(i, tenants, now), content: contentOf(i) };
   const actor = { agentId: 'bench', principalId: 'bench', principalKind: 'agent' as const, runId: `run-${i}`, purpose: PURPOSE };
-  const event = MemoryEvent.parse({
+  return MemoryEvent.parse({
     type: 'MemoryWritten', data: { record },
     metadata: {
       commandId: `01JBENCHCOMMAND${String(i).padStart(11, '0')}`, eventId: `01JBENCHEVENT${String(i).padStart(13, '0')}`,
       tenantId: record.tenantId, subjectId: record.subjectId, actor, now: now.toISOString(), policyRevision: 0,
     },
   });
-  return Buffer.from(JSON.stringify(event));
 }
+
+/** The same event serialized: the raw Kafka record. */
+export const sampleEventBytes = (i: number, tenants: number, now: Date): Buffer => Buffer.from(JSON.stringify(sampleEvent(i, tenants, now)));

@@ -10,10 +10,47 @@ export interface HttpTarget {
   issuerCredential: string;
 }
 
-export interface WritePathResult {
+/** Sizes of the write load: `writes` one at a time, then `throughputWrites` by `concurrency` writers. */
+export type WriteLoad = Pick<BenchOptions, 'writes' | 'throughputWrites' | 'concurrency'>;
+
+export interface WriteLoadResult {
   /** One write at a time; the API answers after read-your-writes (projector and index-builder). */
   sequential: Summary;
-  throughput: { writes: number; concurrency: number; admitted: number; failed: number; perSecond: number; latency: Summary };
+  throughput: { writes: number; concurrency: number; admitted: number; failed: number; wallMs: number; perSecond: number; latency: Summary };
+}
+
+/** The raw samples of a write load: runs of the same load are pooled before taking percentiles. */
+export interface WriteSamples {
+  concurrency: number;
+  sequentialMs: number[];
+  /** Latency of each admitted write of the concurrent phase. */
+  concurrentMs: number[];
+  failed: number;
+  /** Wall time of the concurrent phase. */
+  wallMs: number;
+}
+
+export function summarizeWrites(s: WriteSamples): WriteLoadResult {
+  const admitted = s.concurrentMs.length;
+  return {
+    sequential: summarize(s.sequentialMs),
+    throughput: {
+      writes: admitted + s.failed, concurrency: s.concurrency, admitted, failed: s.failed,
+      wallMs: s.wallMs, perSecond: perSecond(admitted, s.wallMs), latency: summarize(s.concurrentMs),
+    },
+  };
+}
+
+/** One load made of several runs: admitted writes per second is then total admitted ÷ total wall time. */
+export const poolWrites = (runs: readonly WriteSamples[]): WriteSamples => ({
+  concurrency: runs[0]?.concurrency ?? 0,
+  sequentialMs: runs.flatMap((r) => r.sequentialMs),
+  concurrentMs: runs.flatMap((r) => r.concurrentMs),
+  failed: runs.reduce((n, r) => n + r.failed, 0),
+  wallMs: runs.reduce((n, r) => n + r.wallMs, 0),
+});
+
+export interface WritePathResult extends WriteLoadResult {
   /** From sending a write with a unique word to the first search response that contains it. */
   searchable: Summary;
   /** The acknowledgement latency of those same writes. */
@@ -89,8 +126,8 @@ async function searchIds(target: HttpTarget, token: string, query: string): Prom
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-export async function measureWritePath(target: HttpTarget, options: BenchOptions, label: string): Promise<WritePathResult> {
-  const token = await issueToken(target, WRITES_TENANT);
+/** The write load on `token`'s tenant: sequential latency, then admitted throughput of concurrent writers. */
+export async function measureWrites(target: HttpTarget, token: string, load: WriteLoad, label: string): Promise<WriteSamples> {
   let n = 0;
   // Contents come from the bench vocabulary; subjects spread the writes over the partitions.
   const next = () => {
@@ -100,17 +137,17 @@ export async function measureWritePath(target: HttpTarget, options: BenchOptions
   for (let i = 0; i < 10; i += 1) await write(target, token, next());
 
   const sequential: number[] = [];
-  for (let i = 0; i < options.writes; i += 1) {
+  for (let i = 0; i < load.writes; i += 1) {
     const started = performance.now();
     await write(target, token, next());
     sequential.push(performance.now() - started);
-    if ((i + 1) % 100 === 0) progress(`${label}: sequential writes ${i + 1}/${options.writes}`);
+    if ((i + 1) % 100 === 0) progress(`${label}: sequential writes ${i + 1}/${load.writes}`);
   }
 
   const latency: number[] = [];
   let failed = 0;
   const started = performance.now();
-  await lanes(options.throughputWrites, options.concurrency, async () => {
+  await lanes(load.throughputWrites, load.concurrency, async () => {
     const t0 = performance.now();
     try {
       await write(target, token, next());
@@ -119,10 +156,16 @@ export async function measureWritePath(target: HttpTarget, options: BenchOptions
       failed += 1;
     }
     const done = latency.length + failed;
-    if (done % 100 === 0) progress(`${label}: concurrent writes ${done}/${options.throughputWrites}`);
+    if (done % 100 === 0) progress(`${label}: concurrent writes ${done}/${load.throughputWrites}`);
   });
   const wall = performance.now() - started;
-  progress(`${label}: ${options.throughputWrites} writes by ${options.concurrency} writers in ${(wall / 1000).toFixed(1)} s`);
+  progress(`${label}: ${load.throughputWrites} writes by ${load.concurrency} writers in ${(wall / 1000).toFixed(1)} s`);
+  return { concurrency: load.concurrency, sequentialMs: sequential, concurrentMs: latency, failed, wallMs: wall };
+}
+
+export async function measureWritePath(target: HttpTarget, options: BenchOptions, label: string): Promise<WritePathResult> {
+  const token = await issueToken(target, WRITES_TENANT);
+  const writes = summarizeWrites(await measureWrites(target, token, options, label));
 
   // Write→searchable: the poller starts with the write, one search in flight at a time. Each
   // poll adds a distinct non-matching word, so the retrieval cache never answers for the index.
@@ -147,14 +190,7 @@ export async function measureWritePath(target: HttpTarget, options: BenchOptions
     await written;
   }
   progress(`${label}: ${options.visibilityProbes} write→searchable probes`);
-  return {
-    sequential: summarize(sequential),
-    throughput: {
-      writes: options.throughputWrites, concurrency: options.concurrency, admitted: latency.length, failed,
-      perSecond: perSecond(latency.length, wall), latency: summarize(latency),
-    },
-    searchable: summarize(searchable), searchableAck: summarize(acks), searchablePolls: polls,
-  };
+  return { ...writes, searchable: summarize(searchable), searchableAck: summarize(acks), searchablePolls: polls };
 }
 
 /** Distinct queries over every tenant of the dataset, one at a time, after a short warm-up. */

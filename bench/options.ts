@@ -2,7 +2,8 @@
  * Sizes of one bench run, from flags (`--records 20000`) or env (`BENCH_RECORDS=20000`).
  * Defaults take about 4–5 minutes on a 2-core machine (the distributed writes dominate);
  * `--quick` is a 1–2 minute smoke run of the same phases; `--large` adds the 100k-record
- * search step (its seeding and 100k queries add several minutes).
+ * search step (its seeding and 100k queries add several minutes); `--encryption-only` runs just
+ * the encryption section (embedded A/B and crypto operations; no engines needed, ~1.5 min).
  */
 export type RuntimeName = 'embedded' | 'distributed';
 
@@ -28,6 +29,16 @@ export interface BenchOptions {
   /** Records of the raw Kafka throughput probes. */
   kafkaRecords: number;
   runtimes: RuntimeName[];
+  /** Only the encryption section: no raw engines, no runtime phases besides its own writes. */
+  encryptionOnly: boolean;
+  /** Rounds of the encryption A/B; each round runs the plaintext-log and the sealed-log runtime once. */
+  encryptionRounds: number;
+  /** Sequential writes per A/B runtime. */
+  encryptionWrites: number;
+  /** Writes of the concurrent phase per A/B runtime (by `concurrency` writers). */
+  encryptionThroughput: number;
+  /** Timed calls per warm crypto operation; the key-creating ones get a tenth (each is a durable key-store write). */
+  cryptoOps: number;
 }
 
 const HELP = `pnpm bench [options]      (each option also as env, e.g. BENCH_RECORDS=20000)
@@ -44,7 +55,15 @@ const HELP = `pnpm bench [options]      (each option also as env, e.g. BENCH_REC
   --raw N            sequential round trips per raw engine probe (default 2000)
   --kafka-records N  records of the raw Kafka throughput probes (default 20000)
   --only NAME        embedded | distributed (default both)
-  --quick            small sizes, a smoke run of every phase (~1-2 min)`;
+  --quick            small sizes, a smoke run of every phase (~1-2 min)
+encryption cost on the write path (part of every run that includes embedded):
+  --encryption-only       only this section: embedded A/B plus crypto operations; needs no engines
+                          (~1.5 min; ~30 s with --quick)
+  --encryption-rounds N   A/B rounds, each a plaintext-log and a sealed-log runtime on fresh data
+                          dirs, the order alternating per round (default 6, quick 4)
+  --encryption-writes N   sequential writes per A/B runtime (default 80, quick 25)
+  --encryption-throughput N  concurrent-phase writes per A/B runtime (default 160, quick 48)
+  --crypto-ops N          timed calls per warm ContentCodec operation (default 5000, quick 1000)`;
 
 export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv): BenchOptions {
   const flags = new Map<string, string>();
@@ -57,7 +76,7 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv): B
     if (!arg.startsWith('--')) throw new Error(`unexpected argument "${arg}"\n${HELP}`);
     const name = arg.slice(2);
     const value = argv[i + 1];
-    if (name === 'large' || name === 'quick') flags.set(name, '1');
+    if (name === 'large' || name === 'quick' || name === 'encryption-only') flags.set(name, '1');
     else if (value === undefined || value.startsWith('--')) throw new Error(`--${name} needs a value`);
     else {
       flags.set(name, value);
@@ -65,7 +84,8 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv): B
     }
   }
   const raw = (name: string): string | undefined => flags.get(name) ?? env[`BENCH_${name.toUpperCase().replaceAll('-', '_')}`];
-  const quick = raw('quick') === '1' || raw('quick') === 'true';
+  const on = (name: string): boolean => raw(name) === '1' || raw(name) === 'true';
+  const quick = on('quick');
   const int = (name: string, fallback: number, quickValue: number): number => {
     const text = raw(name);
     if (text === undefined) return quick ? quickValue : fallback;
@@ -73,7 +93,7 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv): B
     return Number(text);
   };
   const records = int('records', 10_000, 2_000);
-  const large = raw('large') === '1' || raw('large') === 'true';
+  const large = on('large');
   const only = raw('only');
   if (only !== undefined && only !== 'embedded' && only !== 'distributed') throw new Error('--only must be embedded or distributed');
   return {
@@ -89,5 +109,10 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv): B
     rawRoundTrips: int('raw', 2000, 200),
     kafkaRecords: int('kafka-records', 20_000, 3_000),
     runtimes: only === undefined ? ['embedded', 'distributed'] : [only],
+    encryptionOnly: on('encryption-only'),
+    encryptionRounds: int('encryption-rounds', 6, 4),
+    encryptionWrites: int('encryption-writes', 80, 25),
+    encryptionThroughput: int('encryption-throughput', 160, 48),
+    cryptoOps: int('crypto-ops', 5000, 1000),
   };
 }

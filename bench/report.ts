@@ -1,11 +1,13 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import type { EncryptionResult } from './encryption.ts';
 import type { BenchOptions } from './options.ts';
 import type { RawKafkaResult } from './raw-kafka.ts';
 import type { RawRoundTrips } from './raw-roundtrips.ts';
 import type { RawSearchResult } from './raw-search.ts';
+import type { WriteLoadResult } from './http-probe.ts';
 import type { RuntimeResult } from './runtimes.ts';
-import type { Summary } from './stats.ts';
+import { percentile, type Summary } from './stats.ts';
 
 export interface Ratio {
   name: string;
@@ -24,9 +26,11 @@ export interface BenchResult {
   host: { platform: string; cpus: number; memoryGb: number };
   namespace: string;
   options: BenchOptions;
-  raw: { kafka?: RawKafkaResult; roundTrips: RawRoundTrips; search: RawSearchResult };
+  /** Absent with --encryption-only, which measures no engine. */
+  raw?: { kafka?: RawKafkaResult; roundTrips: RawRoundTrips; search: RawSearchResult };
   embedded?: RuntimeResult;
   distributed?: RuntimeResult;
+  encryption?: EncryptionResult;
   ratios: Ratio[];
   cleanup: string[];
 }
@@ -37,6 +41,7 @@ const ratio = (name: string, ours: number, raw: number, unit: string, definition
 
 export function computeRatios(r: Pick<BenchResult, 'raw' | 'embedded' | 'distributed'>): Ratio[] {
   const out: Ratio[] = [];
+  if (r.raw === undefined) return out;
   const { kafka, roundTrips, search } = r.raw;
   const d = r.distributed;
   if (d && kafka) {
@@ -100,15 +105,34 @@ function runtimeRows(name: string, r: RuntimeResult, tenants: number): string[] 
   ];
 }
 
-export function formatTable(r: BenchResult): string {
-  const lines: string[] = [
-    `governed-memory bench — ${r.at} — node ${r.node}, ${r.host.cpus} cpus, ${r.host.memoryGb} GB — wall ${num(r.wallMs / 1000, 1)} s`,
-    `${'latencies in ms'.padEnd(W)} ${'n'.padStart(6)} ${'p50'.padStart(9)} ${'p95'.padStart(9)} ${'p99'.padStart(9)}  notes`,
+const signed = (x: number, digits = 2) => `${x >= 0 ? '+' : ''}${num(x, digits)}`;
+/** `PS SP …`: P a plaintext-log run, S a sealed-log run, a space between rounds. */
+const order = (runs: EncryptionResult['writePath']['runs']) =>
+  runs.map((x, i) => `${i > 0 && x.round !== runs[i - 1]?.round ? ' ' : ''}${x.log === 'plaintext' ? 'P' : 'S'}`).join('');
+
+function encryptionRows(e: EncryptionResult, cpus: number): string[] {
+  const w = e.writePath;
+  const { plaintext: p, sealed: s } = w;
+  const rates = (t: WriteLoadResult['throughput']) => `${num(t.perSecond, 1)} writes/s admitted, ${t.failed} failed`;
+  const c = e.crypto;
+  return [
+    `encryption on the write path — embedded over HTTP, same load on fresh data dirs, run order ${order(w.runs)}`,
+    `  (1-min load average ${num(w.loadAverage.before, 1)} before, ${num(w.loadAverage.after, 1)} after, on ${cpus} cpus: above that the A/B measures the neighbours too)`,
+    row('  write, sequential — plaintext log (baseline)', p.sequential),
+    row('  write, sequential — sealed log', s.sequential, `p50 ${signed(w.sequentialP50OverheadMs)} ms, p95 ${signed(w.sequentialP95OverheadMs)} ms`),
+    row(`  write, ${w.load.concurrency} concurrent writers — plaintext log`, p.throughput.latency, rates(p.throughput)),
+    row(`  write, ${w.load.concurrency} concurrent writers — sealed log`, s.throughput.latency, `${rates(s.throughput)}; p50 ${signed(w.concurrentP50OverheadMs)} ms`),
+    `  throughput loss from sealing: ${num(w.throughputLossPct, 1)}% of admitted writes/s, pooled; per round (median ${num(percentile(w.throughputLossPctByRound, 50), 1)}%): ` +
+      w.throughputLossPctByRound.map((x) => `${num(x, 1)}%`).join(', '),
+    '',
+    `${`crypto operations alone (ContentCodec, ${c.contentBytes}-byte content), µs per call`.padEnd(W)} ${'n'.padStart(6)} ${'p50'.padStart(9)} ${'p95'.padStart(9)} ${'p99'.padStart(9)}`,
+    ...c.ops.map((op) => row(`  ${op.name}`, op.us, `mean ${num(op.us.mean, 1)}`)),
+    `  key store: ${c.keyStore}`,
   ];
-  if (r.embedded) lines.push('', ...runtimeRows('embedded runtime (SQLite, one process)', r.embedded, r.options.tenants));
-  if (r.distributed) lines.push('', ...runtimeRows('distributed runtime (Kafka, Elasticsearch, Redis; 7 processes)', r.distributed, r.options.tenants));
-  const { kafka, roundTrips: rt, search } = r.raw;
-  lines.push('', 'raw engines, same run, same record size, same documents and queries');
+}
+
+function rawRows({ kafka, roundTrips: rt, search }: NonNullable<BenchResult['raw']>): string[] {
+  const lines = ['raw engines, same run, same record size, same documents and queries'];
   if (kafka) {
     lines.push(
       row(`  kafkajs produce 1 record (${kafka.recordBytes} B, acks=all)`, kafka.produce),
@@ -121,6 +145,18 @@ export function formatTable(r: BenchResult): string {
   for (const s of search.elasticsearch) lines.push(row(`  ES bool query @${s.records} (bulk ${num(s.loadPerSecond, 0)} docs/s)`, s.query));
   lines.push(row('  Redis SET', rt.redisSet), row('  Redis GET', rt.redisGet), row('  SQLite insert+select (WAL, synchronous=FULL)', rt.sqliteInsertSelect));
   for (const s of search.sqliteFts) lines.push(row(`  SQLite FTS5 query @${s.records} (load ${num(s.loadPerSecond, 0)} docs/s)`, s.query));
+  return lines;
+}
+
+export function formatTable(r: BenchResult): string {
+  const lines: string[] = [
+    `governed-memory bench — ${r.at} — node ${r.node}, ${r.host.cpus} cpus, ${r.host.memoryGb} GB — wall ${num(r.wallMs / 1000, 1)} s`,
+    `${'latencies in ms'.padEnd(W)} ${'n'.padStart(6)} ${'p50'.padStart(9)} ${'p95'.padStart(9)} ${'p99'.padStart(9)}  notes`,
+  ];
+  if (r.embedded) lines.push('', ...runtimeRows('embedded runtime (SQLite, one process)', r.embedded, r.options.tenants));
+  if (r.distributed) lines.push('', ...runtimeRows('distributed runtime (Kafka, Elasticsearch, Redis; 7 processes)', r.distributed, r.options.tenants));
+  if (r.encryption) lines.push('', ...encryptionRows(r.encryption, r.host.cpus));
+  if (r.raw) lines.push('', ...rawRows(r.raw));
   if (r.ratios.length > 0) {
     lines.push('', `${'ratios ours/raw'.padEnd(44)} ${'ours'.padStart(10)} ${'raw'.padStart(10)} ${'ratio'.padStart(9)}`);
     for (const x of r.ratios) {
@@ -135,11 +171,13 @@ export function formatTable(r: BenchResult): string {
       lines.push(`  ${x.name}: ${x.definition}`);
     }
   }
-  lines.push(
-    '',
-    '* the search datasets are seeded below the API through the runtime\'s own store ports (record hash, content, index',
-    '  document, as the projector and index-builder fold MemoryWritten); every query is distinct, so the retrieval cache misses.',
-  );
+  if (r.embedded || r.distributed) {
+    lines.push(
+      '',
+      '* the search datasets are seeded below the API through the runtime\'s own store ports (record hash, content, index',
+      '  document, as the projector and index-builder fold MemoryWritten); every query is distinct, so the retrieval cache misses.',
+    );
+  }
   return `${lines.join('\n')}\n`;
 }
 

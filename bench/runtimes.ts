@@ -3,12 +3,15 @@ import os from 'node:os';
 import path from 'node:path';
 import type { RecordMeta } from '@gm/contracts';
 import { startStack } from '@gm/distributed';
-import { loadConfig, startEmbeddedRuntime } from '@gm/embedded';
+import { loadConfig, startEmbeddedRuntime, type EmbeddedRuntime, type RuntimeOptions } from '@gm/embedded';
 import type { SearchIndex } from '@gm/search-index';
 import { DistributedEnv, openIndex, openState } from '@gm/service-kit';
 import type { StateStore } from '@gm/state-store';
 import { contentOf, tenantOf } from './corpus.ts';
-import { issueToken, measureSearch, measureWritePath, write, writeBody, type HttpTarget, type SearchStepResult, type WritePathResult } from './http-probe.ts';
+import {
+  WRITES_TENANT, issueToken, measureSearch, measureWritePath, measureWrites, write, writeBody,
+  type HttpTarget, type SearchStepResult, type WriteLoad, type WritePathResult, type WriteSamples,
+} from './http-probe.ts';
 import type { BenchOptions } from './options.ts';
 import type { Engines } from './engines.ts';
 import { measureDeletion, type DeletionResult } from './deletion.ts';
@@ -53,24 +56,36 @@ async function benchApi(
   return { startMs, write: writePath, revocation, deletion, search };
 }
 
-export async function benchEmbedded(options: BenchOptions): Promise<RuntimeResult> {
+/** An embedded runtime on a fresh data directory, closed and removed once `use` is done. */
+async function withEmbeddedRuntime<T>(
+  label: string, runtimeOptions: RuntimeOptions, use: (runtime: EmbeddedRuntime, target: HttpTarget, startMs: number) => Promise<T>,
+): Promise<T> {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'gm-bench-embedded-'));
   try {
     const started = performance.now();
     const runtime = await startEmbeddedRuntime(
       loadConfig({ MEMORY_PORT: '0', MEMORY_DATA_DIR: dataDir, MEMORY_LOG_LEVEL: 'warn', MEMORY_RATE_LIMIT_PER_MINUTE: '1000000' }),
+      runtimeOptions,
     );
     const startMs = performance.now() - started;
-    progress(`embedded: runtime started in ${startMs.toFixed(0)} ms at ${runtime.url}`);
+    progress(`${label}: runtime started in ${startMs.toFixed(0)} ms at ${runtime.url}`);
     try {
-      const target = { url: runtime.url, issuerCredential: runtime.credentials.issuerCredential };
-      return await benchApi(target, runtime, options, 'embedded', startMs);
+      return await use(runtime, { url: runtime.url, issuerCredential: runtime.credentials.issuerCredential }, startMs);
     } finally {
       await runtime.close();
     }
   } finally {
     rmSync(dataDir, { recursive: true, force: true });
   }
+}
+
+export function benchEmbedded(options: BenchOptions): Promise<RuntimeResult> {
+  return withEmbeddedRuntime('embedded', {}, (runtime, target, startMs) => benchApi(target, runtime, options, 'embedded', startMs));
+}
+
+/** The write phases only (no visibility, search or deletion), on a fresh embedded runtime. */
+export function benchEmbeddedWrites(load: WriteLoad, runtimeOptions: RuntimeOptions, label: string): Promise<WriteSamples> {
+  return withEmbeddedRuntime(label, runtimeOptions, async (_runtime, target) => measureWrites(target, await issueToken(target, WRITES_TENANT), load, label));
 }
 
 export async function benchDistributed(options: BenchOptions, namespace: string, engines: Engines): Promise<RuntimeResult> {
