@@ -258,7 +258,7 @@ export async function startTestRuntime(
         .join('\n'),
     async logReader() {
       const store = createSqliteKeyStore({ file: path.join(dataDir, KEY_STORE_FILE_NAME) });
-      const crypto = await openContentCrypto({ masterKeys: loadOrCreateMasterKeys(dataDir, masterKeyEnvOf(config)).masterKeys, store });
+      const crypto = await openContentCrypto({ masterKeys: loadOrCreateMasterKeys(dataDir, masterKeyEnvOf(config), true).masterKeys, store });
       return { log: crypto.view(runtime.bus, 'open'), close: async () => { crypto.close(); await store.close(); } };
     },
     masterKeyFile: () => config.masterKeyFile ?? path.join(dataDir, 'keys', MASTER_KEY_FILE_NAME),

@@ -9,5 +9,5 @@ import { loadOrCreateCredentials, loadOrCreateMasterKeys } from '@gm/embedded';
  */
 const dir = path.resolve(process.argv[2] ?? '.data-distributed');
 const credentials = await loadOrCreateCredentials(dir, undefined);
-const master = loadOrCreateMasterKeys(dir, {});
+const master = loadOrCreateMasterKeys(dir, {}, false);
 process.stdout.write(`signing key: ${path.join(dir, 'keys', 'capability-signing.jwk.json')}\nreceipt key: ${credentials.receiptKeyFile} (public: ${credentials.receiptPublicKeyFile})\nissuer credential: ${credentials.issuerCredentialFile ?? '(from MEMORY_ISSUER_CREDENTIAL)'}\nmaster keys: ${master.source} (active "${master.masterKeys.active}")\n`);

@@ -54,7 +54,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   // One master key file for every service (content encryption, issue 7), unless the env names one.
   const masterKeyEnv: Record<string, string> = options.env?.MEMORY_MASTER_KEY !== undefined || options.env?.MEMORY_MASTER_KEY_FILE !== undefined
     ? {}
-    : { MEMORY_MASTER_KEY_FILE: loadOrCreateMasterKeys(options.dataDir, {}).source };
+    : { MEMORY_MASTER_KEY_FILE: loadOrCreateMasterKeys(options.dataDir, {}, false).source };
   const env: Record<string, string> = {
     ...engines,
     MEMORY_NAMESPACE: options.namespace,

@@ -4,15 +4,23 @@ import path from 'node:path';
 import { CryptoError, loadMasterKeys, type MasterKeys } from '@gm/crypto';
 
 export const MASTER_KEY_FILE_NAME = 'master-keys.json';
-export const KEY_STORE_FILE_NAME = 'keys.db';
+/**
+ * The key store is a table (`crypto_keys`) inside the log's own file: a key is written just
+ * before the bus commits the event it seals, and that commit's fsync covers both (see
+ * SqliteKeyStoreOptions.synchronous). A separate file cost a second fsync per write.
+ */
+export const KEY_STORE_FILE_NAME = 'bus.db';
 
 /**
  * The master keys of the embedded runtime: MEMORY_MASTER_KEY_FILE or MEMORY_MASTER_KEY when set;
- * otherwise `<data-dir>/keys/master-keys.json`, generated (0600) at the first start of an empty
- * data directory. A data directory that already holds keys but has lost its master key file is a
- * startup error (MASTER_KEY_CONFIG), never a fresh key that would silently orphan the old data.
+ * otherwise `<data-dir>/keys/master-keys.json`, generated (0600) at the first start of a data
+ * directory without keys (`storeHoldsKeys` false). One that already holds keys but has lost its
+ * master key file is a startup error (MASTER_KEY_CONFIG), never a fresh key that would silently
+ * orphan the old data.
  */
-export function loadOrCreateMasterKeys(dataDir: string, env: { MEMORY_MASTER_KEY_FILE?: string; MEMORY_MASTER_KEY?: string }): {
+export function loadOrCreateMasterKeys(
+  dataDir: string, env: { MEMORY_MASTER_KEY_FILE?: string; MEMORY_MASTER_KEY?: string }, storeHoldsKeys: boolean,
+): {
   masterKeys: MasterKeys;
   source: string;
 } {
@@ -22,10 +30,10 @@ export function loadOrCreateMasterKeys(dataDir: string, env: { MEMORY_MASTER_KEY
   const dir = path.join(dataDir, 'keys');
   const file = path.join(dir, MASTER_KEY_FILE_NAME);
   if (!existsSync(file)) {
-    if (existsSync(path.join(dataDir, KEY_STORE_FILE_NAME))) {
+    if (storeHoldsKeys) {
       throw new CryptoError(
         'MASTER_KEY_CONFIG',
-        `${dataDir} holds a key store (${KEY_STORE_FILE_NAME}) but no master key: ${file} is missing and neither MEMORY_MASTER_KEY_FILE nor MEMORY_MASTER_KEY is set; ` +
+        `${dataDir} holds encryption keys but no master key: ${file} is missing and neither MEMORY_MASTER_KEY_FILE nor MEMORY_MASTER_KEY is set; ` +
           'restore the master key file — without it the sealed content cannot be read',
       );
     }

@@ -57,13 +57,15 @@ export async function openStores(
 ): Promise<Stores> {
   const epochMs = () => clock.now().getTime();
   mkdirSync(dataDir, { recursive: true });
-  // Master keys first: a lost or wrong one stops the start before any store is opened or written.
-  const { masterKeys, source: masterKeySource } = loadOrCreateMasterKeys(dataDir, masterKeyEnv);
-  const keyStore = createSqliteKeyStore({ file: path.join(dataDir, KEY_STORE_FILE_NAME) });
+  // Keys and master keys first: a lost or wrong master key stops the start before the log is read.
+  const keyStore = createSqliteKeyStore({ file: path.join(dataDir, KEY_STORE_FILE_NAME), synchronous: 'NORMAL' });
   let crypto: ContentCrypto;
+  let masterKeySource: string;
   try {
+    const loaded = loadOrCreateMasterKeys(dataDir, masterKeyEnv, (await keyStore.all()).length > 0);
+    masterKeySource = loaded.source;
     // rotate: KEKs still wrapped by an older master key are re-wrapped with the active one.
-    crypto = await openContentCrypto({ masterKeys, store: keyStore, rotate: true, instanceId: 'embedded', clock: epochMs });
+    crypto = await openContentCrypto({ masterKeys: loaded.masterKeys, store: keyStore, rotate: true, instanceId: 'embedded', clock: epochMs });
   } catch (err) {
     await keyStore.close();
     throw err;

@@ -7,6 +7,14 @@ import { checkPut, Listeners } from '../key-store-shared.ts';
 export interface SqliteKeyStoreOptions {
   /** Database file, created if missing; `:memory:` for a store that lives with the process. */
   file: string;
+  /**
+   * `FULL` (default): every put is on disk when it returns. `NORMAL`: only for a store that
+   * shares its WAL with a log committed with `FULL` right after each put (the embedded runtime's
+   * bus.db): that commit's fsync of the WAL also makes every earlier frame durable, keys
+   * included, so a key is never lost while an event sealed with it survives — one fsync per
+   * write instead of two.
+   */
+  synchronous?: 'FULL' | 'NORMAL';
 }
 
 /*
@@ -24,8 +32,9 @@ CREATE TABLE IF NOT EXISTS crypto_keys (
 export function createSqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
   const db = new Database(options.file);
   db.pragma('journal_mode = WAL');
-  // FULL: a lost key write is lost content, not a rebuildable projection.
-  db.pragma('synchronous = FULL');
+  // FULL unless the caller shares a FULL-committed WAL (see the option): a lost key write is lost
+  // content, not a rebuildable projection.
+  db.pragma(`synchronous = ${options.synchronous ?? 'FULL'}`);
   db.pragma('secure_delete = ON');
   db.pragma('busy_timeout = 5000');
   db.exec(SCHEMA);
