@@ -38,9 +38,10 @@ async function timeOp<T>(name: string, inputs: readonly T[], warmup: number, fn:
 
 /**
  * ContentCodec.seal and .open alone, with no runtime around them: the per-message work the
- * sealed views of the log add (content-crypto.ts). The key store is a file like the embedded
- * runtime's keys.db (WAL, synchronous=FULL), so creating a key costs what it costs there: the
- * first write of a record creates its data key, the first of a subject also its KEK.
+ * sealed views of the log add (content-crypto.ts). The key store is a file of its own (WAL,
+ * synchronous=FULL), so creating a key includes an fsync: the first write of a record creates its
+ * data key, the first of a subject also its KEK. (The embedded runtime keeps its keys inside
+ * bus.db with synchronous=NORMAL, where the bus's commit pays that fsync: the A/B above measures that.)
  */
 export async function measureCryptoOps(warmCalls: number): Promise<CryptoOpsResult> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'gm-bench-crypto-'));
@@ -94,7 +95,7 @@ export async function measureCryptoOps(warmCalls: number): Promise<CryptoOpsResu
     ops.push(await timeOp('seal WriteMemory (transit key)', same(command), 500, (m) => codec.seal(m)));
     const sealedCommand = await codec.seal(command);
     ops.push(await timeOp('open WriteMemory (transit key)', same(sealedCommand.value), 500, (v) => codec.open(TOPICS.commands, v)));
-    return { contentBytes: Buffer.byteLength(content), keyStore: 'SQLite file in the OS temp dir (WAL, synchronous=FULL), as keys.db', ops };
+    return { contentBytes: Buffer.byteLength(content), keyStore: 'a SQLite file of its own (WAL, synchronous=FULL: one fsync per created key)', ops };
   } finally {
     warm.close();
     cold.close();
