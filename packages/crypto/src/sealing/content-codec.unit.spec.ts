@@ -7,8 +7,8 @@ import { randomBytes } from 'node:crypto';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import type { OutgoingMessage } from '@gm/bus';
 import {
-  ERASED_CONTENT, MemoryPromoted, MemoryWritten, SEALED_CONTENT, TOPICS, WriteMemory,
-  type EventOf, type CommandOf,
+  ERASED_CONTENT, MemoryPromoted, MemoryWritten, SEALED_CONTENT, TOPICS,
+  type EventOf,
 } from '@gm/contracts';
 import { createSqliteKeyStore } from '../embedded/sqlite-key-store.ts';
 import { Envelope } from '../envelope.ts';
@@ -17,6 +17,7 @@ import { openKeyring, type Keyring } from '../keyring.ts';
 import { kekId } from '../keys.ts';
 import { masterKeys, type MasterKeys } from '../master-keys.ts';
 import { ContentCodec } from './content-codec.ts';
+import { ACTOR, HASH, SUBJECT, T0, TENANT, commandContent, commandMetadata, writeCommand as fixtureCommand, writtenContent } from './fixtures.ts';
 import { sweepTransitKeys } from './transit.ts';
 
 const A = randomBytes(32);
@@ -25,16 +26,8 @@ const onlyA = masterKeys('A', new Map([['A', A]]));
 const onlyB = masterKeys('B', new Map([['B', B]]));
 const bothActiveB = masterKeys('B', new Map([['A', A], ['B', B]]));
 
-const TENANT = 't1';
-const SUBJECT = 'alice@example.com';
-const T0 = '2025-03-01T09:00:00.000Z';
 const SECRET = 'Alice\'s passport number is X4471-secret';
-const HASH = 'ab'.repeat(32);
-const ACTOR = { agentId: 'agent-notes', principalId: 'person-ana', principalKind: 'person', runId: 'run-1', purpose: 'support' } as const;
-
-const metadata = (over: { tenantId?: string; subjectId?: string } = {}) => ({
-  commandId: 'cmd-1', tenantId: over.tenantId ?? TENANT, subjectId: over.subjectId ?? SUBJECT, actor: ACTOR, now: T0, policyRevision: 0,
-});
+const metadata = (over: { tenantId?: string; subjectId?: string } = {}) => commandMetadata('cmd-1', over);
 
 const recordMeta = (id: string, version: number, over: { tenantId?: string; subjectId?: string } = {}) => ({
   id, tenantId: over.tenantId ?? TENANT, agentId: ACTOR.agentId, subjectId: over.subjectId ?? SUBJECT,
@@ -45,19 +38,7 @@ const recordMeta = (id: string, version: number, over: { tenantId?: string; subj
 });
 
 // Every message is parsed with its contract schema, so the codec is tested on real shapes.
-const writeCommand = (id: string, content = SECRET, over: { tenantId?: string } = {}): OutgoingMessage => ({
-  topic: TOPICS.commands,
-  key: `${TENANT}/${SUBJECT}`,
-  value: WriteMemory.parse({
-    type: 'WriteMemory',
-    data: {
-      id, expectedVersion: 0, owner: { principalId: ACTOR.principalId, kind: 'person' }, resource: { kind: 'project', id: 'apollo' },
-      visibility: 'private', sensitivity: 'normal', purposes: ['support'], kind: 'fact', content, contentHash: HASH,
-      provenance: [{ source: 'user', observedAt: T0 }], trust: 'trusted', confidence: 0.8,
-    },
-    metadata: metadata(over),
-  }),
-});
+const writeCommand = (id: string, content = SECRET, over: { tenantId?: string } = {}): OutgoingMessage => fixtureCommand(id, content, over);
 
 const written = (
   id: string, options: { version?: number; content?: string; keyGeneration?: number; tenantId?: string; subjectId?: string } = {},
@@ -93,8 +74,6 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
-const commandContent = (value: unknown): unknown => (value as CommandOf<'WriteMemory'>).data.content;
-const writtenContent = (value: unknown): unknown => (value as EventOf<'MemoryWritten'>).data.record.content;
 const promotedContent = (value: unknown): unknown => (value as EventOf<'MemoryPromoted'>).data.content;
 /** A copy of a command or event value with its content replaced (an envelope moved, garbage put in). */
 function withContent(value: unknown, slot: 'command' | 'written' | 'promoted', content: unknown): unknown {

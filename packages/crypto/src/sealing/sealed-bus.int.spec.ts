@@ -9,38 +9,19 @@ import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { createSqliteBus, memoryTopicSpecs, type Bus, type BusLogger, type ConsumedMessage, type OutgoingMessage } from '@gm/bus';
 import {
-  MemoryWritten, SEALED_CONTENT, TOPICS, WriteMemory, dlqTopic, subjectKey, type CommandOf, type EventOf,
+  MemoryWritten, SEALED_CONTENT, TOPICS, dlqTopic, subjectKey, type CommandOf,
 } from '@gm/contracts';
 import { createSqliteKeyStore } from '../embedded/sqlite-key-store.ts';
 import { Envelope } from '../envelope.ts';
 import type { KeyStore } from '../key-store.ts';
 import { masterKeys } from '../master-keys.ts';
 import { openContentCrypto, type ContentCrypto } from './content-crypto.ts';
+import { ACTOR, SUBJECT, T0, TENANT, commandContent, writeCommand, writtenContent } from './fixtures.ts';
 
 const KEYS = masterKeys('m1', new Map([['m1', randomBytes(32)]]));
-const TENANT = 't1';
-const SUBJECT = 'alice@example.com';
 const KEY = subjectKey(TENANT, SUBJECT);
-const T0 = '2025-03-01T09:00:00.000Z';
-const HASH = 'ab'.repeat(32);
-const ACTOR = { agentId: 'agent-notes', principalId: 'person-ana', principalKind: 'person', runId: 'run-1', purpose: 'support' } as const;
 /** Distinctive text: searching the bus file's bytes for it must find nothing. */
 const SECRET = 'Alice-passport-X4471-zq9';
-const metadata = { commandId: 'cmd-1', tenantId: TENANT, subjectId: SUBJECT, actor: ACTOR, now: T0, policyRevision: 0 };
-
-const writeCommand = (id: string, content: string): OutgoingMessage => ({
-  topic: TOPICS.commands,
-  key: KEY,
-  value: WriteMemory.parse({
-    type: 'WriteMemory',
-    data: {
-      id, expectedVersion: 0, owner: { principalId: ACTOR.principalId, kind: 'person' }, resource: { kind: 'project', id: 'apollo' },
-      visibility: 'private', sensitivity: 'normal', purposes: ['support'], kind: 'fact', content, contentHash: HASH,
-      provenance: [{ source: 'user', observedAt: T0 }], trust: 'trusted', confidence: 0.8,
-    },
-    metadata: { ...metadata, commandId: `cmd-${id}` },
-  }),
-});
 
 /** What write-admission would emit for a command: the record, content included, at version 1. */
 function writtenFrom(command: CommandOf<'WriteMemory'>): OutgoingMessage {
@@ -61,8 +42,6 @@ function writtenFrom(command: CommandOf<'WriteMemory'>): OutgoingMessage {
   };
 }
 
-const commandContent = (value: unknown): unknown => (value as CommandOf<'WriteMemory'>).data.content;
-const writtenContent = (value: unknown): unknown => (value as EventOf<'MemoryWritten'>).data.record.content;
 
 async function collect(bus: Bus, topic: string): Promise<ConsumedMessage[]> {
   const all: ConsumedMessage[] = [];
