@@ -112,17 +112,25 @@ class BusKeyStore implements KeyStore {
     if (this.closed) throw new GovernedMemoryError('MEM_UNAVAILABLE', 'key store is closed');
   }
 
+  /**
+   * Appends a record and applies it here at once: once the produce is acknowledged it is in the
+   * log, and the fold applies it again, in log order, when it gets there (the same value changes
+   * nothing; a tombstone already before it in the log still wins, for good). Waiting for the fold
+   * cost two more round trips per created key on the write path.
+   */
   private async append(keyId: string, record: KeyRecord): Promise<void> {
     const [position] = await this.options.bus.produce([{ topic: KEYS_TOPIC, key: keyId, value: record }]);
     if (position === undefined) throw new GovernedMemoryError('MEM_INTERNAL', 'bus returned no position for a produced key record');
-    // A sync already in flight may have started before the append: read until it is folded.
-    while ((this.next[position.partition] ?? 0) <= position.offset) await this.sync();
+    this.apply({ ...position, key: keyId, value: record, headers: {}, timestamp: Date.now() });
+    // Nothing else was appended in between: the fold has nothing to read back (no reader
+    // round trip — each read joins a throwaway consumer group).
+    if ((this.next[position.partition] ?? 0) === position.offset) this.next[position.partition] = position.offset + 1;
   }
 
   async put(keyId: string, wrapped: WrappedKey): Promise<void> {
     this.ensureOpen();
     const checked = checkPut(keyId, wrapped);
-    await this.sync();
+    // No read before the put: every caller has just looked the id up (a miss reads to the end).
     if (this.keys.get(keyId)?.status === 'destroyed') {
       throw new GovernedMemoryError('MEM_CONFLICT', `key ${keyId} was destroyed and cannot be written again`);
     }
