@@ -19,8 +19,9 @@ export const EVENT_LOG_NOTE =
 /** After the `key` target: what is left in the logs, and for how long. */
 export const EVENT_LOG_SHREDDED_NOTE =
   'memory.events holds these records\' content only as AES-256-GCM ciphertext whose data keys (and, for a forget, the subject\'s '
-  + 'key-encryption key) were destroyed — see the "key" target — so no service can decrypt it; the write commands on '
-  + 'memory.commands are sealed with a transit key until that topic\'s retention deletes them';
+  + 'key-encryption key) were destroyed — see the "key" target — so no service can decrypt it; their write commands on '
+  + 'memory.commands are sealed with hourly transit keys, destroyed about two hours after the write once write-admission '
+  + 'has consumed them';
 
 export const REVOKED_RETENTION_REASON = 'revoked: content retained for audit';
 
