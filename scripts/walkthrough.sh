@@ -42,7 +42,7 @@ JOB=$(curl -s -X POST "$B/v1/subjects/cust-42/forget" "${H[@]}" -d '{}' | json v
 curl -s -X POST "$B/v1/search" "${H[@]}" -d '{"query":"customer 42 email prefers"}' | json 'v.items.length + " item(s)"'
 
 echo "# 8. the deletion job $JOB"
-for _ in $(seq 1 50); do
+for _ in $(seq 1 300); do
   STATUS=$(curl -s "$B/v1/deletion-jobs/$JOB" -H "authorization: Bearer $REVIEWER" | json v.status)
   [ "$STATUS" = verified ] || [ "$STATUS" = failed ] && break
   sleep 0.1

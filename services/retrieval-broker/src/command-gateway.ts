@@ -8,6 +8,18 @@ import {
 export const READ_YOUR_WRITES_GROUPS = ['projector', 'index-builder'] as const;
 
 /**
+ * Whether the projector shows a command's result (the record hash at its version). Offsets alone
+ * are not exact on Kafka: the reply's transaction marker can become visible before the events
+ * partition's, so the events end read after the reply may not include the events yet (seen once
+ * in CI: a search right after a 201 missed the record). Once the projector has the result, the
+ * events are visible, and the end read then includes them.
+ */
+export type ProjectionCheck = (tenant: string, result: AcceptedResult) => Promise<boolean>;
+
+/** How often a confirmation is asked again while the projections lag. */
+const CONFIRM_POLL_MS = 5;
+
+/**
  * Sends commands to write-admission and waits for the reply (request/reply over
  * memory.replies, correlated by commandId). After an accepted reply it waits until the
  * projector and index-builder have folded the events, so the caller's next read sees them.
@@ -19,6 +31,7 @@ export class CommandGateway {
   constructor(
     private readonly bus: Bus,
     private readonly options: { instanceId: string; replyTimeoutMs: number; readYourWritesTimeoutMs: number },
+    private readonly projected?: ProjectionCheck,
   ) {}
 
   async start(): Promise<void> {
@@ -57,7 +70,13 @@ export class CommandGateway {
         throw new GovernedMemoryError(asCode(answer.code), answer.detail, { retriable: answer.retriable });
       }
       const partition = position?.partition ?? this.bus.partitionFor(TOPICS.events, key);
-      const readYourWrites = await this.waitForProjections(partition);
+      const deadline = performance.now() + this.options.readYourWritesTimeoutMs;
+      let readYourWrites = await this.waitForProjections(partition);
+      const tenant = command.metadata.tenantId;
+      if (readYourWrites && this.projected !== undefined && !(await this.projected(tenant, answer.result))) {
+        // The end was read before the events were visible: wait until they are, then for every group again.
+        readYourWrites = (await this.confirm(tenant, answer.result, deadline)) && (await this.waitForProjections(partition));
+      }
       return { ...answer.result, readYourWrites };
     } finally {
       clearTimeout(timer);
@@ -65,7 +84,17 @@ export class CommandGateway {
     }
   }
 
-  /** Events and the reply were appended in one transaction, so the events end is known now. */
+  /** Polls the projection check until it holds or the read-your-writes deadline passes. */
+  private async confirm(tenant: string, result: AcceptedResult, deadline: number): Promise<boolean> {
+    if (this.projected === undefined) return true;
+    for (;;) {
+      if (await this.projected(tenant, result)) return true;
+      if (performance.now() >= deadline) return false;
+      await new Promise((resolve) => setTimeout(resolve, CONFIRM_POLL_MS));
+    }
+  }
+
+  /** Events and the reply were appended in one transaction: the events end usually includes them (see ProjectionCheck). */
   private async waitForProjections(partition: number): Promise<boolean> {
     const end = (await this.bus.endOffsets(TOPICS.events))[partition] ?? 0;
     if (end === 0) return true;

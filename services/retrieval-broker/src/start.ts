@@ -8,7 +8,7 @@ import {
 import type { SearchIndex, SummaryStore } from '@gm/search-index';
 import type { StateStore } from '@gm/state-store';
 import { buildApp } from './app.ts';
-import { CommandGateway } from './command-gateway.ts';
+import { CommandGateway, type ProjectionCheck } from './command-gateway.ts';
 import { startBrokerTargets } from './deletion-targets.ts';
 import type { BrokerConfig } from './deps.ts';
 import { PolicyGateway } from './policy-gateway.ts';
@@ -39,12 +39,21 @@ export interface RunningBroker extends ServiceHandle {
   app: FastifyInstance;
 }
 
+/** A record-changing result is folded once the record hash holds its version; a forget has no record to check. */
+function projectionCheck(state: StateStore): ProjectionCheck {
+  return async (tenant, result) => {
+    if (result.id === undefined || result.version === undefined) return true;
+    const meta = await state.records.get(tenant, result.id);
+    return meta !== null && meta.version >= result.version;
+  };
+}
+
 /** The retrieval-broker: reply gateway, deletion targets of the read path, and the HTTP API. */
 export async function startRetrievalBroker(o: RetrievalBrokerOptions): Promise<RunningBroker> {
   const targets = await startBrokerTargets({ bus: o.bus, state: o.state, clock: o.clock });
   const gateway = new CommandGateway(o.bus, {
     instanceId: o.instanceId, replyTimeoutMs: o.config.replyTimeoutMs, readYourWritesTimeoutMs: o.config.readYourWritesTimeoutMs,
-  });
+  }, projectionCheck(o.state));
   await gateway.start();
   const pdp = new CedarPolicyDecisionPoint({
     source: new RevisionCachedPolicySource(o.state.policies, o.state.policyRevisions),
