@@ -133,7 +133,7 @@ export async function startDistributedTestRuntime(env: Record<string, string> = 
     },
     async logReader() {
       const raw = rawBus();
-      const store = await openBusKeyStore({ bus: raw, pollIntervalMs: 0 });
+      const store = await openBusKeyStore({ bus: raw });
       const crypto = await openContentCrypto({ masterKeys: loadMasterKeys(masterKeyEnv()), store });
       return { log: crypto.view(raw, 'open'), close: async () => { crypto.close(); await store.close(); await raw.close(); } };
     },

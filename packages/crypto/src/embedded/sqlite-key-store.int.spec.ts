@@ -44,13 +44,13 @@ testKeyStore('sqlite', sqliteHarness);
 testKeyStore('memory.keys on the sqlite bus', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'gm-key-store-bus-'));
   const file = join(dir, 'bus.db');
-  const reader = createSqliteBus({ file, pollIntervalMs: 20 });
+  const reader = createSqliteBus({ file });
   const buses: Bus[] = [reader];
   const stores: KeyStore[] = [];
   const open = async (): Promise<KeyStore> => {
-    const bus = createSqliteBus({ file, pollIntervalMs: 20 });
+    const bus = createSqliteBus({ file });
     buses.push(bus);
-    const store = await openBusKeyStore({ bus, partitions: 2, pollIntervalMs: 20 });
+    const store = await openBusKeyStore({ bus, partitions: 2 });
     stores.push(store);
     return store;
   };

@@ -47,7 +47,7 @@ async function kafkaHarness(): Promise<KeyStoreHarness & { bus: Bus; topicPrefix
     return bus;
   };
   const open = async (): Promise<KeyStore> => {
-    const store = await openBusKeyStore({ bus: newBus(), partitions: 2, pollIntervalMs: 100 });
+    const store = await openBusKeyStore({ bus: newBus(), partitions: 2 });
     stores.push(store);
     return store;
   };

@@ -1,5 +1,6 @@
 import { GovernedMemoryError } from '@gm/contracts';
-import { keysTopicSpec, type Bus, type ConsumedMessage } from '@gm/bus';
+import { randomUUID } from 'node:crypto';
+import { keysTopicSpec, type Bus, type ConsumedMessage, type Subscription } from '@gm/bus';
 import { TOPICS } from '@gm/contracts';
 import { z } from 'zod';
 import { WrappedKey } from '../keys.ts';
@@ -27,71 +28,89 @@ export interface BusKeyStoreOptions {
   bus: Bus;
   /** Partitions of `memory.keys` when the store creates it (default 1). */
   partitions?: number;
-  /** How often the store reads what other instances appended (default 500 ms; 0 = never in the background). */
-  pollIntervalMs?: number;
-  /** Receives background read failures; the store retries at the next poll. */
+  /** How long a lookup waits for the store to catch up with the topic's end (default 10 s). */
+  syncTimeoutMs?: number;
+  /** Receives failures of the follower (the bus retries them). */
   onError?: (err: unknown) => void;
 }
 
 /**
  * The key store on the compacted topic `memory.keys`, through the Bus port (Kafka in the
- * distributed runtime; the SQLite bus works too). The whole topic is folded into memory at
- * open and kept current by reading each partition from where the fold stopped.
+ * distributed runtime; the SQLite bus works too). One subscription of a group of its own folds
+ * the whole topic from the beginning and then follows it, so a key another instance writes or
+ * destroys is seen within a fetch. A lookup that misses waits until the fold reached the end
+ * offsets read at that moment. (Reading a range per miss instead joined a throwaway consumer
+ * group each time: seconds on a fresh broker, on the write path.)
  */
 export async function openBusKeyStore(options: BusKeyStoreOptions): Promise<KeyStore> {
-  const store = new BusKeyStore(options);
   await options.bus.ensureTopics([keysTopicSpec(options.partitions ?? 1)]);
+  const store = new BusKeyStore(options);
+  await store.follow();
   await store.sync();
-  store.startPolling(options.pollIntervalMs ?? 500);
   return store;
+}
+
+interface CatchUp {
+  ends: number[];
+  resolve: () => void;
 }
 
 class BusKeyStore implements KeyStore {
   private readonly keys = new Map<string, KeyLookup & { status: 'present' | 'destroyed' }>();
-  /** Next offset to read, per partition. */
+  /** Next offset to fold, per partition. */
   private next: number[] = [];
-  private syncing: Promise<void> | undefined;
-  private timer: NodeJS.Timeout | undefined;
+  private readonly waiting = new Set<CatchUp>();
+  private subscription: Subscription | undefined;
   private closed = false;
   private readonly listeners = new Listeners();
 
   constructor(private readonly options: BusKeyStoreOptions) {}
 
-  startPolling(intervalMs: number): void {
-    if (intervalMs <= 0) return;
-    const tick = (): void => {
-      this.timer = setTimeout(() => {
-        this.sync()
-          .catch((err: unknown) => this.options.onError?.(err))
-          .finally(() => {
-            if (!this.closed) tick();
-          });
-      }, intervalMs);
-      this.timer.unref();
-    };
-    tick();
-  }
-
-  /** Folds every message appended since the last sync. Concurrent calls share one read. */
-  sync(): Promise<void> {
-    this.syncing ??= this.readNew().finally(() => {
-      this.syncing = undefined;
+  async follow(): Promise<void> {
+    this.subscription = await this.options.bus.subscribe({
+      // A group per store instance: every instance folds the whole topic for itself.
+      groupId: `gm-keys.${randomUUID()}`,
+      topics: [KEYS_TOPIC],
+      fromBeginning: true,
+      handler: async (message) => {
+        try {
+          this.apply(message);
+        } finally {
+          this.next[message.partition] = Math.max(this.next[message.partition] ?? 0, message.offset + 1);
+          this.wake();
+        }
+      },
     });
-    return this.syncing;
   }
 
-  private async readNew(): Promise<void> {
-    const { bus } = this.options;
-    const ends = await bus.endOffsets(KEYS_TOPIC);
-    for (const [partition, end] of ends.entries()) {
-      const from = this.next[partition] ?? 0;
-      if (end <= from) continue;
-      for await (const message of bus.readPartition(KEYS_TOPIC, partition, from)) {
-        this.apply(message);
-        this.next[partition] = message.offset + 1;
-      }
-      // Transaction markers take offsets too: nothing below `end` is left to read.
-      this.next[partition] = Math.max(this.next[partition] ?? 0, end);
+  private caughtUp(ends: number[]): boolean {
+    return ends.every((end, partition) => (this.next[partition] ?? 0) >= end);
+  }
+
+  private wake(): void {
+    for (const waiter of this.waiting) {
+      if (!this.caughtUp(waiter.ends)) continue;
+      this.waiting.delete(waiter);
+      waiter.resolve();
+    }
+  }
+
+  /** Resolves once the fold reached the end offsets of the topic as read now. */
+  async sync(): Promise<void> {
+    const ends = await this.options.bus.endOffsets(KEYS_TOPIC);
+    if (this.caughtUp(ends)) return;
+    const timeoutMs = this.options.syncTimeoutMs ?? 10_000;
+    let timer: NodeJS.Timeout | undefined;
+    let waiter: CatchUp | undefined;
+    try {
+      await new Promise<void>((resolve, reject) => {
+        waiter = { ends, resolve };
+        this.waiting.add(waiter);
+        timer = setTimeout(() => reject(new GovernedMemoryError('MEM_UNAVAILABLE', `the key store did not catch up with ${KEYS_TOPIC} in ${timeoutMs} ms`, { retriable: true })), timeoutMs);
+      });
+    } finally {
+      clearTimeout(timer);
+      if (waiter) this.waiting.delete(waiter);
     }
   }
 
@@ -114,16 +133,15 @@ class BusKeyStore implements KeyStore {
 
   /**
    * Appends a record and applies it here at once: once the produce is acknowledged it is in the
-   * log, and the fold applies it again, in log order, when it gets there (the same value changes
-   * nothing; a tombstone already before it in the log still wins, for good). Waiting for the fold
-   * cost two more round trips per created key on the write path.
+   * log, and the follower applies it again, in log order, when it gets there (the same value
+   * changes nothing; a tombstone already before it in the log still wins, for good). Waiting for
+   * the follower would add a fetch per created key on the write path.
    */
   private async append(keyId: string, record: KeyRecord): Promise<void> {
     const [position] = await this.options.bus.produce([{ topic: KEYS_TOPIC, key: keyId, value: record }]);
     if (position === undefined) throw new GovernedMemoryError('MEM_INTERNAL', 'bus returned no position for a produced key record');
     this.apply({ ...position, key: keyId, value: record, headers: {}, timestamp: Date.now() });
-    // Nothing else was appended in between: the fold has nothing to read back (no reader
-    // round trip — each read joins a throwaway consumer group).
+    // Nothing else was appended in between: a lookup need not wait for the follower to fetch it back.
     if ((this.next[position.partition] ?? 0) === position.offset) this.next[position.partition] = position.offset + 1;
   }
 
@@ -143,7 +161,7 @@ class BusKeyStore implements KeyStore {
 
   async get(keyId: string): Promise<KeyLookup> {
     this.ensureOpen();
-    // A miss may be a key another instance wrote since the last poll: read up to the end once.
+    // A miss may be a key another instance wrote that the follower has not folded yet: catch up once.
     if (!this.keys.has(keyId)) await this.sync();
     return this.keys.get(keyId) ?? { status: 'missing' };
   }
@@ -169,8 +187,7 @@ class BusKeyStore implements KeyStore {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    clearTimeout(this.timer);
-    await this.syncing?.catch(() => undefined);
+    await this.subscription?.close();
     this.listeners.clear();
   }
 }
