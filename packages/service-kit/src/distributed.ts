@@ -4,7 +4,7 @@ import { StateStore, createRedisKeyValueStore } from '@gm/state-store';
 import { z } from 'zod';
 import type { Clock } from '@gm/contracts';
 import {
-  loadMasterKeys, openBusKeyStore, openContentCrypto, redactedBus,
+  loadMasterKeys, openBusKeyStore, openContentCrypto, redactedBus, transitKeyId,
   type ContentRole, type KeyStore, type Keyring, type RotationResult,
 } from '@gm/crypto';
 import { LogLevel, integer } from './env.ts';
@@ -91,6 +91,8 @@ export async function openSealedBus(
   try {
     store = await openBusKeyStore({ bus: raw, partitions: env.MEMORY_PARTITIONS, ...(options.onError ? { onError: options.onError } : {}) });
     const crypto = await openContentCrypto({ masterKeys, store, rotate: options.rotate === true, instanceId: clientId });
+    // The edge creates this hour's transit key now rather than on the first write it seals.
+    if (role === 'edge') await crypto.keyring.transitKey(transitKeyId(clientId, Date.now()), true);
     const opened = store;
     return {
       bus: crypto.view(raw, role),
