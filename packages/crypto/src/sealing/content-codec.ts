@@ -33,7 +33,7 @@ interface ContentSlot {
 }
 
 /** Finds the content slot of a command or event value (after a shallow copy along the path); undefined when none. */
-function contentSlot(messageTopic: string, value: unknown): { root: Json; slot: ContentSlot } | undefined {
+function contentSlot(messageTopic: string, value: unknown): { topic: string; root: Json; slot: ContentSlot } | undefined {
   // A dead letter keeps its topic's content rules: whatever a handler forwards there is sealed too.
   const topic = messageTopic.endsWith('.dlq') ? messageTopic.slice(0, -'.dlq'.length) : messageTopic;
   if (!isObject(value) || !isObject(value.data) || !isObject(value.metadata)) return undefined;
@@ -45,7 +45,7 @@ function contentSlot(messageTopic: string, value: unknown): { root: Json; slot: 
   const root: Json = { ...value, data };
   if (topic === TOPICS.commands && value.type === 'WriteMemory' && typeof data.id === 'string' && data.content !== undefined) {
     // A command has no record version yet: 0 binds the envelope to "the command for this id".
-    return { root, slot: { holder: data, aad: { tenantId, subjectId, recordId: data.id, version: 0 } } };
+    return { topic, root, slot: { holder: data, aad: { tenantId, subjectId, recordId: data.id, version: 0 } } };
   }
   if (topic !== TOPICS.events) return undefined;
   if (value.type === 'MemoryWritten' && isObject(data.record) && data.record.content !== undefined) {
@@ -54,12 +54,12 @@ function contentSlot(messageTopic: string, value: unknown): { root: Json; slot: 
     if (typeof record.id !== 'string' || typeof record.version !== 'number') return undefined;
     const generation = typeof data.keyGeneration === 'number' ? data.keyGeneration : undefined;
     return {
-      root,
+      topic, root,
       slot: { holder: record, aad: { tenantId, subjectId, recordId: record.id, version: record.version }, ...(generation ? { kekGeneration: generation } : {}) },
     };
   }
   if (value.type === 'MemoryPromoted' && data.content !== undefined && typeof data.id === 'string' && typeof data.version === 'number') {
-    return { root, slot: { holder: data, aad: { tenantId, subjectId, recordId: data.id, version: data.version } } };
+    return { topic, root, slot: { holder: data, aad: { tenantId, subjectId, recordId: data.id, version: data.version } } };
   }
   return undefined;
 }
@@ -77,7 +77,7 @@ export class ContentCodec {
     if (found === undefined || typeof found.slot.holder.content !== 'string') return message;
     const { holder, aad, kekGeneration } = found.slot;
     const plaintext = holder.content as string;
-    if (message.topic.startsWith(TOPICS.commands)) {
+    if (found.topic === TOPICS.commands) {
       holder.content = encryptContent(plaintext, await this.transitKeys('seal a command').active(), aad);
     } else {
       const keyring = this.options.keyring;
@@ -108,7 +108,7 @@ export class ContentCodec {
     const keyring = this.options.keyring;
     if (keyring === undefined) throw new GovernedMemoryError('MEM_INTERNAL', `this service holds no keyring and cannot open ${topic} content`);
     try {
-      holder.content = topic.startsWith(TOPICS.commands)
+      holder.content = found.topic === TOPICS.commands
         ? decryptContent(envelope.data, await this.transitKeys('open a command').byId(envelope.data.kid), aad)
         : await keyring.decrypt(envelope.data, aad);
     } catch (err) {

@@ -45,10 +45,11 @@ export async function openContentCrypto(options: ContentCryptoOptions): Promise<
   const { masterKeys, store } = options;
   const keyring = await openKeyring({ masterKeys, store, ...(options.ttlMs === undefined ? {} : { ttlMs: options.ttlMs }) });
   let rotation: RotationResult | undefined;
-  if (options.rotate === true) {
-    const stale = (await store.all()).some((w) => w.kind !== 'dk' && w.wrappedBy !== masterKeys.active);
-    const active = masterKeys.keys.get(masterKeys.active);
-    if (stale && active !== undefined) rotation = await keyring.rotateMasterKey({ id: masterKeys.active, key: active });
+  const active = masterKeys.keys.get(masterKeys.active);
+  if (options.rotate === true && active !== undefined) {
+    // Re-wraps only what another master key wrapped: a no-op scan once the rotation is done.
+    const result = await keyring.rotateMasterKey({ id: masterKeys.active, key: active });
+    if (result.rewrapped > 0 || result.destroyedMeanwhile > 0) rotation = result;
   }
   const transit = { instanceId: options.instanceId ?? 'local', ...(options.clock ? { clock: options.clock } : {}) };
   const codecs: Record<ContentRole, ContentCodec> = {
