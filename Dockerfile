@@ -1,5 +1,5 @@
 # One image for every service; the command picks the service (see docker-compose.yml).
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
 RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/* \
  && npm install -g pnpm@12.4.2
 WORKDIR /app

