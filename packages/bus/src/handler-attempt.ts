@@ -1,10 +1,10 @@
 /**
- * One run of a handler on one message, as both adapters drive it: the context the handler
- * gets, what it queued, and the commit/discard hooks it registered — settled exactly once,
- * by whoever learns the fate of the transaction that carries the results.
+ * One run of a handler on one message or one batch, as both adapters drive it: the context the
+ * handler gets, what it queued, and the commit/discard hooks it registered — settled exactly
+ * once, by whoever learns the fate of the transaction that carries the results.
  */
 import type { BusLogger } from './embedded/group-consumer.ts';
-import type { ConsumedMessage, MessageHandler, OutgoingMessage, ProcessContext } from './port.ts';
+import type { BatchHandler, ConsumedMessage, MessageHandler, OutgoingMessage, ProcessContext } from './port.ts';
 
 export class HandlerAttempt<Encoded> {
   readonly queued: Encoded[] = [];
@@ -17,15 +17,29 @@ export class HandlerAttempt<Encoded> {
   private settled = false;
 
   private constructor(
+    /** The first message handled: where hook failures are reported. */
     readonly message: ConsumedMessage,
     private readonly logger: BusLogger,
   ) {}
 
   /** Runs the handler once; a throw is recorded in `failure`, never rethrown. */
-  static async run<Encoded>(
-    handler: MessageHandler, message: ConsumedMessage, encode: (m: OutgoingMessage) => Encoded, logger: BusLogger,
+  static run<Encoded>(
+    handler: MessageHandler, message: ConsumedMessage, encode: (m: OutgoingMessage, index: number) => Encoded, logger: BusLogger,
   ): Promise<HandlerAttempt<Encoded>> {
-    const attempt = new HandlerAttempt<Encoded>(message, logger);
+    return HandlerAttempt.invoke(message, (ctx) => handler(message, ctx), encode, logger);
+  }
+
+  /** Runs a batch handler once on consecutive messages of one partition (at least one). */
+  static runBatch<Encoded>(
+    handler: BatchHandler, messages: readonly [ConsumedMessage, ...ConsumedMessage[]], encode: (m: OutgoingMessage, index: number) => Encoded, logger: BusLogger,
+  ): Promise<HandlerAttempt<Encoded>> {
+    return HandlerAttempt.invoke(messages[0], (ctx) => handler(messages, ctx), encode, logger);
+  }
+
+  private static async invoke<Encoded>(
+    first: ConsumedMessage, call: (ctx: ProcessContext) => Promise<void>, encode: (m: OutgoingMessage, index: number) => Encoded, logger: BusLogger,
+  ): Promise<HandlerAttempt<Encoded>> {
+    const attempt = new HandlerAttempt<Encoded>(first, logger);
     const whileOpen = (what: string): void => {
       if (!attempt.open) throw new Error(`ctx.${what} was called after the handler settled; it would be lost`);
     };
@@ -33,7 +47,7 @@ export class HandlerAttempt<Encoded> {
       send: (messages) => {
         whileOpen('send');
         // Encoded now: the handler sees a bad value at once, and later mutation cannot leak in.
-        attempt.queued.push(...messages.map(encode));
+        attempt.queued.push(...messages.map((m, i) => encode(m, i)));
       },
       onCommitted: (fn) => {
         whileOpen('onCommitted');
@@ -45,7 +59,7 @@ export class HandlerAttempt<Encoded> {
       },
     };
     try {
-      await handler(message, ctx);
+      await call(ctx);
     } catch (err) {
       attempt.fail(err);
     } finally {

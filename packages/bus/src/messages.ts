@@ -53,6 +53,9 @@ export function validateSubscribeOptions(options: SubscribeOptions): void {
   const invalid = (why: string): GovernedMemoryError => new GovernedMemoryError('MEM_VALIDATION', `subscribe: ${why}`);
   if (options.groupId.length === 0) throw invalid('groupId must not be empty');
   if (options.topics.length === 0) throw invalid('topics must not be empty');
+  // The type says exactly one; untyped callers get a clear error instead of a silent pick.
+  const handlers = [options.handler, options.batchHandler].filter((h) => typeof h === 'function').length;
+  if (handlers !== 1) throw invalid('exactly one of handler and batchHandler must be given');
   const { maxAttempts, retryBackoffMs } = options;
   if (maxAttempts !== undefined && (!Number.isInteger(maxAttempts) || maxAttempts < 1)) throw invalid('maxAttempts must be a positive integer');
   if (retryBackoffMs !== undefined && (!Number.isFinite(retryBackoffMs) || retryBackoffMs < 0)) {

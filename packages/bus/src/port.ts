@@ -61,10 +61,20 @@ export interface ProcessContext {
 
 export type MessageHandler = (message: ConsumedMessage, ctx: ProcessContext) => Promise<void>;
 
-export interface SubscribeOptions {
+/**
+ * Handles consecutive messages of one partition at once (in offset order). Everything it
+ * sends commits in one transaction with the offset past the last message: all of it or none.
+ * A batch whose handler throws is split in halves and each half handed over again, down to
+ * single messages, which are retried and dead-lettered alone as with `handler` — so a poison
+ * message never blocks or dead-letters its neighbours. A handler must therefore be idempotent
+ * for any regrouping of the same messages (consumers are idempotent anyway: a redelivered
+ * message changes nothing).
+ */
+export type BatchHandler = (messages: readonly ConsumedMessage[], ctx: ProcessContext) => Promise<void>;
+
+export interface SubscriptionSettings {
   groupId: string;
   topics: string[];
-  handler: MessageHandler;
   /** Where a group without a committed offset starts: true = earliest (default), false = latest. */
   fromBeginning?: boolean;
   /**
@@ -76,6 +86,15 @@ export interface SubscribeOptions {
   /** First retry delay; doubles per attempt, capped at 5 s (default 50 ms). */
   retryBackoffMs?: number;
 }
+
+/**
+ * Exactly one of `handler` (one message at a time; the bus still commits several handled
+ * messages of a partition in one transaction) or `batchHandler` (a partition's batch at once).
+ */
+export type SubscribeOptions = SubscriptionSettings & (
+  | { handler: MessageHandler; batchHandler?: never }
+  | { batchHandler: BatchHandler; handler?: never }
+);
 
 export interface Subscription {
   /** Stops fetching, lets the in-flight messages finish and commit, then resolves. */

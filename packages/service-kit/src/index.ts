@@ -1,5 +1,5 @@
 export * from './run-service.ts';
-import type { Bus, ConsumedMessage, MessageHandler, ProcessContext } from '@gm/bus';
+import type { BatchHandler, Bus, ConsumedMessage, MessageHandler, ProcessContext } from '@gm/bus';
 import {
   MemoryEvent, TOPICS,
   type Clock, type DeletionAck, type DeletionTask, type ServiceHandle,
@@ -42,6 +42,32 @@ export async function subscribeToMemoryEvents(
     await handle(parsed.data, message, ctx);
   };
   const sub = await bus.subscribe({ groupId, topics: [TOPICS.events], handler });
+  return { close: () => sub.close() };
+}
+
+/** One memory event of a batch, with the message that carried it. */
+export interface EventInBatch {
+  event: MemoryEvent;
+  message: ConsumedMessage;
+}
+
+/**
+ * Like `subscribeToMemoryEvents`, with a partition's batch of events at once (the bus's batch
+ * handler): for work that is cheaper once per batch than once per event. A message that is not
+ * a memory event fails the batch; the bus splits it until that message is dead-lettered alone.
+ */
+export async function subscribeToMemoryEventBatches(
+  bus: Bus, groupId: string, handle: (events: readonly EventInBatch[], ctx: ProcessContext) => Promise<void>,
+): Promise<ServiceHandle> {
+  const batchHandler: BatchHandler = async (messages, ctx) => {
+    const events = messages.map((message) => {
+      const parsed = MemoryEvent.safeParse(message.value);
+      if (!parsed.success) throw new Error('memory.events carries a message that is not a memory event');
+      return { event: parsed.data, message };
+    });
+    await handle(events, ctx);
+  };
+  const sub = await bus.subscribe({ groupId, topics: [TOPICS.events], batchHandler });
   return { close: () => sub.close() };
 }
 

@@ -1,10 +1,10 @@
 import type { Bus } from '@gm/bus';
-import { subscribeToMemoryEvents } from '@gm/service-kit';
+import { subscribeToMemoryEventBatches, subscribeToMemoryEvents } from '@gm/service-kit';
 import { GovernedMemoryError, isUnreadableContent, type MemoryEvent, type MemoryRecord, type RecordMeta, type ServiceHandle } from '@gm/contracts';
 import { partitionKey } from '@gm/domain';
 import type { IndexDocument, SearchIndex, SummaryStore } from '@gm/search-index';
 import type { StateStore } from '@gm/state-store';
-import { summarizeEvent } from './summaries.ts';
+import { summarizeEvents } from './summaries.ts';
 
 export const INDEX_BUILDER_GROUP = 'index-builder';
 
@@ -82,19 +82,21 @@ const INDEX_WAIT_MS = 5_000;
 
 /**
  * Summaries (issue 5) in a consumer group of their own, one step behind the index-builder:
- * they are folded from the search index, so each event waits until the index-builder has
- * committed past it, then the summaries of every scope it touched are rebuilt. Kept out of the
+ * they are folded from the search index, so each batch of events waits until the index-builder
+ * has committed past it, then the summaries of every scope it touched are rebuilt, once each. Kept out of the
  * index-builder's handler because read-your-writes waits for that group, and a rebuild (searches,
  * a bulk write, a refresh) doubled the write latency on Elasticsearch. Summaries therefore
  * follow writes eventually; the read path still re-checks every source of a summary before
  * returning it, so a summary that lags a deletion is dropped, never shown.
  */
 export async function startSummaryBuilder(deps: { bus: Bus; index: SearchIndex; state: StateStore; summaries: SummaryStore }): Promise<ServiceHandle> {
-  return subscribeToMemoryEvents(deps.bus, SUMMARY_BUILDER_GROUP, async (event, message) => {
-    if (!(await deps.bus.waitForCommitted(INDEX_BUILDER_GROUP, message, INDEX_WAIT_MS))) {
+  return subscribeToMemoryEventBatches(deps.bus, SUMMARY_BUILDER_GROUP, async (batch) => {
+    const last = batch.at(-1);
+    if (last === undefined) return;
+    if (!(await deps.bus.waitForCommitted(INDEX_BUILDER_GROUP, last.message, INDEX_WAIT_MS))) {
       // Retriable: the bus retries it for as long as the index-builder lags, never dead-letters it.
-      throw new GovernedMemoryError('MEM_UNAVAILABLE', 'the index-builder has not indexed this event yet', { retriable: true });
+      throw new GovernedMemoryError('MEM_UNAVAILABLE', 'the index-builder has not indexed these events yet', { retriable: true });
     }
-    await summarizeEvent({ index: deps.index, summaries: deps.summaries, state: deps.state }, event);
+    await summarizeEvents({ index: deps.index, summaries: deps.summaries, state: deps.state }, batch.map((b) => b.event));
   });
 }

@@ -73,19 +73,43 @@ function touchedIds(event: MemoryEvent): string[] {
 }
 
 /**
- * Keeps the summaries in step after `indexEvent` applied `event` to the index: every summary
- * that held a touched record (wherever it lived — a promotion may move a record to another
- * partition) and the scope the record is in now are rebuilt. Idempotent: a redelivered event
- * finds the same index and builds the same summaries (updatedAt is the event's own time).
+ * The scopes whose summaries `event` may change, once `indexEvent` applied it to the index:
+ * every summary that held a touched record (wherever it lived — a promotion may move a record
+ * to another partition) and the scope the record is in now.
  */
-export async function summarizeEvent(deps: SummaryDeps, event: MemoryEvent): Promise<void> {
+async function scopesOf(deps: SummaryDeps, event: MemoryEvent): Promise<SummaryScope[]> {
   const tenantId = event.metadata.tenantId;
   const scopes: SummaryScope[] = (await deps.summaries.holding(tenantId, touchedIds(event))).map((k) => ({ partition: k.partition, subjectId: k.subjectId }));
   const record = event.type === 'MemoryWritten' ? event.data.record : event.type === 'MemoryPromoted' ? event.data.record : undefined;
   if (record !== undefined && record.status === 'active' && SUMMARY_KINDS.includes(record.kind)) {
     scopes.push({ partition: toIndexDocument(record, '').partition, subjectId: record.subjectId });
   }
-  if (scopes.length > 0) await rebuildSummaries(deps, tenantId, scopes, event.metadata.now);
+  return scopes;
+}
+
+/**
+ * Keeps the summaries in step with a batch of events that the index already holds: each scope
+ * they touched is rebuilt once, stamped with the time of the last event that touched it — what
+ * rebuilding after every event would have left, whatever the batch boundaries. Idempotent: a
+ * redelivered batch finds the same index and builds the same summaries.
+ */
+export async function summarizeEvents(deps: SummaryDeps, events: readonly MemoryEvent[]): Promise<void> {
+  const pending = new Map<string, { tenantId: string; scope: SummaryScope; now: string }>();
+  for (const event of events) {
+    const tenantId = event.metadata.tenantId;
+    for (const scope of await scopesOf(deps, event)) {
+      const key = `${tenantId}\u0000${scopeKey(scope)}`;
+      // Re-inserted so that scopes are rebuilt in the order of their last event.
+      pending.delete(key);
+      pending.set(key, { tenantId, scope, now: event.metadata.now });
+    }
+  }
+  for (const { tenantId, scope, now } of pending.values()) await rebuildSummaries(deps, tenantId, [scope], now);
+}
+
+/** `summarizeEvents` of one event. */
+export function summarizeEvent(deps: SummaryDeps, event: MemoryEvent): Promise<void> {
+  return summarizeEvents(deps, [event]);
 }
 
 /**

@@ -1,17 +1,28 @@
 /**
- * One subscription: a loop that walks the partitions this member owns, hands each message to
- * the handler, and commits the offset together with the handler's queued sends in one SQLite
- * transaction. The committed offset in the file is the only position there is — every fetch
- * starts from it — so a member taking over a partition, a restart and a replay after
- * resetGroup all continue exactly where the group's last commit left off.
+ * One subscription: a loop that walks the partitions this member owns and hands each one's
+ * next batch of messages to the handler, then commits the offset past the batch together with
+ * every send of the batch in one SQLite transaction. The committed offset in the file is the
+ * only position there is — every fetch starts from it — so a member taking over a partition, a
+ * restart and a replay after resetGroup all continue exactly where the group's last commit
+ * left off.
+ *
+ * The loop visits only the partitions the bus told it were appended to (and every owned
+ * partition after a membership change, or when a poll interval passes without news: another
+ * process may have written the file). So an append to one partition wakes the groups reading
+ * that topic, and each of them reads that one partition.
+ *
+ * A per-message handler runs on the batch's messages in turn; their results commit together.
+ * When one fails, what was handled before it commits first; then it is retried on its own and
+ * dead-lettered after `maxAttempts`, and the rest of the batch goes on. A batch handler that
+ * throws has its batch split in halves, each handed over again, down to single messages.
  */
 import { deadLetterOf } from '../messages.ts';
 import { isDependencyOutage, retryDelayMs } from '@gm/contracts';
 import { HandlerAttempt } from '../handler-attempt.ts';
-import type { ConsumedMessage, MessageHandler, Subscription, SubscribeOptions } from '../port.ts';
+import type { BatchHandler, ConsumedMessage, LogPosition, MessageHandler, OutgoingMessage, Subscription, SubscribeOptions } from '../port.ts';
 import type { GroupCoordinator, GroupMember } from './group-coordinator.ts';
 import { Signal } from './signal.ts';
-import { serializeMessage, type SqliteLog } from './sqlite-log.ts';
+import { serializeMessage, type ConsumedRange, type SerializedMessage, type SqliteLog } from './sqlite-log.ts';
 
 export interface BusLogger {
   warn(obj: object, msg: string): void;
@@ -20,27 +31,53 @@ export interface BusLogger {
 export interface ConsumerDeps {
   log: SqliteLog;
   coordinator: GroupCoordinator;
-  /** Notified after every append; the consumer's wake-up. */
-  appended: Signal;
-  /** Tells the bus that this consumer committed (and whether that appended messages). */
-  onCommitted(appended: boolean): void;
+  /** Tells the bus that this consumer committed, and where its sends were appended. */
+  onCommitted(appended: readonly LogPosition[]): void;
   logger: BusLogger;
   pollIntervalMs: number;
 }
 
-/** Messages fetched per partition per visit: bounds memory and keeps partitions interleaved. */
-const BATCH_SIZE = 64;
+/** Messages fetched per partition per visit: one transaction's worth; bounds memory and keeps partitions interleaved. */
+const BATCH_SIZE = 256;
+
+/** The longest a handled message's results wait behind a slow successor before they commit. */
+const MAX_RESULT_WAIT_MS = 25;
+
+/** Whether `promise` settles within `ms`. */
+async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([promise.then(() => true), expired]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 export const errorMessage = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+
+type Attempt = HandlerAttempt<SerializedMessage>;
+
+const slot = (topic: string, partition: number): string => `${topic}\u0000${partition}`;
 
 export class GroupConsumer implements Subscription, GroupMember {
   readonly groupId: string;
   readonly topics: readonly string[];
-  private readonly handler: MessageHandler;
+  private readonly handler: MessageHandler | undefined;
+  private readonly batchHandler: BatchHandler | undefined;
   private readonly maxAttempts: number;
   private readonly retryBackoffMs: number;
   /** Interrupts idle waits and retry back-off when the subscription closes. */
   private readonly stopping = new Signal();
+  /** Notified by the bus when one of our topics was appended to (see `appended`). */
+  private readonly wake = new Signal();
+  /** Partitions appended to since they were last visited. */
+  private readonly dirty = new Set<string>();
+  /** Visit every owned partition next: at start, after a membership change, after an idle poll. */
+  private fullScan = true;
+  private seenMembership = -1;
   private closing = false;
   private loop: Promise<void> = Promise.resolve();
   private closed: Promise<void> | undefined;
@@ -52,6 +89,7 @@ export class GroupConsumer implements Subscription, GroupMember {
     this.groupId = options.groupId;
     this.topics = [...new Set(options.topics)];
     this.handler = options.handler;
+    this.batchHandler = options.batchHandler;
     this.maxAttempts = options.maxAttempts ?? 5;
     this.retryBackoffMs = options.retryBackoffMs ?? 50;
   }
@@ -61,7 +99,7 @@ export class GroupConsumer implements Subscription, GroupMember {
     this.loop = this.run();
   }
 
-  /** Leaves the group at once (others take over), then waits for the in-flight message. */
+  /** Leaves the group at once (others take over), then waits for the in-flight batch. */
   close(): Promise<void> {
     this.closed ??= (async () => {
       this.closing = true;
@@ -72,103 +110,201 @@ export class GroupConsumer implements Subscription, GroupMember {
     return this.closed;
   }
 
+  /** The bus appended to `topic`/`partition`: visit it on the next round. */
+  appended(topic: string, partition: number): void {
+    if (!this.topics.includes(topic)) return;
+    this.dirty.add(slot(topic, partition));
+    this.wake.notify();
+  }
+
   private async run(): Promise<void> {
-    const { appended, coordinator, logger, pollIntervalMs } = this.deps;
+    const { coordinator, logger, pollIntervalMs, log } = this.deps;
     while (!this.closing) {
-      // A notify between the end of the scan and the wait must not be slept through.
-      const seen = appended.version + coordinator.changed.version;
-      let again = false;
-      try {
-        again = await this.scan();
-      } catch (err) {
-        // The log itself failed (disk, lock timeout): nothing was committed; try again later.
-        logger.warn({ groupId: this.groupId, err: errorMessage(err) }, 'bus consumer scan failed');
+      const membership = coordinator.changed.version;
+      let visit: ReadonlySet<string> | undefined;
+      if (this.fullScan || membership !== this.seenMembership) {
+        this.dirty.clear();
+        this.fullScan = false;
+      } else {
+        visit = new Set(this.dirty);
+        this.dirty.clear();
       }
-      const changed = appended.version + coordinator.changed.version !== seen;
-      if (!again && !changed && !this.closing) {
-        await Signal.any([appended, coordinator.changed, this.stopping], pollIntervalMs);
+      this.seenMembership = membership;
+      try {
+        await this.scan(visit);
+      } catch (err) {
+        // The log itself failed (disk, lock timeout): nothing was committed; visit everything again later.
+        logger.warn({ groupId: this.groupId, err: errorMessage(err) }, 'bus consumer scan failed');
+        this.fullScan = true;
+        if (await this.backOff(pollIntervalMs)) return;
+        continue;
+      }
+      // An append or membership change during the scan must not be slept through.
+      if (this.closing || this.dirty.size > 0 || coordinator.changed.version !== membership) continue;
+      const woken = this.wake.version;
+      await Signal.any([this.wake, coordinator.changed, this.stopping], pollIntervalMs);
+      if (this.wake.version === woken && coordinator.changed.version === membership && !this.closing) {
+        // A quiet interval: another process may have appended, or grown a topic.
+        log.refreshTopics();
+        this.fullScan = true;
       }
     }
   }
 
-  /** One visit of every owned partition; true when it should run again without waiting. */
-  private async scan(): Promise<boolean> {
+  /** One visit of the owned partitions (only those in `visit`, when given). */
+  private async scan(visit: ReadonlySet<string> | undefined): Promise<void> {
     const { log, coordinator } = this.deps;
-    let again = false;
     for (const topic of this.topics) {
       const info = log.topic(topic);
       if (info === undefined) continue;
       for (const partition of coordinator.assigned(this, topic, info.partitions)) {
-        if (this.closing) return false;
-        // The previous owner is still handling a message of it; its unlock wakes us.
+        if (this.closing) return;
+        const key = slot(topic, partition);
+        if (visit !== undefined && !visit.has(key)) continue;
+        // The previous owner is still handling a batch of it; its unlock wakes us (a membership notify).
         if (!coordinator.tryLock(this.groupId, topic, partition)) continue;
         try {
-          if (await this.drain(topic, partition)) again = true;
+          // Handled something: there may be more, so come back without waiting.
+          if (await this.drain(topic, partition)) this.dirty.add(key);
         } finally {
           coordinator.unlock(this.groupId, topic, partition);
         }
       }
     }
-    return again;
   }
 
   private async drain(topic: string, partition: number): Promise<boolean> {
     const { log, coordinator } = this.deps;
     const batch = log.fetch(topic, partition, log.committed(this.groupId, topic, partition), BATCH_SIZE);
-    for (const message of batch) {
-      if (this.closing || !coordinator.owns(this, topic, partition)) return false;
-      // Someone else moved the group's offset (another process, a reset): refetch from it.
-      if (log.committed(this.groupId, topic, partition) !== message.offset) return true;
-      await this.process(message);
-    }
-    return batch.length > 0;
+    const first = batch[0];
+    if (first === undefined || this.closing || !coordinator.owns(this, topic, partition)) return false;
+    if (this.batchHandler !== undefined) await this.handleBatch(this.batchHandler, [first, ...batch.slice(1)]);
+    else if (this.handler !== undefined) await this.handleEach(this.handler, batch);
+    return true;
   }
 
-  private async process(message: ConsumedMessage): Promise<void> {
-    for (let attempt = 1; ; attempt++) {
-      const run = await HandlerAttempt.run(this.handler, message, serializeMessage, this.deps.logger);
-      let failure = run.failure;
-      if (!run.failed) {
-        try {
-          const written = this.deps.log.commit(this.groupId, message, run.queued);
-          if (written === undefined) {
-            // Fenced: another consumer already moved past this message; nothing was written.
-            run.discarded();
-            return;
-          }
-          run.committed();
-          this.deps.onCommitted(written.length > 0);
+  /** Checks a send's topic at send time: an unknown topic fails the handler, never the batch's commit. */
+  private readonly encode = (m: OutgoingMessage, index: number): SerializedMessage => {
+    const serialized = serializeMessage(m, index);
+    this.deps.log.requireTopic(serialized.topic);
+    return serialized;
+  };
+
+  private attemptOne(message: ConsumedMessage): Promise<Attempt> {
+    if (this.handler !== undefined) return HandlerAttempt.run(this.handler, message, this.encode, this.deps.logger);
+    if (this.batchHandler !== undefined) return HandlerAttempt.runBatch(this.batchHandler, [message], this.encode, this.deps.logger);
+    throw new Error('subscription without a handler');
+  }
+
+  /** Per-message handler: the batch's results commit together, up to a failing message. */
+  private async handleEach(handler: MessageHandler, batch: readonly ConsumedMessage[]): Promise<void> {
+    let done: Attempt[] = [];
+    let from: number | undefined;
+    let next = 0;
+    for (const message of batch) {
+      if (this.closing) break;
+      const running = HandlerAttempt.run(handler, message, this.encode, this.deps.logger);
+      if (from !== undefined && (await settlesWithin(running, MAX_RESULT_WAIT_MS)) === false) {
+        // A slow handler: what was handled before it commits now rather than wait behind it.
+        if (!this.commit(done, { topic: message.topic, partition: message.partition, from, next })) {
+          (await running).discarded();
           return;
-        } catch (err) {
-          failure = err;
         }
+        done = [];
+        from = undefined;
+      }
+      const run = await running;
+      if (!run.failed) {
+        from ??= message.offset;
+        next = message.offset + 1;
+        done.push(run);
+        continue;
       }
       run.discarded();
+      if (from !== undefined && !this.commit(done, { topic: message.topic, partition: message.partition, from, next })) return;
+      done = [];
+      from = undefined;
+      if (!(await this.retry(message, run.failure))) return;
+    }
+    const last = batch.at(-1);
+    if (from !== undefined && last !== undefined) this.commit(done, { topic: last.topic, partition: last.partition, from, next });
+  }
+
+  /** Batch handler: one attempt on the whole batch; on failure each half on its own, down to single messages. */
+  private async handleBatch(handler: BatchHandler, batch: readonly [ConsumedMessage, ...ConsumedMessage[]]): Promise<boolean> {
+    if (this.closing) return false;
+    const [first] = batch;
+    const run = batch.length === 1 ? await this.attemptOne(first) : await HandlerAttempt.runBatch(handler, batch, this.encode, this.deps.logger);
+    const last = batch.at(-1) ?? first;
+    if (!run.failed) return this.commit([run], { topic: first.topic, partition: first.partition, from: first.offset, next: last.offset + 1 });
+    run.discarded();
+    if (batch.length === 1) return this.retry(first, run.failure);
+    const middle = Math.ceil(batch.length / 2);
+    const left = batch.slice(0, middle);
+    const right = batch.slice(middle);
+    const [l0, r0] = [left[0], right[0]];
+    if (l0 === undefined || r0 === undefined) return false;
+    return (await this.handleBatch(handler, [l0, ...left.slice(1)])) && this.handleBatch(handler, [r0, ...right.slice(1)]);
+  }
+
+  /**
+   * Commits handled attempts with the range they consumed; true when it landed. Fenced (the
+   * group moved on without us) or failed (the log: disk, lock), every attempt is discarded and
+   * the partition is fetched again from wherever the group's offset is.
+   */
+  private commit(attempts: readonly Attempt[], range: ConsumedRange): boolean {
+    let written: LogPosition[] | undefined;
+    try {
+      written = this.deps.log.commit(this.groupId, range, attempts.flatMap((a) => a.queued));
+    } catch (err) {
+      for (const a of attempts) a.discarded();
+      this.deps.logger.warn({ groupId: this.groupId, topic: range.topic, partition: range.partition, offset: range.from, err: errorMessage(err) }, 'bus commit failed');
+      this.fullScan = true;
+      return false;
+    }
+    if (written === undefined) {
+      for (const a of attempts) a.discarded();
+      return false;
+    }
+    for (const a of attempts) a.committed();
+    this.deps.onCommitted(written);
+    return true;
+  }
+
+  /**
+   * A message whose handler failed once: retried alone (its result committed on its own), and
+   * dead-lettered after `maxAttempts`. False when the batch must stop: closing, or fenced.
+   */
+  private async retry(message: ConsumedMessage, firstFailure: unknown): Promise<boolean> {
+    let failure = firstFailure;
+    for (let attempt = 1; ; attempt++) {
       // An outage of a dependency is not the message's fault: retry it for as long as it lasts.
-      if (attempt >= this.maxAttempts && !isDependencyOutage(failure)) {
-        this.deadLetter(message, failure, attempt);
-        return;
-      }
+      if (attempt >= this.maxAttempts && !isDependencyOutage(failure)) return this.deadLetter(message, failure, attempt);
       this.deps.logger.warn(
         { groupId: this.groupId, topic: message.topic, partition: message.partition, offset: message.offset, attempt, err: errorMessage(failure) },
         'bus handler failed; retrying',
       );
       // Closing during back-off leaves the message uncommitted; the next owner retries it.
-      if (await this.backOff(retryDelayMs(this.retryBackoffMs, attempt))) return;
+      if (await this.backOff(retryDelayMs(this.retryBackoffMs, attempt))) return false;
+      const run = await this.attemptOne(message);
+      if (!run.failed) return this.commit([run], { topic: message.topic, partition: message.partition, from: message.offset, next: message.offset + 1 });
+      run.discarded();
+      failure = run.failure;
     }
   }
 
-  private deadLetter(message: ConsumedMessage, err: unknown, attempts: number): void {
+  private deadLetter(message: ConsumedMessage, err: unknown, attempts: number): boolean {
     const error = errorMessage(err);
     const dlqMessage = serializeMessage(deadLetterOf(message, this.groupId, error, attempts));
     const written = this.deps.log.deadLetter(this.groupId, message, dlqMessage);
     // Fenced: another consumer already moved past this message; nothing was written.
-    if (written === undefined) return;
-    this.deps.onCommitted(true);
+    if (written === undefined) return false;
+    this.deps.onCommitted(written);
     this.deps.logger.warn(
       { groupId: this.groupId, topic: message.topic, partition: message.partition, offset: message.offset, attempts, err: error },
       'bus message dead-lettered',
     );
+    return true;
   }
 
   /** Resolves true when the subscription is closing (the wait was cut short). */

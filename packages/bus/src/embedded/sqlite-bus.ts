@@ -3,8 +3,12 @@
  *
  * - `createSqliteBus` is synchronous: it opens (or creates) the file, and its parent folder,
  *   before returning, so a bad path fails at start-up rather than on the first produce.
- * - Consumers are woken in-process right after a produce or commit; changes made by another
- *   process on the same file are picked up by polling every `pollIntervalMs` (default 200).
+ * - Produces are group-committed: the calls made within one turn of the event loop are appended
+ *   in one durable (synchronous=FULL) transaction, so concurrent writers share one fsync. Each
+ *   call is still all-or-nothing for its own messages, and a bad topic fails only its caller.
+ * - Consumers are woken in-process right after a produce or commit, and only those reading a
+ *   topic that was appended to, for the partitions that were; changes made by another process
+ *   on the same file are picked up by polling every `pollIntervalMs` (default 200).
  * - readAll of a compacted topic returns only the latest message per key (per partition, as
  *   Kafka compacts), in offset order. Other reads see every message; nothing is ever deleted.
  * - A handler that keeps failing is dead-lettered to `<topic>.dlq` with its original headers
@@ -18,7 +22,7 @@ import { GroupConsumer, type BusLogger } from './group-consumer.ts';
 import { GroupCoordinator } from './group-coordinator.ts';
 import { partitionForKey } from './partitioner.ts';
 import { Signal } from './signal.ts';
-import { serializeMessages, SqliteLog } from './sqlite-log.ts';
+import { serializeMessages, SqliteLog, type SerializedMessage } from './sqlite-log.ts';
 
 export type { BusLogger } from './group-consumer.ts';
 
@@ -53,10 +57,18 @@ const stderrLogger: BusLogger = {
   warn: (obj, msg) => console.warn(JSON.stringify({ level: 'warn', time: Date.now(), ...obj, msg })),
 };
 
+/** A produce call waiting for the next group commit. */
+interface QueuedProduce {
+  messages: SerializedMessage[];
+  resolve(positions: LogPosition[]): void;
+  reject(err: unknown): void;
+}
+
 class SqliteBus implements Bus {
   private readonly coordinator = new GroupCoordinator();
-  private readonly appended = new Signal();
   private readonly committed = new Signal();
+  private readonly queued: QueuedProduce[] = [];
+  private flushScheduled = false;
   private readonly closingSignal = new Signal();
   private readonly consumers = new Set<GroupConsumer>();
   private closing = false;
@@ -77,9 +89,45 @@ class SqliteBus implements Bus {
   async produce(messages: OutgoingMessage[]): Promise<LogPosition[]> {
     this.assertOpen();
     if (messages.length === 0) return [];
-    const positions = this.log.append(serializeMessages(messages));
-    this.appended.notify();
-    return positions;
+    const serialized = serializeMessages(messages);
+    // Checked now, so that one caller's unknown topic never fails the group commit of the others.
+    for (const m of serialized) this.log.requireTopic(m.topic);
+    return new Promise<LogPosition[]>((resolve, reject) => {
+      this.queued.push({ messages: serialized, resolve, reject });
+      if (this.flushScheduled) return;
+      this.flushScheduled = true;
+      // After the current turn: the produces that the I/O of this turn started travel together.
+      setImmediate(() => this.flush());
+    });
+  }
+
+  /** One FULL transaction for every queued produce; a failure of the log fails them all. */
+  private flush(): void {
+    this.flushScheduled = false;
+    const batch = this.queued.splice(0);
+    if (batch.length === 0) return;
+    let positions: LogPosition[][];
+    try {
+      positions = this.log.append(batch.map((q) => q.messages));
+    } catch (err) {
+      for (const q of batch) q.reject(err);
+      return;
+    }
+    batch.forEach((q, i) => q.resolve(positions[i] ?? []));
+    this.announce(positions.flat());
+  }
+
+  /** Wakes the consumers of what was appended (only those partitions) and the commit waiters. */
+  private announce(appended: readonly LogPosition[], committed = false): void {
+    if (committed) this.committed.notify();
+    if (appended.length === 0) return;
+    const seen = new Set<string>();
+    for (const { topic, partition } of appended) {
+      const key = `${topic}\u0000${partition}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      for (const consumer of this.consumers) consumer.appended(topic, partition);
+    }
   }
 
   async subscribe(options: SubscribeOptions): Promise<Subscription> {
@@ -94,11 +142,7 @@ class SqliteBus implements Bus {
       {
         log: this.log,
         coordinator: this.coordinator,
-        appended: this.appended,
-        onCommitted: (appended) => {
-          this.committed.notify();
-          if (appended) this.appended.notify();
-        },
+        onCommitted: (appended) => this.announce(appended, true),
         logger: this.settings.logger,
         pollIntervalMs: this.settings.pollIntervalMs,
       },
@@ -176,6 +220,8 @@ class SqliteBus implements Bus {
 
   close(): Promise<void> {
     this.closed ??= (async () => {
+      // What was queued before the close still lands (its callers are waiting for the positions).
+      this.flush();
       this.closing = true;
       this.closingSignal.notify();
       await Promise.all([...this.consumers].map((consumer) => consumer.close()));

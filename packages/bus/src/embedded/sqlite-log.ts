@@ -1,7 +1,18 @@
 /**
- * The durable log behind the embedded bus: one SQLite file in WAL mode with synchronous=FULL,
- * so a produce or commit that returned has reached the disk. Everything here is synchronous
- * (better-sqlite3); the bus adds the async surface, notifications and consumer loops.
+ * The durable log behind the embedded bus: one SQLite file in WAL mode. Everything here is
+ * synchronous (better-sqlite3); the bus adds the async surface, notifications and consumer loops.
+ *
+ * Durability has two levels, one per kind of write:
+ * - `append` (a produce: what the API acknowledges) commits with synchronous=FULL, so a produce
+ *   that returned has reached the disk. The bus coalesces concurrent produces into one append,
+ *   so they share that one fsync.
+ * - `commit` and `deadLetter` (a consumer's offset with its sends) commit with
+ *   synchronous=NORMAL: they survive a process crash (kill -9), and an OS crash or power loss
+ *   can drop only a suffix of them — WAL frames carry a cumulative checksum, so recovery keeps
+ *   a prefix of the log, never a later commit without an earlier one. What such a loss drops is
+ *   derived: every consumer's results are a function of the messages before its offset, so
+ *   after the restart the consumer derives them again from the durable input, as after a
+ *   kill -9 before its commit. The next FULL append makes everything before it durable too.
  *
  * Writes run in IMMEDIATE transactions: they take the write lock up front, so two processes
  * appending to the same file serialize instead of failing on a lock upgrade, and offsets
@@ -43,6 +54,14 @@ CREATE TABLE IF NOT EXISTS group_offsets (
   PRIMARY KEY (group_id, topic, partition_no)
 ) STRICT, WITHOUT ROWID;
 `;
+
+/** Consecutive messages of one partition that a group handled: offsets `from` to `next - 1`. */
+export interface ConsumedRange {
+  topic: string;
+  partition: number;
+  from: number;
+  next: number;
+}
 
 export interface TopicInfo {
   partitions: number;
@@ -86,6 +105,10 @@ const unknownTopic = (topic: string): GovernedMemoryError =>
 export class SqliteLog {
   private readonly db: Database.Database;
   private readonly stmt;
+  /** The connection's current synchronous level (see the file comment). */
+  private synchronous: 'FULL' | 'NORMAL';
+  /** Topic metadata never shrinks and changes only through ensureTopics: cached per name. */
+  private readonly topics = new Map<string, TopicInfo>();
 
   constructor(file: string) {
     if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
@@ -96,6 +119,7 @@ export class SqliteLog {
       throw new GovernedMemoryError('MEM_UNAVAILABLE', `bus file ${file}: SQLite refused WAL mode (journal_mode=${String(mode)})`);
     }
     this.db.pragma('synchronous = FULL');
+    this.synchronous = 'FULL';
     this.db.exec(SCHEMA);
     this.db.pragma(`user_version = ${SCHEMA_VERSION}`);
     const db = this.db;
@@ -138,8 +162,18 @@ export class SqliteLog {
   }
 
   topic(name: string): TopicInfo | undefined {
+    const cached = this.topics.get(name);
+    if (cached !== undefined) return cached;
     const row = this.stmt.topic.get(name);
-    return row === undefined ? undefined : { partitions: row.partitions, compacted: row.compacted === 1 };
+    if (row === undefined) return undefined;
+    const info = { partitions: row.partitions, compacted: row.compacted === 1 };
+    this.topics.set(name, info);
+    return info;
+  }
+
+  /** Forgets cached topic metadata: another process (or ensureTopics) may have grown a topic. */
+  refreshTopics(): void {
+    this.topics.clear();
   }
 
   requireTopic(name: string): TopicInfo {
@@ -165,11 +199,17 @@ export class SqliteLog {
         }
       })
       .immediate();
+    this.refreshTopics();
   }
 
-  /** Appends in one transaction; throws (appending nothing) if any topic is unknown. */
-  append(messages: readonly SerializedMessage[]): LogPosition[] {
-    return this.db.transaction(() => this.appendInTransaction(messages)).immediate();
+  /**
+   * Appends every list in one durable (FULL) transaction; returns each list's positions.
+   * Throws, appending nothing, if any topic is unknown: callers check topics first
+   * (`requireTopic`) so that one caller's bad topic never fails the others of a group commit.
+   */
+  append(lists: ReadonlyArray<readonly SerializedMessage[]>): LogPosition[][] {
+    this.setSynchronous('FULL');
+    return this.db.transaction(() => lists.map((messages) => this.appendInTransaction(messages))).immediate();
   }
 
   endOffset(topic: string, partition: number): number {
@@ -216,34 +256,32 @@ export class SqliteLog {
   }
 
   /**
-   * Commits `consumed` (next offset = consumed.offset + 1) together with `sends`. Fenced: if the
-   * group's committed offset is no longer the consumed offset (another consumer got there
-   * first, or the group was reset), nothing is written and it returns undefined — so bus
-   * appends stay exactly-once even when two consumers race for a partition.
+   * Commits a consumed range of one partition — the group's next offset becomes `next` — together
+   * with `sends`, in one transaction (NORMAL: see the file comment). Fenced: if the group's
+   * committed offset is no longer `from` (another consumer got there first, or the group was
+   * reset), nothing is written and it returns undefined — so bus appends stay exactly-once
+   * even when two consumers race for a partition.
    */
-  commit(groupId: string, consumed: LogPosition, sends: readonly SerializedMessage[]): LogPosition[] | undefined {
-    return this.db
-      .transaction(() => {
-        if (this.committed(groupId, consumed.topic, consumed.partition) !== consumed.offset) return undefined;
-        const positions = this.appendInTransaction(sends);
-        this.stmt.commit.run(groupId, consumed.topic, consumed.partition, consumed.offset + 1);
-        return positions;
-      })
-      .immediate();
+  commit(groupId: string, range: ConsumedRange, sends: readonly SerializedMessage[]): LogPosition[] | undefined {
+    this.setSynchronous('NORMAL');
+    return this.db.transaction(() => this.commitInTransaction(groupId, range, sends)).immediate();
   }
 
   /**
-   * Like `commit`, but the only message appended goes to `<topic>.dlq`. The DLQ topic is
-   * created on demand (same partition count) so a poison message is never dropped because
-   * nobody declared its dead-letter topic (e.g. a consumer of a `.dlq` topic itself).
+   * Like `commit` of one message, but the only message appended goes to `<topic>.dlq`. The DLQ
+   * topic is created on demand (same partition count) so a poison message is never dropped
+   * because nobody declared its dead-letter topic (e.g. a consumer of a `.dlq` topic itself).
    */
   deadLetter(groupId: string, consumed: LogPosition, dlqMessage: SerializedMessage): LogPosition[] | undefined {
+    this.setSynchronous('NORMAL');
     return this.db
       .transaction(() => {
         if (this.topic(dlqMessage.topic) === undefined) {
           this.stmt.upsertTopic.run(dlqMessage.topic, this.requireTopic(consumed.topic).partitions, 0);
+          this.topics.delete(dlqMessage.topic);
         }
-        return this.commit(groupId, consumed, [dlqMessage]);
+        const range = { topic: consumed.topic, partition: consumed.partition, from: consumed.offset, next: consumed.offset + 1 };
+        return this.commitInTransaction(groupId, range, [dlqMessage]);
       })
       .immediate();
   }
@@ -254,6 +292,20 @@ export class SqliteLog {
 
   close(): void {
     this.db.close();
+  }
+
+  private commitInTransaction(groupId: string, range: ConsumedRange, sends: readonly SerializedMessage[]): LogPosition[] | undefined {
+    if (this.committed(groupId, range.topic, range.partition) !== range.from) return undefined;
+    const positions = this.appendInTransaction(sends);
+    this.stmt.commit.run(groupId, range.topic, range.partition, range.next);
+    return positions;
+  }
+
+  /** A pragma outside any transaction, and only when the level changes. */
+  private setSynchronous(level: 'FULL' | 'NORMAL'): void {
+    if (this.synchronous === level) return;
+    this.db.pragma(`synchronous = ${level}`);
+    this.synchronous = level;
   }
 
   private appendInTransaction(messages: readonly SerializedMessage[]): LogPosition[] {

@@ -82,7 +82,12 @@ export class KafkaSubscription implements Subscription {
     options: SubscribeOptions,
   ) {
     this.groupId = options.groupId;
-    this.handler = options.handler;
+    const { handler, batchHandler } = options;
+    // For now a batch handler gets batches of one message here; the results of consecutive
+    // messages already commit a chunk per transaction (kafka-chunks.ts).
+    if (handler !== undefined) this.handler = handler;
+    else if (batchHandler !== undefined) this.handler = (message, ctx) => batchHandler([message], ctx);
+    else throw new Error('subscribe: a handler or a batchHandler is required');
     this.maxAttempts = options.maxAttempts ?? 5;
     this.retryBackoffMs = options.retryBackoffMs ?? 50;
     this.consumer = deps.kafka.consumer({

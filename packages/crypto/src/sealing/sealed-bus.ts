@@ -1,4 +1,4 @@
-import type { Bus, ConsumedMessage, OutgoingMessage, SubscribeOptions } from '@gm/bus';
+import type { Bus, ConsumedMessage, OutgoingMessage, ProcessContext, SubscribeOptions } from '@gm/bus';
 import type { ContentCodec } from './content-codec.ts';
 
 /**
@@ -19,24 +19,37 @@ export function sealedBus(inner: Bus, codec: ContentCodec): Bus {
   return {
     ensureTopics: (specs) => inner.ensureTopics(specs),
     produce: async (messages) => inner.produce(await sealAll(messages)),
-    subscribe: (options: SubscribeOptions) =>
-      inner.subscribe({
-        ...options,
-        handler: async (message, ctx) => {
-          const view = await openMessage(message);
-          const queued: OutgoingMessage[] = [];
-          await options.handler(view, {
-            // Sealing is async and send is not: the sends are sealed once the handler is done,
-            // still before the bus commits them with the offset.
-            send: (messages) => void queued.push(...messages),
-            onCommitted: (fn) => ctx.onCommitted(fn),
-            onDiscarded: (fn) => ctx.onDiscarded(fn),
-          });
-          // A handler that forwards the message itself (a dead letter) forwards it as it came: sealed.
-          const restored = queued.map((m) => (m.value === view.value && view !== message ? { ...m, value: message.value } : m));
-          if (restored.length > 0) ctx.send(await sealAll(restored));
-        },
-      }),
+    subscribe: (options: SubscribeOptions) => {
+      const { handler, batchHandler, ...common } = options;
+      /**
+       * Runs a handler on opened messages. Sealing is async and send is not: the sends are sealed
+       * once the handler is done, still before the bus commits them with the offset. A handler
+       * that forwards a message itself (a dead letter) forwards it as it came: sealed.
+       */
+      const withOpened = async (messages: readonly ConsumedMessage[], ctx: ProcessContext, run: (views: ConsumedMessage[], ctx: ProcessContext) => Promise<void>) => {
+        const views = await Promise.all(messages.map(openMessage));
+        const originals = new Map<unknown, unknown>();
+        views.forEach((view, i) => {
+          const message = messages[i];
+          if (message !== undefined && view !== message) originals.set(view.value, message.value);
+        });
+        const queued: OutgoingMessage[] = [];
+        await run(views, {
+          send: (sent) => void queued.push(...sent),
+          onCommitted: (fn) => ctx.onCommitted(fn),
+          onDiscarded: (fn) => ctx.onDiscarded(fn),
+        });
+        const restored = queued.map((m) => (originals.has(m.value) ? { ...m, value: originals.get(m.value) } : m));
+        if (restored.length > 0) ctx.send(await sealAll(restored));
+      };
+      if (batchHandler !== undefined) {
+        return inner.subscribe({ ...common, batchHandler: (messages, ctx) => withOpened(messages, ctx, (views, c) => batchHandler(views, c)) });
+      }
+      return inner.subscribe({
+        ...common,
+        handler: (message, ctx) => withOpened([message], ctx, ([view], c) => (view === undefined ? Promise.resolve() : handler(view, c))),
+      });
+    },
     waitForCommitted: (groupId, position, timeoutMs) => inner.waitForCommitted(groupId, position, timeoutMs),
     readAll: (topic) => opened(inner.readAll(topic)),
     readPartition: (topic, partition, fromOffset) => opened(inner.readPartition(topic, partition, fromOffset)),

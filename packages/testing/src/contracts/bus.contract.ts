@@ -9,7 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { GovernedMemoryError } from '@gm/contracts';
-import type { Bus, ConsumedMessage, LogPosition, MessageHandler, OutgoingMessage, SubscribeOptions, Subscription } from '@gm/bus';
+import type { Bus, ConsumedMessage, LogPosition, MessageHandler, OutgoingMessage, Subscription, SubscriptionSettings } from '@gm/bus';
 
 export interface BusFixture {
   bus: Bus;
@@ -92,11 +92,11 @@ export function testBus(adapterName: string, factory: () => Promise<BusFixture>)
     const topic = (name: string): string => `${ns}.${name}`;
     const group = (name: string): string => `${ns}.${name}`;
     /** Most tests consume `<ns>.in`. */
-    const subscribeIn = (groupName: string, handler: MessageHandler, options: Partial<SubscribeOptions> = {}): Promise<Subscription> =>
+    const subscribeIn = (groupName: string, handler: MessageHandler, options: Partial<SubscriptionSettings> = {}): Promise<Subscription> =>
       bus.subscribe({ groupId: group(groupName), topics: [topic('in')], handler, ...options });
     const caughtUpIn = (groupName: string): Promise<void> => caughtUp(bus, group(groupName), topic('in'));
     /** Subscribes, waits until the group committed everything now in `<ns>.in`, closes. */
-    const consumeIn = async (groupName: string, handler: MessageHandler = async () => undefined, options: Partial<SubscribeOptions> = {}): Promise<void> => {
+    const consumeIn = async (groupName: string, handler: MessageHandler = async () => undefined, options: Partial<SubscriptionSettings> = {}): Promise<void> => {
       const sub = await subscribeIn(groupName, handler, options);
       try {
         await caughtUpIn(groupName);
