@@ -38,7 +38,8 @@ describe('distributed runtime (separate processes on Kafka, Elasticsearch, Redis
       dataDir, port: 0, namespace, onLine: (s, l) => lines.push(`[${s}] ${l}`),
       // An outage makes the API wait for projections that cannot move: keep that wait shorter than
       // the 5 s default here (1 s proved too short on a loaded 2-core CI machine: see the warm-up).
-      env: { MEMORY_READ_YOUR_WRITES_TIMEOUT: '3s', MEMORY_RATE_LIMIT_PER_MINUTE: '100000' },
+      // Tests pin 4 partitions (the default is 12): fewer transactional ids to fence on one broker.
+      env: { MEMORY_READ_YOUR_WRITES_TIMEOUT: '3s', MEMORY_RATE_LIMIT_PER_MINUTE: '100000', MEMORY_PARTITIONS: '4' },
     });
     // One write end to end before the tests: the stack's first write pays one-time costs (the
     // hour's transit key, the first subject keys, each key-store follower's first fetch, a
@@ -190,6 +191,24 @@ describe('distributed runtime (separate processes on Kafka, Elasticsearch, Redis
     const dlq = lines.filter((l) => l.includes('dead-letter'));
     expect(dlq).toEqual([]);
   }, 300_000);
+
+  it('refuses to start a service whose MEMORY_PARTITIONS differs from the topics, naming the topic and both counts', async () => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'services/projector/src/main.ts'], {
+      cwd: ROOT, env: { ...process.env, ...stack.env, MEMORY_PARTITIONS: '6', HEALTH_PORT: '0' }, stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr?.on('data', (c: Buffer) => (stderr += c.toString()));
+    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+    expect(code).toBe(2);
+    expect(stderr).toMatch(/projector: topic "memory\.[a-z.]+" has 4 partitions, but 6 were asked for/);
+    // The running stack is untouched: its topics keep their count.
+    const bus = createKafkaBus({ brokers: engineEndpoint('kafka').split(','), clientId: `verify-${randomUUID().slice(0, 6)}`, topicPrefix: `${namespace}.` });
+    try {
+      expect(await bus.endOffsets('memory.commands')).toHaveLength(4);
+    } finally {
+      await bus.close();
+    }
+  }, 60_000);
 
   it('with two write-admission instances splitting the partitions, concurrent conflicting writes have exactly one winner', async () => {
     await stack.start('write-admission');

@@ -91,6 +91,25 @@ describe('embedded runtime as a process', () => {
     expect(stderr).toContain('MEMORY_PACKET_TTL');
   });
 
+  it('refuses to start on a data directory made with another MEMORY_PARTITIONS, naming the topic and both counts', async () => {
+    const dataDir = tempDir();
+    const first = await startProcess(dataDir, { MEMORY_PARTITIONS: '4' });
+    first.child.kill('SIGTERM');
+    expect(await first.exited).toBe(0);
+    const child = spawn(process.execPath, NODE_ARGS, {
+      cwd: ROOT, env: { ...process.env, MEMORY_PORT: '0', MEMORY_DATA_DIR: dataDir, MEMORY_PARTITIONS: '6' }, stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr?.on('data', (c: Buffer) => (stderr += c.toString()));
+    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+    expect(code).toBe(2);
+    expect(stderr).toMatch(/topic "memory\.commands" has 4 partitions, but 6 were asked for/);
+    // Nothing was changed: the directory still starts with its own count.
+    const again = await startProcess(dataDir, { MEMORY_PARTITIONS: '4' });
+    again.child.kill('SIGTERM');
+    expect(await again.exited).toBe(0);
+  });
+
   it('refuses to start with an invalid policy set, naming the file and the problem (embedded and the distributed broker)', async () => {
     const policyDir = tempDir();
     copyFileSync(path.join(ROOT, 'packages/policy/policies/schema.cedarschema'), path.join(policyDir, 'schema.cedarschema'));

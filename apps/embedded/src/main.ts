@@ -1,5 +1,6 @@
 import { isCryptoError, type RotationResult } from '@gm/crypto';
 import { PolicySetError } from '@gm/policy';
+import { isPartitionCountMismatch } from '@gm/bus';
 
 const rotated = (r: RotationResult | undefined): string => (r === undefined ? '' : ` — re-wrapped ${r.rewrapped} subject keys`);
 import { ConfigError, loadConfig } from './config.ts';
@@ -23,6 +24,10 @@ async function main(): Promise<void> {
       process.stderr.write(`invalid policy set: ${err.message}\n`);
       process.exit(2);
     }
+    if (isPartitionCountMismatch(err)) {
+      process.stderr.write(`the data directory's log does not match MEMORY_PARTITIONS: ${err.message}\n`);
+      process.exit(2);
+    }
     // A missing, malformed or wrong master key: nothing was read or written with it.
     if (isCryptoError(err, 'MASTER_KEY_CONFIG') || isCryptoError(err, 'MASTER_KEY_MISMATCH')) {
       process.stderr.write(`master key problem (${err.reason}): ${err.message}\n`);
@@ -30,6 +35,23 @@ async function main(): Promise<void> {
     }
     throw err;
   });
+  // Before the banner: a launcher that stops us as soon as it reads it must get a graceful stop,
+  // not the default action of a signal nobody handles yet.
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    runtime.log.info({ signal }, 'shutting down');
+    runtime
+      .close()
+      .then(() => process.exit(0))
+      .catch((err: unknown) => {
+        runtime.log.error({ err }, 'shutdown failed');
+        process.exit(1);
+      });
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
   const credentialHint = runtime.credentials.issuerCredentialFile
     ? `issuer credential: ${runtime.credentials.issuerCredentialFile}`
     : 'issuer credential: from MEMORY_ISSUER_CREDENTIAL';
@@ -46,21 +68,6 @@ async function main(): Promise<void> {
       '',
     ].join('\n'),
   );
-  let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    runtime.log.info({ signal }, 'shutting down');
-    runtime
-      .close()
-      .then(() => process.exit(0))
-      .catch((err: unknown) => {
-        runtime.log.error({ err }, 'shutdown failed');
-        process.exit(1);
-      });
-  };
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
 }
 
 main().catch((err: unknown) => {

@@ -71,14 +71,16 @@ export async function openStores(
     throw err;
   }
   const bus = createSqliteBus({ file: path.join(dataDir, 'bus.db'), defaultPartitions: partitions });
-  // The key → partition map depends on the count: changing it on an existing log would break
-  // per-subject ordering, so a mismatch stops the start instead of growing the topics.
-  const existing = await bus.endOffsets(TOPICS.events).catch(() => []);
-  if (existing.length > 0 && existing.length !== partitions) {
+  // The key → partition map depends on the count: ensureTopics refuses another count for an
+  // existing topic (PartitionCountMismatchError) rather than remap subjects.
+  try {
+    await bus.ensureTopics(memoryTopicSpecs(partitions));
+  } catch (err) {
     await bus.close();
-    throw new Error(`the data directory was created with ${existing.length} partitions; MEMORY_PARTITIONS is ${partitions}`);
+    await keyStore.close();
+    crypto.close();
+    throw err;
   }
-  await bus.ensureTopics(memoryTopicSpecs(partitions));
   const index = createSqliteSearchIndex({ file: path.join(dataDir, 'index.db') });
   const summaries = createSqliteSummaryStore({ file: path.join(dataDir, 'summaries.db') });
   const kv = createSqliteKeyValueStore({ file: path.join(dataDir, 'state.db'), now: () => clock.now().getTime() });

@@ -3,3 +3,4 @@ export { createSqliteBus, type SqliteBusOptions, type BusLogger } from './embedd
 export { partitionForKey, murmur2 } from './embedded/partitioner.ts';
 export { memoryTopicSpecs, keysTopicSpec, KEYS_TOPIC_CONFIG } from './topics.ts';
 export { createKafkaBus, type KafkaBusOptions } from './kafka/kafka-bus.ts';
+export { PartitionCountMismatchError, isPartitionCountMismatch } from './partition-count.ts';

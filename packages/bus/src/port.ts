@@ -102,7 +102,11 @@ export interface Subscription {
 }
 
 export interface Bus {
-  /** Creates missing topics (and their `.dlq`). Idempotent. Partition counts never shrink. */
+  /**
+   * Creates missing topics (and their `.dlq`). Idempotent. An existing topic keeps its partition
+   * count: a spec naming another count throws PartitionCountMismatchError (the topic and both
+   * counts) before anything is created.
+   */
   ensureTopics(specs: TopicSpec[]): Promise<void>;
   /** Appends all messages atomically; returns each one's position, in input order. */
   produce(messages: OutgoingMessage[]): Promise<LogPosition[]>;

@@ -18,7 +18,8 @@ export const DistributedEnv = z.object({
     .string()
     .min(1, 'comma-separated host:port list')
     .transform((v) => v.split(',').map((b) => b.trim()).filter(Boolean)),
-  MEMORY_PARTITIONS: integer(4, 1, 256),
+  /** Fixed per deployment: every service refuses topics of another count (PartitionCountMismatchError). */
+  MEMORY_PARTITIONS: integer(12, 1, 256),
   MEMORY_LOG_LEVEL: LogLevel.default('info'),
   HEALTH_PORT: integer(0, 0, 65535),
   /** Isolates a deployment (or a test run) sharing engines: topics, key space and indices. */

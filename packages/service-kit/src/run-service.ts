@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { z } from 'zod';
 import type { ServiceHandle } from '@gm/contracts';
+import { isPartitionCountMismatch } from '@gm/bus';
 import { isCryptoError } from '@gm/crypto';
 import { createLogger, createMetrics, type Logger, type Metrics } from '@gm/observability';
 
@@ -66,6 +67,12 @@ export async function runService<S extends z.ZodType<{ HEALTH_PORT: number; MEMO
     if (isCryptoError(err, 'MASTER_KEY_CONFIG') || isCryptoError(err, 'MASTER_KEY_MISMATCH')) {
       log.fatal({ reason: err.reason }, 'master key problem');
       process.stderr.write(`${name}: master key problem (${err.reason}): ${err.message}\n`);
+      process.exit(2);
+    }
+    // Topics created with another partition count: starting would remap subjects.
+    if (isPartitionCountMismatch(err)) {
+      log.fatal({ topic: err.topic, existing: err.existing, wanted: err.wanted }, 'partition count mismatch');
+      process.stderr.write(`${name}: ${err.message}\n`);
       process.exit(2);
     }
     log.fatal({ err }, 'failed to start');

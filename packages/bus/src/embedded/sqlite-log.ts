@@ -24,6 +24,7 @@ import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { GovernedMemoryError } from '@gm/contracts';
 import type { ConsumedMessage, LogPosition, OutgoingMessage, TopicSpec } from '../port.ts';
+import { PartitionCountMismatchError } from '../partition-count.ts';
 import { partitionForKey } from './partitioner.ts';
 
 const SCHEMA_VERSION = 1;
@@ -125,10 +126,9 @@ export class SqliteLog {
     const db = this.db;
     this.stmt = {
       topic: db.prepare<[string], { partitions: number; compacted: number }>('SELECT partitions, compacted FROM topics WHERE name = ?'),
-      // Partition counts only grow; an existing topic keeps its compaction flag.
+      // An existing topic keeps its partition count (checked before) and its compaction flag.
       upsertTopic: db.prepare<[string, number, number]>(
-        `INSERT INTO topics (name, partitions, compacted) VALUES (?, ?, ?)
-         ON CONFLICT (name) DO UPDATE SET partitions = MAX(partitions, excluded.partitions)`,
+        'INSERT INTO topics (name, partitions, compacted) VALUES (?, ?, ?) ON CONFLICT (name) DO NOTHING',
       ),
       lastOffset: db.prepare<[string, number], { last: number | null }>(
         'SELECT MAX(offset_no) AS last FROM messages WHERE topic = ? AND partition_no = ?',
@@ -193,6 +193,10 @@ export class SqliteLog {
           }
           if (!Number.isInteger(partitions) || partitions < 1) {
             throw new GovernedMemoryError('MEM_VALIDATION', `topic "${spec.name}": partitions must be a positive integer`);
+          }
+          for (const name of [spec.name, `${spec.name}.dlq`]) {
+            const existing = this.stmt.topic.get(name)?.partitions;
+            if (existing !== undefined && existing !== partitions) throw new PartitionCountMismatchError(name, existing, partitions);
           }
           this.stmt.upsertTopic.run(spec.name, partitions, spec.compacted === true ? 1 : 0);
           this.stmt.upsertTopic.run(`${spec.name}.dlq`, partitions, 0);

@@ -7,6 +7,7 @@
 import { GovernedMemoryError } from '@gm/contracts';
 import type { Admin } from 'kafkajs';
 import { partitionForKey } from '../embedded/partitioner.ts';
+import { PartitionCountMismatchError } from '../partition-count.ts';
 import type { TopicSpec } from '../port.ts';
 import { unknownTopic, type Namespace } from './kafka-codec.ts';
 
@@ -20,7 +21,7 @@ export class Topics {
     private readonly ns: Namespace,
   ) {}
 
-  /** Creates missing topics and their `.dlq`, grows short ones; never shrinks. Idempotent. */
+  /** Creates missing topics and their `.dlq`; refuses another count for an existing one. Idempotent. */
   async ensure(specs: readonly TopicSpec[]): Promise<void> {
     const wanted: Wanted = new Map();
     for (const spec of specs) {
@@ -34,7 +35,8 @@ export class Topics {
     }
     try {
       await this.apply(wanted);
-    } catch {
+    } catch (err) {
+      if (err instanceof PartitionCountMismatchError) throw err;
       // Another process may have created some of them between our listing and our request.
       await this.apply(wanted);
     }
@@ -85,31 +87,29 @@ export class Topics {
   private async apply(wanted: Wanted): Promise<void> {
     const admin = await this.admin();
     const existing = new Set(await admin.listTopics());
-    const missing = [...wanted].filter(([name]) => !existing.has(this.ns.topic(name)));
-    if (missing.length > 0) {
-      await admin.createTopics({
-        waitForLeaders: true,
-        topics: missing.map(([name, spec]) => ({
-          topic: this.ns.topic(name),
-          numPartitions: spec.partitions,
-          configEntries: [
-            ...(spec.compacted ? [{ name: 'cleanup.policy', value: 'compact' }] : []),
-            ...Object.entries(spec.config ?? {}).map(([name, value]) => ({ name, value })),
-          ],
-        })),
-      });
-      for (const [name, spec] of missing) this.record(name, spec.partitions);
-    }
+    // Existing topics first: a mismatch must stop before anything is created.
     const present = [...wanted].filter(([name]) => existing.has(this.ns.topic(name)));
-    if (present.length === 0) return;
-    const { topics } = await admin.fetchTopicMetadata({ topics: present.map(([name]) => this.ns.topic(name)) });
-    const grow: Array<{ topic: string; count: number }> = [];
-    for (const [name, spec] of present) {
-      const count = topics.find((t) => t.name === this.ns.topic(name))?.partitions.length ?? 0;
-      this.record(name, Math.max(count, spec.partitions));
-      // Kafka cannot shrink a topic; a larger count grows it, as the embedded log does.
-      if (count < spec.partitions) grow.push({ topic: this.ns.topic(name), count: spec.partitions });
+    if (present.length > 0) {
+      const { topics } = await admin.fetchTopicMetadata({ topics: present.map(([name]) => this.ns.topic(name)) });
+      for (const [name, spec] of present) {
+        const count = topics.find((t) => t.name === this.ns.topic(name))?.partitions.length ?? 0;
+        if (count !== spec.partitions) throw new PartitionCountMismatchError(name, count, spec.partitions);
+        this.record(name, count);
+      }
     }
-    if (grow.length > 0) await admin.createPartitions({ topicPartitions: grow });
+    const missing = [...wanted].filter(([name]) => !existing.has(this.ns.topic(name)));
+    if (missing.length === 0) return;
+    await admin.createTopics({
+      waitForLeaders: true,
+      topics: missing.map(([name, spec]) => ({
+        topic: this.ns.topic(name),
+        numPartitions: spec.partitions,
+        configEntries: [
+          ...(spec.compacted ? [{ name: 'cleanup.policy', value: 'compact' }] : []),
+          ...Object.entries(spec.config ?? {}).map(([name, value]) => ({ name, value })),
+        ],
+      })),
+    });
+    for (const [name, spec] of missing) this.record(name, spec.partitions);
   }
 }

@@ -26,8 +26,8 @@ type KeyRecord = z.infer<typeof KeyRecord>;
 
 export interface BusKeyStoreOptions {
   bus: Bus;
-  /** Partitions of `memory.keys` when the store creates it (default 1). */
-  partitions?: number;
+  /** Partitions of `memory.keys`: the deployment's count (an existing topic of another count is refused). */
+  partitions: number;
   /** How long a lookup waits for the store to catch up with the topic's end (default 10 s). */
   syncTimeoutMs?: number;
   /** Receives failures of the follower (the bus retries them). */
@@ -43,7 +43,7 @@ export interface BusKeyStoreOptions {
  * group each time: seconds on a fresh broker, on the write path.)
  */
 export async function openBusKeyStore(options: BusKeyStoreOptions): Promise<KeyStore> {
-  await options.bus.ensureTopics([keysTopicSpec(options.partitions ?? 1)]);
+  await options.bus.ensureTopics([keysTopicSpec(options.partitions)]);
   const store = new BusKeyStore(options);
   await store.follow();
   await store.sync();

@@ -9,6 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { GovernedMemoryError } from '@gm/contracts';
+import { PartitionCountMismatchError } from '@gm/bus';
 import type { Bus, ConsumedMessage, LogPosition, MessageHandler, OutgoingMessage, Subscription, SubscriptionSettings } from '@gm/bus';
 
 export interface BusFixture {
@@ -114,15 +115,26 @@ export function testBus(adapterName: string, factory: () => Promise<BusFixture>)
     afterEach(async () => { await fixture.cleanup(); });
 
     describe('topics and produce', () => {
-      it('creates each topic with its .dlq, idempotently and never shrinking', async () => {
+      it('creates each topic with its .dlq, idempotently', async () => {
         await bus.ensureTopics([{ name: topic('t'), partitions: 3 }]);
         expect(await bus.endOffsets(topic('t'))).toEqual([0, 0, 0]);
         expect(await bus.endOffsets(topic('t.dlq'))).toEqual([0, 0, 0]);
         await bus.produce([{ topic: topic('t'), key: 'k', value: 1 }]);
         await bus.ensureTopics([{ name: topic('t'), partitions: 3 }]);
-        await bus.ensureTopics([{ name: topic('t'), partitions: 1 }]);
         expect((await bus.endOffsets(topic('t'))).length).toBe(3);
         expect(await collect(bus, topic('t'))).toHaveLength(1);
+      });
+
+      it('refuses another partition count for an existing topic, naming it and both counts, and creates nothing', async () => {
+        await bus.ensureTopics([{ name: topic('t'), partitions: 3 }]);
+        for (const wanted of [1, 5]) {
+          const attempt = bus.ensureTopics([{ name: topic('new'), partitions: wanted }, { name: topic('t'), partitions: wanted }]);
+          await expect(attempt).rejects.toBeInstanceOf(PartitionCountMismatchError);
+          await expect(attempt).rejects.toMatchObject({ topic: topic('t'), existing: 3, wanted });
+          await expect(attempt).rejects.toThrow(`topic "${topic('t')}" has 3 partitions, but ${wanted} were asked for`);
+        }
+        expect((await bus.endOffsets(topic('t'))).length).toBe(3);
+        await expect(bus.endOffsets(topic('new'))).rejects.toThrow(topic('new'));
       });
 
       it('returns positions in input order: offsets from 0 per partition of the key, consecutive within a batch', async () => {
