@@ -45,6 +45,7 @@ export interface ApiResponse<T = ApiBody> {
   body: T;
   text: string;
   contentType: string | null;
+  headers: Headers;
 }
 
 /** Collects the runtime's log lines so tests can assert on what is (not) logged. */
@@ -129,7 +130,7 @@ export function apiClient(baseUrl: () => string): TestRuntime['api'] {
     } catch {
       // not JSON (metrics)
     }
-    return { status: response.status, body: body as never, text, contentType: response.headers.get('content-type') };
+    return { status: response.status, body: body as never, text, contentType: response.headers.get('content-type'), headers: response.headers };
   };
 }
 

@@ -4,10 +4,12 @@
  * once, by whoever learns the fate of the transaction that carries the results.
  */
 import type { BusLogger } from './embedded/group-consumer.ts';
-import type { BatchHandler, ConsumedMessage, MessageHandler, OutgoingMessage, ProcessContext } from './port.ts';
+import type { BatchHandler, ConsumedMessage, LogPosition, MessageHandler, OutgoingMessage, ProcessContext } from './port.ts';
 
 export class HandlerAttempt<Encoded> {
   readonly queued: Encoded[] = [];
+  /** What `sendWithPositions` asked for: built inside the commit, from where `queued` landed. */
+  readonly deferred: Array<(sent: readonly LogPosition[]) => OutgoingMessage[]> = [];
   /** Why the handler failed; undefined when it returned. */
   failure: unknown;
   failed = false;
@@ -49,6 +51,10 @@ export class HandlerAttempt<Encoded> {
         // Encoded now: the handler sees a bad value at once, and later mutation cannot leak in.
         attempt.queued.push(...messages.map((m, i) => encode(m, i)));
       },
+      sendWithPositions: (build) => {
+        whileOpen('sendWithPositions');
+        attempt.deferred.push(build);
+      },
       onCommitted: (fn) => {
         whileOpen('onCommitted');
         attempt.onCommit.push(fn);
@@ -66,6 +72,14 @@ export class HandlerAttempt<Encoded> {
       attempt.open = false;
     }
     return attempt;
+  }
+
+  /**
+   * The messages `sendWithPositions` builds from where this attempt's sends landed (`sent`, in
+   * send order), encoded like its other sends.
+   */
+  buildDeferred(sent: readonly LogPosition[], encode: (m: OutgoingMessage, index: number) => Encoded): Encoded[] {
+    return this.deferred.flatMap((build) => build(sent)).map((m, i) => encode(m, i));
   }
 
   /** Marks a handler that returned as failed after all (its sends were refused). */

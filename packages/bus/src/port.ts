@@ -44,6 +44,15 @@ export interface ConsumedMessage extends LogPosition {
 export interface ProcessContext {
   send(messages: OutgoingMessage[]): void;
   /**
+   * Queues messages that say where this attempt's sends landed: inside the same transaction,
+   * once the bus has appended everything this attempt queued with `send`, it calls `build` with
+   * those positions (in send order) and appends what it returns after them. Write-admission's
+   * reply names the offsets of its own events this way, so the API waits for exactly those.
+   * `build` must be pure and must not throw. Messages to sealed topics (memory.commands,
+   * memory.events) cannot be built this way: they are sealed asynchronously, before the commit.
+   */
+  sendWithPositions(build: (sent: readonly LogPosition[]) => OutgoingMessage[]): void;
+  /**
    * Runs `fn` once the transaction holding this message's results (its sends and its offset)
    * committed. The bus may commit several messages of a partition in one transaction, so a
    * handler that keeps state in memory must treat what it derived as provisional until then.

@@ -12,8 +12,12 @@ export const AcceptedResult = z
   .strict();
 export type AcceptedResult = z.infer<typeof AcceptedResult>;
 
+/** Where a command's last event landed on memory.events: what read-your-writes waits for. */
+export const EventPosition = z.object({ partition: z.number().int().min(0), offset: z.number().int().min(0) }).strict();
+export type EventPosition = z.infer<typeof EventPosition>;
+
 export const CommandReply = z.discriminatedUnion('outcome', [
-  z.object({ commandId: Id, outcome: z.literal('accepted'), result: AcceptedResult }).strict(),
+  z.object({ commandId: Id, outcome: z.literal('accepted'), result: AcceptedResult, eventsAt: EventPosition.optional() }).strict(),
   z
     .object({
       commandId: Id,

@@ -6,3 +6,4 @@ export { KeySpace } from './repositories/keys.ts';
 export type { ScheduledExpiry } from './repositories/schedule.ts';
 export type { StoredPacket } from './repositories/packets.ts';
 export type { AppliedChange, IssuedCapability } from './repositories/policies.ts';
+export { recordRef } from './repositories/records.ts';

@@ -7,7 +7,29 @@
  * Values are strings (callers store JSON). Keys with a TTL vanish once it passes: get,
  * exists, members and scans never return them.
  */
+/** One write of a `pipeline`: the arguments of the method of the same name. */
+export type KvWrite =
+  | { op: 'set'; key: string; value: string; ttlMs?: number; nx?: boolean }
+  | { op: 'setIfVersionAtLeast'; key: string; value: string; version: number }
+  | { op: 'del'; keys: string[] }
+  | { op: 'sadd'; key: string; members: string[] }
+  | { op: 'srem'; key: string; members: string[] }
+  | { op: 'zadd'; key: string; score: number; member: string }
+  | { op: 'zrem'; key: string; members: string[] }
+  | { op: 'incr'; key: string };
+
+/** What each write of a pipeline returned, as its method would (zadd: null). */
+export type KvWriteResult = boolean | number | null;
+
 export interface KeyValueStore {
+  /**
+   * Runs the writes in order in one round trip — Redis: one pipeline (scripts by EVALSHA);
+   * SQLite: one transaction — and returns each one's result, in order. Arguments are checked
+   * before anything runs (a bad one writes nothing). Not atomic on Redis: a failure part-way
+   * leaves the earlier writes applied, so it is for idempotent writes a caller repeats whole
+   * (a consumer's batch, retried by the bus). Keyed like every other method.
+   */
+  pipeline(writes: readonly KvWrite[]): Promise<KvWriteResult[]>;
   get(key: string): Promise<string | null>;
   mget(keys: string[]): Promise<Array<string | null>>;
   /** `nx`: only if absent; returns false when not set. `ttlMs`: expire after. */

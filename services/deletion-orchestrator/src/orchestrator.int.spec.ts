@@ -443,7 +443,7 @@ describe('deletion orchestrator with the embedded services', () => {
       bus: fx.bus, state: fx.state, clock: fx.clock, metrics: e.metrics, log: e.log, targets: EMBEDDED_TARGETS,
       deadlineMs: DEADLINE_MS, verifyRetryMs: VERIFY_RETRY_MS, tickMs: 10,
     });
-    await crashed.handle(requested, { send: () => undefined, onCommitted: () => undefined, onDiscarded: () => undefined });
+    await crashed.handle(requested, { send: () => undefined, sendWithPositions: () => undefined, onCommitted: () => undefined, onDiscarded: () => undefined });
     expect((await job(e, 'job-c1'))?.status).toBe('invalidating');
 
     // Its replacement gets the uncommitted event again.

@@ -4,6 +4,7 @@ import {
   TOPICS, serviceActor, subjectKey,
   type Clock, type CommandOf, type MemoryEvent, type ServiceHandle,
 } from '@gm/contracts';
+import { endedRecordIds } from '@gm/domain';
 import type { Logger } from '@gm/observability';
 import type { ScheduledExpiry, StateStore } from '@gm/state-store';
 
@@ -26,22 +27,8 @@ export async function scheduleFromEvent(state: StateStore, event: MemoryEvent): 
       await state.expiries.schedule({ tenantId, subjectId, recordId: r.id, dueAtMs: Date.parse(r.expiresAt) });
       break;
     }
-    case 'MemoryPromoted':
-      break;
-    case 'SubjectForgotten':
-      for (const r of event.data.records) await state.expiries.unschedule({ tenantId, subjectId, recordId: r.id });
-      break;
-    case 'MemorySuperseded':
-    case 'MemoryExpired':
-    case 'MemoryRevocationRequested':
-    case 'MemoryTombstoned':
-    case 'MemoryPurged':
-      await state.expiries.unschedule({ tenantId, subjectId, recordId: event.data.id });
-      break;
-    default: {
-      const never: never = event;
-      throw new Error(`unhandled event ${JSON.stringify(never)}`);
-    }
+    default:
+      for (const recordId of endedRecordIds(event)) await state.expiries.unschedule({ tenantId, subjectId, recordId });
   }
 }
 

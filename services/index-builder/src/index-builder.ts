@@ -1,7 +1,7 @@
 import type { Bus } from '@gm/bus';
-import { subscribeToMemoryEventBatches, subscribeToMemoryEvents } from '@gm/service-kit';
+import { subscribeToMemoryEventBatches } from '@gm/service-kit';
 import { GovernedMemoryError, isUnreadableContent, type MemoryEvent, type MemoryRecord, type RecordMeta, type ServiceHandle } from '@gm/contracts';
-import { partitionKey } from '@gm/domain';
+import { endedRecordIds, partitionKey } from '@gm/domain';
 import type { IndexDocument, SearchIndex, SummaryStore } from '@gm/search-index';
 import type { StateStore } from '@gm/state-store';
 import { summarizeEvents } from './summaries.ts';
@@ -29,50 +29,67 @@ export function toIndexDocument(meta: RecordMeta, content: string): IndexDocumen
   };
 }
 
-/** Keeps the index equal to the set of active records: active ⇒ indexed, anything else ⇒ removed. */
-export async function indexEvent(index: SearchIndex, event: MemoryEvent): Promise<void> {
-  const tenant = event.metadata.tenantId;
-  switch (event.type) {
-    case 'MemoryWritten': {
-      const { content, ...meta }: MemoryRecord = event.data.record;
-      // Erased content (its key destroyed: a replay after a forget) is never indexed; the
-      // record's later events in the same log remove it anyway.
-      if (meta.status === 'active' && !isUnreadableContent(content)) await index.upsert([toIndexDocument(meta, content)]);
-      else await index.remove(tenant, [meta.id]);
-      break;
-    }
-    case 'MemoryPromoted': {
-      const content = event.data.content ?? (await index.get(tenant, event.data.id))?.content;
-      // Without content there is nothing to index: the record was removed (or erased) in the meantime.
-      if (content !== undefined && !isUnreadableContent(content)) await index.upsert([toIndexDocument(event.data.record, content)]);
-      break;
-    }
-    case 'SubjectForgotten':
-      await index.remove(tenant, event.data.records.map((r) => r.id));
-      break;
-    case 'MemorySuperseded':
-    case 'MemoryExpired':
-    case 'MemoryRevocationRequested':
-    case 'MemoryTombstoned':
-    case 'MemoryPurged':
-      await index.remove(tenant, [event.data.id]);
-      break;
-    default: {
-      const never: never = event;
-      throw new Error(`unhandled event ${JSON.stringify(never)}`);
+/**
+ * Keeps the index equal to the set of active records — active ⇒ indexed, anything else ⇒
+ * removed — for a batch of events in log order: each record's last state in the batch decides,
+ * so the batch costs one upsert and one remove per tenant (one `_bulk` each on Elasticsearch, one
+ * transaction each on SQLite) instead of a write per event.
+ */
+export async function indexEvents(index: SearchIndex, events: readonly MemoryEvent[]): Promise<void> {
+  /** Per record (tenant and id): its document, or null once the batch removed it. */
+  const last = new Map<string, { tenantId: string; recordId: string; doc: IndexDocument | null }>();
+  const set = (tenantId: string, recordId: string, doc: IndexDocument | null) => {
+    const key = `${tenantId}\u0000${recordId}`;
+    // Re-inserted so that the map's order stays the order of each record's last change.
+    last.delete(key);
+    last.set(key, { tenantId, recordId, doc });
+  };
+  for (const event of events) {
+    const tenant = event.metadata.tenantId;
+    switch (event.type) {
+      case 'MemoryWritten': {
+        const { content, ...meta }: MemoryRecord = event.data.record;
+        // Erased content (its key destroyed: a replay after a forget) is never indexed; the
+        // record's later events in the same log remove it anyway.
+        set(tenant, meta.id, meta.status === 'active' && !isUnreadableContent(content) ? toIndexDocument(meta, content) : null);
+        break;
+      }
+      case 'MemoryPromoted': {
+        const earlier = last.get(`${tenant}\u0000${event.data.id}`);
+        const content = event.data.content ?? (earlier === undefined ? (await index.get(tenant, event.data.id))?.content : earlier.doc?.content);
+        // Without content there is nothing to index: the record was removed (or erased) in the meantime.
+        if (content !== undefined && !isUnreadableContent(content)) set(tenant, event.data.id, toIndexDocument(event.data.record, content));
+        break;
+      }
+      default:
+        for (const id of endedRecordIds(event)) set(tenant, id, null);
     }
   }
+  const upserts: IndexDocument[] = [];
+  const removals = new Map<string, string[]>();
+  for (const { tenantId, recordId, doc } of last.values()) {
+    if (doc !== null) upserts.push(doc);
+    else removals.set(tenantId, [...(removals.get(tenantId) ?? []), recordId]);
+  }
+  if (upserts.length > 0) await index.upsert(upserts);
+  for (const [tenantId, ids] of removals) await index.remove(tenantId, ids);
+}
+
+/** `indexEvents` of one event (replay folds the log one event at a time). */
+export function indexEvent(index: SearchIndex, event: MemoryEvent): Promise<void> {
+  return indexEvents(index, [event]);
 }
 
 /**
- * After each index change the tenant's data generation is bumped again: the projector bumps
- * it first, and a search between the two would otherwise cache a result that misses the
- * change under the newer generation.
+ * After each batch's index changes the data generation of every tenant it touched is bumped
+ * again: the projector bumps it first, and a search between the two would otherwise cache a
+ * result that misses the change under the newer generation.
  */
 export async function startIndexBuilder(deps: { bus: Bus; index: SearchIndex; state: StateStore }): Promise<ServiceHandle> {
-  return subscribeToMemoryEvents(deps.bus, INDEX_BUILDER_GROUP, async (event) => {
-    await indexEvent(deps.index, event);
-    await deps.state.generations.bump(event.metadata.tenantId);
+  return subscribeToMemoryEventBatches(deps.bus, INDEX_BUILDER_GROUP, async (batch) => {
+    const events = batch.map((b) => b.event);
+    await indexEvents(deps.index, events);
+    for (const tenant of new Set(events.map((e) => e.metadata.tenantId))) await deps.state.generations.bump(tenant);
   });
 }
 

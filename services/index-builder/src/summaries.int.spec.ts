@@ -55,7 +55,7 @@ describe('index-builder: summaries kept in step with the active records', () => 
   ];
 
   const context = (sent: OutgoingMessage[]): ProcessContext => ({
-    send: (m) => void sent.push(...m), onCommitted: () => undefined, onDiscarded: () => undefined,
+    send: (m) => void sent.push(...m), sendWithPositions: () => undefined, onCommitted: () => undefined, onDiscarded: () => undefined,
   });
 
   async function runTask(target: DeletionTask['target'], recordIds: string[]): Promise<DeletionAck> {

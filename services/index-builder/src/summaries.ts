@@ -1,6 +1,6 @@
 import type { ConsumedMessage, ProcessContext } from '@gm/bus';
 import { DeletionTask, type Clock, type MemoryEvent } from '@gm/contracts';
-import { SUMMARY_KINDS, buildSummaries } from '@gm/domain';
+import { SUMMARY_KINDS, buildSummaries, touchedRecordIds } from '@gm/domain';
 import type { SearchIndex, Summary, SummaryStore } from '@gm/search-index';
 import { deletionAck } from '@gm/service-kit';
 import type { StateStore } from '@gm/state-store';
@@ -60,18 +60,6 @@ export async function rebuildSummaries(
   return { rebuilt, removed };
 }
 
-/** The records an event changes. */
-function touchedIds(event: MemoryEvent): string[] {
-  switch (event.type) {
-    case 'MemoryWritten':
-      return [event.data.record.id];
-    case 'SubjectForgotten':
-      return event.data.records.map((r) => r.id);
-    default:
-      return [event.data.id];
-  }
-}
-
 /**
  * The scopes whose summaries `event` may change, once `indexEvent` applied it to the index:
  * every summary that held a touched record (wherever it lived — a promotion may move a record
@@ -79,7 +67,7 @@ function touchedIds(event: MemoryEvent): string[] {
  */
 async function scopesOf(deps: SummaryDeps, event: MemoryEvent): Promise<SummaryScope[]> {
   const tenantId = event.metadata.tenantId;
-  const scopes: SummaryScope[] = (await deps.summaries.holding(tenantId, touchedIds(event))).map((k) => ({ partition: k.partition, subjectId: k.subjectId }));
+  const scopes: SummaryScope[] = (await deps.summaries.holding(tenantId, touchedRecordIds(event))).map((k) => ({ partition: k.partition, subjectId: k.subjectId }));
   const record = event.type === 'MemoryWritten' ? event.data.record : event.type === 'MemoryPromoted' ? event.data.record : undefined;
   if (record !== undefined && record.status === 'active' && SUMMARY_KINDS.includes(record.kind)) {
     scopes.push({ partition: toIndexDocument(record, '').partition, subjectId: record.subjectId });

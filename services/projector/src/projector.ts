@@ -1,8 +1,9 @@
 import type { Bus } from '@gm/bus';
-import { subscribeToMemoryEvents } from '@gm/service-kit';
+import { subscribeToMemoryEventBatches } from '@gm/service-kit';
+import { touchedRecordIds } from '@gm/domain';
 import { TOPICS, type MemoryEvent, type RecordMeta, type ServiceHandle } from '@gm/contracts';
 import type { Logger } from '@gm/observability';
-import type { StateStore } from '@gm/state-store';
+import { recordRef, type KvWrite, type StateStore } from '@gm/state-store';
 
 export const PROJECTOR_GROUP = 'projector';
 
@@ -14,71 +15,98 @@ export interface ProjectorDeps {
 
 /**
  * Folds memory.events into the record hash (metadata only), the primary content copy, the
- * tombstones and memory.records (compacted). Idempotent: the record hash is version-guarded,
- * so a redelivered event changes nothing.
+ * tombstones and memory.records (compacted), a batch at a time: one read of every record the
+ * batch touches, the fold in memory (the projector is the only writer of the record hash, so
+ * the versions it read stay current), and one pipeline of writes — two round trips per batch
+ * instead of several per event. Idempotent: every record write is version-guarded, so a
+ * redelivered event changes nothing. Returns the records it changed, in order.
  */
-export async function projectEvent(state: StateStore, event: MemoryEvent): Promise<RecordMeta[]> {
-  const tenant = event.metadata.tenantId;
-  const changed: RecordMeta[] = [];
-  const patch = async (id: string, fields: Partial<RecordMeta>) => {
-    const current = await state.records.get(tenant, id);
-    if (!current) return;
-    const next = { ...current, ...fields };
-    if (await state.records.put(next)) changed.push(next);
+export async function projectEvents(state: StateStore, events: readonly MemoryEvent[]): Promise<RecordMeta[]> {
+  const refs = new Map<string, { tenantId: string; id: string }>();
+  for (const event of events) {
+    for (const id of touchedRecordIds(event)) refs.set(recordRef(event.metadata.tenantId, id), { tenantId: event.metadata.tenantId, id });
+  }
+  const current = await state.records.getAcross([...refs.values()]);
+  const writes: KvWrite[] = [];
+  /** Per record write: the index of its versioned write in `writes`, and the meta it wrote. */
+  const puts: Array<{ at: number; meta: RecordMeta }> = [];
+  const tenants = new Set<string>();
+  const put = (meta: RecordMeta) => {
+    const stored = current.get(recordRef(meta.tenantId, meta.id));
+    // What setIfVersionAtLeast would refuse: the record hash already holds a newer version.
+    if (stored !== undefined && stored.version > meta.version) return;
+    current.set(recordRef(meta.tenantId, meta.id), meta);
+    puts.push({ at: writes.length, meta });
+    writes.push(...state.records.putWrites(meta));
+    tenants.add(meta.tenantId);
   };
-  switch (event.type) {
-    case 'MemoryWritten': {
-      const { content, ...meta } = event.data.record;
-      await state.idClaims.claim(tenant, meta.id, meta.subjectId);
-      const current = await state.records.get(tenant, meta.id);
-      if (current && current.version > meta.version) break;
-      await state.contents.put(tenant, meta.id, content);
-      if (await state.records.put(meta)) changed.push(meta);
-      break;
-    }
-    case 'MemoryPromoted':
-      await patch(event.data.id, event.data.record);
-      break;
-    case 'MemorySuperseded':
-      await patch(event.data.id, { status: 'superseded', version: event.data.version, supersededById: event.data.supersededById });
-      break;
-    case 'MemoryExpired':
-      await patch(event.data.id, { status: 'expired', version: event.data.version });
-      break;
-    case 'MemoryRevocationRequested':
-      // Tombstone first: the read path denies from here on, before any purge work (§3).
-      await state.tombstones.add(tenant, [event.data.id]);
-      await patch(event.data.id, { status: event.data.alreadyTombstoned ? 'tombstoned' : 'revocation_pending', version: event.data.version });
-      break;
-    case 'SubjectForgotten':
-      await state.tombstones.add(tenant, event.data.records.map((r) => r.id));
-      for (const r of event.data.records) {
-        await patch(r.id, { status: r.alreadyTombstoned ? 'tombstoned' : 'revocation_pending', version: r.version });
+  const patch = (tenant: string, id: string, fields: Partial<RecordMeta>) => {
+    const stored = current.get(recordRef(tenant, id));
+    if (stored !== undefined) put({ ...stored, ...fields });
+  };
+  for (const event of events) {
+    const tenant = event.metadata.tenantId;
+    switch (event.type) {
+      case 'MemoryWritten': {
+        const { content, ...meta } = event.data.record;
+        writes.push(state.idClaims.claimWrite(tenant, meta.id, meta.subjectId));
+        const stored = current.get(recordRef(tenant, meta.id));
+        if (stored !== undefined && stored.version > meta.version) break;
+        writes.push(state.contents.putWrite(tenant, meta.id, content));
+        put(meta);
+        break;
       }
-      break;
-    case 'MemoryTombstoned':
-      await state.tombstones.add(tenant, [event.data.id]);
-      // A rejected quarantine never becomes a deletion job: its only copy goes now.
-      if (event.data.reason === 'rejected') await state.contents.remove(tenant, [event.data.id]);
-      await patch(event.data.id, { status: 'tombstoned', version: event.data.version });
-      break;
-    case 'MemoryPurged':
-      // The deletion job already removed the content; removing again keeps replay identical.
-      await state.contents.remove(tenant, [event.data.id]);
-      await patch(event.data.id, { status: 'purged', version: event.data.version });
-      break;
-    default: {
-      const never: never = event;
-      throw new Error(`unhandled event ${JSON.stringify(never)}`);
+      case 'MemoryPromoted':
+        patch(tenant, event.data.id, event.data.record);
+        break;
+      case 'MemorySuperseded':
+        patch(tenant, event.data.id, { status: 'superseded', version: event.data.version, supersededById: event.data.supersededById });
+        break;
+      case 'MemoryExpired':
+        patch(tenant, event.data.id, { status: 'expired', version: event.data.version });
+        break;
+      case 'MemoryRevocationRequested':
+        // Tombstone first: the read path denies from here on, before any purge work (§3).
+        writes.push(...state.tombstones.addWrites(tenant, [event.data.id]));
+        patch(tenant, event.data.id, { status: event.data.alreadyTombstoned ? 'tombstoned' : 'revocation_pending', version: event.data.version });
+        break;
+      case 'SubjectForgotten':
+        writes.push(...state.tombstones.addWrites(tenant, event.data.records.map((r) => r.id)));
+        for (const r of event.data.records) {
+          patch(tenant, r.id, { status: r.alreadyTombstoned ? 'tombstoned' : 'revocation_pending', version: r.version });
+        }
+        break;
+      case 'MemoryTombstoned':
+        writes.push(...state.tombstones.addWrites(tenant, [event.data.id]));
+        // A rejected quarantine never becomes a deletion job: its only copy goes now.
+        if (event.data.reason === 'rejected') writes.push(state.contents.removeWrite(tenant, [event.data.id]));
+        patch(tenant, event.data.id, { status: 'tombstoned', version: event.data.version });
+        break;
+      case 'MemoryPurged':
+        // The deletion job already removed the content; removing again keeps replay identical.
+        writes.push(state.contents.removeWrite(tenant, [event.data.id]));
+        patch(tenant, event.data.id, { status: 'purged', version: event.data.version });
+        break;
+      default: {
+        const never: never = event;
+        throw new Error(`unhandled event ${JSON.stringify(never)}`);
+      }
     }
   }
-  if (changed.length > 0) await state.generations.bump(tenant);
-  return changed;
+  // The data generation of every tenant whose records changed, after the changes (search caches key on it).
+  for (const tenant of tenants) writes.push(state.generations.bumpWrite(tenant));
+  const results = await state.kv.pipeline(writes);
+  return puts.filter((p) => results[p.at] === true).map((p) => p.meta);
+}
+
+/** `projectEvents` of one event (replay folds the log one event at a time). */
+export function projectEvent(state: StateStore, event: MemoryEvent): Promise<RecordMeta[]> {
+  return projectEvents(state, [event]);
 }
 
 export async function startProjector(deps: ProjectorDeps): Promise<ServiceHandle> {
-  return subscribeToMemoryEvents(deps.bus, PROJECTOR_GROUP, async (event, _message, ctx) => {
-    const changed = await projectEvent(deps.state, event);
+  return subscribeToMemoryEventBatches(deps.bus, PROJECTOR_GROUP, async (batch, ctx) => {
+    const changed = await projectEvents(deps.state, batch.map((b) => b.event));
     ctx.send(changed.map((meta) => ({ topic: TOPICS.records, key: `${meta.tenantId}/${meta.id}`, value: meta })));
   });
 }

@@ -1,4 +1,4 @@
-import type { Bus, Subscription } from '@gm/bus';
+import type { Bus, LogPosition, Subscription } from '@gm/bus';
 import {
   CommandReply, ERROR_CODES, GovernedMemoryError, TOPICS, subjectKey,
   type AcceptedResult, type ErrorCode, type MemoryCommand,
@@ -51,7 +51,10 @@ export class CommandGateway {
     await this.subscription?.close();
   }
 
-  /** Returns the accepted result, or throws the rejection as a coded error. */
+  /**
+   * Returns the accepted result, or throws the rejection as a coded error. `readYourWrites`
+   * says whether the projections had folded the result before the wait ran out.
+   */
   async send(command: MemoryCommand): Promise<AcceptedResult & { readYourWrites: boolean }> {
     const { commandId } = command.metadata;
     const key = subjectKey(command.metadata.tenantId, command.metadata.subjectId);
@@ -69,13 +72,21 @@ export class CommandGateway {
       if (answer.outcome === 'rejected') {
         throw new GovernedMemoryError(asCode(answer.code), answer.detail, { retriable: answer.retriable });
       }
+      if (answer.eventsAt !== undefined) {
+        // The reply names its own events' position: wait for exactly that, not for whatever
+        // other writers appended to the partition since (they would make concurrent writes convoy).
+        const own = { topic: TOPICS.events, partition: answer.eventsAt.partition, offset: answer.eventsAt.offset };
+        return { ...answer.result, readYourWrites: await this.waitForGroups(own) };
+      }
+      // No event of its own (an idempotent retry answered with the first result): that result's
+      // events are somewhere before the partition's end.
       const partition = position?.partition ?? this.bus.partitionFor(TOPICS.events, key);
       const deadline = performance.now() + this.options.readYourWritesTimeoutMs;
-      let readYourWrites = await this.waitForProjections(partition);
+      let readYourWrites = await this.waitForEnd(partition);
       const tenant = command.metadata.tenantId;
       if (readYourWrites && this.projected !== undefined && !(await this.projected(tenant, answer.result))) {
         // The end was read before the events were visible: wait until they are, then for every group again.
-        readYourWrites = (await this.confirm(tenant, answer.result, deadline)) && (await this.waitForProjections(partition));
+        readYourWrites = (await this.confirm(tenant, answer.result, deadline)) && (await this.waitForEnd(partition));
       }
       return { ...answer.result, readYourWrites };
     } finally {
@@ -95,16 +106,28 @@ export class CommandGateway {
   }
 
   /** Events and the reply were appended in one transaction: the events end usually includes them (see ProjectionCheck). */
-  private async waitForProjections(partition: number): Promise<boolean> {
+  private async waitForEnd(partition: number): Promise<boolean> {
     const end = (await this.bus.endOffsets(TOPICS.events))[partition] ?? 0;
     if (end === 0) return true;
-    const position = { topic: TOPICS.events, partition, offset: end - 1 };
+    return this.waitForGroups({ topic: TOPICS.events, partition, offset: end - 1 });
+  }
+
+  private async waitForGroups(position: LogPosition): Promise<boolean> {
     const results = await Promise.all(
       READ_YOUR_WRITES_GROUPS.map((g) => this.bus.waitForCommitted(g, position, this.options.readYourWritesTimeoutMs)),
     );
     return results.every(Boolean);
   }
 }
+
+/**
+ * The header every mutation answers with: `confirmed` once the projections folded the result
+ * (the caller's next read sees it), `pending` when the wait ran out first — accepted and
+ * durable, but a read right now may not see it yet.
+ */
+export const READ_YOUR_WRITES_HEADER = 'read-your-writes';
+export const readYourWritesValue = (result: { readYourWrites: boolean }): 'confirmed' | 'pending' =>
+  result.readYourWrites ? 'confirmed' : 'pending';
 
 function asCode(code: string): ErrorCode {
   return (ERROR_CODES as readonly string[]).includes(code) ? (code as ErrorCode) : 'MEM_INTERNAL';

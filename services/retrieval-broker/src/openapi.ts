@@ -10,6 +10,19 @@ const schema = (s: z.ZodType) => z.toJSONSchema(s, { io: 'input', unrepresentabl
 const json = (s: z.ZodType) => ({ 'application/json': { schema: schema(s) } });
 const problem = { description: 'problem+json (RFC 9457)', content: { 'application/problem+json': { schema: schema(Problem) } } };
 const ok = (status: string, s: z.ZodType, description: string) => ({ [status]: { description, content: json(s) } });
+/** A mutation's answer: its body plus whether read-your-writes was confirmed (command-gateway.ts). */
+const mutation = (status: string, s: z.ZodType, description: string) => ({
+  [status]: {
+    description,
+    content: json(s),
+    headers: {
+      'Read-Your-Writes': {
+        description: '`confirmed`: the projections folded the result, so the next read sees it; `pending`: accepted and durable, but the wait for the projections ran out first',
+        schema: { type: 'string', enum: ['confirmed', 'pending'] },
+      },
+    },
+  },
+});
 const bearer = [{ capability: [] }];
 
 /** OpenAPI 3.1 generated from the same zod schemas the handlers validate with. */
@@ -34,22 +47,22 @@ export function openApiDocument() {
       '/v1/capabilities': { post: op('Issue a capability', 'issuer', ok('201', IssueCapabilityResponse, 'issued'), IssueCapabilityRequest) },
       '/v1/memories': {
         post: {
-          ...op('Write a memory', 'write', ok('201', MutationResponse, 'admitted'), WriteMemoryRequest),
+          ...op('Write a memory', 'write', mutation('201', MutationResponse, 'admitted'), WriteMemoryRequest),
           parameters: [{ name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string' } }],
         },
       },
       '/v1/memories/{id}': {
         parameters: idParam('id'),
         get: op('Read a memory', 'read', ok('200', MemoryRecord, 'the record')),
-        delete: op('Delete a memory', 'request_delete', ok('202', DeletionAccepted, 'deletion job accepted')),
+        delete: op('Delete a memory', 'request_delete', mutation('202', DeletionAccepted, 'deletion job accepted')),
       },
       '/v1/memories/{id}/promote': {
         parameters: idParam('id'),
-        post: op('Promote a quarantined memory or widen its visibility', 'promote', ok('200', MutationResponse, 'promoted'), VersionedRequest),
+        post: op('Promote a quarantined memory or widen its visibility', 'promote', mutation('200', MutationResponse, 'promoted'), VersionedRequest),
       },
       '/v1/memories/{id}/reject': {
         parameters: idParam('id'),
-        post: op('Reject a quarantined memory', 'review', ok('200', MutationResponse, 'tombstoned'), VersionedRequest),
+        post: op('Reject a quarantined memory', 'review', mutation('200', MutationResponse, 'tombstoned'), VersionedRequest),
       },
       '/v1/search': { post: op('Search', 'search', ok('200', EvidencePacket, 'evidence packet'), SearchRequest) },
       '/v1/packets/{id}/validate': { parameters: idParam('id'), post: op('Validate a packet before acting', 'cite', ok('200', PacketValidation, 'validity')) },
@@ -57,7 +70,7 @@ export function openApiDocument() {
         parameters: idParam('subjectId'),
         get: op('Extractive summaries of a subject in the caller\'s partitions, for its purpose', 'search', ok('200', SubjectSummaries, 'summaries (possibly none)')),
       },
-      '/v1/subjects/{subjectId}/forget': { parameters: idParam('subjectId'), post: op('Forget a subject', 'request_delete', ok('202', DeletionAccepted, 'deletion job accepted')) },
+      '/v1/subjects/{subjectId}/forget': { parameters: idParam('subjectId'), post: op('Forget a subject', 'request_delete', mutation('202', DeletionAccepted, 'deletion job accepted')) },
       '/v1/deletion-jobs/{id}': { parameters: idParam('id'), get: op('Deletion job', 'admin or requester', ok('200', DeletionJob, 'job')) },
       '/v1/deletion-jobs/{id}/receipt': {
         parameters: idParam('id'),

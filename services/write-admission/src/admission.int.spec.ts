@@ -21,7 +21,13 @@ function attemptContext(): { ctx: ProcessContext; sent: OutgoingMessage[]; commi
   const committed: Array<() => void> = [];
   const discarded: Array<() => void> = [];
   return {
-    ctx: { send: (messages) => sent.push(...messages), onCommitted: (fn) => committed.push(fn), onDiscarded: (fn) => discarded.push(fn) },
+    ctx: {
+      send: (messages) => sent.push(...messages),
+      // As the bus does at commit: built from where the earlier sends landed (here: one partition, in order).
+      sendWithPositions: (build) => sent.push(...build(sent.map((m, offset) => ({ topic: m.topic, partition: 0, offset })))),
+      onCommitted: (fn) => committed.push(fn),
+      onDiscarded: (fn) => discarded.push(fn),
+    },
     sent,
     commit: () => committed.forEach((fn) => fn()),
     discard: () => discarded.forEach((fn) => fn()),
@@ -80,6 +86,11 @@ describe('write-admission over the embedded bus', () => {
   const replyTo = async (commandId: string): Promise<CommandReply | undefined> =>
     (await replies()).find((r) => r.commandId === commandId);
   const events = async (): Promise<MemoryEvent[]> => (await fx.readTopic(TOPICS.events)).map((m) => MemoryEvent.parse(m.value));
+  /** Where a command's last event landed: what its accepted reply must name. */
+  const lastEventAt = async (commandId: string): Promise<{ partition: number; offset: number } | undefined> => {
+    const last = (await fx.readTopic(TOPICS.events)).filter((m) => MemoryEvent.parse(m.value).metadata.commandId === commandId).at(-1);
+    return last === undefined ? undefined : { partition: last.partition, offset: last.offset };
+  };
   const eventsOf = async (commandId: string): Promise<MemoryEvent[]> =>
     (await events()).filter((e) => e.metadata.commandId === commandId);
   const counter = async (name: string): Promise<string> => metrics.registry.getSingleMetricAsString(name);
@@ -113,7 +124,7 @@ describe('write-admission over the embedded bus', () => {
     // Only the malformed command whose commandId could be read gets an answer.
     expect(await replies()).toEqual([
       { commandId: 'cmd-bogus', outcome: 'rejected', code: 'MEM_VALIDATION', detail: 'invalid command', retriable: false },
-      { commandId: 'cmd-ok', outcome: 'accepted', result: { id: 'mem-ok', version: 1, status: 'active' } },
+      { commandId: 'cmd-ok', outcome: 'accepted', result: { id: 'mem-ok', version: 1, status: 'active' }, eventsAt: await lastEventAt('cmd-ok') },
     ]);
     expect((await events()).map((e) => `${e.type}:${e.metadata.commandId}`)).toEqual(['MemoryWritten:cmd-ok']);
     expect(await counter('gm_dead_letters_total')).toContain('gm_dead_letters_total{topic="memory.commands"} 3');
@@ -173,7 +184,10 @@ describe('write-admission over the embedded bus', () => {
       await new Promise((resolve) => setTimeout(resolve, 1));
     }
 
-    expect(await replyTo('cmd-b')).toEqual({ commandId: 'cmd-b', outcome: 'accepted', result: { id: 'pref-b', version: 1, status: 'active' } });
+    // The reply names the last of its two events (the supersession).
+    expect(await replyTo('cmd-b')).toEqual({
+      commandId: 'cmd-b', outcome: 'accepted', result: { id: 'pref-b', version: 1, status: 'active' }, eventsAt: await lastEventAt('cmd-b'),
+    });
     const written = await eventsOf('cmd-b');
     expect(written.map((e) => [e.type, e.metadata.eventId])).toEqual([
       ['MemoryWritten', 'cmd-b:0'],
@@ -188,7 +202,7 @@ describe('write-admission over the embedded bus', () => {
     const first = writeMemoryCommand(meta('cmd-1', 'cust-4', { idempotencyKey: 'idem-1' }), { id: 'mem-r', content: 'Customer 4 lives in Oslo' });
     await send(first);
     const firstReply = await replyTo('cmd-1');
-    expect(firstReply).toEqual({ commandId: 'cmd-1', outcome: 'accepted', result: { id: 'mem-r', version: 1, status: 'active' } });
+    expect(firstReply).toEqual({ commandId: 'cmd-1', outcome: 'accepted', result: { id: 'mem-r', version: 1, status: 'active' }, eventsAt: await lastEventAt('cmd-1') });
 
     await stop();
     await fx.reopen();
@@ -201,11 +215,12 @@ describe('write-admission over the embedded bus', () => {
     const current = writeMemoryCommand(meta('cmd-4', 'cust-4'), { id: 'mem-r', content: 'Customer 4 lives in Bergen', expectedVersion: 1 });
     await send(retry, stale, current);
 
+    // An idempotent retry appends nothing, so its reply names no position of its own.
     expect(await replyTo('cmd-2')).toEqual({ commandId: 'cmd-2', outcome: 'accepted', result: { id: 'mem-r', version: 1, status: 'active' } });
     expect(await eventsOf('cmd-2')).toEqual([]);
     expect(await replyTo('cmd-3')).toMatchObject({ outcome: 'rejected', code: 'MEM_CONFLICT' });
     expect(await eventsOf('cmd-3')).toEqual([]);
-    expect(await replyTo('cmd-4')).toEqual({ commandId: 'cmd-4', outcome: 'accepted', result: { id: 'mem-r', version: 2, status: 'active' } });
+    expect(await replyTo('cmd-4')).toEqual({ commandId: 'cmd-4', outcome: 'accepted', result: { id: 'mem-r', version: 2, status: 'active' }, eventsAt: await lastEventAt('cmd-4') });
     expect((await events()).map((e) => `${e.type}:${e.metadata.commandId}`)).toEqual(['MemoryWritten:cmd-1', 'MemoryWritten:cmd-4']);
   });
 

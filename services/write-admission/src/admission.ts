@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Bus, ConsumedMessage, ProcessContext } from '@gm/bus';
+import type { Bus, ConsumedMessage, LogPosition, ProcessContext } from '@gm/bus';
 import {
   GovernedMemoryError, Id, MemoryCommand, MemoryEvent, TOPICS, dlqTopic, isGovernedMemoryError, isUnreadableContent, subjectKey,
   type CommandReply, type ServiceHandle,
@@ -92,6 +92,12 @@ export class WriteAdmission {
       }
       reply = { commandId: command.metadata.commandId, outcome: 'accepted', result: decision.result };
       for (const e of decision.events) countEvent(metrics, e);
+      if (decision.events.length > 0) {
+        // The reply names where its last event landed, so the API waits for exactly that (§9).
+        const accepted = reply;
+        ctx.sendWithPositions((sent) => [{ topic: TOPICS.replies, key: command.metadata.commandId, value: withEventsAt(accepted, sent) }]);
+        return;
+      }
     } catch (err) {
       if (!isGovernedMemoryError(err)) throw err; // a bug or an outage: retry, then dead-letter
       reply = { commandId: command.metadata.commandId, outcome: 'rejected', code: err.code, detail: err.message, retriable: err.retriable };
@@ -132,6 +138,12 @@ export class WriteAdmission {
     this.deps.metrics.deadLetters.inc({ topic: message.topic });
     this.deps.log.warn({ topic: message.topic, partition: message.partition, offset: message.offset }, 'malformed command dead-lettered');
   }
+}
+
+function withEventsAt(reply: CommandReply, sent: readonly LogPosition[]): CommandReply {
+  const last = sent.filter((p) => p.topic === TOPICS.events).at(-1);
+  if (reply.outcome !== 'accepted' || last === undefined) return reply;
+  return { ...reply, eventsAt: { partition: last.partition, offset: last.offset } };
 }
 
 function countEvent(metrics: Metrics, e: MemoryEvent): void {

@@ -28,6 +28,8 @@ export const lifecycleSuite = (start: StartRuntime) => describe('memory lifecycl
     });
     expect(written.status).toBe(201);
     expect(written.body).toEqual({ id: 'q-1', version: 1, status: 'quarantined' });
+    // Every mutation says whether the projections folded it before the answer (§9).
+    expect(written.headers.get('read-your-writes')).toBe('confirmed');
     expect(await search('quokka invoices')).toEqual([]);
     expect((await rt.api('GET', '/v1/memories/q-1', { token: writer })).status).toBe(404);
 
@@ -37,6 +39,7 @@ export const lifecycleSuite = (start: StartRuntime) => describe('memory lifecycl
     const promoted = await rt.api('POST', '/v1/memories/q-1/promote', { token: reviewer, body: { expectedVersion: 1 } });
     expect(promoted.status).toBe(200);
     expect(promoted.body).toEqual({ id: 'q-1', version: 2, status: 'active' });
+    expect(promoted.headers.get('read-your-writes')).toBe('confirmed');
     expect(await search('quokka invoices')).toEqual(['q-1']);
     const record = await rt.api('GET', '/v1/memories/q-1', { token: writer });
     expect(record.status).toBe(200);

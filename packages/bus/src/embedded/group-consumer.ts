@@ -255,7 +255,10 @@ export class GroupConsumer implements Subscription, GroupMember {
   private commit(attempts: readonly Attempt[], range: ConsumedRange): boolean {
     let written: LogPosition[] | undefined;
     try {
-      written = this.deps.log.commit(this.groupId, range, attempts.flatMap((a) => a.queued));
+      written = this.deps.log.commit(this.groupId, range, attempts.map((a) => ({
+        sends: a.queued,
+        ...(a.deferred.length === 0 ? {} : { build: (sent: readonly LogPosition[]) => a.buildDeferred(sent, this.encode) }),
+      })));
     } catch (err) {
       for (const a of attempts) a.discarded();
       this.deps.logger.warn({ groupId: this.groupId, topic: range.topic, partition: range.partition, offset: range.from, err: errorMessage(err) }, 'bus commit failed');

@@ -64,6 +64,12 @@ export interface ConsumedRange {
   next: number;
 }
 
+/** One handler attempt's share of a commit: its sends, and what it builds from where they landed. */
+export interface CommitPart {
+  sends: readonly SerializedMessage[];
+  build?: (sent: readonly LogPosition[]) => SerializedMessage[];
+}
+
 export interface TopicInfo {
   partitions: number;
   compacted: boolean;
@@ -266,9 +272,9 @@ export class SqliteLog {
    * reset), nothing is written and it returns undefined — so bus appends stay exactly-once
    * even when two consumers race for a partition.
    */
-  commit(groupId: string, range: ConsumedRange, sends: readonly SerializedMessage[]): LogPosition[] | undefined {
+  commit(groupId: string, range: ConsumedRange, parts: readonly CommitPart[]): LogPosition[] | undefined {
     this.setSynchronous('NORMAL');
-    return this.db.transaction(() => this.commitInTransaction(groupId, range, sends)).immediate();
+    return this.db.transaction(() => this.commitInTransaction(groupId, range, parts)).immediate();
   }
 
   /**
@@ -285,7 +291,7 @@ export class SqliteLog {
           this.topics.delete(dlqMessage.topic);
         }
         const range = { topic: consumed.topic, partition: consumed.partition, from: consumed.offset, next: consumed.offset + 1 };
-        return this.commitInTransaction(groupId, range, [dlqMessage]);
+        return this.commitInTransaction(groupId, range, [{ sends: [dlqMessage] }]);
       })
       .immediate();
   }
@@ -298,11 +304,13 @@ export class SqliteLog {
     this.db.close();
   }
 
-  private commitInTransaction(groupId: string, range: ConsumedRange, sends: readonly SerializedMessage[]): LogPosition[] | undefined {
+  /** Every part's sends in order, then what each part builds from its own sends' positions. */
+  private commitInTransaction(groupId: string, range: ConsumedRange, parts: readonly CommitPart[]): LogPosition[] | undefined {
     if (this.committed(groupId, range.topic, range.partition) !== range.from) return undefined;
-    const positions = this.appendInTransaction(sends);
+    const sent = parts.map((part) => this.appendInTransaction(part.sends));
+    const built = parts.flatMap((part, i) => (part.build === undefined ? [] : this.appendInTransaction(part.build(sent[i] ?? []))));
     this.stmt.commit.run(groupId, range.topic, range.partition, range.next);
-    return positions;
+    return [...sent.flat(), ...built];
   }
 
   /** A pragma outside any transaction, and only when the level changes. */

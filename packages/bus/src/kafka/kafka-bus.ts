@@ -27,6 +27,7 @@ import { Groups } from './kafka-groups.ts';
 import { readRange } from './kafka-reader.ts';
 import { KafkaSubscription } from './kafka-subscription.ts';
 import { Topics } from './kafka-topics.ts';
+import { PartitionCountMismatchError } from '../partition-count.ts';
 import { TransactionRunner, type Routed } from './kafka-transactions.ts';
 
 export interface KafkaBusOptions {
@@ -108,6 +109,8 @@ class KafkaBus implements Bus {
     try {
       await this.topics.ensure(specs);
     } catch (err) {
+      // A configuration problem, not an outage: said as it is, never retried.
+      if (err instanceof PartitionCountMismatchError) throw err;
       throw unavailable('ensureTopics', err);
     }
   }

@@ -25,7 +25,7 @@ import type { Batch, Consumer, EachBatchPayload, Kafka, Producer } from 'kafkajs
 import type { BusLogger } from '../embedded/group-consumer.ts';
 import { Signal } from '../embedded/signal.ts';
 import { HandlerAttempt } from '../handler-attempt.ts';
-import type { ConsumedMessage, MessageHandler, Subscription, SubscribeOptions } from '../port.ts';
+import type { ConsumedMessage, LogPosition, MessageHandler, Subscription, SubscribeOptions } from '../port.ts';
 import { ChunkCommitter, type Chunk, type ChunkLimits } from './kafka-chunks.ts';
 import { decodeMessage, encodeMessage, errorMessage, Mutex, type EncodedMessage, type Namespace } from './kafka-codec.ts';
 import type { TransactionRunner } from './kafka-transactions.ts';
@@ -315,17 +315,27 @@ export class KafkaSubscription implements Subscription {
     const lastEntry = chunk.entries.at(-1);
     if (lastEntry === undefined) return;
     const queued = chunk.entries.flatMap((e) => e.queued);
-    if (queued.length === 0) {
+    const deferring = chunk.entries.some((e) => (e.attempt?.deferred.length ?? 0) > 0);
+    if (queued.length === 0 && !deferring) {
       await this.commitOffsetOnly(kafkaTopic, partition, lastEntry.next);
       return;
     }
     const routed = await this.deps.transactions.route(queued);
     const producer = await this.producer(`${kafkaTopic}\u0000${partition}`, kafkaTopic, partition);
+    // What sendWithPositions asked for, built from where each entry's own sends landed.
+    const build = (written: readonly LogPosition[]): EncodedMessage[] => {
+      let at = 0;
+      return chunk.entries.flatMap((entry) => {
+        const sent = written.slice(at, at + entry.queued.length);
+        at += entry.queued.length;
+        return entry.attempt === undefined ? [] : entry.attempt.buildDeferred(sent, encodeMessage);
+      });
+    };
     await this.deps.transactions.commit(producer, routed, {
       groupId: this.deps.ns.group(this.groupId),
       kafkaTopic,
       partitions: [{ partition, offset: lastEntry.next }],
-    });
+    }, deferring ? build : undefined);
   }
 
   private lost(kafkaTopic: string, partition: number): Outcome {

@@ -92,11 +92,19 @@ export class TransactionRunner {
    * Sends the messages and commits `offsets` for their group in one transaction, then waits
    * until all of it is visible. On failure the transaction is aborted and the error rethrown.
    */
-  async commit(producer: Producer, routed: Routed, offsets?: GroupOffsets): Promise<LogPosition[]> {
+  async commit(
+    producer: Producer, routed: Routed, offsets?: GroupOffsets, then?: (written: readonly LogPosition[]) => EncodedMessage[],
+  ): Promise<LogPosition[]> {
     const transaction = await producer.transaction();
     let written: LogPosition[] = [];
     try {
       if (routed.slots.length > 0) written = positions(routed, await transaction.sendBatch({ topicMessages: routed.topicMessages }));
+      // Messages that name where the first ones landed: a second batch in the same transaction.
+      const more = then === undefined ? [] : then(written);
+      if (more.length > 0) {
+        const routedMore = await this.route(more);
+        written = [...written, ...positions(routedMore, await transaction.sendBatch({ topicMessages: routedMore.topicMessages }))];
+      }
       if (offsets !== undefined) {
         await transaction.sendOffsets({
           consumerGroupId: offsets.groupId,

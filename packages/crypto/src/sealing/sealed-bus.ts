@@ -1,4 +1,5 @@
 import type { Bus, ConsumedMessage, OutgoingMessage, ProcessContext, SubscribeOptions } from '@gm/bus';
+import { TOPICS } from '@gm/contracts';
 import type { ContentCodec } from './content-codec.ts';
 
 /**
@@ -36,6 +37,15 @@ export function sealedBus(inner: Bus, codec: ContentCodec): Bus {
         const queued: OutgoingMessage[] = [];
         await run(views, {
           send: (sent) => void queued.push(...sent),
+          sendWithPositions: (build) =>
+            ctx.sendWithPositions((sent) => {
+              const built = build(sent);
+              // Built inside the commit, where nothing can be sealed any more (sealing is async).
+              if (built.some((m) => m.topic === TOPICS.commands || m.topic === TOPICS.events)) {
+                throw new Error('sendWithPositions cannot build messages for sealed topics');
+              }
+              return built;
+            }),
           onCommitted: (fn) => ctx.onCommitted(fn),
           onDiscarded: (fn) => ctx.onDiscarded(fn),
         });

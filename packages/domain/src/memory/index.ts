@@ -1,3 +1,4 @@
 export * from './state.ts';
 export * from './decide.ts';
 export * from './evolve.ts';
+export * from './ended.ts';

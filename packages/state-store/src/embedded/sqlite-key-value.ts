@@ -1,6 +1,7 @@
 import Database from 'better-sqlite3';
 import { GovernedMemoryError } from '@gm/contracts';
-import type { KeyValueStore } from '../port.ts';
+import { checkWrite } from '../pipeline.ts';
+import type { KeyValueStore, KvWrite, KvWriteResult } from '../port.ts';
 
 export interface SqliteKeyValueStoreOptions {
   /** Database file; created if missing. */
@@ -226,10 +227,44 @@ export function createSqliteKeyValueStore(options: SqliteKeyValueStoreOptions): 
     return n + 1;
   });
 
+  /** Every write of a pipeline in one IMMEDIATE transaction (the per-write transactions nest as savepoints). */
+  const pipelineTx = write((_now, writes: readonly KvWrite[]): KvWriteResult[] =>
+    writes.map((w): KvWriteResult => {
+      switch (w.op) {
+        case 'set':
+          return setTx(w.key, w.value, w.ttlMs, w.nx ?? false);
+        case 'setIfVersionAtLeast':
+          return casTx(w.key, w.value, w.version);
+        case 'del':
+          return w.keys.length === 0 ? 0 : delTx(w.keys);
+        case 'sadd':
+          return w.members.length === 0 ? 0 : saddTx(w.key, w.members);
+        case 'srem':
+          return w.members.length === 0 ? 0 : sremTx(w.key, w.members);
+        case 'zadd':
+          zaddTx(w.key, w.score, w.member);
+          return null;
+        case 'zrem':
+          return w.members.length === 0 ? 0 : zremTx(w.key, w.members);
+        case 'incr':
+          return incrTx(w.key);
+        default: {
+          const never: never = w;
+          throw new GovernedMemoryError('MEM_VALIDATION', `pipeline: unknown write ${JSON.stringify(never)}`);
+        }
+      }
+    }),
+  );
+
   const mgetTx = read((now, keys: string[]) => keys.map((key) => getLive.get({ key, now })?.value ?? null));
   const existsTx = read((now, keys: string[]) => keys.filter((key) => typeAt(key, now) !== 'none').length);
 
   return {
+    async pipeline(writes) {
+      for (const w of writes) checkWrite(w);
+      return writes.length === 0 ? [] : pipelineTx(writes);
+    },
+
     async get(key) {
       return getLive.get({ key, now: clock() })?.value ?? null;
     },
@@ -240,9 +275,7 @@ export function createSqliteKeyValueStore(options: SqliteKeyValueStoreOptions): 
 
     async set(key, value, opts = {}) {
       const { ttlMs, nx = false } = opts;
-      if (ttlMs !== undefined && !(Number.isFinite(ttlMs) && ttlMs > 0)) {
-        throw new GovernedMemoryError('MEM_VALIDATION', 'ttlMs must be a positive number of milliseconds');
-      }
+      checkWrite({ op: 'set', key, value, ...opts });
       return setTx(key, value, ttlMs, nx);
     },
 
@@ -272,7 +305,7 @@ export function createSqliteKeyValueStore(options: SqliteKeyValueStoreOptions): 
     },
 
     async zadd(key, score, member) {
-      if (Number.isNaN(score)) throw new GovernedMemoryError('MEM_VALIDATION', 'zadd: score is not a number');
+      checkWrite({ op: 'zadd', key, score, member });
       zaddTx(key, score, member);
     },
 

@@ -1,6 +1,14 @@
-import { Redis, ReplyError } from 'ioredis';
+import { Redis, ReplyError, type Result } from 'ioredis';
 import { GovernedMemoryError, type ErrorCode } from '@gm/contracts';
-import type { KeyValueStore } from '../port.ts';
+import { checkWrite } from '../pipeline.ts';
+import type { KeyValueStore, KvWrite, KvWriteResult } from '../port.ts';
+
+declare module 'ioredis' {
+  interface RedisCommander<Context> {
+    /** CAS_SCRIPT (defineCommand): 1 written, 0 refused, -1 wrong type. */
+    casVersion(key: string, value: string, version: string): Result<number, Context>;
+  }
+}
 
 export interface RedisKeyValueStoreOptions {
   /** `redis://[[user]:password@]host:port[/db]` */
@@ -151,7 +159,79 @@ export function createRedisKeyValueStore(options: RedisKeyValueStoreOptions): Ke
     }
   }
 
+  // EVALSHA, falling back to EVAL when Redis does not hold the script yet (ioredis's defined
+  // commands), on the connection and in pipelines alike.
+  redis.defineCommand('casVersion', { numberOfKeys: 1, lua: CAS_SCRIPT });
+
+  /** One pipeline: every write queued, one round trip, each reply checked and converted as its method does. */
+  async function pipeline(writes: readonly KvWrite[]): Promise<KvWriteResult[]> {
+    const p = redis.pipeline();
+    for (const w of writes) {
+      switch (w.op) {
+        case 'set': {
+          const nx = w.nx === true;
+          if (w.ttlMs === undefined) {
+            if (nx) p.set(k(w.key), w.value, 'NX');
+            else p.set(k(w.key), w.value);
+          } else if (nx) p.set(k(w.key), w.value, 'PX', Math.ceil(w.ttlMs), 'NX');
+          else p.set(k(w.key), w.value, 'PX', Math.ceil(w.ttlMs));
+          break;
+        }
+        case 'setIfVersionAtLeast':
+          p.casVersion(k(w.key), w.value, String(w.version));
+          break;
+        case 'del':
+          if (w.keys.length > 0) p.del(w.keys.map(k));
+          else p.echo('0');
+          break;
+        case 'sadd':
+          if (w.members.length > 0) p.sadd(k(w.key), w.members);
+          else p.echo('0');
+          break;
+        case 'srem':
+          if (w.members.length > 0) p.srem(k(w.key), w.members);
+          else p.echo('0');
+          break;
+        case 'zadd':
+          p.zadd(k(w.key), formatScore(w.score), w.member);
+          break;
+        case 'zrem':
+          if (w.members.length > 0) p.zrem(k(w.key), w.members);
+          else p.echo('0');
+          break;
+        case 'incr':
+          p.incr(k(w.key));
+          break;
+        default: {
+          const never: never = w;
+          throw new GovernedMemoryError('MEM_VALIDATION', `pipeline: unknown write ${JSON.stringify(never)}`);
+        }
+      }
+    }
+    const replies = (await run('pipeline', () => p.exec())) ?? [];
+    return writes.map((w, i): KvWriteResult => {
+      const [err, reply] = replies[i] ?? [new Error('no reply'), null];
+      if (err) throw translate(w.op, err, w.op === 'incr' ? { ERR: 'MEM_VALIDATION' } : {});
+      switch (w.op) {
+        case 'set':
+          return reply === 'OK';
+        case 'setIfVersionAtLeast':
+          if (reply === -1) throw wrongType('setIfVersionAtLeast');
+          return reply === 1;
+        case 'zadd':
+          return null;
+        default:
+          return Number(reply);
+      }
+    });
+  }
+
   return {
+    async pipeline(writes) {
+      for (const w of writes) checkWrite(w);
+      return writes.length === 0 ? [] : pipeline(writes);
+    },
+
     async get(key) {
       return run('get', () => redis.get(k(key)));
     },
@@ -178,7 +258,7 @@ export function createRedisKeyValueStore(options: RedisKeyValueStoreOptions): Ke
     async setIfVersionAtLeast(key, value, version) {
       // Lua would read NaN and ±Infinity differently from the SQLite adapter; versions are counts.
       if (!Number.isFinite(version)) throw new GovernedMemoryError('MEM_VALIDATION', 'version must be a finite number');
-      const reply = await run('setIfVersionAtLeast', () => redis.eval(CAS_SCRIPT, 1, k(key), value, String(version)));
+      const reply = await run('setIfVersionAtLeast', () => redis.casVersion(k(key), value, String(version)));
       if (reply === -1) throw wrongType('setIfVersionAtLeast');
       return reply === 1;
     },

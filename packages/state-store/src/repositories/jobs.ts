@@ -1,5 +1,5 @@
 import { DeletionJob } from '@gm/contracts';
-import type { KeyValueStore } from '../port.ts';
+import type { KeyValueStore, KvWrite } from '../port.ts';
 import { SEP, type KeySpace } from './keys.ts';
 
 /** Deletion job state (§8.1). Open jobs are indexed so a restarted orchestrator resumes them. */
@@ -85,4 +85,5 @@ export class DataGenerations {
     return raw === null ? 0 : Number(raw);
   }
   bump = (tenantId: string) => this.kv.incr(this.keys.dataGeneration(tenantId));
+  bumpWrite = (tenantId: string): KvWrite => ({ op: 'incr', key: this.keys.dataGeneration(tenantId) });
 }

@@ -1,5 +1,5 @@
 import { RecordMeta } from '@gm/contracts';
-import type { KeyValueStore } from '../port.ts';
+import type { KeyValueStore, KvWrite } from '../port.ts';
 import type { KeySpace } from './keys.ts';
 
 /**
@@ -12,10 +12,38 @@ export class RecordHash {
   async put(meta: RecordMeta): Promise<boolean> {
     const written = await this.kv.setIfVersionAtLeast(this.keys.record(meta.tenantId, meta.id), JSON.stringify(meta), meta.version);
     if (!written) return false;
-    await this.kv.sadd(this.keys.subjectRecords(meta.tenantId, meta.subjectId), [meta.id]);
-    if (meta.status === 'quarantined') await this.kv.sadd(this.keys.quarantine(meta.tenantId), [meta.id]);
-    else await this.kv.srem(this.keys.quarantine(meta.tenantId), [meta.id]);
+    await this.kv.pipeline(this.indexWrites(meta));
     return true;
+  }
+
+  /**
+   * `put` as pipeline writes, for a caller that already knows the stored version is not
+   * higher (the projector, the only writer, folds in version order): the versioned write
+   * first — its result says whether it wrote — then the subject and quarantine indexes.
+   */
+  putWrites(meta: RecordMeta): KvWrite[] {
+    return [{ op: 'setIfVersionAtLeast', key: this.keys.record(meta.tenantId, meta.id), value: JSON.stringify(meta), version: meta.version }, ...this.indexWrites(meta)];
+  }
+
+  private indexWrites(meta: RecordMeta): KvWrite[] {
+    const quarantine = this.keys.quarantine(meta.tenantId);
+    return [
+      { op: 'sadd', key: this.keys.subjectRecords(meta.tenantId, meta.subjectId), members: [meta.id] },
+      meta.status === 'quarantined' ? { op: 'sadd', key: quarantine, members: [meta.id] } : { op: 'srem', key: quarantine, members: [meta.id] },
+    ];
+  }
+
+  /** Records of several tenants in one read, keyed by `recordRef(tenantId, id)`. */
+  async getAcross(refs: ReadonlyArray<{ tenantId: string; id: string }>): Promise<Map<string, RecordMeta>> {
+    const out = new Map<string, RecordMeta>();
+    if (refs.length === 0) return out;
+    const raws = await this.kv.mget(refs.map((r) => this.keys.record(r.tenantId, r.id)));
+    raws.forEach((raw) => {
+      if (raw === null) return;
+      const meta = RecordMeta.parse(JSON.parse(raw));
+      out.set(recordRef(meta.tenantId, meta.id), meta);
+    });
+    return out;
   }
 
   async get(tenantId: string, id: string): Promise<RecordMeta | null> {
@@ -53,9 +81,14 @@ export class RecordHash {
   }
 }
 
+/** The key a batch of several tenants' records is indexed by. */
+export const recordRef = (tenantId: string, id: string): string => `${tenantId}\u0000${id}`;
+
 /** The primary copy of content (deletion target `primary`). */
 export class ContentStore {
   constructor(private readonly kv: KeyValueStore, private readonly keys: KeySpace) {}
+  putWrite = (tenantId: string, id: string, content: string): KvWrite => ({ op: 'set', key: this.keys.content(tenantId, id), value: content });
+  removeWrite = (tenantId: string, ids: string[]): KvWrite => ({ op: 'del', keys: ids.map((id) => this.keys.content(tenantId, id)) });
   put = async (tenantId: string, id: string, content: string) => {
     await this.kv.set(this.keys.content(tenantId, id), content);
   };
@@ -70,8 +103,9 @@ export class ContentStore {
 export class Tombstones {
   constructor(private readonly kv: KeyValueStore, private readonly keys: KeySpace) {}
   add = async (tenantId: string, ids: string[]) => {
-    for (const id of ids) await this.kv.set(this.keys.tombstone(tenantId, id), '1');
+    await this.kv.pipeline(this.addWrites(tenantId, ids));
   };
+  addWrites = (tenantId: string, ids: string[]): KvWrite[] => ids.map((id) => ({ op: 'set', key: this.keys.tombstone(tenantId, id), value: '1' }));
   async filterTombstoned(tenantId: string, ids: string[]): Promise<Set<string>> {
     if (ids.length === 0) return new Set();
     const raws = await this.kv.mget(ids.map((id) => this.keys.tombstone(tenantId, id)));
@@ -91,4 +125,6 @@ export class IdClaims {
     return (await this.kv.get(key)) === subjectId;
   }
   owner = (tenantId: string, id: string) => this.kv.get(this.keys.idClaim(tenantId, id));
+  /** The claim as a pipeline write (SET NX), for a fold that already knows the subject. */
+  claimWrite = (tenantId: string, id: string, subjectId: string): KvWrite => ({ op: 'set', key: this.keys.idClaim(tenantId, id), value: subjectId, nx: true });
 }

@@ -79,6 +79,49 @@ export function testKeyValueStore(adapterName: string, factory: KeyValueFactory)
       expect(await store.smembers('a-set')).toEqual(['m']);
     });
 
+    it('pipeline runs its writes in order and answers each as its method would', async () => {
+      const { store } = await open();
+      const results = await store.pipeline([
+        { op: 'set', key: 'lock', value: 'a', nx: true },
+        { op: 'set', key: 'lock', value: 'b', nx: true },
+        { op: 'setIfVersionAtLeast', key: 'rec', value: '{"version":2}', version: 2 },
+        { op: 'setIfVersionAtLeast', key: 'rec', value: '{"version":1}', version: 1 },
+        { op: 'sadd', key: 'members', members: ['x', 'y'] },
+        { op: 'srem', key: 'members', members: ['y', 'z'] },
+        { op: 'sadd', key: 'members', members: [] },
+        { op: 'zadd', key: 'due', score: 5, member: 'm' },
+        { op: 'zrem', key: 'due', members: ['m', 'n'] },
+        { op: 'incr', key: 'n' },
+        { op: 'incr', key: 'n' },
+        { op: 'set', key: 'gone', value: '1' },
+        { op: 'del', keys: ['gone', 'never'] },
+      ]);
+      expect(results).toEqual([true, false, true, false, 2, 1, 0, null, 1, 1, 2, true, 1]);
+      expect(await store.get('lock')).toBe('a');
+      expect(await store.get('rec')).toBe('{"version":2}');
+      expect(await store.smembers('members')).toEqual(['x']);
+      expect(await store.zrangeByScore('due', -Infinity, Infinity, 10)).toEqual([]);
+      expect(await store.get('n')).toBe('2');
+      expect(await store.get('gone')).toBeNull();
+      expect(await store.pipeline([])).toEqual([]);
+    });
+
+    it('pipeline checks every write first: one bad argument and nothing is written', async () => {
+      const { store } = await open();
+      await expect(store.pipeline([{ op: 'set', key: 'a', value: '1' }, { op: 'zadd', key: 'z', score: Number.NaN, member: 'm' }]))
+        .rejects.toMatchObject({ code: 'MEM_VALIDATION' });
+      await expect(store.pipeline([{ op: 'set', key: 'a', value: '1' }, { op: 'set', key: 'b', value: '1', ttlMs: 0 }]))
+        .rejects.toMatchObject({ code: 'MEM_VALIDATION' });
+      expect(await store.mget(['a', 'b', 'z'])).toEqual([null, null, null]);
+    });
+
+    it('pipeline refuses a write to a key of another type, as the single write does', async () => {
+      const { store } = await open();
+      await store.sadd('a-set', ['m']);
+      await expect(store.pipeline([{ op: 'incr', key: 'a-set' }])).rejects.toThrow(/WRONGTYPE/);
+      expect(await store.smembers('a-set')).toEqual(['m']);
+    });
+
     it('mget answers in the order asked, null for missing keys', async () => {
       const { store } = await open();
       await store.set('a', '1');

@@ -7,6 +7,7 @@ import type { BrokerDeps } from '../deps.ts';
 import { idempotencyKey, pathId } from '../http.ts';
 import { notFound } from '../problem.ts';
 import { metadataFor, authorizedRecord } from './memories.ts';
+import { READ_YOUR_WRITES_HEADER, readYourWritesValue } from '../command-gateway.ts';
 
 export function deletionRoutes(app: FastifyInstance, deps: BrokerDeps): void {
   app.delete('/v1/memories/:id', async (request, reply) => {
@@ -18,6 +19,7 @@ export function deletionRoutes(app: FastifyInstance, deps: BrokerDeps): void {
       type: 'DeleteMemory', data: { id, jobId }, metadata: await metadataFor(deps, claims, meta.subjectId, idempotencyKey(request)),
     };
     const result = await deps.gateway.send(command);
+    reply.header(READ_YOUR_WRITES_HEADER, readYourWritesValue(result));
     return reply.code(202).send({ jobId: result.jobId ?? jobId });
   });
 
@@ -33,6 +35,7 @@ export function deletionRoutes(app: FastifyInstance, deps: BrokerDeps): void {
       type: 'ForgetSubject', data: { jobId }, metadata: await metadataFor(deps, claims, subjectId, idempotencyKey(request)),
     };
     const result = await deps.gateway.send(command);
+    reply.header(READ_YOUR_WRITES_HEADER, readYourWritesValue(result));
     return reply.code(202).send({ jobId: result.jobId ?? jobId });
   });
 

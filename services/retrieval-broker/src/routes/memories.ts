@@ -12,6 +12,7 @@ import type { BrokerDeps } from '../deps.ts';
 import { idempotencyKey, parseBody, pathId } from '../http.ts';
 import { notFound } from '../problem.ts';
 import { partitionOf, readRecord } from '../retrieval.ts';
+import { READ_YOUR_WRITES_HEADER, readYourWritesValue } from '../command-gateway.ts';
 
 export async function metadataFor(deps: BrokerDeps, claims: CapabilityClaims, subjectId: string, key?: string): Promise<MessageMetadata> {
   return {
@@ -92,6 +93,7 @@ export function memoryRoutes(app: FastifyInstance, deps: BrokerDeps): void {
       metadata: await metadataFor(deps, claims, body.subjectId, key),
     };
     const result = await deps.gateway.send(command);
+    reply.header(READ_YOUR_WRITES_HEADER, readYourWritesValue(result));
     return reply.code(201).send({ id: result.id ?? id, version: result.version, status: result.status });
   });
 
@@ -114,6 +116,7 @@ export function memoryRoutes(app: FastifyInstance, deps: BrokerDeps): void {
           ? { type, data: { id, expectedVersion: body.expectedVersion, ...(body.visibility ? { visibility: body.visibility } : {}) }, metadata }
           : { type, data: { id, expectedVersion: body.expectedVersion }, metadata };
       const result = await deps.gateway.send(command);
+      reply.header(READ_YOUR_WRITES_HEADER, readYourWritesValue(result));
       return reply.code(200).send({ id, version: result.version, status: result.status });
     });
   review('/v1/memories/:id/promote', 'PromoteMemory', 'promote');

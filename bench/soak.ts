@@ -1,0 +1,185 @@
+/**
+ * `pnpm bench:soak`: a long run at full write throughput against the real entry point, to show
+ * that the runtime neither crashes, nor errs, nor grows under sustained load (issue 12). Not a
+ * test: no thresholds, numbers only.
+ *
+ *   pnpm bench:soak [--minutes 20] [--concurrency 8] [--search-every 10] [--runtime embedded|distributed]
+ *
+ * The embedded runtime runs as `pnpm start` does (its own process, no V8 flags); the distributed
+ * one as its seven service processes. Every minute it prints writes/s, searches/s, errors and the
+ * RSS of every process; at the end the RSS of each at the start and the end, and whether any
+ * process died. Writes use fresh ids over 200 subjects, so the data set grows the whole time.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { startStack, type Stack } from '@gm/distributed';
+import { issueToken, writeBody, type HttpTarget } from './http-probe.ts';
+import { progress } from './stats.ts';
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+const { values } = parseArgs({
+  options: {
+    minutes: { type: 'string', default: '20' },
+    concurrency: { type: 'string', default: '8' },
+    'search-every': { type: 'string', default: '10' },
+    runtime: { type: 'string', default: 'embedded' },
+  },
+});
+const minutes = Number(values.minutes);
+const concurrency = Number(values.concurrency);
+const searchEvery = Number(values['search-every']);
+if (!(minutes > 0) || !Number.isInteger(concurrency) || concurrency < 1 || !Number.isInteger(searchEvery) || searchEvery < 1) {
+  throw new Error('--minutes must be > 0, --concurrency and --search-every positive integers');
+}
+if (values.runtime !== 'embedded' && values.runtime !== 'distributed') throw new Error('--runtime is embedded or distributed');
+
+/** Resident set size of a process in MB, from /proc (Linux). */
+function rssMb(pid: number): number | undefined {
+  try {
+    const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith('VmRSS:'));
+    return line === undefined ? undefined : Number(line.replace(/\D+/g, '')) / 1024;
+  } catch {
+    return undefined;
+  }
+}
+
+interface Target extends HttpTarget {
+  /** Process name → pid, for RSS. */
+  pids(): Map<string, number>;
+  /** Processes that exited during the run, with their code or signal. */
+  deaths: string[];
+  stop(): Promise<void>;
+}
+
+async function startEmbeddedProcess(dataDir: string): Promise<Target> {
+  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'apps/embedded/src/main.ts'], {
+    cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'],
+    env: { ...process.env, MEMORY_PORT: '0', MEMORY_DATA_DIR: dataDir, MEMORY_LOG_LEVEL: 'warn', MEMORY_RATE_LIMIT_PER_MINUTE: '1000000' },
+  });
+  const deaths: string[] = [];
+  let stderr = '';
+  const url = await new Promise<string>((resolve, reject) => {
+    child.stderr?.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+      const match = /listening on (http:\/\/\S+)/.exec(stderr);
+      if (match?.[1]) resolve(match[1]);
+    });
+    child.on('exit', (code, signal) => {
+      deaths.push(`embedded exited (${signal ?? code}): ${stderr.split('\n').slice(-5).join(' | ')}`);
+      reject(new Error(`the runtime exited before it listened: ${stderr}`));
+    });
+  });
+  const issuerCredential = readFileSync(path.join(dataDir, 'issuer-credential'), 'utf8').trim();
+  return {
+    url, issuerCredential, deaths,
+    pids: () => new Map(child.pid === undefined || child.exitCode !== null ? [] : [['embedded', child.pid]]),
+    stop: async () => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.removeAllListeners('exit');
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+async function startDistributed(dataDir: string): Promise<Target> {
+  const deaths: string[] = [];
+  const stack: Stack = await startStack({
+    dataDir, port: 0, namespace: `soak-${process.pid}`,
+    onLine: (service, line) => {
+      if (/exited|fatal/i.test(line)) deaths.push(`[${service}] ${line}`);
+    },
+    env: { MEMORY_RATE_LIMIT_PER_MINUTE: '1000000' },
+  });
+  return {
+    url: stack.url, issuerCredential: readFileSync(path.join(dataDir, 'issuer-credential'), 'utf8').trim(), deaths,
+    pids: () => {
+      const out = new Map<string, number>();
+      for (const [name, children] of stack.children) children.forEach((c, i) => c.pid !== undefined && c.exitCode === null && out.set(children.length > 1 ? `${name}#${i}` : name, c.pid));
+      return out;
+    },
+    stop: () => stack.stop(),
+  };
+}
+
+const dataDir = mkdtempSync(path.join(os.tmpdir(), 'gm-soak-'));
+const target = values.runtime === 'embedded' ? await startEmbeddedProcess(dataDir) : await startDistributed(dataDir);
+const rssAtStart = new Map([...target.pids()].map(([name, pid]) => [name, rssMb(pid)]));
+progress(`soak: ${values.runtime}, ${concurrency} writers, a search every ${searchEvery} writes, ${minutes} min; RSS at start ${fmtRss(rssAtStart)}`);
+const token = await issueToken(target, 'soak-tenant');
+
+let writes = 0;
+let searches = 0;
+const errors = new Map<string, number>();
+const fail = (what: string) => errors.set(what, (errors.get(what) ?? 0) + 1);
+const deadline = performance.now() + minutes * 60_000;
+let sequence = 0;
+
+async function writer(lane: number): Promise<void> {
+  while (performance.now() < deadline) {
+    const i = sequence++;
+    try {
+      const res = await fetch(`${target.url}/v1/memories`, {
+        method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify(writeBody(`soak lane ${lane} note ${i} about harbor invoices and renewal ${i % 97}`, `subj-${i % 200}`)),
+      });
+      await res.arrayBuffer();
+      if (res.status === 201) writes += 1;
+      else fail(`write ${res.status}`);
+      if (i % searchEvery === 0) {
+        const s = await fetch(`${target.url}/v1/search`, {
+          method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ query: `harbor renewal ${i % 97}`, limit: 10 }),
+        });
+        await s.arrayBuffer();
+        if (s.status === 200) searches += 1;
+        else fail(`search ${s.status}`);
+      }
+    } catch (err) {
+      fail(`request failed: ${err instanceof Error ? err.message : String(err)}`);
+      if (target.deaths.length > 0) return;
+    }
+  }
+}
+
+function fmtRss(rss: Map<string, number | undefined>): string {
+  return [...rss].map(([name, mb]) => `${name} ${mb === undefined ? '?' : mb.toFixed(0)} MB`).join(', ');
+}
+
+const started = performance.now();
+let lastWrites = 0;
+let lastSearches = 0;
+const ticker = setInterval(() => {
+  const minute = Math.round((performance.now() - started) / 60_000);
+  const rss = new Map([...target.pids()].map(([name, pid]) => [name, rssMb(pid)]));
+  progress(
+    `soak minute ${minute}: ${((writes - lastWrites) / 60).toFixed(1)} writes/s, ${((searches - lastSearches) / 60).toFixed(1)} searches/s, ` +
+      `${[...errors.values()].reduce((a, b) => a + b, 0)} errors so far; RSS ${fmtRss(rss)}`,
+  );
+  lastWrites = writes;
+  lastSearches = searches;
+}, 60_000);
+await Promise.all(Array.from({ length: concurrency }, (_, lane) => writer(lane)));
+clearInterval(ticker);
+const wallS = (performance.now() - started) / 1000;
+const rssAtEnd = new Map([...target.pids()].map(([name, pid]) => [name, rssMb(pid)]));
+await target.stop();
+rmSync(dataDir, { recursive: true, force: true });
+
+process.stdout.write(
+  [
+    `soak ${values.runtime} — node ${process.version}, ${os.cpus().length} cpus — ${(wallS / 60).toFixed(1)} min, ${concurrency} writers`,
+    `  writes admitted   ${writes} (${(writes / wallS).toFixed(1)}/s)`,
+    `  searches answered ${searches} (${(searches / wallS).toFixed(1)}/s)`,
+    `  errors            ${errors.size === 0 ? 'none' : [...errors].map(([what, n]) => `${what} ×${n}`).join('; ')}`,
+    `  processes died    ${target.deaths.length === 0 ? 'none' : target.deaths.join('; ')}`,
+    `  RSS at start      ${fmtRss(rssAtStart)}`,
+    `  RSS at end        ${fmtRss(rssAtEnd)}`,
+    '',
+  ].join('\n'),
+);
+if (target.deaths.length > 0 || errors.size > 0) process.exitCode = 1;
