@@ -4,7 +4,7 @@ import {
   GovernedMemoryError, Id, MemoryCommand, MemoryEvent, TOPICS, dlqTopic, isGovernedMemoryError, isUnreadableContent, subjectKey,
   type CommandReply, type ServiceHandle,
 } from '@gm/contracts';
-import { decide, evolve, initialState, type DecideContext, type SubjectState } from '@gm/domain';
+import { decide, draftOf, evolve, evolveDraft, initialState, pruneIdempotency, type DecideContext, type SubjectState } from '@gm/domain';
 import type { Logger, Metrics } from '@gm/observability';
 import { PartitionView } from './partition-view.ts';
 
@@ -47,13 +47,27 @@ export class WriteAdmission {
   private async catchUp(partition: number): Promise<number> {
     let count = 0;
     let next = this.folded.get(partition) ?? 0;
+    // One draft per subject for the whole catch-up: its maps change in place (evolveDraft),
+    // instead of a copy of every map per event.
+    const drafts = new Map<string, SubjectState>();
+    let newest = '';
     for await (const message of this.deps.bus.readPartition(TOPICS.events, partition, next)) {
       next = message.offset + 1;
       const parsed = MemoryEvent.safeParse(message.value);
       if (!parsed.success) continue;
       const key = subjectKey(parsed.data.metadata.tenantId, parsed.data.metadata.subjectId);
-      this.states.set(key, evolve(this.states.get(key) ?? initialState(), parsed.data));
+      let draft = drafts.get(key);
+      if (draft === undefined) drafts.set(key, (draft = draftOf(this.states.get(key) ?? initialState())));
+      evolveDraft(draft, parsed.data);
+      if (parsed.data.metadata.now > newest) newest = parsed.data.metadata.now;
       count += 1;
+    }
+    // Slots far past their window answer nothing any more: keep them out of memory. The margin
+    // (a second window) covers commands stamped a little earlier than the newest event.
+    const window = this.deps.decide.idempotencyWindowMs;
+    for (const [key, draft] of drafts) {
+      if (newest !== '') pruneIdempotency(draft, newest, 2 * window);
+      this.states.set(key, draft);
     }
     this.folded.set(partition, next);
     return count;

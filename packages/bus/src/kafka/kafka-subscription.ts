@@ -25,7 +25,7 @@ import type { Batch, Consumer, EachBatchPayload, Kafka, Producer } from 'kafkajs
 import type { BusLogger } from '../embedded/group-consumer.ts';
 import { Signal } from '../embedded/signal.ts';
 import { HandlerAttempt } from '../handler-attempt.ts';
-import type { ConsumedMessage, LogPosition, MessageHandler, Subscription, SubscribeOptions } from '../port.ts';
+import type { BatchHandler, ConsumedMessage, LogPosition, MessageHandler, Subscription, SubscribeOptions } from '../port.ts';
 import { ChunkCommitter, type Chunk, type ChunkLimits } from './kafka-chunks.ts';
 import { decodeMessage, encodeMessage, errorMessage, Mutex, type EncodedMessage, type Namespace } from './kafka-codec.ts';
 import type { TransactionRunner } from './kafka-transactions.ts';
@@ -44,6 +44,15 @@ export interface SubscriptionDeps {
 }
 
 type Outcome = 'committed' | 'stopped' | 'lost';
+
+/** A fetched message of a batch subscription, with where its commit points. */
+interface BatchItem {
+  message: ConsumedMessage;
+  /** The offset to commit after it (past trailing transaction markers for the batch's last). */
+  next: number;
+  /** The Kafka record offset, for kafkajs's resolveOffset. */
+  offset: string;
+}
 
 /** kafkajs restarts a consumer whose join failed retriably; a join this late is an outage. */
 const JOIN_TIMEOUT_MS = 60_000;
@@ -66,6 +75,8 @@ export class KafkaSubscription implements Subscription {
   readonly groupId: string;
   private readonly consumer: Consumer;
   private readonly handler: MessageHandler;
+  /** Set for a batch subscription: consecutive messages of a fetched batch go to it together. */
+  private readonly batchHandler: BatchHandler | undefined;
   private readonly maxAttempts: number;
   private readonly retryBackoffMs: number;
   /** Per partition: its transactional producer, and the work that must not interleave. */
@@ -83,8 +94,8 @@ export class KafkaSubscription implements Subscription {
   ) {
     this.groupId = options.groupId;
     const { handler, batchHandler } = options;
-    // For now a batch handler gets batches of one message here; the results of consecutive
-    // messages already commit a chunk per transaction (kafka-chunks.ts).
+    this.batchHandler = batchHandler;
+    // A batch handler handles a single message (a retry, a split down to one) as a batch of one.
     if (handler !== undefined) this.handler = handler;
     else if (batchHandler !== undefined) this.handler = (message, ctx) => batchHandler([message], ctx);
     else throw new Error('subscribe: a handler or a batchHandler is required');
@@ -224,6 +235,78 @@ export class KafkaSubscription implements Subscription {
     payload: Pick<EachBatchPayload, 'resolveOffset' | 'heartbeat' | 'isRunning' | 'isStale'>,
     chunks: ChunkCommitter,
   ): Promise<boolean> {
+    if (this.batchHandler !== undefined) return this.handleInBatches(this.batchHandler, batch, floor, payload, chunks);
+    return this.handleEach(batch, floor, payload, chunks);
+  }
+
+  /**
+   * A batch subscription: the fetched messages past the floor go to the batch handler a chunk's
+   * worth at a time, each group's results one entry of the chunk committer. A group whose
+   * handler throws is split in halves and each handed over again; a single message that still
+   * fails takes the per-message path (retry, then dead letter), as in `handleEach`.
+   */
+  private async handleInBatches(
+    handler: BatchHandler,
+    batch: Batch,
+    floor: number,
+    payload: Pick<EachBatchPayload, 'resolveOffset' | 'heartbeat' | 'isRunning' | 'isStale'>,
+    chunks: ChunkCommitter,
+  ): Promise<boolean> {
+    const last = batch.messages.at(-1);
+    const topic = this.deps.ns.portTopic(batch.topic);
+    const items: BatchItem[] = [];
+    for (const record of batch.messages) {
+      const next = record === last ? Number(batch.lastOffset()) + 1 : Number(record.offset) + 1;
+      if (Number(record.offset) < floor) {
+        // The previous owner handled and committed it after our fetch position was chosen.
+        if (record === last && next > floor) await this.commitOffsetOnly(batch.topic, batch.partition, next);
+        payload.resolveOffset(record.offset);
+        continue;
+      }
+      items.push({ message: decodeMessage(topic, batch.partition, record), next, offset: record.offset });
+    }
+    for (let at = 0; at < items.length; at += CHUNK_LIMITS.maxMessages) {
+      if (this.closing || !payload.isRunning() || payload.isStale()) return true;
+      if (chunks.failed) return false;
+      if (await this.runGroup(handler, items.slice(at, at + CHUNK_LIMITS.maxMessages), payload, chunks)) return true;
+      await payload.heartbeat();
+    }
+    return false;
+  }
+
+  /** One attempt of the batch handler on `items`, split on failure; true when it stopped early. */
+  private async runGroup(
+    handler: BatchHandler, items: readonly BatchItem[], payload: Pick<EachBatchPayload, 'heartbeat'>, chunks: ChunkCommitter,
+  ): Promise<boolean> {
+    const first = items[0];
+    const last = items.at(-1);
+    if (first === undefined || last === undefined) return false;
+    const run = items.length === 1
+      ? await this.attempt(first.message)
+      : await this.attemptWith(HandlerAttempt.runBatch(handler, [first.message, ...items.slice(1).map((i) => i.message)], encodeMessage, this.deps.logger));
+    if (!run.failed) {
+      chunks.add({ queued: run.queued, attempt: run, next: last.next, offset: last.offset });
+      return false;
+    }
+    run.discarded();
+    if (items.length === 1) {
+      // What was handled before it commits first; then this message alone, as it always was.
+      if ((await chunks.drain()) !== undefined) return false;
+      return (await this.retry(first.message, run.failure, { next: first.next, offset: first.offset }, payload.heartbeat, chunks)) === 'stopped';
+    }
+    const middle = Math.ceil(items.length / 2);
+    if (await this.runGroup(handler, items.slice(0, middle), payload, chunks)) return true;
+    if (chunks.failed) return false;
+    return this.runGroup(handler, items.slice(middle), payload, chunks);
+  }
+
+  /** Hands the batch's messages to the per-message handler in order; true when it stopped early. */
+  private async handleEach(
+    batch: Batch,
+    floor: number,
+    payload: Pick<EachBatchPayload, 'resolveOffset' | 'heartbeat' | 'isRunning' | 'isStale'>,
+    chunks: ChunkCommitter,
+  ): Promise<boolean> {
     const last = batch.messages.at(-1);
     const topic = this.deps.ns.portTopic(batch.topic);
     for (const record of batch.messages) {
@@ -254,8 +337,12 @@ export class KafkaSubscription implements Subscription {
   }
 
   /** One run of the handler; a send to a topic that does not exist fails it like a throw. */
-  private async attempt(message: ConsumedMessage): Promise<HandlerAttempt<EncodedMessage>> {
-    const attempt = await HandlerAttempt.run(this.handler, message, encodeMessage, this.deps.logger);
+  private attempt(message: ConsumedMessage): Promise<HandlerAttempt<EncodedMessage>> {
+    return this.attemptWith(HandlerAttempt.run(this.handler, message, encodeMessage, this.deps.logger));
+  }
+
+  private async attemptWith(running: Promise<HandlerAttempt<EncodedMessage>>): Promise<HandlerAttempt<EncodedMessage>> {
+    const attempt = await running;
     if (!attempt.failed && attempt.queued.length > 0) {
       try {
         await this.deps.transactions.route(attempt.queued);

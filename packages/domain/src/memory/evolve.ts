@@ -9,14 +9,32 @@ import type { RecordState, SubjectState } from './state.ts';
  * duplicate (an at-least-once producer, a replayed segment) and changes nothing.
  */
 export function evolve(state: SubjectState, event: MemoryEvent): SubjectState {
-  const records = { ...state.records };
-  let idempotency = state.idempotency;
-  let keyGeneration = state.keyGeneration;
+  const draft = draftOf(state);
+  evolveDraft(draft, event);
+  return draft;
+}
+
+/**
+ * A state whose maps the caller may change: `evolveDraft` then folds events into it in place,
+ * one copy per subject instead of one per event (folding a subject with thousands of records
+ * copied all of them for every event). Record states themselves are never changed in place, so
+ * the state `draftOf` was taken from is untouched.
+ */
+export function draftOf(state: SubjectState): SubjectState {
+  const draft: SubjectState = { records: { ...state.records }, idempotency: { ...state.idempotency } };
+  if (state.keyGeneration !== undefined) draft.keyGeneration = state.keyGeneration;
+  return draft;
+}
+
+/** `evolve` on a draft (`draftOf`): its maps change in place. */
+export function evolveDraft(draft: SubjectState, event: MemoryEvent): void {
+  const { records, idempotency } = draft;
+  let keyGeneration = draft.keyGeneration;
   // The latest result per slot: decide only lets a slot produce events again once its
   // window has passed, and then the new result is the one a retry must get.
   const remember = (result: SubjectState['idempotency'][string]['result'], recordId?: string) => {
     if (recordId !== undefined && !records[recordId]) return;
-    idempotency = { ...idempotency, [idempotencySlot(event.metadata)]: { result, at: event.metadata.now } };
+    idempotency[idempotencySlot(event.metadata)] = { result, at: event.metadata.now };
   };
   const update = (id: string, version: number, change: (r: RecordState) => RecordState) => {
     const r = records[id];
@@ -85,11 +103,22 @@ export function evolve(state: SubjectState, event: MemoryEvent): SubjectState {
       throw new Error(`unhandled event ${JSON.stringify(never)}`);
     }
   }
-  return keyGeneration === undefined ? { records, idempotency } : { records, idempotency, keyGeneration };
+  if (keyGeneration !== undefined) draft.keyGeneration = keyGeneration;
+}
+
+/**
+ * Drops idempotency slots older than the window before `now`: decide ignores them anyway (a
+ * slot past its window may produce events again), so they only cost memory.
+ */
+export function pruneIdempotency(draft: SubjectState, now: string, windowMs: number): void {
+  const oldest = Date.parse(now) - windowMs;
+  for (const [slot, entry] of Object.entries(draft.idempotency)) {
+    if (Date.parse(entry.at) < oldest) delete draft.idempotency[slot];
+  }
 }
 
 export const fold = (events: Iterable<MemoryEvent>, state: SubjectState): SubjectState => {
-  let s = state;
-  for (const e of events) s = evolve(s, e);
-  return s;
+  const draft = draftOf(state);
+  for (const e of events) evolveDraft(draft, e);
+  return draft;
 };

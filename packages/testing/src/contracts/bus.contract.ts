@@ -451,6 +451,69 @@ export function testBus(adapterName: string, factory: () => Promise<BusFixture>)
       });
     });
 
+    describe('batch subscriptions', () => {
+      it('hands a batch handler consecutive messages of one partition, in order, each exactly once, and commits their sends', async () => {
+        await bus.ensureTopics([{ name: topic('in'), partitions: 2 }, { name: topic('out'), partitions: 2 }]);
+        const keys = keysCoveringPartitions(bus, topic('in'), 2, 40);
+        await bus.produce(messagesTo(topic('in'), keys, 'x'));
+        const batches: ConsumedMessage[][] = [];
+        const sub = await bus.subscribe({
+          groupId: group('batches'), topics: [topic('in')],
+          batchHandler: async (messages, ctx) => {
+            batches.push([...messages]);
+            ctx.send(messages.map((m) => ({ topic: topic('out'), key: m.key, value: m.value })));
+          },
+        });
+        await caughtUpIn('batches');
+        await sub.close();
+        for (const b of batches) {
+          expect(new Set(b.map((m) => m.partition)).size).toBe(1);
+          b.slice(1).forEach((m, i) => expect(m.offset).toBeGreaterThan(b[i]?.offset ?? Infinity));
+        }
+        const seen = batches.flat();
+        expect(seen.map(positionId).sort()).toEqual((await collect(bus, topic('in'))).map(positionId).sort());
+        expect((await collect(bus, topic('out'))).map((m) => m.value)).toEqual(expect.arrayContaining(seen.map((m) => m.value)));
+        expect(await collect(bus, topic('out'))).toHaveLength(40);
+      });
+
+      it('dead-letters a poison message of a batch alone: its neighbours are handled and committed', async () => {
+        await bus.ensureTopics([{ name: topic('in'), partitions: 1 }, { name: topic('out'), partitions: 1 }]);
+        await bus.produce(Array.from({ length: 9 }, (_, i) => ({ topic: topic('in'), key: 'k', value: i === 4 ? 'poison' : i })));
+        const sub = await bus.subscribe({
+          groupId: group('poison'), topics: [topic('in')], maxAttempts: 2, retryBackoffMs: 1,
+          batchHandler: async (messages, ctx) => {
+            if (messages.some((m) => m.value === 'poison')) throw new Error('cannot handle this batch');
+            ctx.send(messages.map((m) => ({ topic: topic('out'), key: m.key, value: m.value })));
+          },
+        });
+        await caughtUpIn('poison');
+        await sub.close();
+        expect((await collect(bus, topic('out'))).map((m) => m.value)).toEqual([0, 1, 2, 3, 5, 6, 7, 8]);
+        const dead = await collect(bus, topic('in.dlq'));
+        expect(dead.map((m) => m.value)).toEqual(['poison']);
+        expect(dead[0]?.headers['dlq.error']).toBe('cannot handle this batch');
+      });
+
+      it('builds sendWithPositions messages from where the attempt\'s own sends landed, in the same commit', async () => {
+        await bus.ensureTopics([{ name: topic('in'), partitions: 1 }, { name: topic('out'), partitions: 2 }, { name: topic('where'), partitions: 1 }]);
+        const keys = keysCoveringPartitions(bus, topic('out'), 2, 3);
+        await bus.produce([{ topic: topic('in'), key: 'k', value: 'go' }]);
+        const sub = await bus.subscribe({
+          groupId: group('positions'), topics: [topic('in')],
+          handler: async (_message, ctx) => {
+            ctx.send(keys.map((key, i) => ({ topic: topic('out'), key, value: i })));
+            ctx.sendWithPositions((sent) => [{ topic: topic('where'), key: 'w', value: sent }]);
+          },
+        });
+        await caughtUpIn('positions');
+        await sub.close();
+        const out = await collect(bus, topic('out'));
+        const [where] = await collect(bus, topic('where'));
+        const named = (where?.value as LogPosition[]).map(positionId).sort();
+        expect(named).toEqual(out.map(positionId).sort());
+      });
+    });
+
     describe('offsets', () => {
       it('reports 0 for every partition of a group that never committed', async () => {
         await bus.ensureTopics([{ name: topic('in'), partitions: 3 }]);
