@@ -94,6 +94,13 @@ export interface SubscriptionSettings {
   maxAttempts?: number;
   /** First retry delay; doubles per attempt, capped at 5 s (default 50 ms). */
   retryBackoffMs?: number;
+  /**
+   * For consumers off the read-your-writes path (summaries, the expiry schedule): a partition
+   * is handed over at most once per `lingerMs` (default 0), so under load its batches grow and
+   * per-batch work (a summary rebuilt once per scope per batch) is shared by more messages. The
+   * group then lags by up to this much.
+   */
+  lingerMs?: number;
 }
 
 /**

@@ -1,5 +1,5 @@
 export * from './run-service.ts';
-import type { BatchHandler, Bus, ConsumedMessage, MessageHandler, ProcessContext } from '@gm/bus';
+import type { BatchHandler, Bus, ConsumedMessage, MessageHandler, ProcessContext, SubscriptionSettings } from '@gm/bus';
 import {
   MemoryEvent, TOPICS,
   type Clock, type DeletionAck, type DeletionTask, type ServiceHandle,
@@ -35,13 +35,14 @@ export function periodic(intervalMs: number, work: () => Promise<void>, log: Log
  */
 export async function subscribeToMemoryEvents(
   bus: Bus, groupId: string, handle: (event: MemoryEvent, message: ConsumedMessage, ctx: ProcessContext) => Promise<void>,
+  settings: Pick<SubscriptionSettings, 'lingerMs'> = {},
 ): Promise<ServiceHandle> {
   const handler: MessageHandler = async (message, ctx) => {
     const parsed = MemoryEvent.safeParse(message.value);
     if (!parsed.success) throw new Error('memory.events carries a message that is not a memory event');
     await handle(parsed.data, message, ctx);
   };
-  const sub = await bus.subscribe({ groupId, topics: [TOPICS.events], handler });
+  const sub = await bus.subscribe({ groupId, topics: [TOPICS.events], handler, ...settings });
   return { close: () => sub.close() };
 }
 
@@ -58,6 +59,7 @@ export interface EventInBatch {
  */
 export async function subscribeToMemoryEventBatches(
   bus: Bus, groupId: string, handle: (events: readonly EventInBatch[], ctx: ProcessContext) => Promise<void>,
+  settings: Pick<SubscriptionSettings, 'lingerMs'> = {},
 ): Promise<ServiceHandle> {
   const batchHandler: BatchHandler = async (messages, ctx) => {
     const events = messages.map((message) => {
@@ -67,7 +69,7 @@ export async function subscribeToMemoryEventBatches(
     });
     await handle(events, ctx);
   };
-  const sub = await bus.subscribe({ groupId, topics: [TOPICS.events], batchHandler });
+  const sub = await bus.subscribe({ groupId, topics: [TOPICS.events], batchHandler, ...settings });
   return { close: () => sub.close() };
 }
 

@@ -1,12 +1,12 @@
 import type { Bus } from '@gm/bus';
-import { periodic, subscribeToMemoryEvents } from '@gm/service-kit';
+import { periodic, subscribeToMemoryEventBatches } from '@gm/service-kit';
 import {
   TOPICS, serviceActor, subjectKey,
   type Clock, type CommandOf, type MemoryEvent, type ServiceHandle,
 } from '@gm/contracts';
 import { endedRecordIds } from '@gm/domain';
 import type { Logger } from '@gm/observability';
-import type { ScheduledExpiry, StateStore } from '@gm/state-store';
+import type { KvWrite, ScheduledExpiry, StateStore } from '@gm/state-store';
 
 export const EXPIRY_SCHEDULER_GROUP = 'expiry-scheduler';
 
@@ -18,19 +18,32 @@ export interface ExpirySchedulerDeps {
   tickMs: number;
 }
 
-/** Keeps the schedule equal to the live records' expiresAt (a Redis sorted set in production). */
-export async function scheduleFromEvent(state: StateStore, event: MemoryEvent): Promise<void> {
+/** The schedule writes of one event: a write schedules its record; an end unschedules the records it ends. */
+function scheduleWrites(state: StateStore, event: MemoryEvent): KvWrite[] {
   const { tenantId, subjectId } = event.metadata;
-  switch (event.type) {
-    case 'MemoryWritten': {
-      const r = event.data.record;
-      await state.expiries.schedule({ tenantId, subjectId, recordId: r.id, dueAtMs: Date.parse(r.expiresAt) });
-      break;
-    }
-    default:
-      for (const recordId of endedRecordIds(event)) await state.expiries.unschedule({ tenantId, subjectId, recordId });
+  if (event.type === 'MemoryWritten') {
+    const r = event.data.record;
+    return [state.expiries.scheduleWrite({ tenantId, subjectId, recordId: r.id, dueAtMs: Date.parse(r.expiresAt) })];
   }
+  return endedRecordIds(event).map((recordId) => state.expiries.unscheduleWrite({ tenantId, subjectId, recordId }));
 }
+
+/**
+ * Keeps the schedule equal to the live records' expiresAt (a Redis sorted set in production),
+ * a batch of events in one pipeline, in log order.
+ */
+export async function scheduleFromEvents(state: StateStore, events: readonly MemoryEvent[]): Promise<void> {
+  const writes = events.flatMap((e) => scheduleWrites(state, e));
+  if (writes.length > 0) await state.kv.pipeline(writes);
+}
+
+/** `scheduleFromEvents` of one event (replay folds the log one event at a time). */
+export function scheduleFromEvent(state: StateStore, event: MemoryEvent): Promise<void> {
+  return scheduleFromEvents(state, [event]);
+}
+
+/** The schedule may lag the log by this much: the ticker re-reads it every tick anyway. */
+const SCHEDULE_LINGER_MS = 100;
 
 /**
  * Sends ExpireMemory for due entries. The commandId is derived from the entry, so a re-send
@@ -75,7 +88,9 @@ export function createTicker(deps: Pick<ExpirySchedulerDeps, 'bus' | 'state' | '
 }
 
 export async function startExpiryScheduler(deps: ExpirySchedulerDeps): Promise<ServiceHandle> {
-  const sub = await subscribeToMemoryEvents(deps.bus, EXPIRY_SCHEDULER_GROUP, (event) => scheduleFromEvent(deps.state, event));
+  const sub = await subscribeToMemoryEventBatches(
+    deps.bus, EXPIRY_SCHEDULER_GROUP, (batch) => scheduleFromEvents(deps.state, batch.map((b) => b.event)), { lingerMs: SCHEDULE_LINGER_MS },
+  );
   const tick = createTicker(deps, Math.max(5_000, deps.tickMs * 10));
   const timer = periodic(
     deps.tickMs,

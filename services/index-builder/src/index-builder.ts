@@ -96,6 +96,11 @@ export async function startIndexBuilder(deps: { bus: Bus; index: SearchIndex; st
 export const SUMMARY_BUILDER_GROUP = 'summary-builder';
 /** How long one attempt waits for the index-builder before the bus retries the event. */
 const INDEX_WAIT_MS = 5_000;
+/**
+ * Summaries lag writes by up to this much more, so that under load a batch holds many events
+ * and each scope is rebuilt once for all of them (a rebuild reads the whole subject).
+ */
+export const SUMMARY_LINGER_MS = 100;
 
 /**
  * Summaries (issue 5) in a consumer group of their own, one step behind the index-builder:
@@ -115,5 +120,5 @@ export async function startSummaryBuilder(deps: { bus: Bus; index: SearchIndex; 
       throw new GovernedMemoryError('MEM_UNAVAILABLE', 'the index-builder has not indexed these events yet', { retriable: true });
     }
     await summarizeEvents({ index: deps.index, summaries: deps.summaries, state: deps.state }, batch.map((b) => b.event));
-  });
+  }, { lingerMs: SUMMARY_LINGER_MS });
 }

@@ -75,6 +75,10 @@ export class GroupConsumer implements Subscription, GroupMember {
   private readonly wake = new Signal();
   /** Partitions appended to since they were last visited. */
   private readonly dirty = new Set<string>();
+  private readonly lingerMs: number;
+  /** When each partition's last batch was handed over, and the wake-ups of lingering ones. */
+  private readonly lastHandled = new Map<string, number>();
+  private readonly lingering = new Map<string, NodeJS.Timeout>();
   /** Visit every owned partition next: at start, after a membership change, after an idle poll. */
   private fullScan = true;
   private seenMembership = -1;
@@ -92,6 +96,7 @@ export class GroupConsumer implements Subscription, GroupMember {
     this.batchHandler = options.batchHandler;
     this.maxAttempts = options.maxAttempts ?? 5;
     this.retryBackoffMs = options.retryBackoffMs ?? 50;
+    this.lingerMs = options.lingerMs ?? 0;
   }
 
   start(): void {
@@ -105,6 +110,8 @@ export class GroupConsumer implements Subscription, GroupMember {
       this.closing = true;
       this.deps.coordinator.leave(this);
       this.stopping.notify();
+      for (const timer of this.lingering.values()) clearTimeout(timer);
+      this.lingering.clear();
       await this.loop;
     })();
     return this.closed;
@@ -161,16 +168,35 @@ export class GroupConsumer implements Subscription, GroupMember {
         if (this.closing) return;
         const key = slot(topic, partition);
         if (visit !== undefined && !visit.has(key)) continue;
+        if (this.lingerMs > 0 && this.linger(key)) continue;
         // The previous owner is still handling a batch of it; its unlock wakes us (a membership notify).
         if (!coordinator.tryLock(this.groupId, topic, partition)) continue;
         try {
           // Handled something: there may be more, so come back without waiting.
-          if (await this.drain(topic, partition)) this.dirty.add(key);
+          if (await this.drain(topic, partition)) {
+            this.dirty.add(key);
+            if (this.lingerMs > 0) this.lastHandled.set(key, performance.now());
+          }
         } finally {
           coordinator.unlock(this.groupId, topic, partition);
         }
       }
     }
+  }
+
+  /** True when the partition's last batch is younger than lingerMs: it is visited again once that has passed. */
+  private linger(key: string): boolean {
+    const wait = (this.lastHandled.get(key) ?? -Infinity) + this.lingerMs - performance.now();
+    if (wait <= 0) return false;
+    if (!this.lingering.has(key)) {
+      const timer = setTimeout(() => {
+        this.lingering.delete(key);
+        this.dirty.add(key);
+        this.wake.notify();
+      }, wait);
+      this.lingering.set(key, timer);
+    }
+    return true;
   }
 
   private async drain(topic: string, partition: number): Promise<boolean> {

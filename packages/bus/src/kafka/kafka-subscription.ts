@@ -108,7 +108,9 @@ export class KafkaSubscription implements Subscription {
       sessionTimeout: deps.sessionTimeoutMs,
       // Frequent heartbeats make a joining or leaving member rebalance the group quickly.
       heartbeatInterval: Math.min(500, Math.floor(deps.sessionTimeoutMs / 3)),
-      maxWaitTimeInMs: 250,
+      maxWaitTimeInMs: options.lingerMs !== undefined && options.lingerMs > 0 ? Math.ceil(options.lingerMs) : 250,
+      // Lingering: the broker answers a fetch once 1 MiB is there or lingerMs passed, so batches grow under load.
+      ...(options.lingerMs !== undefined && options.lingerMs > 0 ? { minBytes: 1024 * 1024 } : {}),
     });
   }
 

@@ -1,4 +1,4 @@
-import type { KeyValueStore } from '../port.ts';
+import type { KeyValueStore, KvWrite } from '../port.ts';
 import { SEP, type KeySpace } from './keys.ts';
 
 export interface ScheduledExpiry {
@@ -16,6 +16,8 @@ export class ExpirySchedule {
 
   schedule = (e: ScheduledExpiry) => this.kv.zadd(this.keys.expirySchedule(), e.dueAtMs, this.member(e));
   unschedule = (e: Omit<ScheduledExpiry, 'dueAtMs'>) => this.kv.zrem(this.keys.expirySchedule(), [this.member(e)]);
+  scheduleWrite = (e: ScheduledExpiry): KvWrite => ({ op: 'zadd', key: this.keys.expirySchedule(), score: e.dueAtMs, member: this.member(e) });
+  unscheduleWrite = (e: Omit<ScheduledExpiry, 'dueAtMs'>): KvWrite => ({ op: 'zrem', key: this.keys.expirySchedule(), members: [this.member(e)] });
 
   async due(nowMs: number, limit: number): Promise<ScheduledExpiry[]> {
     const rows = await this.kv.zrangeByScore(this.keys.expirySchedule(), 0, nowMs, limit);

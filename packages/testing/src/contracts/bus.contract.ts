@@ -494,6 +494,21 @@ export function testBus(adapterName: string, factory: () => Promise<BusFixture>)
         expect(dead[0]?.headers['dlq.error']).toBe('cannot handle this batch');
       });
 
+      it('a lingering batch subscription still hands over every message exactly once, in order, and catches up', async () => {
+        await bus.ensureTopics([{ name: topic('in'), partitions: 2 }]);
+        const keys = keysCoveringPartitions(bus, topic('in'), 2, 10);
+        const seen: ConsumedMessage[] = [];
+        const sub = await bus.subscribe({
+          groupId: group('linger'), topics: [topic('in')], lingerMs: 50,
+          batchHandler: async (messages) => void seen.push(...messages),
+        });
+        for (let round = 0; round < 5; round += 1) await bus.produce(messagesTo(topic('in'), keys, `r${round}`));
+        await caughtUpIn('linger');
+        await sub.close();
+        expect(seen.map(positionId).sort()).toEqual((await collect(bus, topic('in'))).map(positionId).sort());
+        for (const list of byPartition(seen).values()) expect(list).toEqual([...list].sort((a, b) => a - b));
+      });
+
       it('builds sendWithPositions messages from where the attempt\'s own sends landed, in the same commit', async () => {
         await bus.ensureTopics([{ name: topic('in'), partitions: 1 }, { name: topic('out'), partitions: 2 }, { name: topic('where'), partitions: 1 }]);
         const keys = keysCoveringPartitions(bus, topic('out'), 2, 3);
