@@ -3,12 +3,14 @@
  * that the runtime neither crashes, nor errs, nor grows under sustained load (issue 12). Not a
  * test: no thresholds, numbers only.
  *
- *   pnpm bench:soak [--minutes 20] [--concurrency 8] [--search-every 10] [--runtime embedded|distributed]
+ *   pnpm bench:soak [--minutes 20] [--concurrency 8] [--search-every 10] [--records 20000] [--runtime embedded|distributed]
  *
  * The embedded runtime runs as `pnpm start` does (its own process, no V8 flags); the distributed
  * one as its seven service processes. Every minute it prints writes/s, searches/s, errors and the
  * RSS of every process; at the end the RSS of each at the start and the end, and whether any
- * process died. Writes use fresh ids over 200 subjects, so the data set grows the whole time.
+ * process died. The data set is bounded so that a growing RSS means a leak, not more data: the
+ * first `records` writes create records (over 200 subjects), every later write updates one of
+ * them (its expected version tracked here), and each search is scoped to one subject.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -25,16 +27,25 @@ const { values } = parseArgs({
     minutes: { type: 'string', default: '20' },
     concurrency: { type: 'string', default: '8' },
     'search-every': { type: 'string', default: '10' },
+    records: { type: 'string', default: '20000' },
     runtime: { type: 'string', default: 'embedded' },
   },
 });
 const minutes = Number(values.minutes);
 const concurrency = Number(values.concurrency);
 const searchEvery = Number(values['search-every']);
-if (!(minutes > 0) || !Number.isInteger(concurrency) || concurrency < 1 || !Number.isInteger(searchEvery) || searchEvery < 1) {
-  throw new Error('--minutes must be > 0, --concurrency and --search-every positive integers');
+const recordCount = Number(values.records);
+if (!(minutes > 0) || ![concurrency, searchEvery, recordCount].every((n) => Number.isInteger(n) && n >= 1)) {
+  throw new Error('--minutes must be > 0; --concurrency, --search-every and --records positive integers');
 }
 if (values.runtime !== 'embedded' && values.runtime !== 'distributed') throw new Error('--runtime is embedded or distributed');
+
+/**
+ * Every write leaves an idempotency slot in write-admission's memory for the window (24 h by
+ * default: a slot per write for a day, by design). A 1 min window keeps that bounded too, so
+ * the RSS shows leaks rather than the window filling up.
+ */
+const BOUNDED_ENV = { MEMORY_IDEMPOTENCY_WINDOW: '1m' };
 
 /** Resident set size of a process in MB, from /proc (Linux). */
 function rssMb(pid: number): number | undefined {
@@ -57,7 +68,7 @@ interface Target extends HttpTarget {
 async function startEmbeddedProcess(dataDir: string): Promise<Target> {
   const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'apps/embedded/src/main.ts'], {
     cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'],
-    env: { ...process.env, MEMORY_PORT: '0', MEMORY_DATA_DIR: dataDir, MEMORY_LOG_LEVEL: 'warn', MEMORY_RATE_LIMIT_PER_MINUTE: '1000000' },
+    env: { ...process.env, MEMORY_PORT: '0', MEMORY_DATA_DIR: dataDir, MEMORY_LOG_LEVEL: 'warn', MEMORY_RATE_LIMIT_PER_MINUTE: '1000000', ...BOUNDED_ENV },
   });
   const deaths: string[] = [];
   let stderr = '';
@@ -93,7 +104,7 @@ async function startDistributed(dataDir: string): Promise<Target> {
     onLine: (service, line) => {
       if (/exited|fatal/i.test(line)) deaths.push(`[${service}] ${line}`);
     },
-    env: { MEMORY_RATE_LIMIT_PER_MINUTE: '1000000' },
+    env: { MEMORY_RATE_LIMIT_PER_MINUTE: '1000000', ...BOUNDED_ENV },
   });
   return {
     url: stack.url, issuerCredential: readFileSync(path.join(dataDir, 'issuer-credential'), 'utf8').trim(), deaths,
@@ -109,7 +120,7 @@ async function startDistributed(dataDir: string): Promise<Target> {
 const dataDir = mkdtempSync(path.join(os.tmpdir(), 'gm-soak-'));
 const target = values.runtime === 'embedded' ? await startEmbeddedProcess(dataDir) : await startDistributed(dataDir);
 const rssAtStart = new Map([...target.pids()].map(([name, pid]) => [name, rssMb(pid)]));
-progress(`soak: ${values.runtime}, ${concurrency} writers, a search every ${searchEvery} writes, ${minutes} min; RSS at start ${fmtRss(rssAtStart)}`);
+progress(`soak: ${values.runtime}, ${concurrency} writers, a search every ${searchEvery} writes, ${recordCount} records, ${minutes} min; RSS at start ${fmtRss(rssAtStart)}`);
 const token = await issueToken(target, 'soak-tenant');
 
 let writes = 0;
@@ -117,24 +128,28 @@ let searches = 0;
 const errors = new Map<string, number>();
 const fail = (what: string) => errors.set(what, (errors.get(what) ?? 0) + 1);
 const deadline = performance.now() + minutes * 60_000;
-let sequence = 0;
+/** Current version per record id; each lane writes only its own ids, so writes never conflict. */
+const versions = new Map<string, number>();
+const post = (route: string, body: unknown) =>
+  fetch(`${target.url}${route}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
 
 async function writer(lane: number): Promise<void> {
-  while (performance.now() < deadline) {
-    const i = sequence++;
+  for (let n = 0; performance.now() < deadline; n += 1) {
+    const slot = (lane + n * concurrency) % recordCount;
+    const id = `soak-${slot}`;
+    const subjectId = `subj-${slot % 200}`;
+    const expectedVersion = versions.get(id) ?? 0;
     try {
-      const res = await fetch(`${target.url}/v1/memories`, {
-        method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-        body: JSON.stringify(writeBody(`soak lane ${lane} note ${i} about harbor invoices and renewal ${i % 97}`, `subj-${i % 200}`)),
+      const res = await post('/v1/memories', {
+        ...writeBody(`soak note ${slot} version ${expectedVersion + 1} about harbor invoices and renewal ${slot % 97}`, subjectId, id), expectedVersion,
       });
-      await res.arrayBuffer();
-      if (res.status === 201) writes += 1;
-      else fail(`write ${res.status}`);
-      if (i % searchEvery === 0) {
-        const s = await fetch(`${target.url}/v1/search`, {
-          method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-          body: JSON.stringify({ query: `harbor renewal ${i % 97}`, limit: 10 }),
-        });
+      const body = (await res.json()) as { version?: number };
+      if (res.status === 201 && typeof body.version === 'number') {
+        writes += 1;
+        versions.set(id, body.version);
+      } else fail(`write ${res.status}`);
+      if (n % searchEvery === 0) {
+        const s = await post('/v1/search', { query: `harbor renewal ${slot % 97}`, subjectId, limit: 10 });
         await s.arrayBuffer();
         if (s.status === 200) searches += 1;
         else fail(`search ${s.status}`);
@@ -172,7 +187,7 @@ rmSync(dataDir, { recursive: true, force: true });
 
 process.stdout.write(
   [
-    `soak ${values.runtime} — node ${process.version}, ${os.cpus().length} cpus — ${(wallS / 60).toFixed(1)} min, ${concurrency} writers`,
+    `soak ${values.runtime} — node ${process.version}, ${os.cpus().length} cpus — ${(wallS / 60).toFixed(1)} min, ${concurrency} writers, ${recordCount} records`,
     `  writes admitted   ${writes} (${(writes / wallS).toFixed(1)}/s)`,
     `  searches answered ${searches} (${(searches / wallS).toFixed(1)}/s)`,
     `  errors            ${errors.size === 0 ? 'none' : [...errors].map(([what, n]) => `${what} ×${n}`).join('; ')}`,

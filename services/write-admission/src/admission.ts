@@ -4,7 +4,7 @@ import {
   GovernedMemoryError, Id, MemoryCommand, MemoryEvent, TOPICS, dlqTopic, isGovernedMemoryError, isUnreadableContent, subjectKey,
   type CommandReply, type ServiceHandle,
 } from '@gm/contracts';
-import { decide, draftOf, evolve, evolveDraft, initialState, pruneIdempotency, type DecideContext, type SubjectState } from '@gm/domain';
+import { decide, draftOf, evolveDraft, initialState, pruneIdempotency, type DecideContext, type SubjectState } from '@gm/domain';
 import type { Logger, Metrics } from '@gm/observability';
 import { PartitionView } from './partition-view.ts';
 
@@ -31,6 +31,8 @@ export class WriteAdmission {
    * instance already merged changes nothing (evolve ignores stale duplicates).
    */
   private readonly folded = new Map<number, number>();
+  /** A subject's idempotency slot count after its last pruning (pruneWhenGrown). */
+  private readonly slotsAfterPrune = new Map<string, number>();
   /** Provisional states and fold decisions per partition (partition-view.ts). */
   private readonly views = new Map<number, PartitionView>();
 
@@ -101,7 +103,10 @@ export class WriteAdmission {
       const decision = decide(command, state, this.deps.decide);
       ctx.send(decision.events.map((e) => ({ topic: TOPICS.events, key, value: e })));
       if (decision.events.length > 0) {
-        const merge = view.stage(key, decision.events.reduce(evolve, state));
+        const next = draftOf(state);
+        for (const e of decision.events) evolveDraft(next, e);
+        this.pruneWhenGrown(key, next, command.metadata.now);
+        const merge = view.stage(key, next);
         ctx.onCommitted(() => merge(this.states));
       }
       reply = { commandId: command.metadata.commandId, outcome: 'accepted', result: decision.result };
@@ -121,6 +126,18 @@ export class WriteAdmission {
     }
     ctx.send([{ topic: TOPICS.replies, key: command.metadata.commandId, value: reply }]);
   };
+
+  /**
+   * Every command leaves an idempotency slot for the window; a subject's slots are pruned
+   * whenever they doubled since the last pruning (amortised: no scan per command), keeping
+   * those within twice the window (see catchUp).
+   */
+  private pruneWhenGrown(key: string, draft: SubjectState, now: string): void {
+    const slots = Object.keys(draft.idempotency).length;
+    if (slots < Math.max(64, 2 * (this.slotsAfterPrune.get(key) ?? 0))) return;
+    pruneIdempotency(draft, now, 2 * this.deps.decide.idempotencyWindowMs);
+    this.slotsAfterPrune.set(key, Object.keys(draft.idempotency).length);
+  }
 
   private view(partition: number): PartitionView {
     let view = this.views.get(partition);

@@ -18,6 +18,15 @@
  * Offsets committed after the last message of a fetched batch point past any trailing
  * transaction markers (`batch.lastOffset() + 1`), and a batch of markers only commits their
  * end too, so a caught-up group's committed offsets equal the end offsets.
+ *
+ * Partitions flow independently. kafkajs's fetcher waits until every batch of a fetch response
+ * has been handled before it fetches again, so the slowest partition (a transaction, an index
+ * refresh) paced all the others. Here a batch pauses its partition and is handled in the
+ * background, in that partition's lock; the fetcher moves on at once, and the partition is
+ * resumed when its batch is done. kafkajs fetches a partition from the offset resolved last,
+ * and offsets are resolved only once committed, so a batch handed over again (a response that
+ * was already in flight, a refetch after a failure) starts from the committed position; the
+ * floor — the committed offset, advanced by every commit — skips whatever was already handled.
  */
 import { deadLetterOf } from '../messages.ts';
 import { isDependencyOutage, isGovernedMemoryError, retryDelayMs } from '@gm/contracts';
@@ -71,6 +80,9 @@ const CHUNK_LIMITS: ChunkLimits = { maxMessages: 256, maxBytes: 512 * 1024, maxA
  */
 const PARTITIONS_IN_PARALLEL = 8;
 
+/** How long an idle fetch waits on the broker before it returns empty (see the consumer config). */
+const FETCH_WAIT_MS = 25;
+
 export class KafkaSubscription implements Subscription {
   readonly groupId: string;
   private readonly consumer: Consumer;
@@ -85,6 +97,11 @@ export class KafkaSubscription implements Subscription {
   /** Committed offset re-read after fencing, per partition owned since the last assignment. */
   private readonly floors = new Map<string, number>();
   private readonly stopping = new Signal();
+  /** When each partition's batch in the background started; watched for stalls. */
+  private readonly inFlight = new Map<string, number>();
+  private watchdog: NodeJS.Timeout | undefined;
+  /** Set while the member left the group because a handler stalled (checkStalled). */
+  private leaving: Promise<void> | undefined;
   private closing = false;
   private closed: Promise<void> | undefined;
 
@@ -108,7 +125,9 @@ export class KafkaSubscription implements Subscription {
       sessionTimeout: deps.sessionTimeoutMs,
       // Frequent heartbeats make a joining or leaving member rebalance the group quickly.
       heartbeatInterval: Math.min(500, Math.floor(deps.sessionTimeoutMs / 3)),
-      maxWaitTimeInMs: options.lingerMs !== undefined && options.lingerMs > 0 ? Math.ceil(options.lingerMs) : 250,
+      // Short: a partition resumed after its batch is fetched again with the next request, which
+      // may be a long poll on the others; a lingering group waits its linger instead.
+      maxWaitTimeInMs: options.lingerMs !== undefined && options.lingerMs > 0 ? Math.ceil(options.lingerMs) : FETCH_WAIT_MS,
       // Lingering: the broker answers a fetch once 1 MiB is there or lingerMs passed, so batches grow under load.
       ...(options.lingerMs !== undefined && options.lingerMs > 0 ? { minBytes: 1024 * 1024 } : {}),
     });
@@ -140,12 +159,9 @@ export class KafkaSubscription implements Subscription {
     });
     await consumer.connect();
     await consumer.subscribe({ topics: topics.map((t) => this.deps.ns.topic(t)), fromBeginning });
-    await consumer.run({
-      autoCommit: false,
-      eachBatchAutoResolve: false,
-      partitionsConsumedConcurrently: PARTITIONS_IN_PARALLEL,
-      eachBatch: (payload) => this.onBatch(payload),
-    });
+    await this.run();
+    this.watchdog = setInterval(() => this.checkStalled(), Math.max(100, Math.floor(this.deps.sessionTimeoutMs / 4)));
+    this.watchdog.unref();
     let timer: NodeJS.Timeout | undefined;
     const gaveUp = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new Error(`no group join within ${JOIN_TIMEOUT_MS} ms`)), JOIN_TIMEOUT_MS);
@@ -157,11 +173,47 @@ export class KafkaSubscription implements Subscription {
     }
   }
 
+  private run(): Promise<void> {
+    return this.consumer.run({
+      autoCommit: false,
+      eachBatchAutoResolve: false,
+      partitionsConsumedConcurrently: PARTITIONS_IN_PARALLEL,
+      eachBatch: (payload) => this.onBatch(payload),
+    });
+  }
+
+  /**
+   * A handler stuck past the session timeout. Batches run in the background, so kafkajs keeps
+   * heartbeating and the group would never evict this member: it leaves by itself instead, so
+   * the others take its partitions over (and fence its late results), and rejoins once every
+   * batch it holds has settled — what a stalled member used to get from the session timeout.
+   */
+  private checkStalled(): void {
+    if (this.closing || this.leaving !== undefined) return;
+    const now = performance.now();
+    const stalled = [...this.inFlight.values()].some((startedAt) => now - startedAt > this.deps.sessionTimeoutMs);
+    if (!stalled) return;
+    this.deps.logger.warn({ groupId: this.groupId, sessionTimeoutMs: this.deps.sessionTimeoutMs }, 'bus handler stalled past the session timeout; leaving the group until it settles');
+    this.leaving = (async () => {
+      try {
+        await this.consumer.stop();
+        await Promise.all([...this.locks.values()].map((lock) => lock.idle()));
+        if (!this.closing) await this.run();
+      } catch (err) {
+        this.deps.logger.warn({ groupId: this.groupId, err: errorMessage(err) }, 'bus consumer could not rejoin after a stall');
+      } finally {
+        this.leaving = undefined;
+      }
+    })();
+  }
+
   /** Stops taking messages, lets the in-flight one finish and commit, then leaves the group. */
   close(): Promise<void> {
     this.closed ??= (async () => {
       this.closing = true;
+      clearInterval(this.watchdog);
       this.stopping.notify();
+      await this.leaving;
       await Promise.all([...this.locks.values()].map((lock) => lock.idle()));
       await this.consumer.disconnect().catch((err: unknown) => this.deps.logger.warn({ groupId: this.groupId, err: errorMessage(err) }, 'bus consumer disconnect failed'));
       await Promise.all([...this.producers.keys()].map((key) => this.dropProducer(key)));
@@ -188,17 +240,38 @@ export class KafkaSubscription implements Subscription {
   private async onBatch({ batch, resolveOffset, heartbeat, isRunning, isStale, pause }: EachBatchPayload): Promise<void> {
     if (this.closing) return;
     const key = `${batch.topic}\u0000${batch.partition}`;
-    const outcome = await this.lock(key).run(async () => {
-      if (this.closing) return 'stopped';
-      const floor = await this.ownPartition(key, batch.topic, batch.partition);
-      return this.processBatch(batch, floor, { resolveOffset, heartbeat, isRunning, isStale });
-    });
-    if (outcome === 'lost') {
-      // Another member owns it now; the rebalance that tells us so will follow. Until then,
-      // fetching it again would only re-run handlers whose results could not be committed.
-      const resume = pause();
-      setTimeout(resume, this.deps.sessionTimeoutMs).unref();
-    }
+    // Paused while its batch is handled in the background: the fetcher goes on with the others.
+    const resume = pause();
+    void this.lock(key)
+      .run(async (): Promise<Outcome> => {
+        if (this.closing) return 'stopped';
+        this.inFlight.set(key, performance.now());
+        try {
+          const floor = await this.ownPartition(key, batch.topic, batch.partition);
+          return await this.processBatch(batch, floor, { resolveOffset, heartbeat, isRunning, isStale });
+        } finally {
+          this.inFlight.delete(key);
+        }
+      })
+      .then(
+        (outcome) => {
+          // Lost: another member owns it now, and the rebalance that tells us so will follow.
+          // Until then, fetching it again would only re-run handlers whose results could not be committed.
+          if (outcome === 'lost') setTimeout(resume, this.deps.sessionTimeoutMs).unref();
+          else resume();
+        },
+        (err: unknown) => {
+          // Broker trouble (a commit failed): nothing past the last commit counts. The partition
+          // is owned again from scratch — fenced, its committed offset re-read — and refetched
+          // from the last resolved (= committed) offset after a pause.
+          this.deps.logger.warn({ groupId: this.groupId, topic: this.deps.ns.portTopic(batch.topic), partition: batch.partition, err: errorMessage(err) }, 'bus batch failed; refetching from the last commit');
+          void this.lock(key).run(async () => {
+            this.floors.delete(key);
+            await this.dropProducer(key);
+          });
+          setTimeout(resume, this.retryBackoffMs).unref();
+        },
+      );
   }
 
   private async processBatch(
@@ -211,7 +284,10 @@ export class KafkaSubscription implements Subscription {
       (chunk) => this.commitChunk(batch.topic, batch.partition, chunk),
       (chunk) => {
         const lastEntry = chunk.entries.at(-1);
-        if (lastEntry !== undefined) payload.resolveOffset(lastEntry.offset);
+        if (lastEntry === undefined) return;
+        payload.resolveOffset(lastEntry.offset);
+        // Committed: a batch handed over again skips up to here.
+        this.floors.set(`${batch.topic}\u0000${batch.partition}`, lastEntry.next);
       },
     );
     let stopped: boolean;
