@@ -54,6 +54,9 @@ export interface SubscriptionDeps {
 
 type Outcome = 'committed' | 'stopped' | 'lost';
 
+/** What handling a fetched batch uses of kafkajs's eachBatch payload. */
+type BatchPayload = Pick<EachBatchPayload, 'resolveOffset' | 'heartbeat' | 'isRunning' | 'isStale'>;
+
 /** A fetched message of a batch subscription, with where its commit points. */
 interface BatchItem {
   message: ConsumedMessage;
@@ -277,7 +280,7 @@ export class KafkaSubscription implements Subscription {
   private async processBatch(
     batch: Batch,
     floor: number,
-    payload: Pick<EachBatchPayload, 'resolveOffset' | 'heartbeat' | 'isRunning' | 'isStale'>,
+    payload: BatchPayload,
   ): Promise<Outcome> {
     const chunks = new ChunkCommitter(
       CHUNK_LIMITS,
@@ -310,7 +313,7 @@ export class KafkaSubscription implements Subscription {
   private async handleBatch(
     batch: Batch,
     floor: number,
-    payload: Pick<EachBatchPayload, 'resolveOffset' | 'heartbeat' | 'isRunning' | 'isStale'>,
+    payload: BatchPayload,
     chunks: ChunkCommitter,
   ): Promise<boolean> {
     if (this.batchHandler !== undefined) return this.handleInBatches(this.batchHandler, batch, floor, payload, chunks);
@@ -327,7 +330,7 @@ export class KafkaSubscription implements Subscription {
     handler: BatchHandler,
     batch: Batch,
     floor: number,
-    payload: Pick<EachBatchPayload, 'resolveOffset' | 'heartbeat' | 'isRunning' | 'isStale'>,
+    payload: BatchPayload,
     chunks: ChunkCommitter,
   ): Promise<boolean> {
     const last = batch.messages.at(-1);
@@ -382,7 +385,7 @@ export class KafkaSubscription implements Subscription {
   private async handleEach(
     batch: Batch,
     floor: number,
-    payload: Pick<EachBatchPayload, 'resolveOffset' | 'heartbeat' | 'isRunning' | 'isStale'>,
+    payload: BatchPayload,
     chunks: ChunkCommitter,
   ): Promise<boolean> {
     const last = batch.messages.at(-1);
