@@ -84,7 +84,7 @@ const CHUNK_LIMITS: ChunkLimits = { maxMessages: 256, maxBytes: 512 * 1024, maxA
 const PARTITIONS_IN_PARALLEL = 8;
 
 /** How long an idle fetch waits on the broker before it returns empty (see the consumer config). */
-const FETCH_WAIT_MS = 25;
+const FETCH_WAIT_MS = 100;
 
 export class KafkaSubscription implements Subscription {
   readonly groupId: string;
