@@ -1,6 +1,9 @@
 import { defineConfig } from 'vitest/config';
 
-/** The governance benchmark's specs: no engines, but a process of their own flags. */
+/**
+ * The governance benchmark's specs: no engines. A project of their own (they ran with V8's
+ * optimising tiers off on Node 20, whose deoptimizer crashed in long runs; Node 24 does not).
+ */
 const GOVBENCH_SUITES = 'test/govbench/**/*.spec.ts';
 
 /** Suites of the real engines' adapters and of the distributed runtime. */
@@ -28,10 +31,6 @@ export default defineConfig({
         test: {
           name: 'govbench',
           include: [GOVBENCH_SUITES],
-          // Long in-process runs have crashed inside V8 on Node 20.20 ("Fatal error ...
-          // unreachable code"); without the optimising tiers they have not (pnpm govbench
-          // runs the same way).
-          execArgv: ['--max-opt=1'],
         },
       },
       {

@@ -121,7 +121,11 @@ const dataDir = mkdtempSync(path.join(os.tmpdir(), 'gm-soak-'));
 const target = values.runtime === 'embedded' ? await startEmbeddedProcess(dataDir) : await startDistributed(dataDir);
 const rssAtStart = new Map([...target.pids()].map(([name, pid]) => [name, rssMb(pid)]));
 progress(`soak: ${values.runtime}, ${concurrency} writers, a search every ${searchEvery} writes, ${recordCount} records, ${minutes} min; RSS at start ${fmtRss(rssAtStart)}`);
-const token = await issueToken(target, 'soak-tenant');
+// Capabilities live at most 15 minutes: a fresh one every 10, as an agent would refresh it.
+let token = await issueToken(target, 'soak-tenant');
+const refresher = setInterval(() => {
+  issueToken(target, 'soak-tenant').then((t) => (token = t), () => fail('capability refresh failed'));
+}, 10 * 60_000);
 
 let writes = 0;
 let searches = 0;
@@ -180,6 +184,7 @@ const ticker = setInterval(() => {
 }, 60_000);
 await Promise.all(Array.from({ length: concurrency }, (_, lane) => writer(lane)));
 clearInterval(ticker);
+clearInterval(refresher);
 const wallS = (performance.now() - started) / 1000;
 const rssAtEnd = new Map([...target.pids()].map(([name, pid]) => [name, rssMb(pid)]));
 await target.stop();

@@ -59,11 +59,12 @@ if ! command -v pnpm >/dev/null 2>&1 || [ "$(pnpm --version)" != "$PNPM_VERSION"
   npm install -g "pnpm@$PNPM_VERSION"
 fi
 
-# better-sqlite3 builds its native addon with node-gyp, which needs the Node headers. Use the
-# ones installed next to this Node instead of downloading them (no download host is reachable).
+# better-sqlite3 13 ships a prebuilt N-API binary for linux-x64; where it must build its addon
+# instead, node-gyp needs the Node headers: use the ones installed next to this Node rather than
+# downloading them (no download host is reachable).
 NODE_PREFIX="$(node -p 'require("path").resolve(process.execPath, "..", "..")')"
 if [ -z "${npm_config_nodedir:-}" ] && [ -f "$NODE_PREFIX/include/node/node.h" ]; then
   export npm_config_nodedir="$NODE_PREFIX"
 fi
-echo "== pnpm install (builds better-sqlite3 from source: about a minute the first time)"
+echo "== pnpm install"
 pnpm install --frozen-lockfile

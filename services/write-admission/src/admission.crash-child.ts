@@ -1,0 +1,46 @@
+/**
+ * Run by admission.crash.int.spec.ts in a child process: write-admission over the embedded bus
+ * file it is given, with a backlog of commands already on the log, so its first transaction
+ * covers a large batch. While that transaction is being written — inside the commit, as the
+ * reply of command number `killAt` is built — the process kills itself with SIGKILL.
+ * Usage: node --import tsx admission.crash-child.ts <bus file> <killAt>
+ */
+import { createSqliteBus, type Bus } from '@gm/bus';
+import { DEFAULT_TTL_POLICY } from '@gm/domain';
+import { createLogger, createMetrics } from '@gm/observability';
+import { startWriteAdmission } from './admission.ts';
+
+const [file, killAtText] = process.argv.slice(2);
+if (file === undefined || killAtText === undefined) throw new Error('usage: admission.crash-child.ts <bus file> <killAt>');
+const killAt = Number(killAtText);
+const inner = createSqliteBus({ file });
+let built = 0;
+// The bus as write-admission sees it, except that building the killAt-th reply kills the process.
+const subscribe: Bus['subscribe'] = (options) =>
+  options.handler === undefined
+    ? inner.subscribe(options)
+    : inner.subscribe({
+        ...options,
+        handler: (message, ctx) =>
+          options.handler(message, {
+            ...ctx,
+            sendWithPositions: (build) =>
+              ctx.sendWithPositions((sent) => {
+                built += 1;
+                if (built === killAt) process.kill(process.pid, 'SIGKILL');
+                return build(sent);
+              }),
+          }),
+      });
+const bus = new Proxy(inner, {
+  get: (target, prop, receiver) => {
+    if (prop === 'subscribe') return subscribe;
+    const value: unknown = Reflect.get(target, prop, receiver);
+    return typeof value === 'function' ? value.bind(target) : value;
+  },
+});
+await startWriteAdmission({
+  bus, log: createLogger({ name: 'crash-child', level: 'silent' }), metrics: createMetrics(),
+  decide: { ttl: DEFAULT_TTL_POLICY, idempotencyWindowMs: 3_600_000 },
+});
+await new Promise<never>(() => undefined);
