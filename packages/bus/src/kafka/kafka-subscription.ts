@@ -100,7 +100,7 @@ export class KafkaSubscription implements Subscription {
   /** Committed offset re-read after fencing, per partition owned since the last assignment. */
   private readonly floors = new Map<string, number>();
   private readonly stopping = new Signal();
-  /** When each partition's batch in the background started; watched for stalls. */
+  /** When each partition's batch in the background last made progress; watched for stalls. */
   private readonly inFlight = new Map<string, number>();
   private watchdog: NodeJS.Timeout | undefined;
   /** Set while the member left the group because a handler stalled (checkStalled). */
@@ -186,10 +186,11 @@ export class KafkaSubscription implements Subscription {
   }
 
   /**
-   * A handler stuck past the session timeout. Batches run in the background, so kafkajs keeps
-   * heartbeating and the group would never evict this member: it leaves by itself instead, so
-   * the others take its partitions over (and fence its late results), and rejoins once every
-   * batch it holds has settled — what a stalled member used to get from the session timeout.
+   * A handler stuck past the session timeout (no progress: no message handled, no retry).
+   * Batches run in the background, so kafkajs keeps heartbeating and the group would never
+   * evict this member: it leaves by itself instead, so the others take its partitions over (and
+   * fence its late results), and rejoins once every batch it holds has settled — what a stalled
+   * member used to get from the session timeout.
    */
   private checkStalled(): void {
     if (this.closing || this.leaving !== undefined) return;
@@ -249,9 +250,15 @@ export class KafkaSubscription implements Subscription {
       .run(async (): Promise<Outcome> => {
         if (this.closing) return 'stopped';
         this.inFlight.set(key, performance.now());
+        // Progress is what the handling loop reports between messages and retries (a dependency
+        // outage retried for minutes is not a stall); a handler that never returns reports none.
+        const progressing = async () => {
+          this.inFlight.set(key, performance.now());
+          await heartbeat();
+        };
         try {
           const floor = await this.ownPartition(key, batch.topic, batch.partition);
-          return await this.processBatch(batch, floor, { resolveOffset, heartbeat, isRunning, isStale });
+          return await this.processBatch(batch, floor, { resolveOffset, heartbeat: progressing, isRunning, isStale });
         } finally {
           this.inFlight.delete(key);
         }
