@@ -124,7 +124,10 @@ progress(`soak: ${values.runtime}, ${concurrency} writers, a search every ${sear
 // Capabilities live at most 15 minutes: a fresh one every 10, as an agent would refresh it.
 let token = await issueToken(target, 'soak-tenant');
 const refresher = setInterval(() => {
-  issueToken(target, 'soak-tenant').then((t) => (token = t), () => fail('capability refresh failed'));
+  issueToken(target, 'soak-tenant').then(
+    (t) => (token = t),
+    (err: unknown) => fail(`capability refresh failed: ${err instanceof Error ? err.message : String(err)}`),
+  );
 }, 10 * 60_000);
 
 let writes = 0;
