@@ -20,7 +20,7 @@ const USAGE = `memctl — command line for governed memory
                  else <url>/v1/receipt-keys
   memctl replay  [--data-dir DIR]      rebuild projections from the logs (service stopped) and compare digests
 
-Administration (a capability with "admin"; see README "Administration"):
+Administration (a capability with "admin"; see docs/api.md):
   memctl grant add --principal ID [--principal-kind KIND] --resource KIND:ID --role member|reviewer|manager|admin
                    --purposes a,b [--restricted confidential,restricted] [--not-before ISO] [--not-after ISO] [--id GRANT_ID]
   memctl grant remove --id GRANT_ID

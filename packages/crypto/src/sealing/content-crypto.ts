@@ -29,7 +29,7 @@ export interface ContentCryptoOptions {
   store: KeyStore;
   /**
    * Re-wrap every KEK that another master key wrapped with the active one (master-key rotation,
-   * README "Encryption at rest"). Only a key-creating service (write-admission, the embedded
+   * docs/encryption.md). Only a key-creating service (write-admission, the embedded
    * runtime) should: re-wrapping is idempotent, but one writer keeps the store quiet.
    */
   rotate?: boolean;
