@@ -3,7 +3,7 @@ import { subscribeToMemoryEventBatches } from '@gm/service-kit';
 import { GovernedMemoryError, isUnreadableContent, type MemoryEvent, type MemoryRecord, type RecordMeta, type ServiceHandle } from '@gm/contracts';
 import { endedRecordIds, partitionKey } from '@gm/domain';
 import type { IndexDocument, SearchIndex, SummaryStore } from '@gm/search-index';
-import type { StateStore } from '@gm/state-store';
+import { recordRef, type StateStore } from '@gm/state-store';
 import { summarizeEvents } from './summaries.ts';
 
 export const INDEX_BUILDER_GROUP = 'index-builder';
@@ -39,7 +39,7 @@ export async function indexEvents(index: SearchIndex, events: readonly MemoryEve
   /** Per record (tenant and id): its document, or null once the batch removed it. */
   const last = new Map<string, { tenantId: string; recordId: string; doc: IndexDocument | null }>();
   const set = (tenantId: string, recordId: string, doc: IndexDocument | null) => {
-    const key = `${tenantId}\u0000${recordId}`;
+    const key = recordRef(tenantId, recordId);
     // Re-inserted so that the map's order stays the order of each record's last change.
     last.delete(key);
     last.set(key, { tenantId, recordId, doc });
@@ -55,7 +55,7 @@ export async function indexEvents(index: SearchIndex, events: readonly MemoryEve
         break;
       }
       case 'MemoryPromoted': {
-        const earlier = last.get(`${tenant}\u0000${event.data.id}`);
+        const earlier = last.get(recordRef(tenant, event.data.id));
         const content = event.data.content ?? (earlier === undefined ? (await index.get(tenant, event.data.id))?.content : earlier.doc?.content);
         // Without content there is nothing to index: the record was removed (or erased) in the meantime.
         if (content !== undefined && !isUnreadableContent(content)) set(tenant, event.data.id, toIndexDocument(event.data.record, content));
@@ -100,7 +100,7 @@ const INDEX_WAIT_MS = 5_000;
  * Summaries lag writes by up to this much more, so that under load a batch holds many events
  * and each scope is rebuilt once for all of them (a rebuild reads the whole subject).
  */
-export const SUMMARY_LINGER_MS = 100;
+const SUMMARY_LINGER_MS = 100;
 
 /**
  * Summaries (issue 5) in a consumer group of their own, one step behind the index-builder:

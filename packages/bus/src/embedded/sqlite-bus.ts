@@ -117,15 +117,10 @@ class SqliteBus implements Bus {
     this.announce(positions.flat());
   }
 
-  /** Wakes the consumers of what was appended (only those partitions) and the commit waiters. */
+  /** Wakes the consumers of what was appended (each remembers only those partitions) and the commit waiters. */
   private announce(appended: readonly LogPosition[], committed = false): void {
     if (committed) this.committed.notify();
-    if (appended.length === 0) return;
-    const seen = new Set<string>();
     for (const { topic, partition } of appended) {
-      const key = `${topic}\u0000${partition}`;
-      if (seen.has(key)) continue;
-      seen.add(key);
       for (const consumer of this.consumers) consumer.appended(topic, partition);
     }
   }

@@ -54,6 +54,9 @@ export interface SubscriptionDeps {
 
 type Outcome = 'committed' | 'stopped' | 'lost';
 
+/** The key of one input partition in the per-partition maps (locks, producers, floors). */
+const partitionKey = (kafkaTopic: string, partition: number): string => `${kafkaTopic}\u0000${partition}`;
+
 /** What handling a fetched batch uses of kafkajs's eachBatch payload. */
 type BatchPayload = Pick<EachBatchPayload, 'resolveOffset' | 'heartbeat' | 'isRunning' | 'isStale'>;
 
@@ -243,7 +246,7 @@ export class KafkaSubscription implements Subscription {
 
   private async onBatch({ batch, resolveOffset, heartbeat, isRunning, isStale, pause }: EachBatchPayload): Promise<void> {
     if (this.closing) return;
-    const key = `${batch.topic}\u0000${batch.partition}`;
+    const key = partitionKey(batch.topic, batch.partition);
     // Paused while its batch is handled in the background: the fetcher goes on with the others.
     const resume = pause();
     void this.lock(key)
@@ -297,7 +300,7 @@ export class KafkaSubscription implements Subscription {
         if (lastEntry === undefined) return;
         payload.resolveOffset(lastEntry.offset);
         // Committed: a batch handed over again skips up to here.
-        this.floors.set(`${batch.topic}\u0000${batch.partition}`, lastEntry.next);
+        this.floors.set(partitionKey(batch.topic, batch.partition), lastEntry.next);
       },
     );
     let stopped: boolean;
@@ -317,42 +320,40 @@ export class KafkaSubscription implements Subscription {
   }
 
   /** Hands the batch's messages to the handler in order; true when it stopped early. */
-  private async handleBatch(
-    batch: Batch,
-    floor: number,
-    payload: BatchPayload,
-    chunks: ChunkCommitter,
-  ): Promise<boolean> {
-    if (this.batchHandler !== undefined) return this.handleInBatches(this.batchHandler, batch, floor, payload, chunks);
-    return this.handleEach(batch, floor, payload, chunks);
+  private async handleBatch(batch: Batch, floor: number, payload: BatchPayload, chunks: ChunkCommitter): Promise<boolean> {
+    const items = await this.itemsPastFloor(batch, floor, payload);
+    if (this.batchHandler !== undefined) return this.handleInBatches(this.batchHandler, items, payload, chunks);
+    return this.handleEach(items, payload, chunks);
   }
 
   /**
-   * A batch subscription: the fetched messages past the floor go to the batch handler a chunk's
-   * worth at a time, each group's results one entry of the chunk committer. A group whose
-   * handler throws is split in halves and each handed over again; a single message that still
-   * fails takes the per-message path (retry, then dead letter), as in `handleEach`.
+   * The batch's messages past the floor, decoded, each with the offset its commit points to
+   * (past the trailing transaction markers for the last one). Those below the floor the previous
+   * owner handled and committed after our fetch position was chosen: they are only resolved.
    */
-  private async handleInBatches(
-    handler: BatchHandler,
-    batch: Batch,
-    floor: number,
-    payload: BatchPayload,
-    chunks: ChunkCommitter,
-  ): Promise<boolean> {
+  private async itemsPastFloor(batch: Batch, floor: number, payload: BatchPayload): Promise<BatchItem[]> {
     const last = batch.messages.at(-1);
     const topic = this.deps.ns.portTopic(batch.topic);
     const items: BatchItem[] = [];
     for (const record of batch.messages) {
       const next = record === last ? Number(batch.lastOffset()) + 1 : Number(record.offset) + 1;
       if (Number(record.offset) < floor) {
-        // The previous owner handled and committed it after our fetch position was chosen.
         if (record === last && next > floor) await this.commitOffsetOnly(batch.topic, batch.partition, next);
         payload.resolveOffset(record.offset);
         continue;
       }
       items.push({ message: decodeMessage(topic, batch.partition, record), next, offset: record.offset });
     }
+    return items;
+  }
+
+  /**
+   * A batch subscription: the items go to the batch handler a chunk's worth at a time, each
+   * group's results one entry of the chunk committer. A group whose handler throws is split in
+   * halves and each handed over again; a single message that still fails takes the per-message
+   * path (retry, then dead letter), as in `handleEach`.
+   */
+  private async handleInBatches(handler: BatchHandler, items: readonly BatchItem[], payload: BatchPayload, chunks: ChunkCommitter): Promise<boolean> {
     for (let at = 0; at < items.length; at += CHUNK_LIMITS.maxMessages) {
       if (this.closing || !payload.isRunning() || payload.isStale()) return true;
       if (chunks.failed) return false;
@@ -377,51 +378,35 @@ export class KafkaSubscription implements Subscription {
       return false;
     }
     run.discarded();
-    if (items.length === 1) {
-      // What was handled before it commits first; then this message alone, as it always was.
-      if ((await chunks.drain()) !== undefined) return false;
-      return (await this.retry(first.message, run.failure, { next: first.next, offset: first.offset }, payload.heartbeat, chunks)) === 'stopped';
-    }
+    if (items.length === 1) return this.retryAlone(first, run.failure, payload, chunks);
     const middle = Math.ceil(items.length / 2);
     if (await this.runGroup(handler, items.slice(0, middle), payload, chunks)) return true;
     if (chunks.failed) return false;
     return this.runGroup(handler, items.slice(middle), payload, chunks);
   }
 
-  /** Hands the batch's messages to the per-message handler in order; true when it stopped early. */
-  private async handleEach(
-    batch: Batch,
-    floor: number,
-    payload: BatchPayload,
-    chunks: ChunkCommitter,
-  ): Promise<boolean> {
-    const last = batch.messages.at(-1);
-    const topic = this.deps.ns.portTopic(batch.topic);
-    for (const record of batch.messages) {
+  /** Hands the items to the per-message handler in order; true when it stopped early. */
+  private async handleEach(items: readonly BatchItem[], payload: BatchPayload, chunks: ChunkCommitter): Promise<boolean> {
+    for (const item of items) {
       if (this.closing || !payload.isRunning() || payload.isStale()) return true;
       // A commit failed: nothing after it may commit, so handling more is wasted.
       if (chunks.failed) return false;
-      // Past the last message: its trailing transaction markers belong to it.
-      const next = record === last ? Number(batch.lastOffset()) + 1 : Number(record.offset) + 1;
-      if (Number(record.offset) < floor) {
-        // The previous owner handled and committed it after our fetch position was chosen.
-        if (record === last && next > floor) await this.commitOffsetOnly(batch.topic, batch.partition, next);
-        payload.resolveOffset(record.offset);
-        continue;
-      }
-      const message = decodeMessage(topic, batch.partition, record);
-      const attempt = await this.attempt(message);
+      const attempt = await this.attempt(item.message);
       if (attempt.failed) {
-        // What was handled before it commits first; then this message alone, as it always was.
         attempt.discarded();
-        if ((await chunks.drain()) !== undefined) return false;
-        if ((await this.retry(message, attempt.failure, { next, offset: record.offset }, payload.heartbeat, chunks)) === 'stopped') return true;
+        if (await this.retryAlone(item, attempt.failure, payload, chunks)) return true;
       } else {
-        chunks.add({ queued: attempt.queued, attempt, next, offset: record.offset });
+        chunks.add({ queued: attempt.queued, attempt, next: item.next, offset: item.offset });
       }
       await payload.heartbeat();
     }
     return false;
+  }
+
+  /** A failed message: what was handled before it commits first; then it alone, as it always was. True when stopped. */
+  private async retryAlone(item: BatchItem, failure: unknown, payload: Pick<EachBatchPayload, 'heartbeat'>, chunks: ChunkCommitter): Promise<boolean> {
+    if ((await chunks.drain()) !== undefined) return false;
+    return (await this.retry(item.message, failure, { next: item.next, offset: item.offset }, payload.heartbeat, chunks)) === 'stopped';
   }
 
   /** One run of the handler; a send to a topic that does not exist fails it like a throw. */
@@ -496,7 +481,7 @@ export class KafkaSubscription implements Subscription {
       return;
     }
     const routed = await this.deps.transactions.route(queued);
-    const producer = await this.producer(`${kafkaTopic}\u0000${partition}`, kafkaTopic, partition);
+    const producer = await this.producer(partitionKey(kafkaTopic, partition), kafkaTopic, partition);
     // What sendWithPositions asked for, built from where each entry's own sends landed.
     const build = (written: readonly LogPosition[]): EncodedMessage[] => {
       let at = 0;
@@ -514,7 +499,7 @@ export class KafkaSubscription implements Subscription {
   }
 
   private lost(kafkaTopic: string, partition: number): Outcome {
-    const key = `${kafkaTopic}\u0000${partition}`;
+    const key = partitionKey(kafkaTopic, partition);
     this.deps.logger.warn({ groupId: this.groupId, topic: this.deps.ns.portTopic(kafkaTopic), partition }, 'bus partition taken over by another member; its result was not committed');
     this.floors.delete(key);
     void this.dropProducer(key);
@@ -560,7 +545,7 @@ export class KafkaSubscription implements Subscription {
 
   /** A fetched batch of only markers or aborted records: commit past it, in turn. */
   private commitSkipped(kafkaTopic: string, partition: number, next: number): void {
-    const key = `${kafkaTopic}\u0000${partition}`;
+    const key = partitionKey(kafkaTopic, partition);
     void this.lock(key)
       .run(async () => {
         if (this.closing) return;

@@ -243,9 +243,7 @@ export function createRedisKeyValueStore(options: RedisKeyValueStoreOptions): Ke
 
     async set(key, value, opts = {}) {
       const { ttlMs, nx = false } = opts;
-      if (ttlMs !== undefined && !(Number.isFinite(ttlMs) && ttlMs > 0)) {
-        throw new GovernedMemoryError('MEM_VALIDATION', 'ttlMs must be a positive number of milliseconds');
-      }
+      checkWrite({ op: 'set', key, value, ...opts });
       // Plain SET replaces a key of any kind and drops its TTL, which the port relies on.
       const reply = await run('set', () => {
         if (ttlMs === undefined) return nx ? redis.set(k(key), value, 'NX') : redis.set(k(key), value);
@@ -257,7 +255,7 @@ export function createRedisKeyValueStore(options: RedisKeyValueStoreOptions): Ke
 
     async setIfVersionAtLeast(key, value, version) {
       // Lua would read NaN and ±Infinity differently from the SQLite adapter; versions are counts.
-      if (!Number.isFinite(version)) throw new GovernedMemoryError('MEM_VALIDATION', 'version must be a finite number');
+      checkWrite({ op: 'setIfVersionAtLeast', key, value, version });
       const reply = await run('setIfVersionAtLeast', () => redis.casVersion(k(key), value, String(version)));
       if (reply === -1) throw wrongType('setIfVersionAtLeast');
       return reply === 1;
@@ -289,7 +287,7 @@ export function createRedisKeyValueStore(options: RedisKeyValueStoreOptions): Ke
     },
 
     async zadd(key, score, member) {
-      if (Number.isNaN(score)) throw new GovernedMemoryError('MEM_VALIDATION', 'zadd: score is not a number');
+      checkWrite({ op: 'zadd', key, score, member });
       await run('zadd', () => redis.zadd(k(key), formatScore(score), member));
     },
 
