@@ -1,12 +1,15 @@
 import path from 'node:path';
 import { z } from 'zod';
 import type { TtlPolicy } from '@gm/domain';
-import { LogLevel, brokerEnvShape, brokerSettingsOf, duration, integer, parseDuration, ttlPolicyOf, ttlShape } from '@gm/service-kit';
+import {
+  LogLevel, admissionEnvShape, admissionSettingsOf, brokerEnvShape, brokerSettingsOf, duration, integer, parseDuration, ttlPolicyOf, ttlShape,
+} from '@gm/service-kit';
 
 export { parseDuration };
 
 export const EnvSchema = z.object({
   ...brokerEnvShape,
+  ...admissionEnvShape,
   MEMORY_DATA_DIR: z.string().min(1).default('.data'),
   MEMORY_ISSUER_CREDENTIAL: z.string().min(32, 'must be at least 32 characters').optional(),
   MEMORY_LOG_LEVEL: LogLevel.default('info'),
@@ -38,6 +41,7 @@ export interface RuntimeConfig {
   cacheTtlMs: number;
   policyDir?: string;
   idempotencyWindowMs: number;
+  admission: { snapshotIntervalMs: number; maxEntries: number };
   expiryTickMs: number;
   deletionDeadlineMs: number;
   deletionVerifyRetryMs: number;
@@ -64,6 +68,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): RuntimeConfig {
     logLevel: e.MEMORY_LOG_LEVEL,
     partitions: e.MEMORY_PARTITIONS,
     idempotencyWindowMs: e.MEMORY_IDEMPOTENCY_WINDOW,
+    admission: admissionSettingsOf(e),
     expiryTickMs: e.MEMORY_EXPIRY_TICK,
     deletionDeadlineMs: e.MEMORY_DELETION_DEADLINE,
     deletionVerifyRetryMs: e.MEMORY_DELETION_VERIFY_RETRY,

@@ -55,6 +55,7 @@ describe('loadConfig defaults', () => {
       packetTtlMs: 15 * MINUTE,
       cacheTtlMs: 60 * SECOND,
       idempotencyWindowMs: 24 * HOUR,
+      admission: { snapshotIntervalMs: 5 * SECOND, maxEntries: 500_000 },
       expiryTickMs: SECOND,
       deletionDeadlineMs: 60 * SECOND,
       deletionVerifyRetryMs: 500,
@@ -84,6 +85,8 @@ describe('loadConfig overrides', () => {
       MEMORY_PACKET_TTL: '5m',
       MEMORY_CACHE_TTL: '10s',
       MEMORY_IDEMPOTENCY_WINDOW: '48h',
+      MEMORY_ADMISSION_SNAPSHOT_INTERVAL: '2s',
+      MEMORY_ADMISSION_MEMORY_ENTRIES: '20000',
       MEMORY_EXPIRY_TICK: '50ms',
       MEMORY_DELETION_DEADLINE: '2m',
       MEMORY_DELETION_VERIFY_RETRY: '100ms',
@@ -108,6 +111,7 @@ describe('loadConfig overrides', () => {
       packetTtlMs: 5 * MINUTE,
       cacheTtlMs: 10 * SECOND,
       idempotencyWindowMs: 48 * HOUR,
+      admission: { snapshotIntervalMs: 2 * SECOND, maxEntries: 20_000 },
       expiryTickMs: 50,
       deletionDeadlineMs: 2 * MINUTE,
       deletionVerifyRetryMs: 100,
@@ -204,6 +208,8 @@ describe('loadConfig rejects invalid values with a ConfigError naming the variab
     ['an upper-case log level', 'MEMORY_LOG_LEVEL', 'INFO'],
     ['an empty host', 'MEMORY_HOST', ''],
     ['an empty data directory', 'MEMORY_DATA_DIR', ''],
+    ['a snapshot interval without unit', 'MEMORY_ADMISSION_SNAPSHOT_INTERVAL', '5'],
+    ['a write-admission memory bound below 1,000 entries', 'MEMORY_ADMISSION_MEMORY_ENTRIES', '999'],
   ])('%s', (_name, variable, value) => {
     const message = problemsWith({ [variable]: value });
     expect(message).toMatch(/^invalid configuration:/);

@@ -179,6 +179,7 @@ export async function startEmbeddedRuntime(config: RuntimeConfig, options: Runti
   handles.push(
     await startWriteAdmission({
       bus, log: child('write-admission'), metrics, decide: { ttl: config.ttl, idempotencyWindowMs: config.idempotencyWindowMs },
+      snapshots: { store: state.admission, intervalMs: config.admission.snapshotIntervalMs, maxEntries: config.admission.maxEntries },
     }),
   );
   const broker = await startRetrievalBroker({

@@ -104,3 +104,16 @@ export function brokerSettingsOf(e: z.infer<typeof BrokerEnv>) {
     ...(e.MEMORY_POLICY_DIR === undefined ? {} : { policyDir: e.MEMORY_POLICY_DIR }),
   };
 }
+
+/** write-admission's snapshots and memory bound, read the same way by the embedded runtime and the service. */
+export const admissionEnvShape = {
+  /** How often changed subject states and checkpoints are stored: a restart folds at most this much of the log. */
+  MEMORY_ADMISSION_SNAPSHOT_INTERVAL: duration('5s', true),
+  /** About how many records and idempotency slots write-admission keeps in memory; the rest load on demand. */
+  MEMORY_ADMISSION_MEMORY_ENTRIES: integer(500_000, 1_000, 1_000_000_000),
+};
+const AdmissionEnv = z.object(admissionEnvShape);
+
+export function admissionSettingsOf(e: z.infer<typeof AdmissionEnv>) {
+  return { snapshotIntervalMs: e.MEMORY_ADMISSION_SNAPSHOT_INTERVAL, maxEntries: e.MEMORY_ADMISSION_MEMORY_ENTRIES };
+}

@@ -7,3 +7,4 @@ export type { ScheduledExpiry } from './repositories/schedule.ts';
 export type { StoredPacket } from './repositories/packets.ts';
 export type { AppliedChange, IssuedCapability } from './repositories/policies.ts';
 export { recordRef } from './repositories/records.ts';
+export type { AdmissionSnapshots, StoredAdmissionState } from './repositories/admission.ts';

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { KeyValueStore } from './port.ts';
+import { AdmissionSnapshots } from './repositories/admission.ts';
 import { KeySpace } from './repositories/keys.ts';
 import { ContentStore, IdClaims, RecordHash, Tombstones } from './repositories/records.ts';
 import { ExpirySchedule } from './repositories/schedule.ts';
@@ -26,6 +27,7 @@ export class StateStore {
   readonly generations: DataGenerations;
   readonly policies: Policies;
   readonly issuedCapabilities: IssuedCapabilities;
+  readonly admission: AdmissionSnapshots;
 
   /** `nowMs` must be the clock the key-value store expires keys by. */
   constructor(readonly kv: KeyValueStore, prefix = 'gm:', nowMs: () => number = Date.now) {
@@ -44,6 +46,7 @@ export class StateStore {
     this.generations = new DataGenerations(kv, this.keys);
     this.policies = new Policies(kv, this.keys, this.policyRevisions, this.revocations, nowMs);
     this.issuedCapabilities = new IssuedCapabilities(kv, this.keys, nowMs);
+    this.admission = new AdmissionSnapshots(kv, this.keys);
   }
 
   /**

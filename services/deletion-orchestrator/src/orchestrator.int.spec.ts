@@ -73,6 +73,7 @@ async function start(e: Env, ...workers: Worker[]): Promise<void> {
       case 'admission':
         e.handles.push(await startWriteAdmission({
           bus, metrics, log: log('write-admission'), decide: { ttl: DEFAULT_TTL_POLICY, idempotencyWindowMs: 86_400_000 },
+          snapshots: { store: state.admission, intervalMs: 60_000, maxEntries: 100_000 },
         }));
         break;
       case 'projector':

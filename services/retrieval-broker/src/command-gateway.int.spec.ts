@@ -29,6 +29,7 @@ describe('command gateway: read-your-writes on the write\'s own position', () =>
     fx = await openEmbeddedFixture({ partitions: 2 });
     admission = await startWriteAdmission({
       bus: fx.bus, log: silent(), metrics: createMetrics(), decide: { ttl: DEFAULT_TTL_POLICY, idempotencyWindowMs: 3_600_000 },
+      snapshots: { store: fx.state.admission, intervalMs: 60_000, maxEntries: 100_000 },
     });
     for (const groupId of READ_YOUR_WRITES_GROUPS) {
       groups.push(await fx.bus.subscribe({

@@ -3,15 +3,18 @@
  * file it is given, with a backlog of commands already on the log, so its first transaction
  * covers a large batch. While that transaction is being written — inside the commit, as the
  * reply of command number `killAt` is built — the process kills itself with SIGKILL.
- * Usage: node --import tsx admission.crash-child.ts <bus file> <killAt>
+ * Usage: node --import tsx admission.crash-child.ts <bus file> <state file> <killAt>
  */
 import { createSqliteBus, type Bus } from '@gm/bus';
 import { DEFAULT_TTL_POLICY } from '@gm/domain';
 import { createLogger, createMetrics } from '@gm/observability';
+import { StateStore, createSqliteKeyValueStore } from '@gm/state-store';
 import { startWriteAdmission } from './admission.ts';
 
-const [file, killAtText] = process.argv.slice(2);
-if (file === undefined || killAtText === undefined) throw new Error('usage: admission.crash-child.ts <bus file> <killAt>');
+const [file, stateFile, killAtText] = process.argv.slice(2);
+if (file === undefined || stateFile === undefined || killAtText === undefined) {
+  throw new Error('usage: admission.crash-child.ts <bus file> <state file> <killAt>');
+}
 const killAt = Number(killAtText);
 const inner = createSqliteBus({ file });
 let built = 0;
@@ -42,5 +45,6 @@ const bus = new Proxy(inner, {
 await startWriteAdmission({
   bus, log: createLogger({ name: 'crash-child', level: 'silent' }), metrics: createMetrics(),
   decide: { ttl: DEFAULT_TTL_POLICY, idempotencyWindowMs: 3_600_000 },
+  snapshots: { store: new StateStore(createSqliteKeyValueStore({ file: stateFile }), 'gm:').admission, intervalMs: 60_000, maxEntries: 1_000 },
 });
 await new Promise<never>(() => undefined);

@@ -32,7 +32,7 @@ describe('write-admission killed inside a large batch\'s transaction', () => {
     const child = fileURLToPath(new URL('./admission.crash-child.ts', import.meta.url));
     const root = fileURLToPath(new URL('../../../', import.meta.url));
     const exit = await new Promise<NodeJS.Signals | number | null>((resolve, reject) => {
-      const proc = spawn(process.execPath, ['--import', 'tsx', child, path.join(fx.dir, 'bus.db'), String(KILL_AT)], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
+      const proc = spawn(process.execPath, ['--import', 'tsx', child, path.join(fx.dir, 'bus.db'), path.join(fx.dir, 'state.db'), String(KILL_AT)], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
       proc.on('error', reject);
       proc.on('exit', (code, signal) => resolve(signal ?? code));
     });
@@ -47,6 +47,7 @@ describe('write-admission killed inside a large batch\'s transaction', () => {
     admission = await startWriteAdmission({
       bus: fx.bus, log: createLogger({ name: 'spec', level: 'silent' }), metrics: createMetrics(),
       decide: { ttl: DEFAULT_TTL_POLICY, idempotencyWindowMs: 3_600_000 },
+      snapshots: { store: fx.state.admission, intervalMs: 60_000, maxEntries: 1_000 },
     });
     expect(await fx.bus.waitForCommitted(WRITE_ADMISSION_GROUP, { topic: TOPICS.commands, partition: 0, offset: COMMANDS - 1 }, 30_000)).toBe(true);
     const replies = (await fx.readTopic(TOPICS.replies)).map((m) => CommandReply.parse(m.value));

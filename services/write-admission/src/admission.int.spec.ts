@@ -1,15 +1,14 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ConsumedMessage, LogPosition, OutgoingMessage, ProcessContext } from '@gm/bus';
 import {
-  CommandReply, MemoryEvent, TOPICS, dlqTopic, subjectKey,
-  type MemoryCommand, type ServiceHandle,
+  CommandReply, MemoryCommand, MemoryEvent, TOPICS, dlqTopic, subjectKey, type ServiceHandle,
 } from '@gm/contracts';
 import { DEFAULT_TTL_POLICY, type DecideContext } from '@gm/domain';
 import { createLogger, createMetrics, type Metrics } from '@gm/observability';
 import {
   LogSink, openEmbeddedFixture, sha256Hex, writeMemoryCommand, type EmbeddedFixture,
 } from '../../../packages/testing/src/embedded-fixture.ts';
-import { WRITE_ADMISSION_GROUP, WriteAdmission, startWriteAdmission } from './admission.ts';
+import { WRITE_ADMISSION_GROUP, WriteAdmission, startWriteAdmission, type SnapshotOptions } from './admission.ts';
 
 const TENANT = 'acme';
 const DECIDE: DecideContext = { ttl: DEFAULT_TTL_POLICY, idempotencyWindowMs: 24 * 3_600_000 };
@@ -40,9 +39,13 @@ describe('write-admission over the embedded bus', () => {
   let metrics: Metrics;
   let admission: ServiceHandle | undefined;
 
+  /** The snapshot store every instance of the test shares, as services share Redis. */
+  const snapshots = (options: Partial<SnapshotOptions> = {}): SnapshotOptions => ({
+    store: fx.state.admission, intervalMs: 60_000, maxEntries: 100_000, ...options,
+  });
   const start = async (): Promise<void> => {
     admission = await startWriteAdmission({
-      bus: fx.bus, metrics, decide: DECIDE, log: createLogger({ name: 'write-admission', level: 'info', destination: logs }),
+      bus: fx.bus, metrics, decide: DECIDE, snapshots: snapshots(), log: createLogger({ name: 'write-admission', level: 'info', destination: logs }),
     });
   };
   const stop = async (): Promise<void> => {
@@ -265,7 +268,7 @@ describe('write-admission over the embedded bus', () => {
     // Join order fixes ownership: with two members, the second owns the odd partitions.
     await start();
     const peer = await startWriteAdmission({
-      bus: fx.bus, metrics, decide: DECIDE, log: createLogger({ name: 'write-admission-2', level: 'info', destination: logs }),
+      bus: fx.bus, metrics, decide: DECIDE, snapshots: snapshots(), log: createLogger({ name: 'write-admission-2', level: 'info', destination: logs }),
     });
     const subject = Array.from({ length: 64 }, (_, i) => `cust-r${i}`).find((s) => fx.bus.partitionFor(TOPICS.commands, subjectKey(TENANT, s)) % 2 === 1);
     if (subject === undefined) throw new Error('no subject on an odd partition');
@@ -299,7 +302,7 @@ describe('write-admission over the embedded bus', () => {
   // to make such a transaction fail, then lose the partition to a peer and get it back.
   it('drops the provisional state of a transaction that did not commit: redelivered or after a takeover, commands are decided on the committed log', async () => {
     const open = async (name: string): Promise<WriteAdmission> => {
-      const admission = new WriteAdmission({ bus: fx.bus, metrics, decide: DECIDE, log: createLogger({ name, level: 'info', destination: logs }) });
+      const admission = new WriteAdmission({ bus: fx.bus, metrics, decide: DECIDE, snapshots: snapshots(), log: createLogger({ name, level: 'info', destination: logs }) });
       await admission.rebuild();
       return admission;
     };
@@ -340,6 +343,95 @@ describe('write-admission over the embedded bus', () => {
     const [afterTakeover] = await handle(admission, m3);
     expect(replies([afterTakeover ?? attemptContext()])).toMatchObject([{ outcome: 'accepted', result: { version: 3 } }]);
     expect(afterTakeover?.sent).toEqual((await handle(await open('fresh-2'), m3))[0]?.sent);
+  });
+
+  /** write-admission without its start-up wrapper: the test decides when it stores its snapshots. */
+  const run = async (options: Partial<SnapshotOptions> = {}) => {
+    const instance = new WriteAdmission({
+      bus: fx.bus, metrics, decide: DECIDE, snapshots: snapshots(options), log: createLogger({ name: 'write-admission', level: 'info', destination: logs }),
+    });
+    const folded = await instance.rebuild();
+    const sub = await fx.bus.subscribe({ groupId: WRITE_ADMISSION_GROUP, topics: [TOPICS.commands], handler: instance.handle });
+    return { instance, folded, stop: () => sub.close() };
+  };
+
+  it('restarts from its snapshots: folds only the events past the stored checkpoint, and decides as if it had folded the whole log', async () => {
+    const first = await run();
+    await send(writeMemoryCommand(meta('cmd-s1', 'cust-s', { idempotencyKey: 'key-s1' }), { id: 'mem-a', content: 'Customer S prefers email' }));
+    await send(writeMemoryCommand(meta('cmd-s2', 'cust-s'), { id: 'mem-a', content: 'Customer S prefers phone', expectedVersion: 1 }));
+    await first.instance.flush();
+    // Written after the last snapshot, then the process is gone without storing another.
+    await send(writeMemoryCommand(meta('cmd-s3', 'cust-s'), { id: 'mem-b', content: 'Customer S lives in Oslo' }));
+    await first.stop();
+
+    const second = await run();
+    expect(second.folded).toBe(1);
+    try {
+      await send(
+        writeMemoryCommand(meta('cmd-s1-retry', 'cust-s', { idempotencyKey: 'key-s1' }), { id: 'mem-a', content: 'Customer S prefers email' }),
+        writeMemoryCommand(meta('cmd-s4', 'cust-s'), { id: 'mem-a', content: 'a stale update', expectedVersion: 1 }),
+        writeMemoryCommand(meta('cmd-s5', 'cust-s'), { id: 'mem-b', content: 'a second first write', expectedVersion: 0 }),
+        writeMemoryCommand(meta('cmd-s6', 'cust-s'), { id: 'mem-a', content: 'Customer S prefers chat', expectedVersion: 2 }),
+      );
+      expect(await replyTo('cmd-s1-retry')).toMatchObject({ outcome: 'accepted', result: { id: 'mem-a', version: 1 } });
+      expect(await eventsOf('cmd-s1-retry')).toEqual([]);
+      expect(await replyTo('cmd-s4')).toMatchObject({ outcome: 'rejected', code: 'MEM_CONFLICT' });
+      expect(await replyTo('cmd-s5')).toMatchObject({ outcome: 'rejected', code: 'MEM_CONFLICT' });
+      expect(await replyTo('cmd-s6')).toMatchObject({ outcome: 'accepted', result: { id: 'mem-a', version: 3 } });
+    } finally {
+      await second.stop();
+    }
+  });
+
+  it('holds no more than its memory bound once stored, and decides on a dropped subject as on one it held', async () => {
+    const bounded = await run({ maxEntries: 10 });
+    try {
+      const subjects = ['cust-m0', 'cust-m1', 'cust-m2', 'cust-m3', 'cust-m4'];
+      for (const subject of subjects) {
+        await send(...[0, 1, 2, 3].map((n) => writeMemoryCommand(
+          meta(`cmd-${subject}-${n}`, subject, { idempotencyKey: `key-${subject}-${n}` }), { id: `mem-${n}`, content: `${subject} note ${n}` },
+        )));
+      }
+      await bounded.instance.flush();
+      expect(bounded.instance.heldEntries).toBeLessThanOrEqual(10);
+      await send(
+        writeMemoryCommand(meta('cmd-m-retry', 'cust-m0', { idempotencyKey: 'key-cust-m0-2' }), { id: 'mem-2', content: 'cust-m0 note 2' }),
+        writeMemoryCommand(meta('cmd-m-stale', 'cust-m0'), { id: 'mem-1', content: 'a second first write', expectedVersion: 0 }),
+        writeMemoryCommand(meta('cmd-m-update', 'cust-m0'), { id: 'mem-3', content: 'cust-m0 note 3, corrected', expectedVersion: 1 }),
+      );
+      expect(await replyTo('cmd-m-retry')).toMatchObject({ outcome: 'accepted', result: { id: 'mem-2', version: 1 } });
+      expect(await eventsOf('cmd-m-retry')).toEqual([]);
+      expect(await replyTo('cmd-m-stale')).toMatchObject({ outcome: 'rejected', code: 'MEM_CONFLICT' });
+      expect(await replyTo('cmd-m-update')).toMatchObject({ outcome: 'accepted', result: { id: 'mem-3', version: 2 } });
+    } finally {
+      await bounded.stop();
+    }
+  });
+
+  it('promotes a quarantined write restored from the snapshots with its content, read back from the log; the snapshots never hold it', async () => {
+    const content = 'Customer Q door code is 5521';
+    const first = await run();
+    await send(writeMemoryCommand(meta('cmd-q1', 'cust-q'), { id: 'mem-q', content, trust: 'untrusted' }));
+    expect(await replyTo('cmd-q1')).toMatchObject({ outcome: 'accepted', result: { status: 'quarantined' } });
+    await first.instance.flush();
+    await first.stop();
+    const stored = await fx.kv.mget(await fx.kv.keys('gm:adm:'));
+    expect(stored.length).toBeGreaterThan(0);
+    expect(stored.join('\n')).not.toContain('door code');
+
+    const second = await run();
+    expect(second.folded).toBe(0);
+    try {
+      const reviewer = { agentId: 'agent-reviewer', principalId: 'person-rev', principalKind: 'person', runId: 'run-2', purpose: 'support' };
+      await send(MemoryCommand.parse({
+        type: 'PromoteMemory', data: { id: 'mem-q', expectedVersion: 1 },
+        metadata: { ...meta('cmd-q2', 'cust-q'), actor: reviewer, policyRevision: 1 },
+      }));
+      expect(await replyTo('cmd-q2')).toMatchObject({ outcome: 'accepted', result: { id: 'mem-q', version: 2, status: 'active' } });
+      expect(await eventsOf('cmd-q2')).toMatchObject([{ type: 'MemoryPromoted', data: { id: 'mem-q', content } }]);
+    } finally {
+      await second.stop();
+    }
   });
 
   it('never logs content', async () => {

@@ -4,8 +4,10 @@ import {
   GovernedMemoryError, Id, MemoryCommand, MemoryEvent, TOPICS, dlqTopic, isGovernedMemoryError, isUnreadableContent, subjectKey,
   type CommandReply, type ServiceHandle,
 } from '@gm/contracts';
-import { decide, draftOf, evolveDraft, initialState, pruneIdempotency, type DecideContext, type SubjectState } from '@gm/domain';
+import { decide, draftOf, evolveDraft, pruneIdempotency, type DecideContext, type SubjectState } from '@gm/domain';
 import type { Logger, Metrics } from '@gm/observability';
+import type { AdmissionSnapshots } from '@gm/state-store';
+import { CommittedStates, markPendingContent } from './committed-states.ts';
 import { PartitionView } from './partition-view.ts';
 
 export const WRITE_ADMISSION_GROUP = 'write-admission';
@@ -15,63 +17,123 @@ export interface WriteAdmissionDeps {
   log: Logger;
   metrics: Metrics;
   decide: DecideContext;
+  snapshots: SnapshotOptions;
+}
+
+export interface SnapshotOptions {
+  store: AdmissionSnapshots;
+  /** How often changed states and checkpoints are stored (and memory trimmed). */
+  intervalMs: number;
+  /** About how many records and idempotency slots to keep in memory. */
+  maxEntries: number;
 }
 
 /**
- * The single writer of memory.events (§4, §5). Keeps every aggregate's state in memory,
- * rebuilt from memory.events at start; for each command: validate, decide, and append the
- * events and the reply in the same transaction that commits the command's offset.
+ * The single writer of memory.events (§4, §5). For each command: validate, decide on the
+ * subject's state, and append the events and the reply in the same transaction that commits
+ * the command's offset. Subject states are the fold of memory.events: kept in memory as far
+ * as `maxEntries` allows and stored as snapshots (committed-states.ts), so a restart folds
+ * only the events past the stored checkpoint and loads other subjects when they are needed.
  */
 export class WriteAdmission {
-  /** Committed states: the fold of memory.events plus this instance's committed results. */
-  private readonly states = new Map<string, SubjectState>();
-  /**
-   * Next unread offset of memory.events per partition: `catchUp` folds from there, which
-   * brings in another instance's events after a partition moved here. Folding an event this
-   * instance already merged changes nothing (evolve ignores stale duplicates).
-   */
-  private readonly folded = new Map<number, number>();
+  private readonly states: CommittedStates;
   /** A subject's idempotency slot count after its last pruning (pruneWhenGrown). */
   private readonly slotsAfterPrune = new Map<string, number>();
   /** Provisional states and fold decisions per partition (partition-view.ts). */
   private readonly views = new Map<number, PartitionView>();
 
-  constructor(private readonly deps: WriteAdmissionDeps) {}
+  constructor(private readonly deps: WriteAdmissionDeps) {
+    this.states = new CommittedStates({
+      store: deps.snapshots.store, maxEntries: deps.snapshots.maxEntries, onEvicted: (key) => this.slotsAfterPrune.delete(key),
+    });
+  }
 
-  /** Folds every partition of memory.events; returns how many events were folded. */
+  /** Folds every partition of memory.events from its stored checkpoint; returns how many events were folded. */
   async rebuild(): Promise<number> {
     let count = 0;
-    const partitions = (await this.deps.bus.endOffsets(TOPICS.events)).length;
-    for (let p = 0; p < partitions; p += 1) count += await this.catchUp(p);
+    const ends = await this.deps.bus.endOffsets(TOPICS.events);
+    for (let p = 0; p < ends.length; p += 1) {
+      const checkpoint = await this.deps.snapshots.store.checkpoint(p);
+      // Offsets only grow, so a checkpoint past the end belongs to another log (a recreated
+      // topic beside a kept store): folding from it would skip that log's events.
+      if (checkpoint > (ends[p] ?? 0)) {
+        throw new Error(
+          `write-admission: the stored checkpoint of memory.events partition ${p} (${checkpoint}) is past the partition's end (${ends[p] ?? 0}): the state store belongs to another log; clear its admission keys (adm:*, adm-at:*)`,
+        );
+      }
+      count += await this.catchUp(p);
+    }
     return count;
   }
 
+  /**
+   * Stores changed states and checkpoints now (also runs every `intervalMs`); `all` also loads
+   * and stores every subject whose events are only deferred, so the checkpoint reaches the end.
+   */
+  flush(options: { all?: boolean } = {}): Promise<void> {
+    return this.states.flush(options);
+  }
+
+  /** Records and idempotency slots held in memory. */
+  get heldEntries(): number {
+    return this.states.size;
+  }
+
+  /**
+   * Folds the partition's events past what this instance has (or past the stored checkpoint)
+   * into the committed states. Commands and events are co-partitioned: this partition of
+   * memory.events holds the whole history of every subject whose commands arrive here.
+   */
   private async catchUp(partition: number): Promise<number> {
-    let count = 0;
-    let next = this.folded.get(partition) ?? 0;
-    // One draft per subject for the whole catch-up: its maps change in place (evolveDraft),
-    // instead of a copy of every map per event.
+    let next = await this.states.startPoint(partition);
+    const { maxEntries } = this.deps.snapshots;
+    const window = this.deps.decide.idempotencyWindowMs;
+    // One draft per subject held in memory: its maps change in place (evolveDraft), instead of
+    // a copy of every map per event. Subjects not in memory only get the events deferred.
     const drafts = new Map<string, SubjectState>();
+    let folded = 0;
+    let count = 0;
     let newest = '';
+    const commitDrafts = (): void => {
+      for (const [key, draft] of drafts) {
+        // Slots far past their window answer nothing any more: keep them out of memory. The
+        // margin (a second window) covers commands stamped a little earlier than the newest event.
+        if (newest !== '') pruneIdempotency(draft, newest, 2 * window);
+        this.states.set(key, partition, draft);
+      }
+      drafts.clear();
+      folded = 0;
+      this.states.advance(partition, next);
+    };
     for await (const message of this.deps.bus.readPartition(TOPICS.events, partition, next)) {
       next = message.offset + 1;
       const parsed = MemoryEvent.safeParse(message.value);
       if (!parsed.success) continue;
-      const key = subjectKey(parsed.data.metadata.tenantId, parsed.data.metadata.subjectId);
-      let draft = drafts.get(key);
-      if (draft === undefined) drafts.set(key, (draft = draftOf(this.states.get(key) ?? initialState())));
-      evolveDraft(draft, parsed.data);
-      if (parsed.data.metadata.now > newest) newest = parsed.data.metadata.now;
+      const event = parsed.data;
+      const key = subjectKey(event.metadata.tenantId, event.metadata.subjectId);
       count += 1;
+      if (event.metadata.now > newest) newest = event.metadata.now;
+      let draft = drafts.get(key);
+      if (draft === undefined) {
+        const held = this.states.get(key);
+        if (held !== undefined) drafts.set(key, (draft = draftOf(held)));
+      }
+      if (draft === undefined) {
+        this.states.defer(key, partition, event, message.offset);
+      } else {
+        evolveDraft(draft, event);
+        markPendingContent(draft, event, message.offset);
+        folded += 1;
+      }
+      // A long fold (a first start, a lost store) must not hold the whole log in memory: what
+      // it has so far is committed, stored and trimmed, and the fold goes on from there. An
+      // event adds about two entries (a record and a slot); the margin keeps this rare.
+      if (this.states.size + 2 * folded >= 1.5 * maxEntries) {
+        commitDrafts();
+        await this.states.flush({ all: true });
+      }
     }
-    // Slots far past their window answer nothing any more: keep them out of memory. The margin
-    // (a second window) covers commands stamped a little earlier than the newest event.
-    const window = this.deps.decide.idempotencyWindowMs;
-    for (const [key, draft] of drafts) {
-      if (newest !== '') pruneIdempotency(draft, newest, 2 * window);
-      this.states.set(key, draft);
-    }
-    this.folded.set(partition, next);
+    commitDrafts();
     return count;
   }
 
@@ -91,7 +153,9 @@ export class WriteAdmission {
     const command = parsed.data;
     const { metrics, log } = this.deps;
     const key = subjectKey(command.metadata.tenantId, command.metadata.subjectId);
-    const state = view.get(key) ?? this.states.get(key) ?? initialState();
+    // Outside the try: a store or log outage is retried by the bus, never a rejection.
+    const committed = view.get(key) ?? (await this.states.load(key, message.partition));
+    const state = command.type === 'PromoteMemory' ? await this.withPendingContent(committed, command.data.id, message.partition) : committed;
     let reply: CommandReply;
     try {
       if (command.type === 'WriteMemory') {
@@ -102,19 +166,34 @@ export class WriteAdmission {
       }
       const decision = decide(command, state, this.deps.decide);
       ctx.send(decision.events.map((e) => ({ topic: TOPICS.events, key, value: e })));
+      // Where the events landed, known inside the commit (the reply is built from it).
+      let landed: readonly LogPosition[] = [];
       if (decision.events.length > 0) {
         const next = draftOf(state);
         for (const e of decision.events) evolveDraft(next, e);
         this.pruneWhenGrown(key, next, command.metadata.now);
-        const merge = view.stage(key, next);
-        ctx.onCommitted(() => merge(this.states));
+        const settle = view.stage(key, next);
+        const partition = message.partition;
+        ctx.onCommitted(() => {
+          settle();
+          decision.events.forEach((e, i) => {
+            const at = landed[i];
+            if (at !== undefined) markPendingContent(next, e, at.offset);
+          });
+          this.states.set(key, partition, next);
+          const last = landed.at(-1);
+          if (last !== undefined) this.states.advance(partition, last.offset + 1);
+        });
       }
       reply = { commandId: command.metadata.commandId, outcome: 'accepted', result: decision.result };
       for (const e of decision.events) countEvent(metrics, e);
       if (decision.events.length > 0) {
         // The reply names where its last event landed, so the API waits for exactly that (§9).
         const accepted = reply;
-        ctx.sendWithPositions((sent) => [{ topic: TOPICS.replies, key: command.metadata.commandId, value: withEventsAt(accepted, sent) }]);
+        ctx.sendWithPositions((sent) => {
+          landed = sent.filter((p) => p.topic === TOPICS.events);
+          return [{ topic: TOPICS.replies, key: command.metadata.commandId, value: withEventsAt(accepted, landed) }];
+        });
         return;
       }
     } catch (err) {
@@ -137,6 +216,29 @@ export class WriteAdmission {
     if (slots < Math.max(64, 2 * (this.slotsAfterPrune.get(key) ?? 0))) return;
     pruneIdempotency(draft, now, 2 * this.deps.decide.idempotencyWindowMs);
     this.slotsAfterPrune.set(key, Object.keys(draft.idempotency).length);
+  }
+
+  /**
+   * A promotion hands the quarantined content to the index, but a state loaded from the store
+   * has only where the content lies in the log: read it back from that one event.
+   */
+  private async withPendingContent(state: SubjectState, id: string, partition: number): Promise<SubjectState> {
+    const record = state.records[id];
+    if (record === undefined || record.meta.status !== 'quarantined' || record.pendingContent !== undefined || record.pendingAt === undefined) {
+      return state;
+    }
+    for await (const message of this.deps.bus.readPartition(TOPICS.events, partition, record.pendingAt)) {
+      const parsed = MemoryEvent.safeParse(message.value);
+      if (message.offset === record.pendingAt && parsed.success && parsed.data.type === 'MemoryWritten'
+        && parsed.data.data.record.id === id && parsed.data.data.record.version === record.meta.version) {
+        const draft = draftOf(state);
+        draft.records[id] = { ...record, pendingContent: parsed.data.data.record.content };
+        return draft;
+      }
+      break;
+    }
+    // A bug or a damaged log, never a user error: retried, then dead-lettered.
+    throw new Error(`the quarantined write of record ${id} is not at offset ${record.pendingAt} of memory.events partition ${partition}`);
   }
 
   private view(partition: number): PartitionView {
@@ -171,8 +273,8 @@ export class WriteAdmission {
   }
 }
 
-function withEventsAt(reply: CommandReply, sent: readonly LogPosition[]): CommandReply {
-  const last = sent.filter((p) => p.topic === TOPICS.events).at(-1);
+function withEventsAt(reply: CommandReply, events: readonly LogPosition[]): CommandReply {
+  const last = events.at(-1);
   if (reply.outcome !== 'accepted' || last === undefined) return reply;
   return { ...reply, eventsAt: { partition: last.partition, offset: last.offset } };
 }
@@ -206,7 +308,23 @@ function countEvent(metrics: Metrics, e: MemoryEvent): void {
 export async function startWriteAdmission(deps: WriteAdmissionDeps): Promise<ServiceHandle> {
   const admission = new WriteAdmission(deps);
   const events = await admission.rebuild();
-  deps.log.info({ events }, 'write-admission state rebuilt from memory.events');
+  deps.log.info({ events, held: admission.heldEntries }, 'write-admission state rebuilt from the snapshots and memory.events');
   const sub = await deps.bus.subscribe({ groupId: WRITE_ADMISSION_GROUP, topics: [TOPICS.commands], handler: admission.handle });
-  return { close: () => sub.close() };
+  let flushing: Promise<void> | undefined;
+  const timer = setInterval(() => {
+    // A store outage only delays the snapshots: the log stays the truth, and the next flush retries.
+    flushing ??= admission.flush()
+      .catch((err: unknown) => deps.log.warn({ err }, 'write-admission snapshot failed'))
+      .finally(() => { flushing = undefined; });
+  }, deps.snapshots.intervalMs);
+  timer.unref();
+  return {
+    close: async () => {
+      clearInterval(timer);
+      await sub.close();
+      await flushing;
+      // A clean stop stores everything: the next start folds nothing.
+      await admission.flush({ all: true }).catch((err: unknown) => deps.log.warn({ err }, 'write-admission snapshot at stop failed'));
+    },
+  };
 }

@@ -1,9 +1,13 @@
-import { DistributedEnv, WithMasterKeys, duration, openSealedBus, runService, ttlPolicyOf, ttlShape } from '@gm/service-kit';
+import {
+  DistributedEnv, WithMasterKeys, WithRedis, admissionEnvShape, admissionSettingsOf, duration, openSealedBus, openState, runService, ttlPolicyOf, ttlShape,
+} from '@gm/service-kit';
 import { startTransitSweeper } from '@gm/crypto';
 import { WRITE_ADMISSION_GROUP, startWriteAdmission } from './admission.ts';
 
 /** write-admission as its own process: the single writer of memory.events (design §4). */
-const Env = DistributedEnv.extend({ MEMORY_IDEMPOTENCY_WINDOW: duration('24h'), ...ttlShape, ...WithMasterKeys.shape });
+const Env = DistributedEnv.extend({
+  MEMORY_IDEMPOTENCY_WINDOW: duration('24h'), ...ttlShape, ...admissionEnvShape, ...WithMasterKeys.shape, ...WithRedis.shape,
+});
 
 await runService('write-admission', Env, async ({ env, log, metrics }) => {
   // The only service that creates keys, so the one that re-wraps KEKs after a master-key rotation.
@@ -17,11 +21,15 @@ await runService('write-admission', Env, async ({ env, log, metrics }) => {
       onSwept: (count) => log.info({ count }, 'transit keys destroyed'), onError: (err) => log.warn({ err }, 'transit key sweep failed'),
     })
     : undefined;
+  // Subject state snapshots live in Redis beside the other rebuildable state (design §4).
+  const state = openState(env);
+  const admission = admissionSettingsOf(env);
   const service = await startWriteAdmission({
     bus, log, metrics, decide: { ttl: ttlPolicyOf(env), idempotencyWindowMs: env.MEMORY_IDEMPOTENCY_WINDOW },
+    snapshots: { store: state.admission, intervalMs: admission.snapshotIntervalMs, maxEntries: admission.maxEntries },
   });
   return {
-    handle: { close: async () => { await sweeper?.close(); await service.close(); await sealed.close(); } },
+    handle: { close: async () => { await sweeper?.close(); await service.close(); await state.kv.close(); await sealed.close(); } },
     ready: async () => (await bus.endOffsets('memory.events')).length > 0,
   };
 });

@@ -50,12 +50,11 @@ export class PartitionView {
     return undefined;
   }
 
-  /** Records a command's resulting state; returns what to merge once it committed. */
-  stage(key: string, state: SubjectState): (committed: Map<string, SubjectState>) => void {
+  /** Records a command's resulting state; returns what to call once it committed (then it is the committed state). */
+  stage(key: string, state: SubjectState): () => void {
     const staged = { key, state };
     this.pending.push(staged);
-    return (committed) => {
-      committed.set(key, state);
+    return () => {
       const at = this.pending.indexOf(staged);
       if (at >= 0) this.pending.splice(at, 1);
     };

@@ -44,3 +44,28 @@ describe('pruneIdempotency', () => {
     expect(decide(command, draft, CTX)).toEqual(decide(command, state, CTX));
   });
 });
+
+describe('folding an event again (a restart reads from a checkpoint its snapshot had passed)', () => {
+  it('does not hand a reused idempotency slot back its result from before the window passed', () => {
+    const late = after(T0, IDEMPOTENCY_WINDOW_MS + 2 * MINUTE);
+    const events = history([
+      write(T0, { trust: 'untrusted', kind: 'fact' }),
+      write(T0, { id: 'mem-2', trust: 'untrusted', kind: 'fact' }),
+      promote(after(T0, MINUTE), { expectedVersion: 1 }, { idempotencyKey: 'k-p' }),
+      // The window has passed: the reviewer's key may name a new command.
+      promote(late, { id: 'mem-2', expectedVersion: 1 }, { idempotencyKey: 'k-p' }),
+    ]);
+    const state = events.reduce(evolve, initialState());
+    const retry = () => promote(after(late, MINUTE), { id: 'mem-2', expectedVersion: 1 }, { idempotencyKey: 'k-p' });
+    expect(decide(retry(), state, CTX).events).toEqual([]);
+
+    const oldPromotion = events.find((e) => e.type === 'MemoryPromoted' && e.data.id === 'mem-1');
+    if (oldPromotion === undefined) throw new Error('no promotion of mem-1');
+    const draft = draftOf(state);
+    evolveDraft(draft, oldPromotion);
+    expect(draft).toEqual(state);
+    const again = decide(retry(), draft, CTX);
+    expect(again.events).toEqual([]);
+    expect(again.result).toMatchObject({ id: 'mem-2', version: 2, status: 'active' });
+  });
+});

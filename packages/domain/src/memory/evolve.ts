@@ -34,6 +34,10 @@ export function evolveDraft(draft: SubjectState, event: MemoryEvent): void {
   // window has passed, and then the new result is the one a retry must get.
   const remember = (result: SubjectState['idempotency'][string]['result'], recordId?: string) => {
     if (recordId !== undefined && !records[recordId]) return;
+    // A replayed older event (a restart folding from a checkpoint the state had already passed)
+    // must not hand a slot back the result it had before its window passed.
+    const slot = idempotency[idempotencySlot(event.metadata)];
+    if (slot !== undefined && Date.parse(slot.at) > Date.parse(event.metadata.now)) return;
     idempotency[idempotencySlot(event.metadata)] = { result, at: event.metadata.now };
   };
   const update = (id: string, version: number, change: (r: RecordState) => RecordState) => {
@@ -41,7 +45,7 @@ export function evolveDraft(draft: SubjectState, event: MemoryEvent): void {
     if (r && version > r.meta.version) records[id] = change(r);
   };
   const transition = (r: RecordState, patch: Partial<RecordMeta>): RecordState => {
-    const { pendingContent: _dropped, ...rest } = r;
+    const { pendingContent: _dropped, pendingAt: _at, ...rest } = r;
     return { ...rest, meta: { ...r.meta, ...patch } };
   };
 

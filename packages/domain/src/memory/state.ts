@@ -4,6 +4,12 @@ export interface RecordState {
   meta: RecordMeta;
   /** Kept only while quarantined, so a promotion can hand the content to the index. */
   pendingContent?: string;
+  /**
+   * Where the quarantined write's MemoryWritten event lies (its offset in the subject's
+   * memory.events partition). write-admission's snapshots keep this instead of the content, so
+   * no store outside the log ever holds it; a promotion reads the content back from there.
+   */
+  pendingAt?: number;
   /** Set once a deletion job owns the record. */
   deletion?: { jobId: string; reason: TombstoneReason };
 }

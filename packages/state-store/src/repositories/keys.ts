@@ -14,6 +14,8 @@ export class KeySpace {
   tombstones = () => `${this.prefix}tomb:`;
   idClaim = (tenant: string, id: string) => `${this.prefix}claim:${tenant}:${id}`;
   expirySchedule = () => `${this.prefix}expiry`;
+  admissionState = (subjectKey: string) => `${this.prefix}adm:${subjectKey}`;
+  admissionCheckpoint = (partition: number) => `${this.prefix}adm-at:${partition}`;
   packet = (id: string) => `${this.prefix}packet:${id}`;
   packetsOf = (tenant: string, recordId: string) => `${this.prefix}packets-of:${tenant}:${recordId}`;
   cache = (key: string) => `${this.prefix}cache:${key}`;

@@ -1,0 +1,337 @@
+import type { MemoryEvent } from '@gm/contracts';
+import { draftOf, evolveDraft, initialState, type RecordState, type SubjectState } from '@gm/domain';
+import type { AdmissionSnapshots } from '@gm/state-store';
+
+export interface CommittedStatesOptions {
+  store: AdmissionSnapshots;
+  /**
+   * About how many records, idempotency slots and deferred events stay in memory. Past it, the
+   * least recently used subjects whose state is stored are dropped after a flush; a command
+   * loads them again.
+   */
+  maxEntries: number;
+  /** Called for every subject dropped from memory. */
+  onEvicted?: (key: string) => void;
+}
+
+interface Entry {
+  state: SubjectState;
+  partition: number;
+  /** Records plus idempotency slots, measured when the state was last loaded or stored. */
+  size: number;
+}
+
+/** Events of a subject not in memory, past its stored state: folded in when it is loaded. */
+interface Deferred {
+  partition: number;
+  events: Array<{ event: MemoryEvent; offset: number }>;
+}
+
+/** Serialised states per pipeline of a flush: about this many bytes of JSON. */
+const FLUSH_CHUNK_BYTES = 4 * 2 ** 20;
+/**
+ * Subjects with deferred events loaded per read of the store while flushing, and reads per
+ * partition and flush (unless it must load them all): small, because each read folds on the
+ * event loop that commands wait for.
+ */
+const MATERIALIZE_CHUNK = 128;
+const MATERIALIZE_ROUNDS = 4;
+
+/**
+ * write-admission's committed subject states: the fold of memory.events plus this instance's
+ * committed results, kept partly in memory and wholly in the snapshot store.
+ *
+ * What holds, per partition p, with `covered(p)` the offset below which this instance has
+ * every event of p: a subject in memory has folded every one of its events below
+ * `covered(p)`; for a subject not in memory, its stored state plus its deferred events have
+ * them all. So a subject is dropped from memory only once its state is stored and unchanged
+ * since ("clean"), and a restart starts at the store's checkpoint with nothing in memory: the
+ * events past the checkpoint are only deferred, and a subject pays for its own when a command
+ * (or a flush) loads it.
+ */
+export class CommittedStates {
+  /** In least-recently-used order, oldest first. */
+  private readonly entries = new Map<string, Entry>();
+  private readonly deferred = new Map<string, Deferred>();
+  private deferredEvents = 0;
+  /** Loads in flight: a second load of the same subject waits for the first (it takes the deferred events). */
+  private readonly loading = new Map<string, Promise<SubjectState>>();
+  private readonly dirty = new Map<number, Set<string>>();
+  private readonly covered = new Map<number, number>();
+  /** The checkpoint last stored per partition. */
+  private readonly stored = new Map<number, number>();
+  private total = 0;
+  private flushing: Promise<void> = Promise.resolve();
+
+  constructor(private readonly options: CommittedStatesOptions) {}
+
+  /** Everything below `next` of the partition is folded in (or deferred). */
+  advance(partition: number, next: number): void {
+    if (next > (this.covered.get(partition) ?? 0)) this.covered.set(partition, next);
+  }
+
+  /**
+   * Where a fold of the partition starts. Normally where this instance got to; but when the
+   * store's checkpoint is further (another owner ran the partition and stored its states, or
+   * this is a fresh start), what this instance holds of the partition may be stale, and the
+   * store is complete below its checkpoint: the partition's subjects are dropped from memory
+   * and the fold starts there.
+   */
+  async startPoint(partition: number): Promise<number> {
+    const stored = await this.options.store.checkpoint(partition);
+    const mine = this.covered.get(partition);
+    if (mine !== undefined && mine >= stored) return mine;
+    for (const [key, entry] of this.entries) if (entry.partition === partition) this.forget(key, entry);
+    for (const [key, tail] of this.deferred) if (tail.partition === partition) this.undefer(key, tail);
+    this.dirty.delete(partition);
+    this.covered.set(partition, stored);
+    this.stored.set(partition, stored);
+    return stored;
+  }
+
+  /** The state in memory, if any (marks it recently used). */
+  get(key: string): SubjectState | undefined {
+    const entry = this.entries.get(key);
+    if (entry === undefined) return undefined;
+    this.entries.delete(key);
+    this.entries.set(key, entry);
+    return entry.state;
+  }
+
+  /** An event of a subject not in memory: folded in when the subject is loaded. */
+  defer(key: string, partition: number, event: MemoryEvent, offset: number): void {
+    let tail = this.deferred.get(key);
+    if (tail === undefined) this.deferred.set(key, (tail = { partition, events: [] }));
+    tail.events.push({ event, offset });
+    this.deferredEvents += 1;
+  }
+
+  /** Events waiting for their subjects to be loaded. */
+  get deferredCount(): number {
+    return this.deferredEvents;
+  }
+
+  /** The committed state of a subject of `partition`: memory, else the store (plus deferred events), else a new subject. */
+  async load(key: string, partition: number): Promise<SubjectState> {
+    return (await this.loadMany([key], partition)).get(key) ?? initialState();
+  }
+
+  /** `load` for many subjects of one partition, with one read of the store for all those not in memory. */
+  async loadMany(keys: Iterable<string>, partition: number): Promise<Map<string, SubjectState>> {
+    const found = new Map<string, SubjectState>();
+    const missing: string[] = [];
+    const waits: Array<Promise<void>> = [];
+    for (const key of new Set(keys)) {
+      const state = this.get(key);
+      const inFlight = this.loading.get(key);
+      if (state !== undefined) found.set(key, state);
+      else if (inFlight !== undefined) waits.push(inFlight.then((s) => void found.set(key, s)));
+      else missing.push(key);
+    }
+    if (missing.length > 0) {
+      const read = this.read(missing, partition);
+      missing.forEach((key) => this.loading.set(key, read.then((states) => states.get(key) ?? initialState())));
+      try {
+        for (const [key, state] of await read) found.set(key, state);
+      } finally {
+        for (const key of missing) this.loading.delete(key);
+      }
+    }
+    await Promise.all(waits);
+    return found;
+  }
+
+  private async read(keys: string[], partition: number): Promise<Map<string, SubjectState>> {
+    const stored = await this.options.store.load(keys);
+    const states = new Map<string, SubjectState>();
+    // One synchronous block: the deferred events are taken together with the insertion.
+    keys.forEach((key, i) => {
+      const held = this.entries.get(key);
+      if (held !== undefined) return void states.set(key, held.state);
+      const value = stored[i];
+      let state = value === undefined ? initialState() : fromStored(value.state);
+      const size = sizeOf(state);
+      this.entries.set(key, { state, partition, size });
+      this.total += size;
+      const tail = this.deferred.get(key);
+      if (tail !== undefined) {
+        state = draftOf(state);
+        for (const { event, offset } of tail.events) {
+          evolveDraft(state, event);
+          markPendingContent(state, event, offset);
+        }
+        this.undefer(key, tail);
+        this.set(key, partition, state);
+      }
+      states.set(key, state);
+    });
+    return states;
+  }
+
+  /** A committed change: the state is the subject's new committed state, stored at the next flush. */
+  set(key: string, partition: number, state: SubjectState): void {
+    const entry = this.entries.get(key);
+    if (entry === undefined) {
+      this.entries.set(key, { state, partition, size: 0 });
+    } else {
+      entry.state = state;
+      entry.partition = partition;
+      this.entries.delete(key);
+      this.entries.set(key, entry);
+    }
+    this.markDirty(partition, [key]);
+  }
+
+  /** How many records, slots and deferred events are in memory (states as last measured). */
+  get size(): number {
+    return this.total + this.deferredEvents;
+  }
+
+  /**
+   * Stores every changed state and then each partition's checkpoint, then drops clean
+   * subjects past `maxEntries`. Subjects with deferred events are loaded and stored too, a
+   * bounded number per flush unless `all`; the checkpoint stays below the oldest event still
+   * deferred. One flush at a time; a call during a flush runs after it.
+   */
+  flush(options: { all?: boolean } = {}): Promise<void> {
+    const run = this.flushing.then(() => this.flushOnce(options.all === true));
+    this.flushing = run.catch(() => undefined);
+    return run;
+  }
+
+  private async flushOnce(all: boolean): Promise<void> {
+    for (const [partition, version] of this.covered) {
+      let rounds = 0;
+      do {
+        const deferred = [...this.deferred].filter(([, tail]) => tail.partition === partition).slice(0, MATERIALIZE_CHUNK);
+        if (deferred.length > 0) await this.loadMany(deferred.map(([key]) => key), partition);
+        await this.storeDirty(partition, version);
+        this.evict();
+        rounds += 1;
+      } while ((all || rounds < MATERIALIZE_ROUNDS) && this.hasDeferred(partition));
+      // Below the oldest event still deferred, the store has everything.
+      let checkpoint = version;
+      for (const tail of this.deferred.values()) {
+        const first = tail.events[0];
+        if (tail.partition === partition && first !== undefined && first.offset < checkpoint) checkpoint = first.offset;
+      }
+      if ((this.stored.get(partition) ?? 0) >= checkpoint) continue;
+      await this.options.store.saveCheckpoint(partition, checkpoint);
+      this.stored.set(partition, checkpoint);
+    }
+    this.evict();
+  }
+
+  private hasDeferred(partition: number): boolean {
+    for (const tail of this.deferred.values()) if (tail.partition === partition) return true;
+    return false;
+  }
+
+  /** Stores the partition's changed states, each as folded through at least `version`. */
+  private async storeDirty(partition: number, version: number): Promise<void> {
+    const keys = this.dirty.get(partition);
+    if (keys === undefined || keys.size === 0) return;
+    // Taken in this turn: changes from here on mark their subjects dirty again, in a new set.
+    this.dirty.delete(partition);
+    const taken = [...keys].flatMap((key) => {
+      const entry = this.entries.get(key);
+      return entry === undefined ? [] : [{ key, entry, json: toStored(entry.state) }];
+    });
+    try {
+      for (const chunk of chunks(taken)) {
+        await this.options.store.saveStates(version, chunk.map(({ key, json }) => ({ key, state: json })));
+      }
+    } catch (err) {
+      this.markDirty(partition, keys);
+      throw err;
+    }
+    for (const { entry } of taken) {
+      const size = sizeOf(entry.state);
+      this.total += size - entry.size;
+      entry.size = size;
+    }
+  }
+
+  private markDirty(partition: number, keys: Iterable<string>): void {
+    let dirty = this.dirty.get(partition);
+    if (dirty === undefined) this.dirty.set(partition, (dirty = new Set()));
+    for (const key of keys) dirty.add(key);
+  }
+
+  private evict(): void {
+    if (this.size <= this.options.maxEntries) return;
+    for (const [key, entry] of this.entries) {
+      if (this.size <= this.options.maxEntries) break;
+      if (this.dirty.get(entry.partition)?.has(key) === true) continue;
+      this.forget(key, entry);
+    }
+  }
+
+  private forget(key: string, entry: Entry): void {
+    this.entries.delete(key);
+    this.total -= entry.size;
+    this.options.onEvicted?.(key);
+  }
+
+  private undefer(key: string, tail: Deferred): void {
+    this.deferred.delete(key);
+    this.deferredEvents -= tail.events.length;
+  }
+}
+
+/**
+ * Notes where a quarantined write's content lies in the log (RecordState.pendingAt). In place:
+ * the record object is the one this event created, shared only by states that hold exactly
+ * this version of the record, for all of which the position is true.
+ */
+export function markPendingContent(state: SubjectState, event: MemoryEvent, offset: number): void {
+  if (event.type !== 'MemoryWritten') return;
+  const record = state.records[event.data.record.id];
+  if (record?.pendingContent !== undefined && record.meta.version === event.data.record.version) record.pendingAt = offset;
+}
+
+const sizeOf = (state: SubjectState): number => Object.keys(state.records).length + Object.keys(state.idempotency).length;
+
+function* chunks<T extends { json: SubjectState }>(items: T[]): Generator<T[]> {
+  let chunk: T[] = [];
+  let bytes = 0;
+  for (const item of items) {
+    chunk.push(item);
+    // A cheap estimate: a record or a slot serialises to a few hundred bytes.
+    bytes += 256 * sizeOf(item.json);
+    if (bytes >= FLUSH_CHUNK_BYTES) {
+      yield chunk;
+      chunk = [];
+      bytes = 0;
+    }
+  }
+  if (chunk.length > 0) yield chunk;
+}
+
+/**
+ * The stored form: quarantined content stays in the log (memory.events, sealed there), so the
+ * store never holds a copy a deletion would have to find; `pendingAt` says where it is.
+ */
+function toStored(state: SubjectState): SubjectState {
+  const records: Record<string, RecordState> = {};
+  for (const [id, record] of Object.entries(state.records)) {
+    if (record.pendingContent === undefined) {
+      records[id] = record;
+      continue;
+    }
+    if (record.pendingAt === undefined) throw new Error(`quarantined record ${id} has no log position for its content`);
+    const { pendingContent: _content, ...rest } = record;
+    records[id] = rest;
+  }
+  return { ...state, records };
+}
+
+function fromStored(value: unknown): SubjectState {
+  const state = value as Partial<SubjectState>;
+  if (typeof state.records !== 'object' || state.records === null || typeof state.idempotency !== 'object' || state.idempotency === null) {
+    throw new Error('a stored write-admission state is malformed');
+  }
+  const restored: SubjectState = { records: state.records, idempotency: state.idempotency };
+  if (typeof state.keyGeneration === 'number') restored.keyGeneration = state.keyGeneration;
+  return restored;
+}
