@@ -2,7 +2,7 @@
  * Run by admission.crash.int.spec.ts in a child process: write-admission over the embedded bus
  * file it is given, with a backlog of commands already on the log, so its first transaction
  * covers a large batch. While that transaction is being written — inside the commit, as the
- * reply of command number `killAt` is built — the process kills itself with SIGKILL.
+ * replies up to command number `killAt` are built — the process kills itself with SIGKILL.
  * Usage: node --import tsx admission.crash-child.ts <bus file> <state file> <killAt>
  */
 import { createSqliteBus, type Bus } from '@gm/bus';
@@ -18,20 +18,21 @@ if (file === undefined || stateFile === undefined || killAtText === undefined) {
 const killAt = Number(killAtText);
 const inner = createSqliteBus({ file });
 let built = 0;
-// The bus as write-admission sees it, except that building the killAt-th reply kills the process.
+// The bus as write-admission sees it, except that building the replies that reach the killAt-th kills the process.
 const subscribe: Bus['subscribe'] = (options) =>
-  options.handler === undefined
+  options.batchHandler === undefined
     ? inner.subscribe(options)
     : inner.subscribe({
         ...options,
-        handler: (message, ctx) =>
-          options.handler(message, {
+        batchHandler: (messages, ctx) =>
+          options.batchHandler(messages, {
             ...ctx,
             sendWithPositions: (build) =>
               ctx.sendWithPositions((sent) => {
-                built += 1;
-                if (built === killAt) process.kill(process.pid, 'SIGKILL');
-                return build(sent);
+                const replies = build(sent);
+                built += replies.length;
+                if (built >= killAt) process.kill(process.pid, 'SIGKILL');
+                return replies;
               }),
           }),
       });

@@ -351,7 +351,7 @@ describe('write-admission over the embedded bus', () => {
       bus: fx.bus, metrics, decide: DECIDE, snapshots: snapshots(options), log: createLogger({ name: 'write-admission', level: 'info', destination: logs }),
     });
     const folded = await instance.rebuild();
-    const sub = await fx.bus.subscribe({ groupId: WRITE_ADMISSION_GROUP, topics: [TOPICS.commands], handler: instance.handle });
+    const sub = await fx.bus.subscribe({ groupId: WRITE_ADMISSION_GROUP, topics: [TOPICS.commands], batchHandler: instance.handleBatch });
     return { instance, folded, stop: () => sub.close() };
   };
 

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Bus, ConsumedMessage, LogPosition, ProcessContext } from '@gm/bus';
+import type { Bus, ConsumedMessage, LogPosition, OutgoingMessage, ProcessContext } from '@gm/bus';
 import {
   GovernedMemoryError, Id, MemoryCommand, MemoryEvent, TOPICS, dlqTopic, isGovernedMemoryError, isUnreadableContent, subjectKey,
   type CommandReply, type ServiceHandle,
@@ -137,10 +137,39 @@ export class WriteAdmission {
     return count;
   }
 
-  handle = async (message: ConsumedMessage, ctx: ProcessContext): Promise<void> => {
-    const view = this.view(message.partition);
+  /**
+   * A batch of one partition's commands, decided in order, each on the state its predecessors
+   * left: their events and replies are appended, and the states merged, only with the commit of
+   * the batch's offsets. Sealing the batch's events together lets the key store create the data
+   * keys of all its new records with one append.
+   */
+  handleBatch = async (messages: readonly ConsumedMessage[], ctx: ProcessContext): Promise<void> => {
+    const first = messages[0];
+    if (first === undefined) return;
+    const view = this.view(first.partition);
     // First: whatever fails from here on, the view learns that this attempt will not count.
     ctx.onDiscarded(() => view.discard());
+    const batch: Batch = { ctx, events: 0, replies: [], committed: [] };
+    for (const message of messages) await this.admit(message, view, batch);
+    if (batch.replies.length === 0 && batch.committed.length === 0) return;
+    // Where the batch's events landed, known inside the commit: replies name their own (§9).
+    let landed: readonly LogPosition[] = [];
+    if (batch.replies.length > 0) {
+      ctx.sendWithPositions((sent) => {
+        landed = sent.filter((p) => p.topic === TOPICS.events);
+        return batch.replies.map((reply) => reply(landed));
+      });
+    }
+    ctx.onCommitted(() => {
+      for (const merge of batch.committed) merge(landed);
+    });
+  };
+
+  /** One command on its own: a batch of one (a bus hands write-admission batches). */
+  handle = (message: ConsumedMessage, ctx: ProcessContext): Promise<void> => this.handleBatch([message], ctx);
+
+  private async admit(message: ConsumedMessage, view: PartitionView, batch: Batch): Promise<void> {
+    const { ctx } = batch;
     // Commands and events are co-partitioned: this partition of memory.events holds the
     // whole history of every subject whose commands arrive here.
     const fold = view.mustFold(message.offset);
@@ -165,35 +194,34 @@ export class WriteAdmission {
         if (isUnreadableContent(command.data.content)) throw new GovernedMemoryError('MEM_VALIDATION', 'content uses a reserved value');
       }
       const decision = decide(command, state, this.deps.decide);
-      ctx.send(decision.events.map((e) => ({ topic: TOPICS.events, key, value: e })));
-      // Where the events landed, known inside the commit (the reply is built from it).
-      let landed: readonly LogPosition[] = [];
+      reply = { commandId: command.metadata.commandId, outcome: 'accepted', result: decision.result };
+      for (const e of decision.events) countEvent(metrics, e);
       if (decision.events.length > 0) {
+        ctx.send(decision.events.map((e) => ({ topic: TOPICS.events, key, value: e })));
+        // This command's events among the batch's, in send order.
+        const from = batch.events;
+        batch.events += decision.events.length;
         const next = draftOf(state);
         for (const e of decision.events) evolveDraft(next, e);
         this.pruneWhenGrown(key, next, command.metadata.now);
         const settle = view.stage(key, next);
         const partition = message.partition;
-        ctx.onCommitted(() => {
+        batch.committed.push((landed) => {
           settle();
+          const own = landed.slice(from, from + decision.events.length);
           decision.events.forEach((e, i) => {
-            const at = landed[i];
+            const at = own[i];
             if (at !== undefined) markPendingContent(next, e, at.offset);
           });
           this.states.set(key, partition, next);
-          const last = landed.at(-1);
+          const last = own.at(-1);
           if (last !== undefined) this.states.advance(partition, last.offset + 1);
         });
-      }
-      reply = { commandId: command.metadata.commandId, outcome: 'accepted', result: decision.result };
-      for (const e of decision.events) countEvent(metrics, e);
-      if (decision.events.length > 0) {
         // The reply names where its last event landed, so the API waits for exactly that (§9).
         const accepted = reply;
-        ctx.sendWithPositions((sent) => {
-          landed = sent.filter((p) => p.topic === TOPICS.events);
-          return [{ topic: TOPICS.replies, key: command.metadata.commandId, value: withEventsAt(accepted, landed) }];
-        });
+        batch.replies.push((landed) => ({
+          topic: TOPICS.replies, key: command.metadata.commandId, value: withEventsAt(accepted, landed.slice(from, from + decision.events.length)),
+        }));
         return;
       }
     } catch (err) {
@@ -204,7 +232,7 @@ export class WriteAdmission {
       log.info({ commandId: command.metadata.commandId, type: command.type, code: err.code }, 'command rejected');
     }
     ctx.send([{ topic: TOPICS.replies, key: command.metadata.commandId, value: reply }]);
-  };
+  }
 
   /**
    * Every command leaves an idempotency slot for the window; a subject's slots are pruned
@@ -273,6 +301,15 @@ export class WriteAdmission {
   }
 }
 
+/** What the commands of one batch leave for the commit: replies built from the events' positions, and state merges. */
+interface Batch {
+  ctx: ProcessContext;
+  /** Events sent so far by the batch's commands. */
+  events: number;
+  replies: Array<(landed: readonly LogPosition[]) => OutgoingMessage>;
+  committed: Array<(landed: readonly LogPosition[]) => void>;
+}
+
 function withEventsAt(reply: CommandReply, events: readonly LogPosition[]): CommandReply {
   const last = events.at(-1);
   if (reply.outcome !== 'accepted' || last === undefined) return reply;
@@ -309,7 +346,7 @@ export async function startWriteAdmission(deps: WriteAdmissionDeps): Promise<Ser
   const admission = new WriteAdmission(deps);
   const events = await admission.rebuild();
   deps.log.info({ events, held: admission.heldEntries }, 'write-admission state rebuilt from the snapshots and memory.events');
-  const sub = await deps.bus.subscribe({ groupId: WRITE_ADMISSION_GROUP, topics: [TOPICS.commands], handler: admission.handle });
+  const sub = await deps.bus.subscribe({ groupId: WRITE_ADMISSION_GROUP, topics: [TOPICS.commands], batchHandler: admission.handleBatch });
   let flushing: Promise<void> | undefined;
   const timer = setInterval(() => {
     // A store outage only delays the snapshots: the log stays the truth, and the next flush retries.

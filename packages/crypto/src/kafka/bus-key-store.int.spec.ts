@@ -114,6 +114,38 @@ describe('keyring over memory.keys on Kafka', () => {
     for (const [i, aad] of aads.entries()) expect(await restarted.decrypt(envs[i] as Envelope, aad)).toBe(`content ${aad.recordId}`);
   });
 
+  it('creates the data keys of records sealed together with one catch-up and one produce per partition, readable by another service', async () => {
+    const h = await open();
+    // The store over a bus that counts the round trips creating keys costs.
+    const counts = { produce: 0, endOffsets: 0 };
+    const inner = createKafkaBus({ brokers: brokers(), clientId: 'gm-crypto-spec', topicPrefix: h.topicPrefix, transactionalIdPrefix: h.topicPrefix });
+    onTestFinished(() => inner.close());
+    const counted = new Proxy(inner, {
+      get: (target, prop, receiver) => {
+        if (prop === 'produce') return (messages: Parameters<Bus['produce']>[0]) => ((counts.produce += 1), target.produce(messages));
+        if (prop === 'endOffsets') return (topic: string) => ((counts.endOffsets += 1), target.endOffsets(topic));
+        const value: unknown = Reflect.get(target, prop, receiver);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const store = await openBusKeyStore({ bus: counted, partitions: 2 });
+    onTestFinished(() => store.close());
+    const keyring = await openKeyring({ masterKeys: keys, store });
+    onTestFinished(() => keyring.close());
+    // The subject's KEK first, so that what follows creates data keys only.
+    await keyring.encrypt('first', { tenantId: 't1', subjectId: 'alice', recordId: 'r0', version: 1 });
+    counts.produce = 0;
+    counts.endOffsets = 0;
+    const aads = Array.from({ length: 20 }, (_, i) => ({ tenantId: 't1', subjectId: 'alice', recordId: `r${i + 1}`, version: 1 }));
+    const envs = await Promise.all(aads.map((aad) => keyring.encrypt(`note ${aad.recordId}`, aad)));
+    // One catch-up for all the misses; one produce per partition of memory.keys (2 here), not one per key.
+    expect(counts.endOffsets).toBe(1);
+    expect(counts.produce).toBeLessThanOrEqual(2);
+    const reader = await openKeyring({ masterKeys: keys, store: await h.open() });
+    onTestFinished(() => reader.close());
+    for (const [i, aad] of aads.entries()) expect(await reader.decrypt(envs[i] as Envelope, aad)).toBe(`note ${aad.recordId}`);
+  });
+
   it('writes a destroyed marker as the newest record of a destroyed key, on a compacted topic', async () => {
     const h = await open();
     const keyring = await openKeyring({ masterKeys: keys, store: h.store });

@@ -55,6 +55,13 @@ interface CatchUp {
   resolve: () => void;
 }
 
+interface QueuedAppend {
+  keyId: string;
+  record: KeyRecord;
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
 class BusKeyStore implements KeyStore {
   private readonly keys = new Map<string, KeyLookup & { status: 'present' | 'destroyed' }>();
   /** Next offset to fold, per partition. */
@@ -63,6 +70,10 @@ class BusKeyStore implements KeyStore {
   private subscription: Subscription | undefined;
   private closed = false;
   private readonly listeners = new Listeners();
+  /** The catch-up the misses of this turn of the event loop share (see `get`). */
+  private sharedSync: Promise<void> | undefined;
+  /** Records to append with the next produce (see `append`). */
+  private queued: QueuedAppend[] = [];
 
   constructor(private readonly options: BusKeyStoreOptions) {}
 
@@ -136,13 +147,50 @@ class BusKeyStore implements KeyStore {
    * log, and the follower applies it again, in log order, when it gets there (the same value
    * changes nothing; a tombstone already before it in the log still wins, for good). Waiting for
    * the follower would add a fetch per created key on the write path.
+   *
+   * The appends asked for in one turn of the event loop go out together, one produce per
+   * partition of memory.keys: write-admission seals a batch's events together, so the data keys
+   * of all its new records are created in one round trip, not one each.
    */
-  private async append(keyId: string, record: KeyRecord): Promise<void> {
-    const [position] = await this.options.bus.produce([{ topic: KEYS_TOPIC, key: keyId, value: record }]);
-    if (position === undefined) throw new GovernedMemoryError('MEM_INTERNAL', 'bus returned no position for a produced key record');
-    this.apply({ ...position, key: keyId, value: record, headers: {}, timestamp: Date.now() });
-    // Nothing else was appended in between: a lookup need not wait for the follower to fetch it back.
-    if ((this.next[position.partition] ?? 0) === position.offset) this.next[position.partition] = position.offset + 1;
+  private append(keyId: string, record: KeyRecord): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.queued.push({ keyId, record, resolve, reject });
+      if (this.queued.length === 1) setImmediate(() => void this.appendQueued());
+    });
+  }
+
+  private async appendQueued(): Promise<void> {
+    const queued = this.queued;
+    this.queued = [];
+    // One produce per partition, in parallel: a produce spanning partitions is a transaction on
+    // Kafka, whose commit marker takes an offset no consumer ever sees, so a lookup's catch-up
+    // to the end offsets would wait for a record that never comes.
+    const byPartition = new Map<number, QueuedAppend[]>();
+    for (const q of queued) {
+      const partition = this.options.bus.partitionFor(KEYS_TOPIC, q.keyId);
+      const group = byPartition.get(partition);
+      if (group === undefined) byPartition.set(partition, [q]);
+      else group.push(q);
+    }
+    await Promise.all([...byPartition.values()].map((group) => this.appendGroup(group)));
+  }
+
+  private async appendGroup(group: QueuedAppend[]): Promise<void> {
+    try {
+      const positions = await this.options.bus.produce(group.map(({ keyId, record }) => ({ topic: KEYS_TOPIC, key: keyId, value: record })));
+      if (positions.length !== group.length) throw new GovernedMemoryError('MEM_INTERNAL', 'bus returned no position for a produced key record');
+      group.forEach(({ keyId, record }, i) => {
+        const position = positions[i];
+        if (position === undefined) return;
+        this.apply({ ...position, key: keyId, value: record, headers: {}, timestamp: Date.now() });
+        // Nothing else was appended in between: a lookup need not wait for the follower to fetch it back.
+        if ((this.next[position.partition] ?? 0) === position.offset) this.next[position.partition] = position.offset + 1;
+      });
+    } catch (err) {
+      for (const { reject } of group) reject(err);
+      return;
+    }
+    for (const { resolve } of group) resolve();
   }
 
   async put(keyId: string, wrapped: WrappedKey): Promise<void> {
@@ -161,8 +209,16 @@ class BusKeyStore implements KeyStore {
 
   async get(keyId: string): Promise<KeyLookup> {
     this.ensureOpen();
-    // A miss may be a key another instance wrote that the follower has not folded yet: catch up once.
-    if (!this.keys.has(keyId)) await this.sync();
+    // A miss may be a key another instance wrote that the follower has not folded yet: catch up
+    // once. The misses of one turn of the event loop (a batch's new records) share that catch-up;
+    // its end offsets are read after all of them, so none misses a key written before it asked.
+    if (!this.keys.has(keyId)) {
+      this.sharedSync ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
+        this.sharedSync = undefined;
+        return this.sync();
+      });
+      await this.sharedSync;
+    }
     return this.keys.get(keyId) ?? { status: 'missing' };
   }
 
