@@ -1,4 +1,4 @@
-import type { KeyValueStore } from '../port.ts';
+import type { KeyValueStore, KvWrite } from '../port.ts';
 import type { KeySpace } from './keys.ts';
 
 /**
@@ -11,10 +11,17 @@ export class RetrievalCache {
 
   get = (key: string) => this.kv.get(this.keys.cache(key));
 
+  /**
+   * One round trip (SQLite: one transaction). The indexes go first: a pipeline cut short on
+   * Redis then leaves an index entry for nothing (`holding` checks the entry exists), never an
+   * entry that a deletion could not find.
+   */
   async set(key: string, value: string, tenantId: string, recordIds: string[], ttlMs: number): Promise<void> {
-    await this.kv.set(this.keys.cache(key), value, { ttlMs });
-    for (const id of recordIds) await this.kv.sadd(this.keys.cachesOf(tenantId, id), [key]);
-    await this.kv.sadd(this.keys.cachesOfTenant(tenantId), [key]);
+    await this.kv.pipeline([
+      ...recordIds.map((id): KvWrite => ({ op: 'sadd', key: this.keys.cachesOf(tenantId, id), members: [key] })),
+      { op: 'sadd', key: this.keys.cachesOfTenant(tenantId), members: [key] },
+      { op: 'set', key: this.keys.cache(key), value, ttlMs },
+    ]);
   }
 
   /**

@@ -1,6 +1,6 @@
 import { EvidencePacket } from '@gm/contracts';
 import { z } from 'zod';
-import type { KeyValueStore } from '../port.ts';
+import type { KeyValueStore, KvWrite } from '../port.ts';
 import type { KeySpace } from './keys.ts';
 
 export const StoredPacket = z.object({
@@ -20,11 +20,12 @@ export class PacketStore {
     private readonly nowMs: () => number,
   ) {}
 
+  /** One round trip; the per-record indexes first, for the reason `RetrievalCache.set` gives. */
   async put(stored: StoredPacket, ttlMs: number): Promise<void> {
-    await this.kv.set(this.keys.packet(stored.packet.packetId), JSON.stringify(stored), { ttlMs });
-    for (const item of stored.packet.items) {
-      await this.kv.sadd(this.keys.packetsOf(stored.tenantId, item.recordId), [stored.packet.packetId]);
-    }
+    await this.kv.pipeline([
+      ...stored.packet.items.map((item): KvWrite => ({ op: 'sadd', key: this.keys.packetsOf(stored.tenantId, item.recordId), members: [stored.packet.packetId] })),
+      { op: 'set', key: this.keys.packet(stored.packet.packetId), value: JSON.stringify(stored), ttlMs },
+    ]);
   }
 
   async get(packetId: string): Promise<StoredPacket | null> {
