@@ -82,14 +82,20 @@ export async function rankedResults(
   if (partitions.length === 0) return { policyRevision, ranked: [] };
   const generation = await deps.state.generations.current(claims.tenant);
   const cacheKey = createHash('sha256')
-    .update(JSON.stringify([claims.tenant, partitions, claims.purpose, request.query, request.subjectId ?? null, request.kinds ?? null, request.limit, policyRevision, generation]))
+    .update(JSON.stringify([
+      claims.tenant, partitions, claims.purpose, request.query, request.subjectId ?? null, request.kinds ?? null, request.limit, request.tokenBudget,
+      policyRevision, generation,
+    ]))
     .digest('hex');
   const cached = await deps.state.cache.get(cacheKey);
   cache.onLookup?.(cached !== null);
   if (cached === null) {
     const ranked = await searchIndex(deps, claims, partitions, request, now);
     if (cache.fill) {
-      await deps.state.cache.set(cacheKey, JSON.stringify(ranked), claims.tenant, ranked.map((r) => r.recordId), deps.cacheTtlMs ?? 0);
+      // Only what this request is served: the entry holds (and indexes, for deletions to find)
+      // at most `limit` excerpts instead of every candidate, and a hit serves what the miss did.
+      const served = servedOf(ranked, request);
+      await deps.state.cache.set(cacheKey, JSON.stringify(served), claims.tenant, served.map((r) => r.recordId), deps.cacheTtlMs ?? 0);
     }
     return { policyRevision, ranked };
   }
@@ -106,7 +112,7 @@ export async function search(deps: RetrievalDeps, claims: CapabilityClaims, requ
   const { policyRevision, ranked } = await rankedResults(deps, claims, request, now, {
     fill: true, onLookup: (hit) => deps.metrics.cacheHits.inc({ result: hit ? 'hit' : 'miss' }),
   });
-  const items = fitToBudget(ranked, request.tokenBudget, request.limit, (i) => estimateTokens(i.excerpt));
+  const items = servedOf(ranked, request);
   const packet: EvidencePacket = {
     packetId: ulid(now.getTime()),
     runId: claims.run,
@@ -119,6 +125,10 @@ export async function search(deps: RetrievalDeps, claims: CapabilityClaims, requ
   deps.metrics.itemsReturned.observe(items.length);
   return packet;
 }
+
+/** What a search request is served of the ranked results: the best that fit its token budget, at most `limit`. */
+const servedOf = (ranked: Ranked[], request: SearchRequest): Ranked[] =>
+  fitToBudget(ranked, request.tokenBudget, request.limit, (i) => estimateTokens(i.excerpt));
 
 async function searchIndex(deps: ReadPathDeps, claims: CapabilityClaims, partitions: string[], request: SearchRequest, now: Date): Promise<Ranked[]> {
   const hits = await deps.index.search({

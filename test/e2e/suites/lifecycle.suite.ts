@@ -131,6 +131,19 @@ export const lifecycleSuite = (start: StartRuntime) => describe('memory lifecycl
     expect(await search('heron warehouse', { tokenBudget: 40 })).toEqual(['b-top', 'b-low']);
   });
 
+  it('caches only what a search served: a repeat is served the same items, and no cache entry holds an excerpt it did not serve', async () => {
+    const ids = ['p-1', 'p-2', 'p-3', 'p-4', 'p-5', 'p-6'];
+    for (const [n, id] of ids.entries()) {
+      const res = await rt.api('POST', '/v1/memories', { token: writer, body: memory({ id, subjectId: 'cust-p', content: `Plover estuary survey note ${n}`, confidence: 1 - n / 10 }) });
+      expect(res.status).toBe(201);
+    }
+    const first = await search('plover estuary', { limit: 2 });
+    expect(first).toHaveLength(2);
+    expect(await search('plover estuary', { limit: 2 })).toEqual(first);
+    expect(await rt.state.cache.holding('acme', first)).not.toEqual([]);
+    expect(await rt.state.cache.holding('acme', ids.filter((id) => !first.includes(id)))).toEqual([]);
+  });
+
   it('does not return expired memories, and the scheduler records the expiry as an event', async () => {
     const expiresAt = new Date(rt.now() + 3_000).toISOString();
     await rt.api('POST', '/v1/memories', { token: writer, body: memory({ id: 'exp-1', subjectId: 'cust-e', content: 'Egret promo code valid this minute', expiresAt }) });
