@@ -98,9 +98,10 @@ export const SUMMARY_BUILDER_GROUP = 'summary-builder';
 const INDEX_WAIT_MS = 5_000;
 /**
  * Summaries lag writes by up to this much more, so that under load a batch holds many events
- * and each scope is rebuilt once for all of them (a rebuild reads the whole subject).
+ * and each scope is rebuilt once for all of them (a rebuild reads the whole subject). 100 ms
+ * left rebuilds at a quarter of the embedded runtime's CPU under 8 writers (docs/pipeline.md).
  */
-const SUMMARY_LINGER_MS = 100;
+const SUMMARY_LINGER_MS = 500;
 
 /**
  * Summaries (issue 5) in a consumer group of their own, one step behind the index-builder:
