@@ -91,6 +91,8 @@ export class WriteAdmission {
     // One draft per subject held in memory: its maps change in place (evolveDraft), instead of
     // a copy of every map per event. Subjects not in memory only get the events deferred.
     const drafts = new Map<string, SubjectState>();
+    /** Per draft, the offset below which its events are in it already (a state stored ahead of the checkpoint). */
+    const foldedBelow = new Map<string, number>();
     let folded = 0;
     let count = 0;
     let newest = '';
@@ -102,6 +104,7 @@ export class WriteAdmission {
         this.states.set(key, partition, draft);
       }
       drafts.clear();
+      foldedBelow.clear();
       folded = 0;
       this.states.advance(partition, next);
     };
@@ -116,11 +119,14 @@ export class WriteAdmission {
       let draft = drafts.get(key);
       if (draft === undefined) {
         const held = this.states.get(key);
-        if (held !== undefined) drafts.set(key, (draft = draftOf(held)));
+        if (held !== undefined) {
+          drafts.set(key, (draft = draftOf(held)));
+          foldedBelow.set(key, this.states.foldedBelow(key));
+        }
       }
       if (draft === undefined) {
         this.states.defer(key, partition, event, message.offset);
-      } else {
+      } else if (message.offset >= (foldedBelow.get(key) ?? 0)) {
         evolveDraft(draft, event);
         markPendingContent(draft, event, message.offset);
         folded += 1;

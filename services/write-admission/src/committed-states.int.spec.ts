@@ -1,8 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { MemoryEvent } from '@gm/contracts';
+import { MemoryCommand, type MemoryEvent } from '@gm/contracts';
 import { DEFAULT_TTL_POLICY, decide, evolve, initialState, type SubjectState } from '@gm/domain';
 import { StateStore, type KeyValueStore } from '@gm/state-store';
-import { openEmbeddedFixture, writeMemoryCommand, type EmbeddedFixture } from '../../../packages/testing/src/embedded-fixture.ts';
+import { TEST_WRITER, openEmbeddedFixture, writeMemoryCommand, type EmbeddedFixture } from '../../../packages/testing/src/embedded-fixture.ts';
 import { CommittedStates } from './committed-states.ts';
 
 /** A subject state with `records` active records, all at `version`. */
@@ -158,6 +158,29 @@ describe('write-admission committed states over the snapshot store', () => {
       expect(Object.keys((await fresh.load(`acme/${subject}`, 0)).records)).toEqual(['rec-0']);
     }
     expect(Object.keys((await fresh.load('acme/cust-d', 0)).records)).toHaveLength(5);
+  });
+
+  it('never folds again what a state stored past the checkpoint already has', async () => {
+    const store = new StateStore(fx.kv, 'gm:').admission;
+    // A forget as logs before keyGeneration was recorded carry it: folding it twice would skip a generation.
+    const [forget] = decide(MemoryCommand.parse({
+      type: 'ForgetSubject', data: { jobId: 'job-1' },
+      metadata: { commandId: 'cmd-f', tenantId: 'acme', subjectId: 'cust-f', now: fx.clock.iso(), actor: TEST_WRITER, policyRevision: 1 },
+    }), initialState(), { ttl: DEFAULT_TTL_POLICY, idempotencyWindowMs: 3_600_000 }).events;
+    if (forget?.type !== 'SubjectForgotten') throw new Error('no SubjectForgotten event');
+    const { keyGeneration: _recorded, ...legacy } = forget.data;
+    const event: MemoryEvent = { ...forget, data: legacy };
+    const folded = evolve(initialState(), event);
+    expect(folded.keyGeneration).toBe(2);
+    // Stored through offset 8 (the forget is at 7), while the checkpoint stayed at 5.
+    await store.saveStates(8, [{ key: 'acme/cust-f', state: folded }]);
+    await store.saveCheckpoint(0, 5);
+
+    const restarted = open();
+    expect(await restarted.startPoint(0)).toBe(5);
+    restarted.defer('acme/cust-f', 0, event, 7);
+    restarted.advance(0, 8);
+    expect((await restarted.load('acme/cust-f', 0)).keyGeneration).toBe(2);
   });
 
   it('stores no quarantined content: only where it lies in the log', async () => {

@@ -19,6 +19,12 @@ interface Entry {
   partition: number;
   /** Records plus idempotency slots, measured when the state was last loaded or stored. */
   size: number;
+  /**
+   * The stored version the state was loaded at (0: not loaded from the store). A stored state
+   * may be ahead of the checkpoint (stored after it, by this or another owner): its events
+   * below this offset are folded in already and must not be folded again.
+   */
+  loadedAt: number;
 }
 
 /** Events of a subject not in memory, past its stored state: folded in when it is loaded. */
@@ -98,6 +104,11 @@ export class CommittedStates {
     return entry.state;
   }
 
+  /** Events of this subject below this offset are in its state already (see Entry.loadedAt). */
+  foldedBelow(key: string): number {
+    return this.entries.get(key)?.loadedAt ?? 0;
+  }
+
   /** An event of a subject not in memory: folded in when the subject is loaded. */
   defer(key: string, partition: number, event: MemoryEvent, offset: number): void {
     let tail = this.deferred.get(key);
@@ -151,12 +162,14 @@ export class CommittedStates {
       const value = stored[i];
       let state = value === undefined ? initialState() : fromStored(value.state);
       const size = sizeOf(state);
-      this.entries.set(key, { state, partition, size });
+      const loadedAt = value?.version ?? 0;
+      this.entries.set(key, { state, partition, size, loadedAt });
       this.total += size;
       const tail = this.deferred.get(key);
       if (tail !== undefined) {
         state = draftOf(state);
         for (const { event, offset } of tail.events) {
+          if (offset < loadedAt) continue;
           evolveDraft(state, event);
           markPendingContent(state, event, offset);
         }
@@ -172,7 +185,7 @@ export class CommittedStates {
   set(key: string, partition: number, state: SubjectState): void {
     const entry = this.entries.get(key);
     if (entry === undefined) {
-      this.entries.set(key, { state, partition, size: 0 });
+      this.entries.set(key, { state, partition, size: 0, loadedAt: 0 });
     } else {
       entry.state = state;
       entry.partition = partition;
@@ -205,7 +218,7 @@ export class CommittedStates {
       do {
         const deferred = [...this.deferred].filter(([, tail]) => tail.partition === partition).slice(0, MATERIALIZE_CHUNK);
         if (deferred.length > 0) await this.loadMany(deferred.map(([key]) => key), partition);
-        await this.storeDirty(partition, version);
+        await this.storeDirty(partition);
         this.evict();
         rounds += 1;
       } while ((all || rounds < MATERIALIZE_ROUNDS) && this.hasDeferred(partition));
@@ -227,11 +240,13 @@ export class CommittedStates {
     return false;
   }
 
-  /** Stores the partition's changed states, each as folded through at least `version`. */
-  private async storeDirty(partition: number, version: number): Promise<void> {
+  /** Stores the partition's changed states. */
+  private async storeDirty(partition: number): Promise<void> {
     const keys = this.dirty.get(partition);
     if (keys === undefined || keys.size === 0) return;
-    // Taken in this turn: changes from here on mark their subjects dirty again, in a new set.
+    // Taken in this turn: each state has exactly the events below `version` (held states move
+    // together with `covered`); changes from here on mark their subjects dirty again.
+    const version = this.covered.get(partition) ?? 0;
     this.dirty.delete(partition);
     const taken = [...keys].flatMap((key) => {
       const entry = this.entries.get(key);
