@@ -18,6 +18,7 @@ import { randomBytes } from 'node:crypto';
 import { createKafkaBus } from '@gm/bus';
 import { TOPICS } from '@gm/contracts';
 import { startStack } from '@gm/distributed';
+import { sweepNamespace } from './cleanup.ts';
 import { resolveEngines } from './engines.ts';
 import { issueToken, writeBody } from './http-probe.ts';
 import { lanes, progress, summarize } from './stats.ts';
@@ -87,4 +88,5 @@ try {
 } finally {
   await stack.stop();
   rmSync(dataDir, { recursive: true, force: true });
+  progress(`stages: cleanup ${(await sweepNamespace(engines, namespace)).join('; ')}`);
 }

@@ -9,6 +9,7 @@ import { TOPICS } from '@gm/contracts';
 import { loadMasterKeys, openBusKeyStore, openContentCrypto } from '@gm/crypto';
 import { RECORD_PROJECTION_PREFIXES } from '@gm/embedded';
 import { DistributedEnv, WithElasticsearch, WithRedis, openIndex, openState, openSummaries } from '@gm/service-kit';
+import { sweepNamespace } from '../../bench/cleanup.ts';
 import { apiClient, capabilityIssuer, type TestRuntime } from '../e2e/harness.ts';
 
 /** The groups that fold memory.events into the record projections, the index and the summaries. */
@@ -143,6 +144,13 @@ export async function startDistributedTestRuntime(env: Record<string, string> = 
       await stack.stop();
       await Promise.all([state.kv.close(), index.close(), summaries.close()]);
       rmSync(dataDir, { recursive: true, force: true });
+      // The namespace's topics, indices and keys: runs must not leave the shared engines fuller
+      // (1,440 leftover topics had made this machine's broker and every later bench slower).
+      const notes = await sweepNamespace(
+        { kafkaBrokers: engineEnv.KAFKA_BROKERS.join(','), redisUrl: engineEnv.REDIS_URL, elasticsearchUrl: engineEnv.ELASTICSEARCH_URL }, namespace,
+      );
+      const failed = notes.filter((note) => note.includes('FAILED'));
+      if (failed.length > 0) process.stderr.write(`distributed e2e: cleanup of namespace ${namespace} incomplete: ${failed.join('; ')}\n`);
     },
   };
 }
