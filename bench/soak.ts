@@ -123,10 +123,13 @@ const rssAtStart = new Map([...target.pids()].map(([name, pid]) => [name, rssMb(
 progress(`soak: ${values.runtime}, ${concurrency} writers, a search every ${searchEvery} writes, ${recordCount} records, ${minutes} min; RSS at start ${fmtRss(rssAtStart)}`);
 // Capabilities live at most 15 minutes: a fresh one every 10, as an agent would refresh it.
 let token = await issueToken(target, 'soak-tenant');
+// The refresh in flight: awaited before the runtime stops (one due at the very end used to be
+// cut off by the stop and counted as an error of the runtime).
+let refreshing: Promise<void> = Promise.resolve();
 const refresher = setInterval(() => {
-  issueToken(target, 'soak-tenant').then(
-    (t) => (token = t),
-    (err: unknown) => fail(`capability refresh failed: ${err instanceof Error ? err.message : String(err)}`),
+  refreshing = issueToken(target, 'soak-tenant').then(
+    (t) => void (token = t),
+    (err: unknown) => void fail(`capability refresh failed: ${err instanceof Error ? err.message : String(err)}`),
   );
 }, 10 * 60_000);
 
@@ -188,6 +191,7 @@ const ticker = setInterval(() => {
 await Promise.all(Array.from({ length: concurrency }, (_, lane) => writer(lane)));
 clearInterval(ticker);
 clearInterval(refresher);
+await refreshing;
 const wallS = (performance.now() - started) / 1000;
 const rssAtEnd = new Map([...target.pids()].map(([name, pid]) => [name, rssMb(pid)]));
 await target.stop();
