@@ -149,6 +149,14 @@ describe('index-builder: summaries kept in step with the active records', () => 
     const summary = await support(original.partition);
     expect(summary?.text).not.toContain('Lisbon');
     expect(summary?.derivedFrom.map((d) => d.recordId)).toEqual(['f1', 'f3']);
+
+    // A later rebuild (another write of the subject) keeps the copy out as well: the record
+    // hash says f2 is being deleted, and its content hash goes with it.
+    await project(history([...facts, deleteMemory(after(T0, DAY), { id: 'f2', jobId: 'job-1' })]).slice(3));
+    await apply(history([write(after(T0, DAY + HOUR), { id: 'f4', visibility: 'team', content: 'Ada owns a cat.', contentHash: sha256Hex('Ada owns a cat.') })]));
+    const later = await support(original.partition);
+    expect(later?.text).not.toContain('Lisbon');
+    expect(later?.derivedFrom.map((d) => d.recordId)).toEqual(['f1', 'f3', 'f4']);
   });
 
   it('never summarises a quarantined record; its promotion brings it in', async () => {

@@ -42,7 +42,7 @@ export async function rebuildSummaries(
   for (const { partition, subjectId } of unique.values()) {
     const ids = new Set(exclude.ids);
     const hashes = new Set(exclude.contentHashes);
-    const known = await deps.state.records.getMany(tenantId, await deps.state.records.idsOfSubject(tenantId, subjectId));
+    const known = await deps.state.records.statusesOf(tenantId, await deps.state.records.idsOfSubject(tenantId, subjectId));
     for (const meta of known.values()) {
       if (!DELETED.has(meta.status)) continue;
       ids.add(meta.id);

@@ -1,4 +1,5 @@
 import { RecordMeta } from '@gm/contracts';
+import { z } from 'zod';
 import type { KeyValueStore, KvWrite } from '../port.ts';
 import type { KeySpace } from './keys.ts';
 
@@ -6,6 +7,14 @@ import type { KeySpace } from './keys.ts';
  * The record hash (§4): metadata only, never content. Version-guarded so a redelivered old
  * event never rolls a record back. Also maintains the per-subject and quarantine indexes.
  */
+/**
+ * The three fields a summary rebuild needs of every record of its subject; parsing only these
+ * (the rest of the stored JSON is ignored) costs a fraction of a full RecordMeta parse, which
+ * was a fifth of the embedded runtime's CPU under updates to 400-record subjects.
+ */
+const RecordStatusOf = z.object({ id: RecordMeta.shape.id, status: RecordMeta.shape.status, contentHash: RecordMeta.shape.contentHash });
+export type RecordStatusOf = z.infer<typeof RecordStatusOf>;
+
 export class RecordHash {
   constructor(private readonly kv: KeyValueStore, private readonly keys: KeySpace) {}
 
@@ -49,6 +58,19 @@ export class RecordHash {
   async get(tenantId: string, id: string): Promise<RecordMeta | null> {
     const raw = await this.kv.get(this.keys.record(tenantId, id));
     return raw === null ? null : RecordMeta.parse(JSON.parse(raw));
+  }
+
+  /** Status and content hash of each of these records that exists (see RecordStatusOf). */
+  async statusesOf(tenantId: string, ids: string[]): Promise<Map<string, RecordStatusOf>> {
+    if (ids.length === 0) return new Map();
+    const raws = await this.kv.mget(ids.map((id) => this.keys.record(tenantId, id)));
+    const out = new Map<string, RecordStatusOf>();
+    for (const raw of raws) {
+      if (raw === null) continue;
+      const record = RecordStatusOf.parse(JSON.parse(raw));
+      out.set(record.id, record);
+    }
+    return out;
   }
 
   async getMany(tenantId: string, ids: string[]): Promise<Map<string, RecordMeta>> {
