@@ -166,11 +166,17 @@ class BusKeyStore implements KeyStore {
     // Kafka, whose commit marker takes an offset no consumer ever sees, so a lookup's catch-up
     // to the end offsets would wait for a record that never comes.
     const byPartition = new Map<number, QueuedAppend[]>();
-    for (const q of queued) {
-      const partition = this.options.bus.partitionFor(KEYS_TOPIC, q.keyId);
-      const group = byPartition.get(partition);
-      if (group === undefined) byPartition.set(partition, [q]);
-      else group.push(q);
+    try {
+      for (const q of queued) {
+        const partition = this.options.bus.partitionFor(KEYS_TOPIC, q.keyId);
+        const group = byPartition.get(partition);
+        if (group === undefined) byPartition.set(partition, [q]);
+        else group.push(q);
+      }
+    } catch (err) {
+      // Every caller hears of it; none is left waiting.
+      for (const { reject } of queued) reject(err);
+      return;
     }
     await Promise.all([...byPartition.values()].map((group) => this.appendGroup(group)));
   }
