@@ -6,6 +6,7 @@ import {
 } from '@gm/contracts';
 import { decide, draftOf, evolveDraft, pruneIdempotency, type DecideContext, type SubjectState } from '@gm/domain';
 import type { Logger, Metrics } from '@gm/observability';
+import { periodic } from '@gm/service-kit';
 import type { AdmissionSnapshots } from '@gm/state-store';
 import { CommittedStates, markPendingContent } from './committed-states.ts';
 import { PartitionView } from './partition-view.ts';
@@ -52,17 +53,7 @@ export class WriteAdmission {
   async rebuild(): Promise<number> {
     let count = 0;
     const ends = await this.deps.bus.endOffsets(TOPICS.events);
-    for (let p = 0; p < ends.length; p += 1) {
-      const checkpoint = await this.deps.snapshots.store.checkpoint(p);
-      // Offsets only grow, so a checkpoint past the end belongs to another log (a recreated
-      // topic beside a kept store): folding from it would skip that log's events.
-      if (checkpoint > (ends[p] ?? 0)) {
-        throw new Error(
-          `write-admission: the stored checkpoint of memory.events partition ${p} (${checkpoint}) is past the partition's end (${ends[p] ?? 0}): the state store belongs to another log; clear its admission keys (adm:*, adm-at:*)`,
-        );
-      }
-      count += await this.catchUp(p);
-    }
+    for (let p = 0; p < ends.length; p += 1) count += await this.catchUp(p, ends[p] ?? 0);
     return count;
   }
 
@@ -84,8 +75,8 @@ export class WriteAdmission {
    * into the committed states. Commands and events are co-partitioned: this partition of
    * memory.events holds the whole history of every subject whose commands arrive here.
    */
-  private async catchUp(partition: number): Promise<number> {
-    let next = await this.states.startPoint(partition);
+  private async catchUp(partition: number, end?: number): Promise<number> {
+    let next = await this.states.startPoint(partition, end);
     const { maxEntries } = this.deps.snapshots;
     const window = this.deps.decide.idempotencyWindowMs;
     // One draft per subject held in memory: its maps change in place (evolveDraft), instead of
@@ -157,15 +148,14 @@ export class WriteAdmission {
     ctx.onDiscarded(() => view.discard());
     const batch: Batch = { ctx, events: 0, replies: [], committed: [] };
     for (const message of messages) await this.admit(message, view, batch);
-    if (batch.replies.length === 0 && batch.committed.length === 0) return;
+    // Only commands that appended events leave a reply and a merge for the commit.
+    if (batch.replies.length === 0) return;
     // Where the batch's events landed, known inside the commit: replies name their own (§9).
     let landed: readonly LogPosition[] = [];
-    if (batch.replies.length > 0) {
-      ctx.sendWithPositions((sent) => {
-        landed = sent.filter((p) => p.topic === TOPICS.events);
-        return batch.replies.map((reply) => reply(landed));
-      });
-    }
+    ctx.sendWithPositions((sent) => {
+      landed = sent.filter((p) => p.topic === TOPICS.events);
+      return batch.replies.map((reply) => reply(landed));
+    });
     ctx.onCommitted(() => {
       for (const merge of batch.committed) merge(landed);
     });
@@ -353,19 +343,12 @@ export async function startWriteAdmission(deps: WriteAdmissionDeps): Promise<Ser
   const events = await admission.rebuild();
   deps.log.info({ events, held: admission.heldEntries }, 'write-admission state rebuilt from the snapshots and memory.events');
   const sub = await deps.bus.subscribe({ groupId: WRITE_ADMISSION_GROUP, topics: [TOPICS.commands], batchHandler: admission.handleBatch });
-  let flushing: Promise<void> | undefined;
-  const timer = setInterval(() => {
-    // A store outage only delays the snapshots: the log stays the truth, and the next flush retries.
-    flushing ??= admission.flush()
-      .catch((err: unknown) => deps.log.warn({ err }, 'write-admission snapshot failed'))
-      .finally(() => { flushing = undefined; });
-  }, deps.snapshots.intervalMs);
-  timer.unref();
+  // A store outage only delays the snapshots: the log stays the truth, and the next flush retries.
+  const snapshots = periodic(deps.snapshots.intervalMs, () => admission.flush(), deps.log, 'write-admission snapshot');
   return {
     close: async () => {
-      clearInterval(timer);
+      await snapshots.close();
       await sub.close();
-      await flushing;
       // A clean stop stores everything: the next start folds nothing.
       await admission.flush({ all: true }).catch((err: unknown) => deps.log.warn({ err }, 'write-admission snapshot at stop failed'));
     },

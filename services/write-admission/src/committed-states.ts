@@ -27,11 +27,8 @@ interface Entry {
   loadedAt: number;
 }
 
-/** Events of a subject not in memory, past its stored state: folded in when it is loaded. */
-interface Deferred {
-  partition: number;
-  events: Array<{ event: MemoryEvent; offset: number }>;
-}
+/** Events of a subject not in memory, past its stored state, in log order: folded in when it is loaded. */
+type Deferred = Array<{ event: MemoryEvent; offset: number }>;
 
 /** Serialised states per pipeline of a flush: about this many bytes of JSON. */
 const FLUSH_CHUNK_BYTES = 4 * 2 ** 20;
@@ -58,7 +55,8 @@ const MATERIALIZE_ROUNDS = 4;
 export class CommittedStates {
   /** In least-recently-used order, oldest first. */
   private readonly entries = new Map<string, Entry>();
-  private readonly deferred = new Map<string, Deferred>();
+  /** Per partition, per subject. */
+  private readonly deferred = new Map<number, Map<string, Deferred>>();
   private deferredEvents = 0;
   /** Loads in flight: a second load of the same subject waits for the first (it takes the deferred events). */
   private readonly loading = new Map<string, Promise<SubjectState>>();
@@ -81,14 +79,22 @@ export class CommittedStates {
    * store's checkpoint is further (another owner ran the partition and stored its states, or
    * this is a fresh start), what this instance holds of the partition may be stale, and the
    * store is complete below its checkpoint: the partition's subjects are dropped from memory
-   * and the fold starts there.
+   * and the fold starts there. Offsets only grow, so a checkpoint past the partition's `end`
+   * belongs to another log (a recreated topic beside a kept store): folding from it would skip
+   * that log's events, so it is refused (checked where the end is known: at start).
    */
-  async startPoint(partition: number): Promise<number> {
+  async startPoint(partition: number, end = Number.POSITIVE_INFINITY): Promise<number> {
     const stored = await this.options.store.checkpoint(partition);
+    if (stored > end) {
+      throw new Error(
+        `write-admission: the stored checkpoint of memory.events partition ${partition} (${stored}) is past the partition's end (${end}): the state store belongs to another log; clear its admission keys (adm:*, adm-at:*)`,
+      );
+    }
     const mine = this.covered.get(partition);
     if (mine !== undefined && mine >= stored) return mine;
     for (const [key, entry] of this.entries) if (entry.partition === partition) this.forget(key, entry);
-    for (const [key, tail] of this.deferred) if (tail.partition === partition) this.undefer(key, tail);
+    for (const tail of this.deferred.get(partition)?.values() ?? []) this.deferredEvents -= tail.length;
+    this.deferred.delete(partition);
     this.dirty.delete(partition);
     this.covered.set(partition, stored);
     this.stored.set(partition, stored);
@@ -111,9 +117,11 @@ export class CommittedStates {
 
   /** An event of a subject not in memory: folded in when the subject is loaded. */
   defer(key: string, partition: number, event: MemoryEvent, offset: number): void {
-    let tail = this.deferred.get(key);
-    if (tail === undefined) this.deferred.set(key, (tail = { partition, events: [] }));
-    tail.events.push({ event, offset });
+    let ofPartition = this.deferred.get(partition);
+    if (ofPartition === undefined) this.deferred.set(partition, (ofPartition = new Map()));
+    let tail = ofPartition.get(key);
+    if (tail === undefined) ofPartition.set(key, (tail = []));
+    tail.push({ event, offset });
     this.deferredEvents += 1;
   }
 
@@ -165,15 +173,16 @@ export class CommittedStates {
       const loadedAt = value?.version ?? 0;
       this.entries.set(key, { state, partition, size, loadedAt });
       this.total += size;
-      const tail = this.deferred.get(key);
+      const tail = this.deferred.get(partition)?.get(key);
       if (tail !== undefined) {
         state = draftOf(state);
-        for (const { event, offset } of tail.events) {
+        for (const { event, offset } of tail) {
           if (offset < loadedAt) continue;
           evolveDraft(state, event);
           markPendingContent(state, event, offset);
         }
-        this.undefer(key, tail);
+        this.deferred.get(partition)?.delete(key);
+        this.deferredEvents -= tail.length;
         this.set(key, partition, state);
       }
       states.set(key, state);
@@ -216,28 +225,23 @@ export class CommittedStates {
     for (const [partition, version] of this.covered) {
       let rounds = 0;
       do {
-        const deferred = [...this.deferred].filter(([, tail]) => tail.partition === partition).slice(0, MATERIALIZE_CHUNK);
-        if (deferred.length > 0) await this.loadMany(deferred.map(([key]) => key), partition);
+        const deferred = [...(this.deferred.get(partition)?.keys() ?? [])].slice(0, MATERIALIZE_CHUNK);
+        if (deferred.length > 0) await this.loadMany(deferred, partition);
         await this.storeDirty(partition);
         this.evict();
         rounds += 1;
-      } while ((all || rounds < MATERIALIZE_ROUNDS) && this.hasDeferred(partition));
+      } while ((all || rounds < MATERIALIZE_ROUNDS) && (this.deferred.get(partition)?.size ?? 0) > 0);
       // Below the oldest event still deferred, the store has everything.
       let checkpoint = version;
-      for (const tail of this.deferred.values()) {
-        const first = tail.events[0];
-        if (tail.partition === partition && first !== undefined && first.offset < checkpoint) checkpoint = first.offset;
+      for (const tail of this.deferred.get(partition)?.values() ?? []) {
+        const first = tail[0];
+        if (first !== undefined && first.offset < checkpoint) checkpoint = first.offset;
       }
       if ((this.stored.get(partition) ?? 0) >= checkpoint) continue;
       await this.options.store.saveCheckpoint(partition, checkpoint);
       this.stored.set(partition, checkpoint);
     }
     this.evict();
-  }
-
-  private hasDeferred(partition: number): boolean {
-    for (const tail of this.deferred.values()) if (tail.partition === partition) return true;
-    return false;
   }
 
   /** Stores the partition's changed states. */
@@ -250,7 +254,7 @@ export class CommittedStates {
     this.dirty.delete(partition);
     const taken = [...keys].flatMap((key) => {
       const entry = this.entries.get(key);
-      return entry === undefined ? [] : [{ key, entry, json: toStored(entry.state) }];
+      return entry === undefined ? [] : [{ key, entry, json: toStored(entry.state), size: sizeOf(entry.state) }];
     });
     try {
       for (const chunk of chunks(taken)) {
@@ -260,8 +264,7 @@ export class CommittedStates {
       this.markDirty(partition, keys);
       throw err;
     }
-    for (const { entry } of taken) {
-      const size = sizeOf(entry.state);
+    for (const { entry, size } of taken) {
       this.total += size - entry.size;
       entry.size = size;
     }
@@ -288,10 +291,6 @@ export class CommittedStates {
     this.options.onEvicted?.(key);
   }
 
-  private undefer(key: string, tail: Deferred): void {
-    this.deferred.delete(key);
-    this.deferredEvents -= tail.events.length;
-  }
 }
 
 /**
@@ -307,13 +306,13 @@ export function markPendingContent(state: SubjectState, event: MemoryEvent, offs
 
 const sizeOf = (state: SubjectState): number => Object.keys(state.records).length + Object.keys(state.idempotency).length;
 
-function* chunks<T extends { json: SubjectState }>(items: T[]): Generator<T[]> {
+function* chunks<T extends { size: number }>(items: T[]): Generator<T[]> {
   let chunk: T[] = [];
   let bytes = 0;
   for (const item of items) {
     chunk.push(item);
     // A cheap estimate: a record or a slot serialises to a few hundred bytes.
-    bytes += 256 * sizeOf(item.json);
+    bytes += 256 * item.size;
     if (bytes >= FLUSH_CHUNK_BYTES) {
       yield chunk;
       chunk = [];

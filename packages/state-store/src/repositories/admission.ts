@@ -46,17 +46,13 @@ export class AdmissionSnapshots {
     });
   }
 
-  /**
-   * Stores the states, each folded through `version`, in one round trip; a newer one already
-   * stored is kept. Returns how many were written.
-   */
-  async saveStates(version: number, states: ReadonlyArray<{ key: string; state: unknown }>): Promise<number> {
-    if (states.length === 0) return 0;
+  /** Stores the states, each folded through `version`, in one round trip; a newer one already stored is kept. */
+  async saveStates(version: number, states: ReadonlyArray<{ key: string; state: unknown }>): Promise<void> {
+    if (states.length === 0) return;
     // `version` first: the compare-and-set reads it from the stored JSON.
-    const results = await this.kv.pipeline(states.map(({ key, state }) => ({
+    await this.kv.pipeline(states.map(({ key, state }) => ({
       op: 'setIfVersionAtLeast' as const, key: this.keys.admissionState(key), value: JSON.stringify({ version, state }), version,
     })));
-    return results.filter((r) => r === true).length;
   }
 
   /** Moves the partition's checkpoint to `version` (never back); only after its states are stored. */

@@ -61,28 +61,20 @@ export class RecordHash {
   }
 
   /** Status and content hash of each of these records that exists (see RecordStatusOf). */
-  async statusesOf(tenantId: string, ids: string[]): Promise<Map<string, RecordStatusOf>> {
+  statusesOf = (tenantId: string, ids: string[]): Promise<Map<string, RecordStatusOf>> => this.parsedMany(tenantId, ids, RecordStatusOf);
+
+  getMany = (tenantId: string, ids: string[]): Promise<Map<string, RecordMeta>> => this.parsedMany(tenantId, ids, RecordMeta);
+
+  /** The records of these ids that exist, by id, each parsed with `schema` (one read for all). */
+  private async parsedMany<T extends { id: string }>(tenantId: string, ids: string[], schema: z.ZodType<T>): Promise<Map<string, T>> {
     if (ids.length === 0) return new Map();
     const raws = await this.kv.mget(ids.map((id) => this.keys.record(tenantId, id)));
-    const out = new Map<string, RecordStatusOf>();
+    const out = new Map<string, T>();
     for (const raw of raws) {
       if (raw === null) continue;
-      const record = RecordStatusOf.parse(JSON.parse(raw));
+      const record = schema.parse(JSON.parse(raw));
       out.set(record.id, record);
     }
-    return out;
-  }
-
-  async getMany(tenantId: string, ids: string[]): Promise<Map<string, RecordMeta>> {
-    if (ids.length === 0) return new Map();
-    const raws = await this.kv.mget(ids.map((id) => this.keys.record(tenantId, id)));
-    const out = new Map<string, RecordMeta>();
-    raws.forEach((raw) => {
-      if (raw !== null) {
-        const meta = RecordMeta.parse(JSON.parse(raw));
-        out.set(meta.id, meta);
-      }
-    });
     return out;
   }
 
