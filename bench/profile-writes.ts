@@ -16,7 +16,7 @@ const total = Number(process.argv[2] ?? 2000);
 const writers = Number(process.argv[3] ?? 8);
 const records = process.argv[4] === undefined ? undefined : Number(process.argv[4]);
 const dataDir = mkdtempSync(path.join(os.tmpdir(), 'gm-prof-'));
-const runtime = await startEmbeddedRuntime(loadConfig({ MEMORY_PORT: '0', MEMORY_DATA_DIR: dataDir, MEMORY_LOG_LEVEL: 'warn', MEMORY_RATE_LIMIT_PER_MINUTE: '1000000' }));
+const runtime = await startEmbeddedRuntime(loadConfig({ MEMORY_PORT: '0', MEMORY_DATA_DIR: dataDir, MEMORY_LOG_LEVEL: 'warn', MEMORY_RATE_LIMIT_PER_MINUTE: '1000000', ...(process.env.MEMORY_PIPELINE === undefined ? {} : { MEMORY_PIPELINE: process.env.MEMORY_PIPELINE }) }));
 const token = await issueToken({ url: runtime.url, issuerCredential: runtime.credentials.issuerCredential }, 'acme');
 const versions = new Map<string, number>();
 const latencies: number[] = [];

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import type { Action, Clock, IssueCapabilityRequest, Role } from '@gm/contracts';
 import type { Bus } from '@gm/bus';
+import { ManualClock } from '@gm/service-kit';
 import { createSqliteKeyStore, openContentCrypto } from '@gm/crypto';
 import {
   KEY_STORE_FILE_NAME, MASTER_KEY_FILE_NAME, loadConfig, loadOrCreateMasterKeys, masterKeyEnvOf, replayDataDir, startEmbeddedRuntime,
@@ -13,11 +14,9 @@ import type { SearchIndex, SearchQuery } from '@gm/search-index';
 import type { StateStore } from '@gm/state-store';
 
 /** A clock the test moves by hand; the runtime reads every "now" from it. */
-export class TestClock implements Clock {
-  constructor(public ms = Date.parse('2026-11-30T08:00:00.000Z')) {}
-  now = (): Date => new Date(this.ms);
-  advance(ms: number): void {
-    this.ms += ms;
+export class TestClock extends ManualClock {
+  constructor(ms = Date.parse('2026-11-30T08:00:00.000Z')) {
+    super(ms);
   }
 }
 

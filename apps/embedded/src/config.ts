@@ -21,6 +21,8 @@ export const EnvSchema = z.object({
   /** Master keys for content encryption (issue 7); neither set = generated into the data directory. */
   MEMORY_MASTER_KEY_FILE: z.string().min(1).optional(),
   MEMORY_MASTER_KEY: z.string().min(1).optional(),
+  /** Where the consumer services run: a worker thread of their own, or the HTTP server's thread. */
+  MEMORY_PIPELINE: z.enum(['thread', 'inline']).default('thread'),
   ...ttlShape,
 });
 
@@ -48,6 +50,7 @@ export interface RuntimeConfig {
   ttl: TtlPolicy;
   masterKeyFile?: string;
   masterKey?: string;
+  pipeline: 'thread' | 'inline';
 }
 
 export class ConfigError extends Error {}
@@ -75,5 +78,6 @@ export function loadConfig(env: NodeJS.ProcessEnv): RuntimeConfig {
     ttl,
     ...(e.MEMORY_MASTER_KEY_FILE === undefined ? {} : { masterKeyFile: e.MEMORY_MASTER_KEY_FILE }),
     ...(e.MEMORY_MASTER_KEY === undefined ? {} : { masterKey: e.MEMORY_MASTER_KEY }),
+    pipeline: e.MEMORY_PIPELINE,
   };
 }

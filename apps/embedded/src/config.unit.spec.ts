@@ -59,6 +59,7 @@ describe('loadConfig defaults', () => {
       expiryTickMs: SECOND,
       deletionDeadlineMs: 60 * SECOND,
       deletionVerifyRetryMs: 500,
+      pipeline: 'thread',
     });
   });
 
@@ -94,6 +95,7 @@ describe('loadConfig overrides', () => {
       MEMORY_TTL_FACT: '30d,60d',
       MEMORY_TTL_SKILL: '1d,1d',
       MEMORY_TTL_PREFERENCE: '90m,3h',
+      MEMORY_PIPELINE: 'inline',
     });
     expect(config).toEqual({
       host: '0.0.0.0',
@@ -121,6 +123,7 @@ describe('loadConfig overrides', () => {
         skill: { defaultSeconds: 86_400, maxSeconds: 86_400 },
         preference: { defaultSeconds: 90 * 60, maxSeconds: 3 * 3600 },
       },
+      pipeline: 'inline',
     });
   });
 
@@ -239,11 +242,12 @@ describe('loadConfig rejects invalid values with a ConfigError naming the variab
       MEMORY_TTL_SKILL: '1d,2d,3d',
       MEMORY_ISSUER_CREDENTIAL: 'short',
       MEMORY_LOG_LEVEL: 'loud',
+      MEMORY_PIPELINE: 'process',
       MEMORY_HOST: '0.0.0.0',
     });
     const variables = [
       'MEMORY_PORT', 'MEMORY_PARTITIONS', 'MEMORY_REQUEST_TIMEOUT', 'MEMORY_TTL_FACT', 'MEMORY_TTL_SKILL',
-      'MEMORY_ISSUER_CREDENTIAL', 'MEMORY_LOG_LEVEL',
+      'MEMORY_ISSUER_CREDENTIAL', 'MEMORY_LOG_LEVEL', 'MEMORY_PIPELINE',
     ];
     for (const variable of variables) expect(message).toContain(`${variable}:`);
     expect(message).not.toContain('MEMORY_HOST');

@@ -3,3 +3,5 @@ export * from './runtime.ts';
 export * from './replay.ts';
 export * from './credentials.ts';
 export * from './master-keys.ts';
+export * from './stores.ts';
+export { EMBEDDED_DELETION_TARGETS } from './pipeline.ts';

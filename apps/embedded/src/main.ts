@@ -19,7 +19,10 @@ async function main(): Promise<void> {
     throw err;
   }
   const started = performance.now();
-  const runtime = await startEmbeddedRuntime(config).catch((err: unknown) => {
+  const runtime = await startEmbeddedRuntime(config, {
+    // A runtime whose pipeline died admits no write: stop, for the supervisor to start it again.
+    onPipelineFailure: () => process.exit(1),
+  }).catch((err: unknown) => {
     if (err instanceof PolicySetError) {
       process.stderr.write(`invalid policy set: ${err.message}\n`);
       process.exit(2);
@@ -64,6 +67,7 @@ async function main(): Promise<void> {
       `signing key (pub): ${runtime.credentials.publicKeyFile}`,
       `receipt key (pub): ${runtime.credentials.receiptPublicKeyFile}`,
       `master keys:       ${runtime.masterKeySource} (active "${runtime.crypto.masterKeys.active}")${rotated(runtime.crypto.rotation)}`,
+      `pipeline:          ${config.pipeline === 'thread' ? 'its own thread' : 'the HTTP thread'} (MEMORY_PIPELINE=${config.pipeline})`,
       `started in ${Math.round(performance.now() - started)} ms — Ctrl-C to stop`,
       '',
     ].join('\n'),

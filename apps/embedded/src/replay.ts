@@ -3,7 +3,8 @@ import { indexEvent, summarizeEvent } from '@gm/index-builder';
 import { projectEvent } from '@gm/projector';
 import { scheduleFromEvent } from '@gm/expiry-scheduler';
 import { lockDataDir } from './lock.ts';
-import { openStores, systemClock, type MasterKeyEnv } from './runtime.ts';
+import { systemClock } from '@gm/service-kit';
+import { openStores, type MasterKeyEnv } from './stores.ts';
 
 /**
  * Projection keys that a replay rebuilds; jobs, packets, caches and the issuer's record of

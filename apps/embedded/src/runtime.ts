@@ -1,102 +1,21 @@
 import { mkdirSync } from 'node:fs';
-import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import { createSqliteBus, memoryTopicSpecs, type Bus } from '@gm/bus';
-import { TOPICS, type Clock, type DeletionTarget, type ServiceHandle } from '@gm/contracts';
-import { createLogger, createMetrics, type Logger, type Metrics } from '@gm/observability';
-import { createSqliteSearchIndex, createSqliteSummaryStore, type SearchIndex, type SearchQuery, type SummaryStore } from '@gm/search-index';
-import { StateStore, createSqliteKeyValueStore } from '@gm/state-store';
-import { WRITE_ADMISSION_GROUP, startWriteAdmission } from '@gm/write-admission';
-import { startPolicyProjector, startPrimaryTarget, startProjector } from '@gm/projector';
-import { SUMMARY_BUILDER_GROUP, startIndexBuilder, startIndexTargets, startSummaryBuilder } from '@gm/index-builder';
-import { startExpiryScheduler } from '@gm/expiry-scheduler';
-import { startDeletionOrchestrator } from '@gm/deletion-orchestrator';
-import { startReceiptSigner, startReceiptVerifier } from '@gm/receipt-verifier';
+import type { Bus } from '@gm/bus';
+import { TOPICS, type Clock } from '@gm/contracts';
+import { createLogger, createMetrics, mergedExposition, type Logger, type Metrics, type MetricsSnapshot } from '@gm/observability';
+import type { SearchIndex, SearchQuery } from '@gm/search-index';
+import { SUMMARY_BUILDER_GROUP } from '@gm/index-builder';
 import { startRetrievalBroker } from '@gm/retrieval-broker';
 import { loadPolicySet } from '@gm/policy';
-import { periodic, systemClock } from '@gm/service-kit';
-import {
-  consumedAllCommands, createSqliteKeyStore, openContentCrypto, sweepTransitKeys, type ContentCrypto, type ContentRole, type KeyStore,
-} from '@gm/crypto';
-import type { RuntimeConfig } from './config.ts';
+import { sharedMsOf, systemClock } from '@gm/service-kit';
+import { ConfigError, type RuntimeConfig } from './config.ts';
 import { loadOrCreateCredentials, type Credentials } from './credentials.ts';
 import { lockDataDir } from './lock.ts';
-import { KEY_STORE_FILE_NAME, loadOrCreateMasterKeys } from './master-keys.ts';
-
-/** Master key settings as the environment names them (see master-keys.ts). */
-export type MasterKeyEnv = { MEMORY_MASTER_KEY_FILE?: string; MEMORY_MASTER_KEY?: string };
-
-export const masterKeyEnvOf = (config: Pick<RuntimeConfig, 'masterKeyFile' | 'masterKey'>): MasterKeyEnv => ({
-  ...(config.masterKeyFile === undefined ? {} : { MEMORY_MASTER_KEY_FILE: config.masterKeyFile }),
-  ...(config.masterKey === undefined ? {} : { MEMORY_MASTER_KEY: config.masterKey }),
-});
+import { logView, startPipeline, transitKeySweep, type PipelineContext } from './pipeline.ts';
+import { startPipelineThread } from './pipeline-thread.ts';
+import { masterKeyEnvOf, openStores, type Stores } from './stores.ts';
 
 export { systemClock };
-
-/** The copies the embedded runtime keeps, and its keys; a vector store arrives with a later issue. */
-export const EMBEDDED_DELETION_TARGETS: DeletionTarget[] = ['primary', 'keyword', 'summary', 'retrieval_cache', 'evidence_packet', 'key'];
-
-
-/** The durable stores of a data directory: the log (bus), the keys, the index and the state. */
-export interface Stores {
-  /** The log as stored: content on memory.commands / memory.events is sealed here. */
-  bus: Bus;
-  /** The key store (keys.db) and the keyring; `crypto.view(bus, role)` is a service's view of the log. */
-  keyStore: KeyStore;
-  crypto: ContentCrypto;
-  /** Where the master keys came from (a file path or MEMORY_MASTER_KEY), for the start banner. */
-  masterKeySource: string;
-  index: SearchIndex;
-  summaries: SummaryStore;
-  state: StateStore;
-  close(): Promise<void>;
-}
-
-export async function openStores(
-  dataDir: string, partitions: number, clock: Clock, masterKeyEnv: MasterKeyEnv = {},
-): Promise<Stores> {
-  const epochMs = () => clock.now().getTime();
-  mkdirSync(dataDir, { recursive: true });
-  // Keys and master keys first: a lost or wrong master key stops the start before the log is read.
-  const keyStore = createSqliteKeyStore({ file: path.join(dataDir, KEY_STORE_FILE_NAME), synchronous: 'NORMAL' });
-  let crypto: ContentCrypto;
-  let masterKeySource: string;
-  try {
-    const loaded = loadOrCreateMasterKeys(dataDir, masterKeyEnv, (await keyStore.all()).length > 0);
-    masterKeySource = loaded.source;
-    // rotate: KEKs still wrapped by an older master key are re-wrapped with the active one.
-    crypto = await openContentCrypto({ masterKeys: loaded.masterKeys, store: keyStore, rotate: true, instanceId: 'embedded', clock: epochMs });
-  } catch (err) {
-    await keyStore.close();
-    throw err;
-  }
-  const bus = createSqliteBus({ file: path.join(dataDir, 'bus.db'), defaultPartitions: partitions });
-  // The key → partition map depends on the count: ensureTopics refuses another count for an
-  // existing topic (PartitionCountMismatchError) rather than remap subjects.
-  try {
-    await bus.ensureTopics(memoryTopicSpecs(partitions));
-  } catch (err) {
-    await bus.close();
-    await keyStore.close();
-    crypto.close();
-    throw err;
-  }
-  const index = createSqliteSearchIndex({ file: path.join(dataDir, 'index.db') });
-  const summaries = createSqliteSummaryStore({ file: path.join(dataDir, 'summaries.db') });
-  const kv = createSqliteKeyValueStore({ file: path.join(dataDir, 'state.db'), now: () => clock.now().getTime() });
-  const state = new StateStore(kv, 'gm:', () => clock.now().getTime());
-  return {
-    bus, keyStore, crypto, masterKeySource, index, summaries, state,
-    close: async () => {
-      crypto.close();
-      await keyStore.close();
-      await bus.close();
-      await index.close();
-      await summaries.close();
-      await kv.close();
-    },
-  };
-}
 
 export interface EmbeddedRuntime extends Stores {
   url: string;
@@ -125,6 +44,44 @@ export interface RuntimeOptions {
    * Never set by configuration.
    */
   plaintextLogForBenchmark?: boolean;
+  /**
+   * Called when the pipeline thread stops on its own (a crash): no write is admitted after it.
+   * `pnpm start` exits then, for its supervisor to restart it; the failure is logged either way.
+   */
+  onPipelineFailure?: (err: Error) => void;
+}
+
+/** The consumer services, wherever they run (MEMORY_PIPELINE). */
+interface RunningPipeline {
+  metrics(): Promise<MetricsSnapshot[]>;
+  close(): Promise<void>;
+}
+
+async function runPipeline(ctx: PipelineContext, options: RuntimeOptions): Promise<RunningPipeline> {
+  if (ctx.config.pipeline === 'inline') {
+    const handles = await startPipeline(ctx);
+    return {
+      // The services count into the runtime's own registry: nothing to add.
+      metrics: async () => [],
+      close: async () => {
+        for (const h of handles.reverse()) await h.close();
+      },
+    };
+  }
+  let clock: SharedArrayBuffer | undefined;
+  if (options.clock !== undefined) {
+    clock = sharedMsOf(options.clock);
+    if (clock === undefined) {
+      throw new ConfigError('the pipeline thread reads its time from shared memory: pass a ManualClock, or set MEMORY_PIPELINE=inline for another clock');
+    }
+  }
+  return startPipelineThread(
+    { config: ctx.config, receiptKeys: ctx.receiptKeys, plaintextLog: ctx.plaintextLog, clock },
+    { destination: options.logDestination ?? process.stdout, log: ctx.log, onFailure: (err) => {
+      ctx.log.error({ err }, 'the pipeline thread stopped; no write is admitted until a restart');
+      options.onPipelineFailure?.(err);
+    } },
+  );
 }
 
 /** All seven services in one process, talking only through the bus (design §0, §4). */
@@ -145,46 +102,23 @@ export async function startEmbeddedRuntime(config: RuntimeConfig, options: Runti
     unlock();
     throw err;
   }
-  const { index, summaries, state, crypto, keyStore } = stores;
-  // Each service sees the log through its role (content-crypto.ts): the log itself holds only envelopes.
-  const view = (role: ContentRole): Bus => (options.plaintextLogForBenchmark === true ? stores.bus : crypto.view(stores.bus, role));
-  const bus = view('open');
-  const redacted = view('redact');
-  const edge = view('edge');
-  const handles: ServiceHandle[] = [];
-  const child = (service: string) => log.child({ service });
-
-  handles.push(await startProjector({ bus, state, log: child('projector') }));
-  handles.push(await startPrimaryTarget({ bus, state, clock }));
-  handles.push(await startPolicyProjector({ bus, state, log: child('policy-projector') }));
-  handles.push(await startIndexBuilder({ bus, index, state }));
-  handles.push(await startSummaryBuilder({ bus, index, state, summaries }));
-  handles.push(await startIndexTargets({ bus, index, clock, summaries: { store: summaries, state } }));
-  handles.push(await startExpiryScheduler({ bus: redacted, state, clock, log: child('expiry-scheduler'), tickMs: config.expiryTickMs }));
-  handles.push(
-    await startDeletionOrchestrator({
-      bus: redacted, state, clock, log: child('deletion-orchestrator'), metrics, targets: EMBEDDED_DELETION_TARGETS,
-      deadlineMs: config.deletionDeadlineMs, verifyRetryMs: config.deletionVerifyRetryMs, tickMs: 250,
-    }),
-  );
-  handles.push(await startReceiptVerifier({ bus, index, summaries, state, clock, policySet, keys: { keyring: crypto.keyring, store: keyStore } }));
-  handles.push(await startReceiptSigner({ bus, state, clock, log: child('receipt-verifier'), metrics, keys: credentials.receipt }));
-  const sweep = () => sweepTransitKeys({
-    keyring: crypto.keyring, clock: () => clock.now().getTime(), consumedAll: () => consumedAllCommands(stores.bus, WRITE_ADMISSION_GROUP),
-  });
-  handles.push(periodic(60_000, async () => {
-    const count = await sweep();
-    if (count > 0) log.info({ count }, 'transit keys destroyed');
-  }, log, 'transit key sweep'));
-  handles.push(
-    await startWriteAdmission({
-      bus, log: child('write-admission'), metrics, decide: { ttl: config.ttl, idempotencyWindowMs: config.idempotencyWindowMs },
-      snapshots: { store: state.admission, intervalMs: config.admission.snapshotIntervalMs, maxEntries: config.admission.maxEntries },
-    }),
-  );
+  const { index, summaries, state } = stores;
+  const plaintextLog = options.plaintextLogForBenchmark === true;
+  const edge = logView(stores, 'edge', plaintextLog);
+  let pipeline: RunningPipeline;
+  try {
+    pipeline = await runPipeline({ stores, config, clock, log, metrics, policySet, receiptKeys: credentials.receipt, plaintextLog }, options);
+  } catch (err) {
+    await stores.close();
+    unlock();
+    throw err;
+  }
+  const sweep = transitKeySweep(stores, clock);
   const broker = await startRetrievalBroker({
     bus: edge, index: options.observeSearch ? observedIndex(index, options.observeSearch) : index, summaries, state, clock, metrics,
-    log: child('retrieval-broker'),
+    // The pipeline thread counts into a registry of its own: /metrics shows both as one.
+    exposition: async () => mergedExposition([await metrics.registry.getMetricsAsJSON(), ...(await pipeline.metrics())]),
+    log: log.child({ service: 'retrieval-broker' }),
     signing: credentials.signing,
     policySet,
     issuerName: config.issuerName,
@@ -197,7 +131,7 @@ export async function startEmbeddedRuntime(config: RuntimeConfig, options: Runti
       packetTtlMs: config.packetTtlMs, cacheTtlMs: config.cacheTtlMs, rateLimitPerMinute: config.rateLimitPerMinute,
       bodyLimitBytes: config.bodyLimitBytes, requestTimeoutMs: config.requestTimeoutMs,
     },
-    ready: async () => (await state.kv.ping()) && (await bus.endOffsets(TOPICS.events)).length > 0,
+    ready: async () => (await state.kv.ping()) && (await stores.bus.endOffsets(TOPICS.events)).length > 0,
   });
 
   let closed = false;
@@ -212,7 +146,7 @@ export async function startEmbeddedRuntime(config: RuntimeConfig, options: Runti
     sweepTransitKeys: sweep,
     digest: async () => {
       // Summaries follow the index in their own group: digest them once they caught up with the log.
-      await caughtUp(bus, SUMMARY_BUILDER_GROUP, TOPICS.events);
+      await caughtUp(stores.bus, SUMMARY_BUILDER_GROUP, TOPICS.events);
       return { projection: await state.projectionDigest(), index: await index.digest(), summaries: await summaries.digest() };
     },
     close: async () => {
@@ -221,8 +155,8 @@ export async function startEmbeddedRuntime(config: RuntimeConfig, options: Runti
       await broker.close();
       // No new writes now; let the summaries finish what the log already holds, so a stopped
       // data directory is a complete fold (replay compares against it).
-      await caughtUp(bus, SUMMARY_BUILDER_GROUP, TOPICS.events, 5_000);
-      for (const h of handles.reverse()) await h.close();
+      await caughtUp(stores.bus, SUMMARY_BUILDER_GROUP, TOPICS.events, 5_000);
+      await pipeline.close();
       await stores.close();
       unlock();
     },

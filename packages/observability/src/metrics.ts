@@ -1,9 +1,16 @@
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { AggregatorRegistry, Counter, Histogram, Registry, collectDefaultMetrics, type MetricObjectWithValues, type MetricValue } from 'prom-client';
 
-/** The metrics of §10; one registry per runtime so tests can start several. */
-export function createMetrics() {
+/** A registry's metrics as plain data: what crosses a thread boundary to be merged. */
+export type MetricsSnapshot = MetricObjectWithValues<MetricValue<string>>[];
+
+/**
+ * The metrics of §10; one registry per runtime so tests can start several. `processMetrics`
+ * (default on) adds the process's own (memory, CPU, event loop): one registry per process
+ * should carry them, so a second thread's registry leaves them out.
+ */
+export function createMetrics(options: { processMetrics?: boolean } = {}) {
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
+  if (options.processMetrics !== false) collectDefaultMetrics({ register: registry });
   const counter = (name: string, help: string, labelNames: string[] = []) =>
     new Counter({ name, help, labelNames, registers: [registry] });
   return {
@@ -36,3 +43,9 @@ export function createMetrics() {
   };
 }
 export type Metrics = ReturnType<typeof createMetrics>;
+
+/** One Prometheus exposition of several registries' snapshots: same-named series are summed. */
+export async function mergedExposition(snapshots: readonly MetricsSnapshot[]): Promise<{ contentType: string; text: string }> {
+  const merged = AggregatorRegistry.aggregate([...snapshots]);
+  return { contentType: merged.contentType, text: await merged.metrics() };
+}

@@ -9,8 +9,6 @@ import {
 } from '@gm/crypto';
 import { LogLevel, integer } from './env.ts';
 
-export const systemClock: Clock = { now: () => new Date() };
-
 
 /** Environment every distributed service reads (design §11 names the engine variables). */
 export const DistributedEnv = z.object({

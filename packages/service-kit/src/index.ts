@@ -95,3 +95,4 @@ export function deletionAck(
 export * from './env.ts';
 export * from './distributed.ts';
 export * from './policy-set.ts';
+export * from './clocks.ts';

@@ -31,6 +31,8 @@ export interface BrokerDeps {
   clock: Clock;
   log: Logger;
   metrics: Metrics;
+  /** /metrics when `metrics` is not all there is (the embedded pipeline thread keeps its own); default: `metrics`. */
+  exposition?(): Promise<{ contentType: string; text: string }>;
   config: BrokerConfig;
   /** Whether every dependency answers (readiness). */
   ready(): Promise<boolean>;

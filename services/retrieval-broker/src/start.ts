@@ -21,6 +21,8 @@ export interface RetrievalBrokerOptions {
   clock: Clock;
   log: Logger;
   metrics: Metrics;
+  /** See BrokerDeps.exposition. */
+  exposition?(): Promise<{ contentType: string; text: string }>;
   signing: SigningKeyPair;
   issuerName: string;
   issuerCredential: string;
@@ -73,6 +75,7 @@ export async function startRetrievalBroker(o: RetrievalBrokerOptions): Promise<R
     issuerCredential: o.issuerCredential,
     config: o.config,
     ready: o.ready,
+    ...(o.exposition === undefined ? {} : { exposition: o.exposition }),
   });
   const url = await app.listen({ host: o.host, port: o.port });
   return {

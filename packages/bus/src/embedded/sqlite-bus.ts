@@ -15,6 +15,8 @@
  *   plus the `dlq.*` provenance headers. Closing a subscription during a retry back-off leaves
  *   that message uncommitted, so the next owner of the partition starts it again.
  */
+import { BroadcastChannel } from 'node:worker_threads';
+import { resolve as resolvePath } from 'node:path';
 import { validateSubscribeOptions } from '../messages.ts';
 import { GovernedMemoryError } from '@gm/contracts';
 import type { Bus, ConsumedMessage, LogPosition, OutgoingMessage, SubscribeOptions, Subscription, TopicSpec } from '../port.ts';
@@ -49,13 +51,21 @@ export function createSqliteBus(options: SqliteBusOptions): Bus {
   if (!Number.isInteger(defaultPartitions) || defaultPartitions < 1) {
     throw new GovernedMemoryError('MEM_VALIDATION', `defaultPartitions must be a positive integer, got ${String(defaultPartitions)}`);
   }
-  return new SqliteBus(new SqliteLog(options.file), { pollIntervalMs, defaultPartitions, logger: options.logger ?? stderrLogger });
+  return new SqliteBus(new SqliteLog(options.file), {
+    pollIntervalMs, defaultPartitions, logger: options.logger ?? stderrLogger, channel: options.file === ':memory:' ? undefined : `gm-bus:${resolvePath(options.file)}`,
+  });
 }
 
 /** Without a logger a failing consumer must still be visible, so warnings go to stderr. */
 const stderrLogger: BusLogger = {
   warn: (obj, msg) => console.warn(JSON.stringify({ level: 'warn', time: Date.now(), ...obj, msg })),
 };
+
+/** What one bus tells the others on its file: partitions appended to, and whether a group committed. */
+interface Announcement {
+  appended: Array<Pick<LogPosition, 'topic' | 'partition'>>;
+  committed: boolean;
+}
 
 /** A produce call waiting for the next group commit. */
 interface QueuedProduce {
@@ -73,11 +83,26 @@ class SqliteBus implements Bus {
   private readonly consumers = new Set<GroupConsumer>();
   private closing = false;
   private closed: Promise<void> | undefined;
+  /**
+   * Other buses of this process on the same file (another worker thread's) hear of our appends
+   * and commits at once, and we of theirs; only other processes wait for the poll.
+   */
+  private readonly neighbours: BroadcastChannel | undefined;
 
   constructor(
     private readonly log: SqliteLog,
-    private readonly settings: { pollIntervalMs: number; defaultPartitions: number; logger: BusLogger },
-  ) {}
+    private readonly settings: { pollIntervalMs: number; defaultPartitions: number; logger: BusLogger; channel: string | undefined },
+  ) {
+    if (settings.channel !== undefined) {
+      const channel = new BroadcastChannel(settings.channel);
+      channel.unref();
+      channel.onmessage = (event) => {
+        const { appended, committed } = (event as MessageEvent).data as Announcement;
+        this.wake(appended, committed);
+      };
+      this.neighbours = channel;
+    }
+  }
 
   async ensureTopics(specs: TopicSpec[]): Promise<void> {
     this.assertOpen();
@@ -119,6 +144,11 @@ class SqliteBus implements Bus {
 
   /** Wakes the consumers of what was appended (each remembers only those partitions) and the commit waiters. */
   private announce(appended: readonly LogPosition[], committed = false): void {
+    this.neighbours?.postMessage({ appended: appended.map(({ topic, partition }) => ({ topic, partition })), committed } satisfies Announcement);
+    this.wake(appended, committed);
+  }
+
+  private wake(appended: readonly Pick<LogPosition, 'topic' | 'partition'>[], committed: boolean): void {
     if (committed) this.committed.notify();
     for (const { topic, partition } of appended) {
       for (const consumer of this.consumers) consumer.appended(topic, partition);
@@ -221,6 +251,7 @@ class SqliteBus implements Bus {
       this.closingSignal.notify();
       await Promise.all([...this.consumers].map((consumer) => consumer.close()));
       this.consumers.clear();
+      this.neighbours?.close();
       this.log.close();
     })();
     return this.closed;

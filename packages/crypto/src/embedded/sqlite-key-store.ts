@@ -65,7 +65,7 @@ export function createSqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
   return {
     async put(keyId, wrapped) {
       ensureOpen();
-      putTx(keyId, JSON.stringify(checkPut(keyId, wrapped)));
+      putTx.immediate(keyId, JSON.stringify(checkPut(keyId, wrapped)));
     },
     async get(keyId): Promise<KeyLookup> {
       ensureOpen();

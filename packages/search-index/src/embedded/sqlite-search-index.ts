@@ -211,7 +211,7 @@ export function createSqliteSearchIndex(options: SqliteSearchIndexOptions): Sear
     async upsert(docs) {
       // Convert first so an invalid document rejects the batch before anything is written.
       const rows = docs.map(toRow);
-      upsertAll(rows);
+      upsertAll.immediate(rows);
     },
 
     async remove(tenantId, recordIds) {

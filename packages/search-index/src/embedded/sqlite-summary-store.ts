@@ -161,7 +161,7 @@ export function createSqliteSummaryStore(options: SqliteSummaryStoreOptions): Su
   return {
     async replace(tenantId, partition, subjectId, summaries) {
       checkReplace(tenantId, partition, subjectId, summaries);
-      replaceTx(tenantId, partition, subjectId, summaries.map(toRow), summaries);
+      replaceTx.immediate(tenantId, partition, subjectId, summaries.map(toRow), summaries);
     },
 
     async remove(tenantId, partition, subjectId) {
@@ -211,7 +211,7 @@ export function createSqliteSummaryStore(options: SqliteSummaryStoreOptions): Su
     },
 
     async clear() {
-      clearTx();
+      clearTx.immediate();
     },
 
     async close() {

@@ -1,0 +1,89 @@
+/**
+ * The consumer services of the embedded runtime: everything but the HTTP edge (design §4).
+ * They talk only through the bus and the stores, so they run the same in the HTTP thread or
+ * in a worker thread of their own (pipeline-thread.ts) on their own connections to the files.
+ */
+import type { Bus } from '@gm/bus';
+import type { Clock, DeletionTarget, ServiceHandle } from '@gm/contracts';
+import type { Logger, Metrics } from '@gm/observability';
+import type { CompiledPolicySet, SigningKeyPair } from '@gm/policy';
+import { WRITE_ADMISSION_GROUP, startWriteAdmission } from '@gm/write-admission';
+import { startPolicyProjector, startPrimaryTarget, startProjector } from '@gm/projector';
+import { startIndexBuilder, startIndexTargets, startSummaryBuilder } from '@gm/index-builder';
+import { startExpiryScheduler } from '@gm/expiry-scheduler';
+import { startDeletionOrchestrator } from '@gm/deletion-orchestrator';
+import { startReceiptSigner, startReceiptVerifier } from '@gm/receipt-verifier';
+import { periodic } from '@gm/service-kit';
+import { consumedAllCommands, sweepTransitKeys, type ContentRole } from '@gm/crypto';
+import type { RuntimeConfig } from './config.ts';
+import type { Stores } from './stores.ts';
+
+/** The copies the embedded runtime keeps, and its keys; a vector store arrives with a later issue. */
+export const EMBEDDED_DELETION_TARGETS: DeletionTarget[] = ['primary', 'keyword', 'summary', 'retrieval_cache', 'evidence_packet', 'key'];
+
+export interface PipelineContext {
+  stores: Stores;
+  config: RuntimeConfig;
+  clock: Clock;
+  log: Logger;
+  metrics: Metrics;
+  policySet: CompiledPolicySet;
+  receiptKeys: SigningKeyPair;
+  /** See RuntimeOptions.plaintextLogForBenchmark. */
+  plaintextLog: boolean;
+}
+
+/** A service's view of the log through its role (content-crypto.ts): the log itself holds only envelopes. */
+export function logView(stores: Stores, role: ContentRole, plaintextLog: boolean): Bus {
+  return plaintextLog ? stores.bus : stores.crypto.view(stores.bus, role);
+}
+
+/** Destroys the transit keys that are past; returns how many. */
+export function transitKeySweep(stores: Stores, clock: Clock): () => Promise<number> {
+  return () => sweepTransitKeys({
+    keyring: stores.crypto.keyring, clock: () => clock.now().getTime(), consumedAll: () => consumedAllCommands(stores.bus, WRITE_ADMISSION_GROUP),
+  });
+}
+
+/** Starts every consumer service; close the handles in reverse order. */
+export async function startPipeline(ctx: PipelineContext): Promise<ServiceHandle[]> {
+  const { stores, config, clock, log, metrics, policySet } = ctx;
+  const { index, summaries, state, crypto, keyStore } = stores;
+  const bus = logView(stores, 'open', ctx.plaintextLog);
+  const redacted = logView(stores, 'redact', ctx.plaintextLog);
+  const handles: ServiceHandle[] = [];
+  const child = (service: string) => log.child({ service });
+  try {
+    handles.push(await startProjector({ bus, state, log: child('projector') }));
+    handles.push(await startPrimaryTarget({ bus, state, clock }));
+    handles.push(await startPolicyProjector({ bus, state, log: child('policy-projector') }));
+    handles.push(await startIndexBuilder({ bus, index, state }));
+    handles.push(await startSummaryBuilder({ bus, index, state, summaries }));
+    handles.push(await startIndexTargets({ bus, index, clock, summaries: { store: summaries, state } }));
+    handles.push(await startExpiryScheduler({ bus: redacted, state, clock, log: child('expiry-scheduler'), tickMs: config.expiryTickMs }));
+    handles.push(
+      await startDeletionOrchestrator({
+        bus: redacted, state, clock, log: child('deletion-orchestrator'), metrics, targets: EMBEDDED_DELETION_TARGETS,
+        deadlineMs: config.deletionDeadlineMs, verifyRetryMs: config.deletionVerifyRetryMs, tickMs: 250,
+      }),
+    );
+    handles.push(await startReceiptVerifier({ bus, index, summaries, state, clock, policySet, keys: { keyring: crypto.keyring, store: keyStore } }));
+    handles.push(await startReceiptSigner({ bus, state, clock, log: child('receipt-verifier'), metrics, keys: ctx.receiptKeys }));
+    const sweep = transitKeySweep(stores, clock);
+    handles.push(periodic(60_000, async () => {
+      const count = await sweep();
+      if (count > 0) log.info({ count }, 'transit keys destroyed');
+    }, log, 'transit key sweep'));
+    handles.push(
+      await startWriteAdmission({
+        bus, log: child('write-admission'), metrics, decide: { ttl: config.ttl, idempotencyWindowMs: config.idempotencyWindowMs },
+        snapshots: { store: state.admission, intervalMs: config.admission.snapshotIntervalMs, maxEntries: config.admission.maxEntries },
+      }),
+    );
+  } catch (err) {
+    // A service that will not start (write-admission on another log's store) stops those before it.
+    for (const h of handles.reverse()) await h.close().catch(() => undefined);
+    throw err;
+  }
+  return handles;
+}
