@@ -4,7 +4,9 @@
  * loops use two cores.
  *
  * - The thread opens its own connections to the data directory's files. Buses on one file wake
- *   each other across threads (sqlite-bus.ts), so nothing waits for a poll.
+ *   each other across threads (sqlite-bus.ts), so nothing waits for a poll, and the two
+ *   threads' writes to one file queue on a shared lock (@gm/thread-lock), never in SQLite's
+ *   sleeping busy handler.
  * - Its log lines come back to the runtime's log destination, its metrics to /metrics.
  * - A test's ManualClock reaches it as shared memory: moving the clock moves both threads.
  */
@@ -20,6 +22,8 @@ export interface PipelineThreadData {
   plaintextLog: boolean;
   /** A ManualClock's shared milliseconds; undefined = the system clock. */
   clock: SharedArrayBuffer | undefined;
+  /** The HTTP thread's write locks of the data directory's files (@gm/thread-lock). */
+  writeLocks: Array<[string, SharedArrayBuffer]>;
 }
 
 /** Messages from the thread. */

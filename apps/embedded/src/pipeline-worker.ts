@@ -4,6 +4,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { createLogger, createMetrics } from '@gm/observability';
 import { loadPolicySet } from '@gm/policy';
 import { clockOnShared, systemClock } from '@gm/service-kit';
+import { adoptFileWriteLocks } from '@gm/thread-lock';
 import type { FromPipeline, PipelineThreadData, ToPipeline } from './pipeline-thread.ts';
 import { startPipeline } from './pipeline.ts';
 import { masterKeyEnvOf, openStores } from './stores.ts';
@@ -27,6 +28,7 @@ try {
   const metrics = createMetrics({ processMetrics: false });
   const policySet = loadPolicySet(config.policyDir);
   // The HTTP thread opened the stores first (and re-wrapped keys if the master key changed).
+  adoptFileWriteLocks(data.writeLocks);
   const stores = await openStores(config.dataDir, config.partitions, clock, masterKeyEnvOf(config), { instanceId: 'embedded-pipeline', rotate: false });
   const handles = await startPipeline({ stores, config, clock, log, metrics, policySet, receiptKeys: data.receiptKeys, plaintextLog: data.plaintextLog })
     .catch(async (err: unknown) => {

@@ -8,6 +8,7 @@ import { SUMMARY_BUILDER_GROUP } from '@gm/index-builder';
 import { startRetrievalBroker } from '@gm/retrieval-broker';
 import { loadPolicySet } from '@gm/policy';
 import { sharedMsOf, systemClock } from '@gm/service-kit';
+import { shareFileWriteLocks } from '@gm/thread-lock';
 import { ConfigError, type RuntimeConfig } from './config.ts';
 import { loadOrCreateCredentials, type Credentials } from './credentials.ts';
 import { lockDataDir } from './lock.ts';
@@ -76,7 +77,7 @@ async function runPipeline(ctx: PipelineContext, options: RuntimeOptions): Promi
     }
   }
   return startPipelineThread(
-    { config: ctx.config, receiptKeys: ctx.receiptKeys, plaintextLog: ctx.plaintextLog, clock },
+    { config: ctx.config, receiptKeys: ctx.receiptKeys, plaintextLog: ctx.plaintextLog, clock, writeLocks: shareFileWriteLocks() },
     { destination: options.logDestination ?? process.stdout, log: ctx.log, onFailure: (err) => {
       ctx.log.error({ err }, 'the pipeline thread stopped; no write is admitted until a restart');
       options.onPipelineFailure?.(err);

@@ -82,6 +82,11 @@ export class HandlerAttempt<Encoded> {
     return this.deferred.flatMap((build) => build(sent)).map((m, i) => encode(m, i));
   }
 
+  /** Sent nothing and registered no hook: committing it changes nothing but the offset. */
+  get quiet(): boolean {
+    return this.queued.length === 0 && this.deferred.length === 0 && this.onCommit.length === 0 && this.onDiscard.length === 0;
+  }
+
   /** Marks a handler that returned as failed after all (its sends were refused). */
   fail(err: unknown): void {
     this.failed = true;

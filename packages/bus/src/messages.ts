@@ -56,8 +56,9 @@ export function validateSubscribeOptions(options: SubscribeOptions): void {
   // The type says exactly one; untyped callers get a clear error instead of a silent pick.
   const handlers = [options.handler, options.batchHandler].filter((h) => typeof h === 'function').length;
   if (handlers !== 1) throw invalid('exactly one of handler and batchHandler must be given');
-  const { maxAttempts, retryBackoffMs, lingerMs } = options;
+  const { maxAttempts, retryBackoffMs, lingerMs, lazyCommitMs } = options;
   if (lingerMs !== undefined && (!Number.isFinite(lingerMs) || lingerMs < 0)) throw invalid('lingerMs must be a non-negative number');
+  if (lazyCommitMs !== undefined && (!Number.isFinite(lazyCommitMs) || lazyCommitMs < 0)) throw invalid('lazyCommitMs must be a non-negative number');
   if (maxAttempts !== undefined && (!Number.isInteger(maxAttempts) || maxAttempts < 1)) throw invalid('maxAttempts must be a positive integer');
   if (retryBackoffMs !== undefined && (!Number.isFinite(retryBackoffMs) || retryBackoffMs < 0)) {
     throw invalid('retryBackoffMs must be a non-negative number');

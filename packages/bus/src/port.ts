@@ -101,6 +101,14 @@ export interface SubscriptionSettings {
    * group then lags by up to this much.
    */
   lingerMs?: number;
+  /**
+   * For groups nobody waits on (a waitForCommitted waiter would wait this much longer): a batch
+   * whose handler sent nothing and registered no hook may commit its offset up to `lazyCommitMs`
+   * later (default 0: at once), together with the next batch that does send. A crash before
+   * that re-handles those messages, as a crash before any commit does. Embedded bus only; the
+   * Kafka adapter commits every batch.
+   */
+  lazyCommitMs?: number;
 }
 
 /**

@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
-import { ulid } from 'ulid';
 import {
   type CapabilityClaims, type EvidencePacket, type MemoryRecord, type PacketItem, type PacketValidation, type RecordMeta, type SearchRequest,
 } from '@gm/contracts';
 import { estimateTokens, fitToBudget, partitionKey, rank } from '@gm/domain';
+import { newUlid } from '@gm/ids';
 import type { Metrics } from '@gm/observability';
 import type { PolicyDecisionPoint } from '@gm/policy';
 import type { SearchIndex } from '@gm/search-index';
@@ -114,7 +114,7 @@ export async function search(deps: RetrievalDeps, claims: CapabilityClaims, requ
   });
   const items = servedOf(ranked, request);
   const packet: EvidencePacket = {
-    packetId: ulid(now.getTime()),
+    packetId: newUlid(now.getTime()),
     runId: claims.run,
     policyRevision,
     expiresAt: new Date(now.getTime() + deps.packetTtlMs).toISOString(),

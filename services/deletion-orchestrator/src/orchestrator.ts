@@ -321,10 +321,15 @@ const fanOutTargets = (job: DeletionJob): DeletionTarget[] => job.targets.filter
 /** A revocation keeps the primary content for audit; a legal hold keeps it for the hold. */
 export const retainsPrimary = (job: DeletionJob): boolean => job.mode === 'revoke' || job.legalHold !== undefined;
 
+/** How late the offsets of events that start no deletion work may commit (see SubscriptionSettings.lazyCommitMs). */
+const QUIET_COMMIT_MS = 100;
+
 export async function startDeletionOrchestrator(deps: OrchestratorDeps): Promise<ServiceHandle> {
   const orchestrator = new DeletionOrchestrator(deps);
   const sub = await deps.bus.subscribe({
     groupId: ORCHESTRATOR_GROUP, topics: [TOPICS.events, TOPICS.deletionAcks], handler: orchestrator.handle,
+    // Most events (every write) are nothing to a deletion: their offsets need not commit one by one.
+    lazyCommitMs: QUIET_COMMIT_MS,
   });
   const timer = periodic(deps.tickMs, () => orchestrator.tick(), deps.log, 'deletion orchestrator tick');
   return {

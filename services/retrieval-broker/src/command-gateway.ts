@@ -39,6 +39,8 @@ export class CommandGateway {
       groupId: `retrieval-broker.replies.${this.options.instanceId}`,
       topics: [TOPICS.replies],
       fromBeginning: false,
+      // Nobody waits on this group, and a restarted broker has no caller left for old replies.
+      lazyCommitMs: 100,
       handler: async (message) => {
         const parsed = CommandReply.safeParse(message.value);
         if (!parsed.success) return;

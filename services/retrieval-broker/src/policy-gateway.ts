@@ -1,11 +1,11 @@
 import type { Bus } from '@gm/bus';
+import { newUlid } from '@gm/ids';
 import {
   GovernedMemoryError, PolicyChange, TOPICS,
   type CapabilityClaims, type Clock, type PolicyChangeType,
 } from '@gm/contracts';
 import type { Logger } from '@gm/observability';
 import type { StateStore } from '@gm/state-store';
-import { ulid } from 'ulid';
 
 /** The consumer group of services/projector that applies policy.changes. */
 export const POLICY_PROJECTOR_GROUP = 'policy-projector';
@@ -25,7 +25,7 @@ export class PolicyGateway {
 
   async submit<T extends PolicyChangeType>(claims: CapabilityClaims, type: T, data: ChangeData<T>): Promise<number> {
     const tenant = claims.tenant;
-    const changeId = ulid();
+    const changeId = newUlid();
     const change = PolicyChange.parse({
       type, data,
       metadata: { changeId, tenant, requestedBy: { agentId: claims.sub, principalId: claims.act.sub }, occurredAt: this.deps.clock.now().toISOString() },

@@ -11,6 +11,12 @@
  * process may have written the file). So an append to one partition wakes the groups reading
  * that topic, and each of them reads that one partition.
  *
+ * With `lazyCommitMs`, a batch that sent nothing (and hooked nothing) is the exception: its
+ * offset is held here and commits with the partition's next batch that sends, or when the
+ * delay is up, whichever comes first. The fetch continues from the held offset; the commit is
+ * still fenced on the file's offset, so a member that took the partition over meanwhile wins
+ * or loses cleanly, as on any commit.
+ *
  * A per-message handler runs on the batch's messages in turn; their results commit together.
  * When one fails, what was handled before it commits first; then it is retried on its own and
  * dead-lettered after `maxAttempts`, and the rest of the batch goes on. A batch handler that
@@ -79,6 +85,9 @@ export class GroupConsumer implements Subscription, GroupMember {
   /** When each partition's last batch was handed over, and the wake-ups of lingering ones. */
   private readonly lastHandled = new Map<string, number>();
   private readonly lingering = new Map<string, NodeJS.Timeout>();
+  private readonly lazyCommitMs: number;
+  /** Per partition: quiet batches handled but not yet committed (lazyCommitMs), and the timer that commits them. */
+  private readonly held = new Map<string, { range: ConsumedRange; timer: NodeJS.Timeout }>();
   /** Visit every owned partition next: at start, after a membership change, after an idle poll. */
   private fullScan = true;
   private seenMembership = -1;
@@ -97,6 +106,7 @@ export class GroupConsumer implements Subscription, GroupMember {
     this.maxAttempts = options.maxAttempts ?? 5;
     this.retryBackoffMs = options.retryBackoffMs ?? 50;
     this.lingerMs = options.lingerMs ?? 0;
+    this.lazyCommitMs = options.lazyCommitMs ?? 0;
   }
 
   start(): void {
@@ -113,6 +123,8 @@ export class GroupConsumer implements Subscription, GroupMember {
       for (const timer of this.lingering.values()) clearTimeout(timer);
       this.lingering.clear();
       await this.loop;
+      // What was handled commits now: the next owner need not handle it again.
+      for (const key of [...this.held.keys()]) this.commitHeld(key);
     })();
     return this.closed;
   }
@@ -201,7 +213,8 @@ export class GroupConsumer implements Subscription, GroupMember {
 
   private async drain(topic: string, partition: number): Promise<boolean> {
     const { log, coordinator } = this.deps;
-    const batch = log.fetch(topic, partition, log.committed(this.groupId, topic, partition), BATCH_SIZE);
+    const from = this.held.get(slot(topic, partition))?.range.next ?? log.committed(this.groupId, topic, partition);
+    const batch = log.fetch(topic, partition, from, BATCH_SIZE);
     const first = batch[0];
     if (first === undefined || this.closing || !coordinator.owns(this, topic, partition)) return false;
     if (this.batchHandler !== undefined) await this.handleBatch(this.batchHandler, [first, ...batch.slice(1)]);
@@ -278,7 +291,20 @@ export class GroupConsumer implements Subscription, GroupMember {
    * group moved on without us) or failed (the log: disk, lock), every attempt is discarded and
    * the partition is fetched again from wherever the group's offset is.
    */
-  private commit(attempts: readonly Attempt[], range: ConsumedRange): boolean {
+  private commit(attempts: readonly Attempt[], handled: ConsumedRange, mayHold = true): boolean {
+    const key = slot(handled.topic, handled.partition);
+    const held = this.held.get(key);
+    // Held quiet batches end where this one starts (the fetch went on from them): one range.
+    const range = held === undefined ? handled : { ...handled, from: held.range.from };
+    if (mayHold && this.lazyCommitMs > 0 && attempts.every((a) => a.quiet)) {
+      this.held.set(key, { range, timer: held?.timer ?? setTimeout(() => this.commitHeld(key), this.lazyCommitMs).unref() });
+      for (const a of attempts) a.committed();
+      return true;
+    }
+    if (held !== undefined) {
+      clearTimeout(held.timer);
+      this.held.delete(key);
+    }
     let written: LogPosition[] | undefined;
     try {
       written = this.deps.log.commit(this.groupId, range, attempts.map((a) => ({
@@ -298,6 +324,15 @@ export class GroupConsumer implements Subscription, GroupMember {
     for (const a of attempts) a.committed();
     this.deps.onCommitted(written);
     return true;
+  }
+
+  /** Commits a partition's held quiet batches; false when that failed or was fenced (they are handled again from the file's offset). */
+  private commitHeld(key: string): boolean {
+    const held = this.held.get(key);
+    if (held === undefined) return true;
+    clearTimeout(held.timer);
+    this.held.delete(key);
+    return this.commit([], held.range, false);
   }
 
   /**
@@ -323,6 +358,8 @@ export class GroupConsumer implements Subscription, GroupMember {
   }
 
   private deadLetter(message: ConsumedMessage, err: unknown, attempts: number): boolean {
+    // The dead-letter commit is fenced on the message's own offset: what is held before it goes first.
+    if (!this.commitHeld(slot(message.topic, message.partition))) return false;
     const error = errorMessage(err);
     const dlqMessage = serializeMessage(deadLetterOf(message, this.groupId, error, attempts));
     const written = this.deps.log.deadLetter(this.groupId, message, dlqMessage);

@@ -227,4 +227,85 @@ describe('sqlite bus', () => {
     await bus.close();
     await expect(bus.produce([{ topic: 't', key: 'k', value: 1 }])).rejects.toThrow(/closed/);
   });
+
+  it('wakes consumers and commit waiters of another bus on the same file at once, not at its poll', async () => {
+    // Polls far beyond the waits below: only the buses' own announcements can satisfy them.
+    const consumer = open({ pollIntervalMs: 600_000 });
+    const producer = open({ pollIntervalMs: 600_000 });
+    await consumer.ensureTopics([{ name: 't', partitions: 1 }]);
+    const sub = await consumer.subscribe({ groupId: 'g', topics: ['t'], handler: async () => undefined });
+    const [position] = await producer.produce([{ topic: 't', key: 'k', value: 'next door' }]);
+    if (position === undefined) throw new Error('no position');
+    expect(await producer.waitForCommitted('g', position, 10_000)).toBe(true);
+    await sub.close();
+  });
+
+  describe('lazy commits (lazyCommitMs)', () => {
+    const quiet: MessageHandler = async () => undefined;
+
+    it('commits the offsets of batches that sent nothing, without another message', async () => {
+      const bus = open();
+      await bus.ensureTopics([{ name: 'in', partitions: 1 }]);
+      const sub = await bus.subscribe({ groupId: 'g', topics: ['in'], handler: quiet, lazyCommitMs: 20 });
+      const positions = await bus.produce([1, 2, 3].map((value) => ({ topic: 'in', key: 'k', value })));
+      const last = positions.at(-1);
+      if (last === undefined) throw new Error('no position');
+      expect(await bus.waitForCommitted('g', last, 10_000)).toBe(true);
+      await sub.close();
+    });
+
+    it('commits held offsets with the next batch that sends, in the same transaction', async () => {
+      const bus = open();
+      await bus.ensureTopics([{ name: 'in', partitions: 1 }, { name: 'out', partitions: 1 }]);
+      const sub = await bus.subscribe({
+        groupId: 'g', topics: ['in'], lazyCommitMs: 600_000,
+        handler: async (m, ctx) => {
+          if (m.value === 'send') ctx.send([{ topic: 'out', key: m.key, value: m.offset }]);
+        },
+      });
+      await bus.produce(['a', 'b'].map((value) => ({ topic: 'in', key: 'k', value })));
+      const [sending] = await bus.produce([{ topic: 'in', key: 'k', value: 'send' }]);
+      if (sending === undefined) throw new Error('no position');
+      // The hold outlasts the test: only the sending batch's commit can pass offset 2.
+      expect(await bus.waitForCommitted('g', sending, 10_000)).toBe(true);
+      expect(await bus.committedOffsets('g', 'in')).toEqual([3]);
+      expect((await collect(bus, 'out')).map((m) => m.value)).toEqual([2]);
+      await sub.close();
+    });
+
+    it('commits what it holds when the subscription closes', async () => {
+      const bus = open();
+      await bus.ensureTopics([{ name: 'in', partitions: 1 }]);
+      const handled: unknown[] = [];
+      const sub = await bus.subscribe({ groupId: 'g', topics: ['in'], lazyCommitMs: 600_000, handler: async (m) => { handled.push(m.value); } });
+      await bus.produce([1, 2, 3].map((value) => ({ topic: 'in', key: 'k', value })));
+      await expect.poll(() => handled.length, { timeout: 10_000 }).toBe(3);
+      expect(await bus.committedOffsets('g', 'in')).toEqual([0]);
+      await sub.close();
+      expect(await bus.committedOffsets('g', 'in')).toEqual([3]);
+    });
+
+    it('still dead-letters a poison message that follows held ones, and moves past it', async () => {
+      const bus = open();
+      await bus.ensureTopics([{ name: 'in', partitions: 1 }]);
+      const sub = await bus.subscribe({
+        groupId: 'g', topics: ['in'], lazyCommitMs: 600_000, maxAttempts: 2, retryBackoffMs: 1,
+        handler: async (m) => {
+          if (m.value === 'poison') throw new Error('cannot handle this one');
+        },
+      });
+      const positions = await bus.produce(['a', 'b', 'poison'].map((value) => ({ topic: 'in', key: 'k', value })));
+      const poison = positions.at(-1);
+      if (poison === undefined) throw new Error('no position');
+      expect(await bus.waitForCommitted('g', poison, 10_000)).toBe(true);
+      expect((await collect(bus, 'in.dlq')).map((m) => m.value)).toEqual(['poison']);
+      await sub.close();
+    });
+
+    it('refuses a negative delay', async () => {
+      const bus = open();
+      await bus.ensureTopics([{ name: 'in', partitions: 1 }]);
+      await expect(bus.subscribe({ groupId: 'g', topics: ['in'], handler: quiet, lazyCommitMs: -1 })).rejects.toThrow(/lazyCommitMs/);
+    });
+  });
 });

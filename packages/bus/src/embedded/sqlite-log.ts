@@ -23,6 +23,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { GovernedMemoryError } from '@gm/contracts';
+import { fileWriteLock, underLock, type ThreadLock } from '@gm/thread-lock';
 import type { ConsumedMessage, LogPosition, OutgoingMessage, TopicSpec } from '../port.ts';
 import { PartitionCountMismatchError } from '../partition-count.ts';
 import { partitionForKey } from './partitioner.ts';
@@ -116,8 +117,11 @@ export class SqliteLog {
   private synchronous: 'FULL' | 'NORMAL';
   /** Topic metadata never shrinks and changes only through ensureTopics: cached per name. */
   private readonly topics = new Map<string, TopicInfo>();
+  /** Writers of this file in other threads of the process queue here, not in SQLite's busy handler. */
+  private readonly writeLock: ThreadLock | undefined;
 
   constructor(file: string) {
+    this.writeLock = fileWriteLock(file);
     if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
     this.db = new Database(file);
     const mode = this.db.pragma('journal_mode = WAL', { simple: true });
@@ -189,7 +193,7 @@ export class SqliteLog {
   }
 
   ensureTopics(specs: readonly TopicSpec[], defaultPartitions: number): void {
-    this.db
+    this.write(() => this.db
       .transaction(() => {
         for (const spec of specs) {
           // `partitions` is required by the type; untyped config that omits it gets the default.
@@ -208,7 +212,7 @@ export class SqliteLog {
           this.stmt.upsertTopic.run(`${spec.name}.dlq`, partitions, 0);
         }
       })
-      .immediate();
+      .immediate());
     this.refreshTopics();
   }
 
@@ -218,8 +222,10 @@ export class SqliteLog {
    * (`requireTopic`) so that one caller's bad topic never fails the others of a group commit.
    */
   append(lists: ReadonlyArray<readonly SerializedMessage[]>): LogPosition[][] {
-    this.setSynchronous('FULL');
-    return this.db.transaction(() => lists.map((messages) => this.appendInTransaction(messages))).immediate();
+    return this.write(() => {
+      this.setSynchronous('FULL');
+      return this.db.transaction(() => lists.map((messages) => this.appendInTransaction(messages))).immediate();
+    });
   }
 
   endOffset(topic: string, partition: number): number {
@@ -256,13 +262,13 @@ export class SqliteLog {
 
   /** Pins groups without a committed offset to the current end (fromBeginning: false). */
   commitEndOffsetsIfMissing(groupId: string, topics: readonly string[]): void {
-    this.db
+    this.write(() => this.db
       .transaction(() => {
         for (const topic of topics) {
           this.endOffsets(topic).forEach((end, p) => this.stmt.commitIfMissing.run(groupId, topic, p, end));
         }
       })
-      .immediate();
+      .immediate());
   }
 
   /**
@@ -273,8 +279,10 @@ export class SqliteLog {
    * even when two consumers race for a partition.
    */
   commit(groupId: string, range: ConsumedRange, parts: readonly CommitPart[]): LogPosition[] | undefined {
-    this.setSynchronous('NORMAL');
-    return this.db.transaction(() => this.commitInTransaction(groupId, range, parts)).immediate();
+    return this.write(() => {
+      this.setSynchronous('NORMAL');
+      return this.db.transaction(() => this.commitInTransaction(groupId, range, parts)).immediate();
+    });
   }
 
   /**
@@ -283,8 +291,9 @@ export class SqliteLog {
    * because nobody declared its dead-letter topic (e.g. a consumer of a `.dlq` topic itself).
    */
   deadLetter(groupId: string, consumed: LogPosition, dlqMessage: SerializedMessage): LogPosition[] | undefined {
-    this.setSynchronous('NORMAL');
-    return this.db
+    return this.write(() => {
+      this.setSynchronous('NORMAL');
+      return this.db
       .transaction(() => {
         if (this.topic(dlqMessage.topic) === undefined) {
           this.stmt.upsertTopic.run(dlqMessage.topic, this.requireTopic(consumed.topic).partitions, 0);
@@ -294,10 +303,15 @@ export class SqliteLog {
         return this.commitInTransaction(groupId, range, [{ sends: [dlqMessage] }]);
       })
       .immediate();
+    });
   }
 
   resetGroup(groupId: string): void {
-    this.stmt.deleteGroup.run(groupId);
+    this.write(() => this.stmt.deleteGroup.run(groupId));
+  }
+
+  private write<T>(work: () => T): T {
+    return underLock(this.writeLock, work);
   }
 
   close(): void {

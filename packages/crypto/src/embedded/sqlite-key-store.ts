@@ -1,4 +1,5 @@
 import Database from 'better-sqlite3';
+import { fileWriteLock, underLock } from '@gm/thread-lock';
 import { GovernedMemoryError } from '@gm/contracts';
 import { WrappedKey } from '../keys.ts';
 import type { KeyLookup, KeyStore } from '../key-store.ts';
@@ -31,6 +32,8 @@ CREATE TABLE IF NOT EXISTS crypto_keys (
 
 export function createSqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
   const db = new Database(options.file);
+  // Writers of this file in other threads of the process queue here, not in SQLite's busy handler.
+  const writeLock = fileWriteLock(options.file);
   db.pragma('journal_mode = WAL');
   // FULL unless the caller shares a FULL-committed WAL (see the option): a lost key write is lost
   // content, not a rebuildable projection.
@@ -65,7 +68,8 @@ export function createSqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
   return {
     async put(keyId, wrapped) {
       ensureOpen();
-      putTx.immediate(keyId, JSON.stringify(checkPut(keyId, wrapped)));
+      const value = JSON.stringify(checkPut(keyId, wrapped));
+      underLock(writeLock, () => putTx.immediate(keyId, value));
     },
     async get(keyId): Promise<KeyLookup> {
       ensureOpen();
@@ -76,7 +80,7 @@ export function createSqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
     },
     async tombstone(keyId) {
       ensureOpen();
-      destroy.run(keyId);
+      underLock(writeLock, () => destroy.run(keyId));
       db.pragma('wal_checkpoint(TRUNCATE)');
       listeners.emit(keyId);
     },

@@ -1,4 +1,5 @@
 import Database from 'better-sqlite3';
+import { fileWriteLock, underLock } from '@gm/thread-lock';
 import { GovernedMemoryError } from '@gm/contracts';
 import type { MemoryKind, Provenance } from '@gm/contracts';
 import type { IndexDocument, SearchHit, SearchIndex, SearchQuery } from '../port.ts';
@@ -176,6 +177,8 @@ function fromRow(row: DocumentRow): IndexDocument {
 
 export function createSqliteSearchIndex(options: SqliteSearchIndexOptions): SearchIndex {
   const db = new Database(options.file);
+  // Writers of this file in other threads of the process queue here, not in SQLite's busy handler.
+  const writeLock = fileWriteLock(options.file);
   db.pragma('journal_mode = WAL');
   // NORMAL, not FULL: in WAL mode a committed transaction survives a process crash (kill -9);
   // only an OS crash or power loss can drop the last few, like Redis with appendfsync everysec.
@@ -211,13 +214,13 @@ export function createSqliteSearchIndex(options: SqliteSearchIndexOptions): Sear
     async upsert(docs) {
       // Convert first so an invalid document rejects the batch before anything is written.
       const rows = docs.map(toRow);
-      upsertAll.immediate(rows);
+      underLock(writeLock, () => upsertAll.immediate(rows));
     },
 
     async remove(tenantId, recordIds) {
       if (recordIds.length === 0) return 0;
       // `changes` counts rows this DELETE removed (not trigger work), so repeats return 0.
-      return removeStmt.run(tenantId, JSON.stringify(recordIds)).changes;
+      return underLock(writeLock, () => removeStmt.run(tenantId, JSON.stringify(recordIds)).changes);
     },
 
     async get(tenantId, recordId) {
@@ -274,7 +277,7 @@ export function createSqliteSearchIndex(options: SqliteSearchIndexOptions): Sear
     },
 
     async clear() {
-      clearStmt.run();
+      underLock(writeLock, () => clearStmt.run());
     },
 
     async close() {

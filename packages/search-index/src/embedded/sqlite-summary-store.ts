@@ -1,4 +1,5 @@
 import Database from 'better-sqlite3';
+import { fileWriteLock, underLock } from '@gm/thread-lock';
 import type { Summary, SummaryHit, SummaryKey, SummaryQuery, SummarySource, SummaryStore } from '../summary-port.ts';
 import { toFtsMatchExpression } from './fts-query.ts';
 import { checkReplace, epochMs, summaryDigest } from './summary-digest.ts';
@@ -122,6 +123,8 @@ const fromRow = (r: SummaryRow): Summary => ({
 
 export function createSqliteSummaryStore(options: SqliteSummaryStoreOptions): SummaryStore {
   const db = new Database(options.file);
+  // Writers of this file in other threads of the process queue here, not in SQLite's busy handler.
+  const writeLock = fileWriteLock(options.file);
   // Same durability choices as the search index: a projection, rebuilt by replay.
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
@@ -161,11 +164,12 @@ export function createSqliteSummaryStore(options: SqliteSummaryStoreOptions): Su
   return {
     async replace(tenantId, partition, subjectId, summaries) {
       checkReplace(tenantId, partition, subjectId, summaries);
-      replaceTx.immediate(tenantId, partition, subjectId, summaries.map(toRow), summaries);
+      const rows = summaries.map(toRow);
+      underLock(writeLock, () => replaceTx.immediate(tenantId, partition, subjectId, rows, summaries));
     },
 
     async remove(tenantId, partition, subjectId) {
-      return deleteScope.run(tenantId, partition, subjectId).changes;
+      return underLock(writeLock, () => deleteScope.run(tenantId, partition, subjectId).changes);
     },
 
     async get(tenantId, partition, subjectId) {
@@ -211,7 +215,7 @@ export function createSqliteSummaryStore(options: SqliteSummaryStoreOptions): Su
     },
 
     async clear() {
-      clearTx.immediate();
+      underLock(writeLock, () => clearTx.immediate());
     },
 
     async close() {

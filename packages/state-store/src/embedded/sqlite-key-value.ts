@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3';
 import { GovernedMemoryError } from '@gm/contracts';
+import { fileWriteLock, underLock } from '@gm/thread-lock';
 import { checkWrite } from '../pipeline.ts';
 import type { KeyValueStore, KvWrite, KvWriteResult } from '../port.ts';
 
@@ -72,6 +73,8 @@ function wrongType(): GovernedMemoryError {
 export function createSqliteKeyValueStore(options: SqliteKeyValueStoreOptions): KeyValueStore {
   const clock = options.now ?? Date.now;
   const db = new Database(options.file);
+  // Writers of this file in other threads of the process queue here, not in SQLite's busy handler.
+  const writeLock = fileWriteLock(options.file);
   db.pragma('journal_mode = WAL');
   // NORMAL, not FULL: in WAL mode a committed transaction survives a process crash (kill -9);
   // only an OS crash or power loss can drop the last few, like Redis with appendfsync everysec.
@@ -144,7 +147,7 @@ export function createSqliteKeyValueStore(options: SqliteKeyValueStoreOptions): 
       return body(now, ...args);
     });
     // `body` runs inside another write's transaction (a pipeline's), with its clock reading.
-    return Object.assign((...args: A) => tx.immediate(...args), { body });
+    return Object.assign((...args: A) => underLock(writeLock, () => tx.immediate(...args)), { body });
   }
 
   /** Reads run in one transaction so a multi-key read sees one snapshot and one clock. */

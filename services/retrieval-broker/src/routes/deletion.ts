@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { ulid } from 'ulid';
+import { newUlid } from '@gm/ids';
 import { DeletionReceipt, GovernedMemoryError, type MemoryCommand } from '@gm/contracts';
 import { decodeReceiptPayload } from '@gm/policy/receipts';
 import { authenticate, bearer } from '../auth.ts';
@@ -14,7 +14,7 @@ export function deletionRoutes(app: FastifyInstance, deps: BrokerDeps): void {
     const claims = await authenticate(request, deps.verifier, deps.clock, 'request_delete');
     const id = pathId(request, 'id');
     const meta = await authorizedRecord(deps, claims, id, 'request_delete');
-    const jobId = ulid();
+    const jobId = newUlid();
     const command: MemoryCommand = {
       type: 'DeleteMemory', data: { id, jobId }, metadata: await metadataFor(deps, claims, meta.subjectId, idempotencyKey(request)),
     };
@@ -30,7 +30,7 @@ export function deletionRoutes(app: FastifyInstance, deps: BrokerDeps): void {
   app.post('/v1/subjects/:subjectId/forget', async (request, reply) => {
     const claims = await authenticate(request, deps.verifier, deps.clock, 'request_delete');
     const subjectId = pathId(request, 'subjectId');
-    const jobId = ulid();
+    const jobId = newUlid();
     const command: MemoryCommand = {
       type: 'ForgetSubject', data: { jobId }, metadata: await metadataFor(deps, claims, subjectId, idempotencyKey(request)),
     };

@@ -1,11 +1,11 @@
 import { createHash } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
-import { ulid } from 'ulid';
 import {
   GovernedMemoryError, LIVE_STATUSES, VersionedRequest, WriteMemoryRequest, actorFromClaims,
   type Action, type CapabilityClaims, type MemoryCommand, type MessageMetadata, type RecordMeta,
 } from '@gm/contracts';
 import { partitionKey } from '@gm/domain';
+import { newUlid } from '@gm/ids';
 import { authorizesPartition, inScope } from '@gm/policy';
 import { authenticate } from '../auth.ts';
 import type { BrokerDeps } from '../deps.ts';
@@ -16,7 +16,7 @@ import { READ_YOUR_WRITES_HEADER, readYourWritesValue } from '../command-gateway
 
 export async function metadataFor(deps: BrokerDeps, claims: CapabilityClaims, subjectId: string, key?: string): Promise<MessageMetadata> {
   return {
-    commandId: ulid(),
+    commandId: newUlid(),
     tenantId: claims.tenant,
     subjectId,
     actor: actorFromClaims(claims),
@@ -67,7 +67,7 @@ export function memoryRoutes(app: FastifyInstance, deps: BrokerDeps): void {
       throw new GovernedMemoryError('CAP_SCOPE_DENIED', 'a writer must tag its own purpose among the record\'s purposes');
     }
     const key = idempotencyKey(request);
-    const id = body.id ?? ulid();
+    const id = body.id ?? newUlid();
     if (!(await deps.state.idClaims.claim(claims.tenant, id, body.subjectId))) {
       throw new GovernedMemoryError('MEM_ID_TAKEN', 'this id is in use for another subject');
     }

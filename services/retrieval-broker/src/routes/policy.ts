@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { ulid } from 'ulid';
+import { newUlid } from '@gm/ids';
 import {
   AddDelegationRequest, AddGrantRequest, GovernedMemoryError, PlaceLegalHoldRequest, PolicyActionRequest,
   type CapabilityClaims,
@@ -34,7 +34,7 @@ export function policyRoutes(app: FastifyInstance, deps: BrokerDeps): void {
     checkTenant(claims, req);
     authorizeAdmin(claims, [req.resource]);
     const { tenant: _tenant, grantId: requested, ...rest } = req;
-    const grantId = requested ?? ulid();
+    const grantId = requested ?? newUlid();
     const existing = await deps.state.policies.grant(claims.tenant, grantId);
     // Re-adding an id rewrites the grant; an id of a grant on a resource outside this admin's scopes is not its to rewrite.
     if (existing && !inScope(claims, existing.resource)) throw new GovernedMemoryError('MEM_ID_TAKEN', 'this grant id is in use');
@@ -60,7 +60,7 @@ export function policyRoutes(app: FastifyInstance, deps: BrokerDeps): void {
     }
     authorizeDelegation(claims, req);
     const { tenant: _tenant, delegatorId: _delegator, delegationId: requested, ...rest } = req;
-    const delegationId = requested ?? ulid();
+    const delegationId = requested ?? newUlid();
     const existing = await deps.state.policies.delegation(claims.tenant, delegationId);
     // A delegation id names one delegation forever: a revoked one is never silently revived.
     if (existing) throw new GovernedMemoryError('MEM_ID_TAKEN', 'this delegation id is in use');
@@ -112,7 +112,7 @@ export function policyRoutes(app: FastifyInstance, deps: BrokerDeps): void {
     const req = parseBody(PlaceLegalHoldRequest, request.body);
     checkTenant(claims, req);
     authorizeAdmin(claims);
-    const holdId = req.holdId ?? ulid();
+    const holdId = req.holdId ?? newUlid();
     if (await deps.state.policies.legalHold(claims.tenant, holdId)) throw new GovernedMemoryError('MEM_ID_TAKEN', 'this legal hold id is in use');
     const hold = { holdId, tenant: claims.tenant, subjectId: req.subjectId, reason: req.reason };
     const policyRevision = await deps.policy.submit(claims, 'LegalHoldPlaced', { hold });

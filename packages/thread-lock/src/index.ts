@@ -1,0 +1,2 @@
+export * from './thread-lock.ts';
+export * from './file-write-locks.ts';
