@@ -1,6 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { EncryptionResult } from './encryption.ts';
+import type { PlacementResult } from './placement.ts';
 import type { BenchOptions } from './options.ts';
 import type { RawKafkaResult } from './raw-kafka.ts';
 import type { RawRoundTrips } from './raw-roundtrips.ts';
@@ -31,6 +32,8 @@ export interface BenchResult {
   embedded?: RuntimeResult;
   distributed?: RuntimeResult;
   encryption?: EncryptionResult;
+  /** The embedded pipeline in its own thread against inline (MEMORY_PIPELINE). */
+  placement?: PlacementResult;
   ratios: Ratio[];
   cleanup: string[];
 }
@@ -131,6 +134,17 @@ function encryptionRows(e: EncryptionResult, cpus: number): string[] {
   ];
 }
 
+function placementRows(p: PlacementResult): string[] {
+  const rates = (t: WriteLoadResult['throughput']) => `${num(t.perSecond, 1)} writes/s admitted, ${t.failed} failed`;
+  return [
+    `pipeline placement — embedded over HTTP, same load on fresh data dirs, run order ${p.order} (T thread, I inline)`,
+    row('  write, sequential — pipeline thread (default)', p.thread.sequential),
+    row('  write, sequential — inline (MEMORY_PIPELINE=inline)', p.inline.sequential, `p50 ${signed(p.inline.sequential.p50 - p.thread.sequential.p50)} ms`),
+    row(`  write, ${p.load.concurrency} concurrent writers — pipeline thread`, p.thread.throughput.latency, rates(p.thread.throughput)),
+    row(`  write, ${p.load.concurrency} concurrent writers — inline`, p.inline.throughput.latency, rates(p.inline.throughput)),
+  ];
+}
+
 function rawRows({ kafka, roundTrips: rt, search }: NonNullable<BenchResult['raw']>): string[] {
   const lines = ['raw engines, same run, same record size, same documents and queries'];
   if (kafka) {
@@ -156,6 +170,7 @@ export function formatTable(r: BenchResult): string {
   if (r.embedded) lines.push('', ...runtimeRows('embedded runtime (SQLite, one process)', r.embedded, r.options.tenants));
   if (r.distributed) lines.push('', ...runtimeRows('distributed runtime (Kafka, Elasticsearch, Redis; 7 processes)', r.distributed, r.options.tenants));
   if (r.encryption) lines.push('', ...encryptionRows(r.encryption, r.host.cpus));
+  if (r.placement) lines.push('', ...placementRows(r.placement));
   if (r.raw) lines.push('', ...rawRows(r.raw));
   if (r.ratios.length > 0) {
     lines.push('', `${'ratios ours/raw'.padEnd(44)} ${'ours'.padStart(10)} ${'raw'.padStart(10)} ${'ratio'.padStart(9)}`);

@@ -16,6 +16,7 @@ import { measureRawKafka } from './raw-kafka.ts';
 import { measureRoundTrips } from './raw-roundtrips.ts';
 import { measureRawSearch } from './raw-search.ts';
 import { measureEncryption } from './encryption.ts';
+import { measurePlacement } from './placement.ts';
 import { computeRatios, formatTable, writeResults, type BenchResult } from './report.ts';
 import { benchDistributed, benchEmbedded } from './runtimes.ts';
 import { elapsedMs, progress } from './stats.ts';
@@ -61,6 +62,7 @@ async function everything(): Promise<void> {
 
     const embedded = options.runtimes.includes('embedded') ? await benchEmbedded(options) : undefined;
     const encryption = options.runtimes.includes('embedded') ? await measureEncryption(options) : undefined;
+    const placement = options.runtimes.includes('embedded') ? await measurePlacement(options) : undefined;
     const distributed = options.runtimes.includes('distributed') ? await benchDistributed(options, namespace, engines) : undefined;
 
     cleanup = await sweepNamespace(engines, namespace);
@@ -72,6 +74,7 @@ async function everything(): Promise<void> {
       ...(embedded ? { embedded } : {}),
       ...(distributed ? { distributed } : {}),
       ...(encryption ? { encryption } : {}),
+      ...(placement ? { placement } : {}),
       ratios: computeRatios({ raw, ...(embedded ? { embedded } : {}), ...(distributed ? { distributed } : {}) }),
       cleanup,
     };

@@ -59,12 +59,13 @@ async function benchApi(
 /** An embedded runtime on a fresh data directory, closed and removed once `use` is done. */
 async function withEmbeddedRuntime<T>(
   label: string, runtimeOptions: RuntimeOptions, use: (runtime: EmbeddedRuntime, target: HttpTarget, startMs: number) => Promise<T>,
+  env: Record<string, string> = {},
 ): Promise<T> {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'gm-bench-embedded-'));
   try {
     const started = performance.now();
     const runtime = await startEmbeddedRuntime(
-      loadConfig({ MEMORY_PORT: '0', MEMORY_DATA_DIR: dataDir, MEMORY_LOG_LEVEL: 'warn', MEMORY_RATE_LIMIT_PER_MINUTE: '1000000' }),
+      loadConfig({ MEMORY_PORT: '0', MEMORY_DATA_DIR: dataDir, MEMORY_LOG_LEVEL: 'warn', MEMORY_RATE_LIMIT_PER_MINUTE: '1000000', ...env }),
       runtimeOptions,
     );
     const startMs = performance.now() - started;
@@ -83,9 +84,9 @@ export function benchEmbedded(options: BenchOptions): Promise<RuntimeResult> {
   return withEmbeddedRuntime('embedded', {}, (runtime, target, startMs) => benchApi(target, runtime, options, 'embedded', startMs));
 }
 
-/** The write phases only (no visibility, search or deletion), on a fresh embedded runtime. */
-export function benchEmbeddedWrites(load: WriteLoad, runtimeOptions: RuntimeOptions, label: string): Promise<WriteSamples> {
-  return withEmbeddedRuntime(label, runtimeOptions, async (_runtime, target) => measureWrites(target, await issueToken(target, WRITES_TENANT), load, label));
+/** The write phases only (no visibility, search or deletion), on a fresh embedded runtime; `env` adds to its configuration. */
+export function benchEmbeddedWrites(load: WriteLoad, runtimeOptions: RuntimeOptions, label: string, env: Record<string, string> = {}): Promise<WriteSamples> {
+  return withEmbeddedRuntime(label, runtimeOptions, async (_runtime, target) => measureWrites(target, await issueToken(target, WRITES_TENANT), load, label), env);
 }
 
 export async function benchDistributed(options: BenchOptions, namespace: string, engines: Engines): Promise<RuntimeResult> {
