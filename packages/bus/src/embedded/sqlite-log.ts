@@ -16,7 +16,9 @@
  *
  * Writes run in IMMEDIATE transactions: they take the write lock up front, so two processes
  * appending to the same file serialize instead of failing on a lock upgrade, and offsets
- * stay dense (the next offset is read inside the same transaction that writes it).
+ * stay dense (the next offset is read inside the same transaction that writes it). Writers in
+ * other threads of this process queue on the file's lock in shared memory first
+ * (@gm/thread-lock), so they never meet in SQLite's sleeping busy handler.
  */
 import { encodeMessage } from '../messages.ts';
 import { mkdirSync } from 'node:fs';
@@ -294,15 +296,15 @@ export class SqliteLog {
     return this.write(() => {
       this.setSynchronous('NORMAL');
       return this.db
-      .transaction(() => {
-        if (this.topic(dlqMessage.topic) === undefined) {
-          this.stmt.upsertTopic.run(dlqMessage.topic, this.requireTopic(consumed.topic).partitions, 0);
-          this.topics.delete(dlqMessage.topic);
-        }
-        const range = { topic: consumed.topic, partition: consumed.partition, from: consumed.offset, next: consumed.offset + 1 };
-        return this.commitInTransaction(groupId, range, [{ sends: [dlqMessage] }]);
-      })
-      .immediate();
+        .transaction(() => {
+          if (this.topic(dlqMessage.topic) === undefined) {
+            this.stmt.upsertTopic.run(dlqMessage.topic, this.requireTopic(consumed.topic).partitions, 0);
+            this.topics.delete(dlqMessage.topic);
+          }
+          const range = { topic: consumed.topic, partition: consumed.partition, from: consumed.offset, next: consumed.offset + 1 };
+          return this.commitInTransaction(groupId, range, [{ sends: [dlqMessage] }]);
+        })
+        .immediate();
     });
   }
 
@@ -310,6 +312,7 @@ export class SqliteLog {
     this.write(() => this.stmt.deleteGroup.run(groupId));
   }
 
+  /** Every write of this file goes through here: see `writeLock`. */
   private write<T>(work: () => T): T {
     return underLock(this.writeLock, work);
   }

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { createSqliteBus, type Bus } from '@gm/bus';
 // Relative on purpose: @gm/testing depends on this package, so a workspace import would be a cycle.
@@ -89,4 +90,40 @@ describe('sqlite key store', () => {
     await store.tombstone(wrapped.kid);
     expect(await store.get(wrapped.kid)).toEqual({ status: 'destroyed' });
   });
+
+  it('writes the puts of one turn together, refusing only the one whose key was destroyed', async () => {
+    const h = await sqliteHarness();
+    onTestFinished(() => h.cleanup());
+    const master = { kid: 'm1', key: randomBytes(32) };
+    const [a, b, c] = ['ann', 'ben', 'cal'].map((subject) => wrapKey('kek', generateKey(kekId('t1', subject)), master));
+    if (a === undefined || b === undefined || c === undefined) throw new Error('three keys');
+    await h.store.put(b.kid, b);
+    await h.store.tombstone(b.kid);
+    const results = await Promise.allSettled([h.store.put(a.kid, a), h.store.put(b.kid, b), h.store.put(c.kid, c)]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect(results[1]).toMatchObject({ reason: { code: 'MEM_CONFLICT' } });
+    const reopened = await h.open();
+    expect(await reopened.get(a.kid)).toEqual({ status: 'present', wrapped: a });
+    expect(await reopened.get(b.kid)).toEqual({ status: 'destroyed' });
+    expect(await reopened.get(c.kid)).toEqual({ status: 'present', wrapped: c });
+  });
+
+  it('does not report a destroy as done while a reader pins the WAL frames that hold the old key', async () => {
+    const h = await sqliteHarness();
+    onTestFinished(() => h.cleanup());
+    const wrapped = wrapKey('kek', generateKey(kekId('t1', 'dee')), { kid: 'm1', key: randomBytes(32) });
+    await h.store.put(wrapped.kid, wrapped);
+    // Another connection in the middle of a read: the checkpoint cannot empty the WAL under it.
+    const reader = new Database(join(h.dir, 'keys.db'));
+    reader.exec('BEGIN');
+    reader.prepare('SELECT count(*) FROM crypto_keys').get();
+    await expect(h.store.tombstone(wrapped.kid)).rejects.toMatchObject({ code: 'MEM_UNAVAILABLE', retriable: true });
+    reader.exec('COMMIT');
+    reader.close();
+    // The retry a caller makes (the deletion's key target) empties it.
+    await h.store.tombstone(wrapped.kid);
+    const after = await filesIn(h.dir);
+    expect(after.includes(wrapped.ct)).toBe(false);
+    expect(await h.store.get(wrapped.kid)).toEqual({ status: 'destroyed' });
+  }, 30_000);
 });

@@ -57,19 +57,43 @@ export function createSqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
     if (closed) throw new GovernedMemoryError('MEM_UNAVAILABLE', 'key store is closed');
   };
 
-  const putTx = db.transaction((keyId: string, value: string) => {
+  /**
+   * The puts of one turn of the event loop go in one transaction (a batch's new records create
+   * their data keys together): each is refused on its own if its key was destroyed.
+   */
+  const queued: Array<{ keyId: string; value: string; resolve(): void; reject(err: unknown): void }> = [];
+  const putAll = db.transaction((puts: typeof queued): Array<GovernedMemoryError | undefined> => puts.map(({ keyId, value }) => {
     const row = select.get(keyId);
     if (row !== undefined && row.value === null) {
-      throw new GovernedMemoryError('MEM_CONFLICT', `key ${keyId} was destroyed and cannot be written again`);
+      return new GovernedMemoryError('MEM_CONFLICT', `key ${keyId} was destroyed and cannot be written again`);
     }
     upsert.run(keyId, value);
-  });
+    return undefined;
+  }));
+  const flush = (): void => {
+    const puts = queued.splice(0);
+    if (puts.length === 0) return;
+    let refused: Array<GovernedMemoryError | undefined>;
+    try {
+      refused = underLock(writeLock, () => putAll.immediate(puts));
+    } catch (err) {
+      for (const put of puts) put.reject(err);
+      return;
+    }
+    puts.forEach((put, i) => {
+      const err = refused[i];
+      if (err === undefined) put.resolve();
+      else put.reject(err);
+    });
+  };
 
   return {
     async put(keyId, wrapped) {
       ensureOpen();
       const value = JSON.stringify(checkPut(keyId, wrapped));
-      underLock(writeLock, () => putTx.immediate(keyId, value));
+      return new Promise<void>((resolve, reject) => {
+        if (queued.push({ keyId, value, resolve, reject }) === 1) setImmediate(flush);
+      });
     },
     async get(keyId): Promise<KeyLookup> {
       ensureOpen();
@@ -80,8 +104,15 @@ export function createSqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
     },
     async tombstone(keyId) {
       ensureOpen();
-      underLock(writeLock, () => destroy.run(keyId));
-      db.pragma('wal_checkpoint(TRUNCATE)');
+      underLock(writeLock, () => {
+        destroy.run(keyId);
+        // Another connection (the other thread's) may be reading: if the WAL could not be
+        // emptied, frames with the old value remain, and the destroy must not count as done.
+        const [result] = db.pragma('wal_checkpoint(TRUNCATE)') as Array<{ busy: number }>;
+        if (result !== undefined && result.busy !== 0) {
+          throw new GovernedMemoryError('MEM_UNAVAILABLE', `key ${keyId} is destroyed, but the WAL still holds its old frames; retry`, { retriable: true });
+        }
+      });
       listeners.emit(keyId);
     },
     async all() {
@@ -91,6 +122,8 @@ export function createSqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
     onDestroyed: (listener) => listeners.add(listener),
     async close() {
       if (closed) return;
+      // Puts already made are written before the connection goes.
+      flush();
       closed = true;
       listeners.clear();
       db.close();
