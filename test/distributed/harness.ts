@@ -79,6 +79,7 @@ export async function startDistributedTestRuntime(env: Record<string, string> = 
     advance: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
     api,
     issue: capabilityIssuer(api, credential),
+    issuerCredential: credential,
     digest,
     async restart() {
       await stack.stop();

@@ -71,6 +71,8 @@ export interface TestRuntime {
   advance(ms: number): Promise<void>;
   api<T = ApiBody>(method: string, route: string, options?: ApiOptions): Promise<ApiResponse<T>>;
   issue(request: Partial<IssueCapabilityRequest> & { agentId: string }, options?: { grants?: boolean }): Promise<string>;
+  /** The deployment's issuer credential (tests mint consistency tokens of this deployment with it). */
+  issuerCredential(): string;
   digest(): Promise<Digest>;
   /** Stops every part and starts it again on the same data. */
   restart(): Promise<void>;
@@ -228,6 +230,7 @@ export async function startTestRuntime(
     advance: async (ms) => clock.advance(ms),
     api,
     issue: capabilityIssuer(api, () => runtime.credentials.issuerCredential),
+    issuerCredential: () => runtime.credentials.issuerCredential,
     digest: async () => {
       const { projection, index } = await runtime.digest();
       return { projection, index };

@@ -53,6 +53,15 @@ export type WriteMemoryRequest = z.infer<typeof WriteMemoryRequest>;
 
 export const MutationResponse = z.object({ id: Id, version: z.number().int(), status: RecordStatus });
 
+/**
+ * POST /v1/memories:batch. The envelope is checked first (a bad one writes nothing); each item
+ * then passes or fails on its own as the body of POST /v1/memories would, its `idempotencyKey`
+ * standing for that route's Idempotency-Key header.
+ */
+export const WriteMemoryBatchRequest = z.object({ items: z.array(z.unknown()).min(1).max(LIMITS.maxBatchItems) }).strict();
+export const WriteMemoryBatchItem = WriteMemoryRequest.extend({ idempotencyKey: Id.optional() }).strict();
+export type WriteMemoryBatchItem = z.infer<typeof WriteMemoryBatchItem>;
+
 export const VersionedRequest = z
   .object({ expectedVersion: z.number().int().min(0), visibility: Visibility.optional() })
   .strict();
@@ -162,6 +171,34 @@ export const Problem = z.object({
   requestId: z.string().optional(),
 });
 export type Problem = z.infer<typeof Problem>;
+
+/** One item's outcome in the answer of POST /v1/memories:batch, at its index in the request. */
+export const BatchItemOutcome = z.object({
+  index: z.number().int().min(0),
+  /** What POST /v1/memories would have answered for this item alone. */
+  httpStatus: z.number().int(),
+  id: Id.optional(),
+  version: z.number().int().optional(),
+  status: RecordStatus.optional(),
+  /** An asynchronous batch (`Prefer: respond-async`): the item's command, to ask GET /v1/commands/{commandId}. */
+  commandId: Id.optional(),
+  error: Problem.optional(),
+});
+export const WriteMemoryBatchResponse = z.object({ items: z.array(BatchItemOutcome), consistencyToken: z.string() });
+
+/** 202 of an asynchronous write (`Prefer: respond-async`): the command is durably in the log, not yet decided. */
+export const AsyncWriteAccepted = z.object({ commandId: Id, consistencyToken: z.string() });
+
+/** GET /v1/commands/{commandId}: how far an asynchronous write got. */
+export const CommandStatusResponse = z.object({
+  commandId: Id,
+  state: z.enum(['pending', 'accepted', 'rejected']),
+  id: Id.optional(),
+  version: z.number().int().optional(),
+  status: RecordStatus.optional(),
+  /** What the synchronous write would have answered, when rejected. */
+  error: Problem.optional(),
+});
 
 
 /*

@@ -3,6 +3,8 @@ export const LIMITS = {
   maxIdLength: 128,
   maxContentBytes: 32 * 1024,
   maxPurposes: 16,
+  /** Items of one POST /v1/memories:batch. */
+  maxBatchItems: 500,
   maxProvenance: 32,
   maxQueryLength: 1024,
   maxSearchLimit: 50,

@@ -15,6 +15,8 @@ export const MessageMetadata = z
     now: IsoTime,
     idempotencyKey: Id.optional(),
     policyRevision: z.number().int().min(0),
+    /** Answered asynchronously (202): write-admission's reply asks for its outcome to be kept for GET /v1/commands/{commandId}. */
+    storeOutcome: z.literal(true).optional(),
   })
   .strict();
 export type MessageMetadata = z.infer<typeof MessageMetadata>;

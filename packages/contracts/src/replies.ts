@@ -16,8 +16,11 @@ export type AcceptedResult = z.infer<typeof AcceptedResult>;
 export const EventPosition = z.object({ partition: z.number().int().min(0), offset: z.number().int().min(0) }).strict();
 export type EventPosition = z.infer<typeof EventPosition>;
 
+/** On the reply of a command sent with `storeOutcome`: whose outcome the API keeps, and where. */
+export const StoredFor = z.object({ tenantId: Id, principalId: Id }).strict();
+
 export const CommandReply = z.discriminatedUnion('outcome', [
-  z.object({ commandId: Id, outcome: z.literal('accepted'), result: AcceptedResult, eventsAt: EventPosition.optional() }).strict(),
+  z.object({ commandId: Id, outcome: z.literal('accepted'), result: AcceptedResult, eventsAt: EventPosition.optional(), storedFor: StoredFor.optional() }).strict(),
   z
     .object({
       commandId: Id,
@@ -25,6 +28,7 @@ export const CommandReply = z.discriminatedUnion('outcome', [
       code: z.string(),
       detail: z.string(),
       retriable: z.boolean(),
+      storedFor: StoredFor.optional(),
     })
     .strict(),
 ]);

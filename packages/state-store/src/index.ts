@@ -8,3 +8,4 @@ export type { StoredPacket } from './repositories/packets.ts';
 export type { AppliedChange, IssuedCapability } from './repositories/policies.ts';
 export { recordRef } from './repositories/records.ts';
 export type { AdmissionSnapshots, StoredAdmissionState } from './repositories/admission.ts';
+export { COMMAND_OUTCOME_TTL_MS, CommandOutcome } from './repositories/commands.ts';

@@ -9,6 +9,7 @@ import { RetrievalCache } from './repositories/cache.ts';
 import { DataGenerations, DeletionJobs, PolicyRevisions, Revocations } from './repositories/jobs.ts';
 import { IssuedCapabilities, Policies } from './repositories/policies.ts';
 import { DeletionReceipts } from './repositories/receipts.ts';
+import { CommandOutcomes } from './repositories/commands.ts';
 
 /** Every typed view of the state store, sharing one key-value connection and key prefix. */
 export class StateStore {
@@ -28,6 +29,7 @@ export class StateStore {
   readonly policies: Policies;
   readonly issuedCapabilities: IssuedCapabilities;
   readonly admission: AdmissionSnapshots;
+  readonly commands: CommandOutcomes;
 
   /** `nowMs` must be the clock the key-value store expires keys by. */
   constructor(readonly kv: KeyValueStore, prefix = 'gm:', nowMs: () => number = Date.now) {
@@ -47,6 +49,7 @@ export class StateStore {
     this.policies = new Policies(kv, this.keys, this.policyRevisions, this.revocations, nowMs);
     this.issuedCapabilities = new IssuedCapabilities(kv, this.keys, nowMs);
     this.admission = new AdmissionSnapshots(kv, this.keys);
+    this.commands = new CommandOutcomes(kv, this.keys);
   }
 
   /**

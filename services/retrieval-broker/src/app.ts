@@ -7,6 +7,7 @@ import { capabilityRoutes } from './routes/capabilities.ts';
 import { deletionRoutes } from './routes/deletion.ts';
 import { healthRoutes } from './routes/health.ts';
 import { memoryRoutes } from './routes/memories.ts';
+import { commandRoutes } from './routes/commands.ts';
 import { policyRoutes } from './routes/policy.ts';
 import { searchRoutes } from './routes/search.ts';
 import { summaryRoutes } from './routes/summaries.ts';
@@ -86,6 +87,7 @@ export async function buildApp(deps: BrokerDeps): Promise<FastifyInstance> {
   healthRoutes(app, deps);
   capabilityRoutes(app, deps);
   memoryRoutes(app, deps);
+  commandRoutes(app, deps);
   searchRoutes(app, deps);
   summaryRoutes(app, deps);
   deletionRoutes(app, deps);

@@ -1,8 +1,12 @@
 import type { Bus, LogPosition, Subscription } from '@gm/bus';
+import type { ConsistencyPoint, Positions } from './consistency-token.ts';
 import {
   CommandReply, ERROR_CODES, GovernedMemoryError, TOPICS, subjectKey,
   type AcceptedResult, type ErrorCode, type MemoryCommand,
 } from '@gm/contracts';
+
+/** write-admission's consumer group (services/write-admission): an async write is decided once it passed the command. */
+const WRITE_ADMISSION_GROUP = 'write-admission';
 
 /** Consumer groups whose progress the API waits for before it answers a mutation. */
 export const READ_YOUR_WRITES_GROUPS = ['projector', 'index-builder'] as const;
@@ -32,6 +36,8 @@ export class CommandGateway {
     private readonly bus: Bus,
     private readonly options: { instanceId: string; replyTimeoutMs: number; readYourWritesTimeoutMs: number },
     private readonly projected?: ProjectionCheck,
+    /** Keeps the outcome of a reply that asks for it (`storedFor`: an asynchronous write's). */
+    private readonly storeOutcome?: (reply: CommandReply) => Promise<void>,
   ) {}
 
   async start(): Promise<void> {
@@ -45,6 +51,8 @@ export class CommandGateway {
         const parsed = CommandReply.safeParse(message.value);
         if (!parsed.success) return;
         this.pending.get(parsed.data.commandId)?.(parsed.data);
+        // Every instance keeps it (the same value): the one that sent it may be gone.
+        if (parsed.data.storedFor !== undefined) await this.storeOutcome?.(parsed.data);
       },
     });
   }
@@ -57,9 +65,86 @@ export class CommandGateway {
    * Returns the accepted result, or throws the rejection as a coded error. `readYourWrites`
    * says whether the projections had folded the result before the wait ran out.
    */
-  async send(command: MemoryCommand): Promise<AcceptedResult & { readYourWrites: boolean }> {
-    const { commandId } = command.metadata;
-    const key = subjectKey(command.metadata.tenantId, command.metadata.subjectId);
+  async send(command: MemoryCommand): Promise<AcceptedResult & { readYourWrites: boolean; landed: Positions }> {
+    const { outcomes: [outcome], readYourWrites, landed } = await this.sendAll([command]);
+    if (outcome === undefined) throw new GovernedMemoryError('MEM_INTERNAL', 'no outcome for the command');
+    if (outcome instanceof GovernedMemoryError) throw outcome;
+    return { ...outcome, readYourWrites, landed };
+  }
+
+  /**
+   * Sends commands together (one produce, so one group commit) and answers each on its own:
+   * its accepted result, or its rejection (or reply timeout) as a coded error. Read-your-writes
+   * is then waited for once per events partition, at the furthest of the batch's own events
+   * there: `readYourWrites` says whether every accepted result was folded in time, and `landed`
+   * names those positions (a consistency token's). Throws only when the commands could not be
+   * appended at all.
+   */
+  async sendAll(commands: readonly MemoryCommand[]): Promise<{ outcomes: Array<AcceptedResult | GovernedMemoryError>; readYourWrites: boolean; landed: Positions }> {
+    const replies = commands.map((command) => this.replyTo(command.metadata.commandId));
+    // Settled from the start: a reply that times out while the produce runs is never unhandled.
+    const settled = replies.map((r) => r.reply.catch((err: unknown) => err as GovernedMemoryError));
+    try {
+      const positions = await this.bus.produce(commands.map((command) => ({
+        topic: TOPICS.commands, key: subjectKey(command.metadata.tenantId, command.metadata.subjectId), value: command,
+      })));
+      const answers = await Promise.all(settled);
+      const deadline = performance.now() + this.options.readYourWritesTimeoutMs;
+      const furthest = new Map<number, number>();
+      const retried: Array<{ tenant: string; result: AcceptedResult; partition: number }> = [];
+      const outcomes = answers.map((answer, i): AcceptedResult | GovernedMemoryError => {
+        if (answer instanceof Error) return answer;
+        if (answer.outcome === 'rejected') return new GovernedMemoryError(asCode(answer.code), answer.detail, { retriable: answer.retriable });
+        if (answer.eventsAt !== undefined) {
+          // The reply names its own events' position: wait for exactly that, not for whatever
+          // other writers appended to the partition since (they would make concurrent writes convoy).
+          const { partition, offset } = answer.eventsAt;
+          furthest.set(partition, Math.max(offset, furthest.get(partition) ?? -1));
+        } else {
+          // No event of its own (an idempotent retry answered with the first result): that
+          // result's events are somewhere before the partition's end.
+          const command = commands[i];
+          if (command !== undefined) {
+            const key = subjectKey(command.metadata.tenantId, command.metadata.subjectId);
+            retried.push({ tenant: command.metadata.tenantId, result: answer.result, partition: positions[i]?.partition ?? this.bus.partitionFor(TOPICS.events, key) });
+          }
+        }
+        return answer.result;
+      });
+      const waits = [
+        ...[...furthest].map(([partition, offset]) => this.waitForGroups({ topic: TOPICS.events, partition, offset })),
+        ...retried.map((r) => this.confirmRetried(r.tenant, r.result, r.partition, deadline)),
+      ];
+      const readYourWrites = (await Promise.all(waits)).every(Boolean);
+      if (retried.length > 0) {
+        // A retried result's events are before its partition's end: a token waits for that end.
+        const ends = await this.bus.endOffsets(TOPICS.events);
+        for (const { partition } of retried) {
+          const last = (ends[partition] ?? 0) - 1;
+          if (last >= 0) furthest.set(partition, Math.max(last, furthest.get(partition) ?? -1));
+        }
+      }
+      return { outcomes, readYourWrites, landed: furthest };
+    } finally {
+      for (const r of replies) r.dispose();
+    }
+  }
+
+  /**
+   * Sends commands without waiting for write-admission (asynchronous writes): returns, per
+   * commands partition, the furthest offset they were appended at — durable once this returns.
+   */
+  async post(commands: readonly MemoryCommand[]): Promise<Positions> {
+    const positions = await this.bus.produce(commands.map((command) => ({
+      topic: TOPICS.commands, key: subjectKey(command.metadata.tenantId, command.metadata.subjectId), value: command,
+    })));
+    const furthest = new Map<number, number>();
+    for (const { partition, offset } of positions) furthest.set(partition, Math.max(offset, furthest.get(partition) ?? -1));
+    return furthest;
+  }
+
+  /** The reply to a command, or MEM_TIMEOUT after replyTimeoutMs; registered before the command is sent. */
+  private replyTo(commandId: string): { reply: Promise<CommandReply>; dispose(): void } {
     let timer: NodeJS.Timeout | undefined;
     const reply = new Promise<CommandReply>((resolve, reject) => {
       this.pending.set(commandId, resolve);
@@ -68,33 +153,46 @@ export class CommandGateway {
         this.options.replyTimeoutMs,
       );
     });
-    try {
-      const [position] = await this.bus.produce([{ topic: TOPICS.commands, key, value: command }]);
-      const answer = await reply;
-      if (answer.outcome === 'rejected') {
-        throw new GovernedMemoryError(asCode(answer.code), answer.detail, { retriable: answer.retriable });
+    return {
+      reply,
+      dispose: () => {
+        clearTimeout(timer);
+        this.pending.delete(commandId);
+      },
+    };
+  }
+
+  /** Read-your-writes of an idempotent retry's result: its partition's end, checked against the projection. */
+  private async confirmRetried(tenant: string, result: AcceptedResult, partition: number, deadline: number): Promise<boolean> {
+    const readYourWrites = await this.waitForEnd(partition);
+    if (!readYourWrites || this.projected === undefined || (await this.projected(tenant, result))) return readYourWrites;
+    // The end was read before the events were visible: wait until they are, then for every group again.
+    return (await this.confirm(tenant, result, deadline)) && (await this.waitForEnd(partition));
+  }
+
+  /**
+   * Waits until `groups` have passed a consistency point (consistency-token.ts): its events
+   * positions, and for its commands first write-admission, then whatever it appended to the
+   * events partition up to then (a command's events go to the same partition number). False
+   * when `timeoutMs` ran out first.
+   */
+  async waitForPoint(point: ConsistencyPoint, groups: readonly string[], timeoutMs: number): Promise<boolean> {
+    const deadline = performance.now() + timeoutMs;
+    const left = () => Math.max(0, deadline - performance.now());
+    const events = new Map(point.events);
+    if (point.commands.size > 0) {
+      const admitted = await Promise.all([...point.commands].map(([partition, offset]) =>
+        this.bus.waitForCommitted(WRITE_ADMISSION_GROUP, { topic: TOPICS.commands, partition, offset }, left())));
+      if (!admitted.every(Boolean)) return false;
+      const ends = await this.bus.endOffsets(TOPICS.events);
+      for (const partition of point.commands.keys()) {
+        const last = (ends[partition] ?? 0) - 1;
+        if (last >= 0) events.set(partition, Math.max(last, events.get(partition) ?? -1));
       }
-      if (answer.eventsAt !== undefined) {
-        // The reply names its own events' position: wait for exactly that, not for whatever
-        // other writers appended to the partition since (they would make concurrent writes convoy).
-        const own = { topic: TOPICS.events, partition: answer.eventsAt.partition, offset: answer.eventsAt.offset };
-        return { ...answer.result, readYourWrites: await this.waitForGroups(own) };
-      }
-      // No event of its own (an idempotent retry answered with the first result): that result's
-      // events are somewhere before the partition's end.
-      const partition = position?.partition ?? this.bus.partitionFor(TOPICS.events, key);
-      const deadline = performance.now() + this.options.readYourWritesTimeoutMs;
-      let readYourWrites = await this.waitForEnd(partition);
-      const tenant = command.metadata.tenantId;
-      if (readYourWrites && this.projected !== undefined && !(await this.projected(tenant, answer.result))) {
-        // The end was read before the events were visible: wait until they are, then for every group again.
-        readYourWrites = (await this.confirm(tenant, answer.result, deadline)) && (await this.waitForEnd(partition));
-      }
-      return { ...answer.result, readYourWrites };
-    } finally {
-      clearTimeout(timer);
-      this.pending.delete(commandId);
     }
+    const passed = await Promise.all([...events].flatMap(([partition, offset]) =>
+      groups.map((group) => this.bus.waitForCommitted(group, { topic: TOPICS.events, partition, offset }, left()))));
+    return passed.every(Boolean);
   }
 
   /** Polls the projection check until it holds or the read-your-writes deadline passes. */

@@ -5,6 +5,7 @@ import type { CapabilityIssuer, CapabilityVerifier, PolicyDecisionPoint } from '
 import type { SearchIndex, SummaryStore } from '@gm/search-index';
 import type { StateStore } from '@gm/state-store';
 import type { CommandGateway } from './command-gateway.ts';
+import type { ConsistencyTokens } from './consistency-token.ts';
 import type { PolicyGateway } from './policy-gateway.ts';
 
 export interface BrokerConfig {
@@ -27,6 +28,8 @@ export interface BrokerDeps {
   issuer: CapabilityIssuer;
   issuerCredential: string;
   gateway: CommandGateway;
+  /** Issues and checks consistency tokens (consistency-token.ts). */
+  tokens: ConsistencyTokens;
   policy: PolicyGateway;
   clock: Clock;
   log: Logger;

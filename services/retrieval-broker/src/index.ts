@@ -7,3 +7,4 @@ export * from './problem.ts';
 export * from './start.ts';
 export * from './policy-gateway.ts';
 export * from './admin-authz.ts';
+export * from './consistency-token.ts';

@@ -3,7 +3,7 @@ import {
   AddDelegationRequest, AddGrantRequest, DelegationCreatedResponse, DeletionAccepted, DeletionJob, EvidencePacket,
   GrantCreatedResponse, IssueCapabilityRequest, IssueCapabilityResponse, LegalHold, LegalHoldCreatedResponse, MemoryRecord,
   MutationResponse, PacketValidation, PlaceLegalHoldRequest, PolicyActionRequest, PolicyRevisionResponse, Problem, ReceiptPublicKey, ReceiptResponse,
-  SearchRequest, SubjectSummaries, VersionedRequest, WriteMemoryRequest,
+  AsyncWriteAccepted, CommandStatusResponse, LIMITS, SearchRequest, SubjectSummaries, VersionedRequest, WriteMemoryBatchItem, WriteMemoryBatchResponse, WriteMemoryRequest,
 } from '@gm/contracts';
 
 const schema = (s: z.ZodType) => z.toJSONSchema(s, { io: 'input', unrepresentable: 'any' });
@@ -20,10 +20,17 @@ const mutation = (status: string, s: z.ZodType, description: string) => ({
         description: '`confirmed`: the projections folded the result, so the next read sees it; `pending`: accepted and durable, but the wait for the projections ran out first',
         schema: { type: 'string', enum: ['confirmed', 'pending'] },
       },
+      'Consistency-Token': {
+        description: 'where this mutation (and the token the request sent) landed in the log; a read that sends it waits until the projections passed it',
+        schema: { type: 'string' },
+      },
     },
   },
 });
 const bearer = [{ capability: [] }];
+/** Sent on a read: wait until the projections passed it (then 503 MEM_NOT_YET_CONSISTENT); on a mutation: carried into its answer's token. */
+const preferAsync = { name: 'Prefer', in: 'header', required: false, schema: { type: 'string', examples: ['respond-async'] } };
+const consistencyToken = { name: 'Consistency-Token', in: 'header', required: false, schema: { type: 'string' } };
 
 /** OpenAPI 3.1 generated from the same zod schemas the handlers validate with. */
 export function openApiDocument() {
@@ -47,12 +54,32 @@ export function openApiDocument() {
       '/v1/capabilities': { post: op('Issue a capability', 'issuer', ok('201', IssueCapabilityResponse, 'issued'), IssueCapabilityRequest) },
       '/v1/memories': {
         post: {
-          ...op('Write a memory', 'write', mutation('201', MutationResponse, 'admitted'), WriteMemoryRequest),
-          parameters: [{ name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string' } }],
+          ...op('Write a memory', 'write', {
+            ...mutation('201', MutationResponse, 'admitted'),
+            ...mutation('202', AsyncWriteAccepted, 'with `Prefer: respond-async`: the command is durably in the log; its outcome at /v1/commands/{commandId}'),
+          }, WriteMemoryRequest),
+          parameters: [{ name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string' } }, consistencyToken, preferAsync],
         },
       },
+      '/v1/memories:batch': {
+        parameters: [consistencyToken, preferAsync],
+        post: op(
+          `Write up to ${LIMITS.maxBatchItems} memories; each item passes or fails on its own, as POST /v1/memories would answer it`,
+          'write',
+          {
+            ...mutation('200', WriteMemoryBatchResponse, 'every item\'s outcome, at its index'),
+            ...mutation('202', WriteMemoryBatchResponse, 'with `Prefer: respond-async`: each accepted item\'s commandId (httpStatus 202), each refused item\'s problem'),
+          },
+          // The handler checks the envelope first and each item on its own; documented as items of the write body.
+          z.object({ items: z.array(WriteMemoryBatchItem).min(1).max(LIMITS.maxBatchItems) }).strict(),
+        ),
+      },
+      '/v1/commands/{commandId}': {
+        parameters: idParam('commandId'),
+        get: op('How far an asynchronous write got (only its principal may ask)', 'write', ok('200', CommandStatusResponse, 'pending, accepted or rejected')),
+      },
       '/v1/memories/{id}': {
-        parameters: idParam('id'),
+        parameters: [...idParam('id'), consistencyToken],
         get: op('Read a memory', 'read', ok('200', MemoryRecord, 'the record')),
         delete: op('Delete a memory', 'request_delete', mutation('202', DeletionAccepted, 'deletion job accepted')),
       },
@@ -64,10 +91,10 @@ export function openApiDocument() {
         parameters: idParam('id'),
         post: op('Reject a quarantined memory', 'review', mutation('200', MutationResponse, 'tombstoned'), VersionedRequest),
       },
-      '/v1/search': { post: op('Search', 'search', ok('200', EvidencePacket, 'evidence packet'), SearchRequest) },
+      '/v1/search': { post: { ...op('Search', 'search', ok('200', EvidencePacket, 'evidence packet'), SearchRequest), parameters: [consistencyToken] } },
       '/v1/packets/{id}/validate': { parameters: idParam('id'), post: op('Validate a packet before acting', 'cite', ok('200', PacketValidation, 'validity')) },
       '/v1/subjects/{subjectId}/summary': {
-        parameters: idParam('subjectId'),
+        parameters: [...idParam('subjectId'), consistencyToken],
         get: op('Extractive summaries of a subject in the caller\'s partitions, for its purpose', 'search', ok('200', SubjectSummaries, 'summaries (possibly none)')),
       },
       '/v1/subjects/{subjectId}/forget': { parameters: idParam('subjectId'), post: op('Forget a subject', 'request_delete', mutation('202', DeletionAccepted, 'deletion job accepted')) },

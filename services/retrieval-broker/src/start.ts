@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Bus } from '@gm/bus';
-import type { Clock, ServiceHandle } from '@gm/contracts';
+import type { Clock, CommandReply, ServiceHandle } from '@gm/contracts';
 import type { Logger, Metrics } from '@gm/observability';
 import {
   CapabilityIssuer, CapabilityVerifier, CedarPolicyDecisionPoint, RevisionCachedPolicySource, type CompiledPolicySet, type SigningKeyPair,
@@ -8,6 +8,7 @@ import {
 import type { SearchIndex, SummaryStore } from '@gm/search-index';
 import type { StateStore } from '@gm/state-store';
 import { buildApp } from './app.ts';
+import { ConsistencyTokens } from './consistency-token.ts';
 import { CommandGateway, type ProjectionCheck } from './command-gateway.ts';
 import { startBrokerTargets } from './deletion-targets.ts';
 import type { BrokerConfig } from './deps.ts';
@@ -50,12 +51,23 @@ function projectionCheck(state: StateStore): ProjectionCheck {
   };
 }
 
+/** An asynchronous write's outcome, for GET /v1/commands/{id} (its principal only). */
+function storeOutcome(state: StateStore): (reply: CommandReply) => Promise<void> {
+  return async (reply) => {
+    if (reply.storedFor === undefined) return;
+    const { tenantId, principalId } = reply.storedFor;
+    await state.commands.settle(tenantId, reply.commandId, reply.outcome === 'accepted'
+      ? { principalId, state: 'accepted', result: reply.result }
+      : { principalId, state: 'rejected', code: reply.code, detail: reply.detail, retriable: reply.retriable });
+  };
+}
+
 /** The retrieval-broker: reply gateway, deletion targets of the read path, and the HTTP API. */
 export async function startRetrievalBroker(o: RetrievalBrokerOptions): Promise<RunningBroker> {
   const targets = await startBrokerTargets({ bus: o.bus, state: o.state, clock: o.clock });
   const gateway = new CommandGateway(o.bus, {
     instanceId: o.instanceId, replyTimeoutMs: o.config.replyTimeoutMs, readYourWritesTimeoutMs: o.config.readYourWritesTimeoutMs,
-  }, projectionCheck(o.state));
+  }, projectionCheck(o.state), storeOutcome(o.state));
   await gateway.start();
   const pdp = new CedarPolicyDecisionPoint({
     source: new RevisionCachedPolicySource(o.state.policies, o.state.policyRevisions),
@@ -73,6 +85,7 @@ export async function startRetrievalBroker(o: RetrievalBrokerOptions): Promise<R
     verifier: await CapabilityVerifier.create(o.signing.publicJwk, o.issuerName, revocations),
     issuer: await CapabilityIssuer.create(o.signing.privateJwk, o.issuerName),
     issuerCredential: o.issuerCredential,
+    tokens: new ConsistencyTokens(o.issuerCredential),
     config: o.config,
     ready: o.ready,
     ...(o.exposition === undefined ? {} : { exposition: o.exposition }),

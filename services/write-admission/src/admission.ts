@@ -190,7 +190,7 @@ export class WriteAdmission {
         if (isUnreadableContent(command.data.content)) throw new GovernedMemoryError('MEM_VALIDATION', 'content uses a reserved value');
       }
       const decision = decide(command, state, this.deps.decide);
-      reply = { commandId: command.metadata.commandId, outcome: 'accepted', result: decision.result };
+      reply = { commandId: command.metadata.commandId, outcome: 'accepted', result: decision.result, ...storedFor(command) };
       for (const e of decision.events) countEvent(metrics, e);
       if (decision.events.length > 0) {
         ctx.send(decision.events.map((e) => ({ topic: TOPICS.events, key, value: e })));
@@ -222,7 +222,7 @@ export class WriteAdmission {
       }
     } catch (err) {
       if (!isGovernedMemoryError(err)) throw err; // a bug or an outage: retry, then dead-letter
-      reply = { commandId: command.metadata.commandId, outcome: 'rejected', code: err.code, detail: err.message, retriable: err.retriable };
+      reply = { commandId: command.metadata.commandId, outcome: 'rejected', code: err.code, detail: err.message, retriable: err.retriable, ...storedFor(command) };
       metrics.rejections.inc({ code: err.code });
       if (err.code === 'MEM_CONFLICT') metrics.conflicts.inc();
       log.info({ commandId: command.metadata.commandId, type: command.type, code: err.code }, 'command rejected');
@@ -305,6 +305,10 @@ interface Batch {
   replies: Array<(landed: readonly LogPosition[]) => OutgoingMessage>;
   committed: Array<(landed: readonly LogPosition[]) => void>;
 }
+
+/** An asynchronous write's reply says whose outcome the API keeps (GET /v1/commands/{id}). */
+const storedFor = (command: MemoryCommand): { storedFor?: { tenantId: string; principalId: string } } =>
+  command.metadata.storeOutcome === true ? { storedFor: { tenantId: command.metadata.tenantId, principalId: command.metadata.actor.principalId } } : {};
 
 function withEventsAt(reply: CommandReply, events: readonly LogPosition[]): CommandReply {
   const last = events.at(-1);

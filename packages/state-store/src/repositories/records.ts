@@ -138,6 +138,15 @@ export class IdClaims {
     if (await this.kv.set(key, subjectId, { nx: true })) return true;
     return (await this.kv.get(key)) === subjectId;
   }
+  /** `claim` for many ids at once: one pipeline of SET NX, then one read of those already taken. */
+  async claimAll(tenantId: string, claims: ReadonlyArray<{ id: string; subjectId: string }>): Promise<boolean[]> {
+    if (claims.length === 0) return [];
+    const set = await this.kv.pipeline(claims.map((c) => this.claimWrite(tenantId, c.id, c.subjectId)));
+    const taken = claims.filter((_, i) => set[i] !== true);
+    const owners = taken.length === 0 ? [] : await this.kv.mget(taken.map((c) => this.keys.idClaim(tenantId, c.id)));
+    const ownerOf = new Map(taken.map((c, i) => [c.id, owners[i]]));
+    return claims.map((c, i) => set[i] === true || ownerOf.get(c.id) === c.subjectId);
+  }
   owner = (tenantId: string, id: string) => this.kv.get(this.keys.idClaim(tenantId, id));
   /** The claim as a pipeline write (SET NX), for a fold that already knows the subject. */
   claimWrite = (tenantId: string, id: string, subjectId: string): KvWrite => ({ op: 'set', key: this.keys.idClaim(tenantId, id), value: subjectId, nx: true });

@@ -6,12 +6,14 @@ import { authenticate, bearer } from '../auth.ts';
 import type { BrokerDeps } from '../deps.ts';
 import { idempotencyKey, pathId } from '../http.ts';
 import { notFound } from '../problem.ts';
-import { metadataFor, authorizedRecord } from './memories.ts';
-import { READ_YOUR_WRITES_HEADER, readYourWritesValue } from '../command-gateway.ts';
+import { metadataFor } from '../metadata.ts';
+import { authorizedRecord } from './memories.ts';
+import { answerMutation, requestPoint } from '../consistency.ts';
 
 export function deletionRoutes(app: FastifyInstance, deps: BrokerDeps): void {
   app.delete('/v1/memories/:id', async (request, reply) => {
     const claims = await authenticate(request, deps.verifier, deps.clock, 'request_delete');
+    const carried = requestPoint(deps, request, claims.tenant);
     const id = pathId(request, 'id');
     const meta = await authorizedRecord(deps, claims, id, 'request_delete');
     const jobId = newUlid();
@@ -19,7 +21,7 @@ export function deletionRoutes(app: FastifyInstance, deps: BrokerDeps): void {
       type: 'DeleteMemory', data: { id, jobId }, metadata: await metadataFor(deps, claims, meta.subjectId, idempotencyKey(request)),
     };
     const result = await deps.gateway.send(command);
-    reply.header(READ_YOUR_WRITES_HEADER, readYourWritesValue(result));
+    answerMutation(deps, reply, claims.tenant, carried, result);
     return reply.code(202).send({ jobId: result.jobId ?? jobId });
   });
 
@@ -29,13 +31,14 @@ export function deletionRoutes(app: FastifyInstance, deps: BrokerDeps): void {
    */
   app.post('/v1/subjects/:subjectId/forget', async (request, reply) => {
     const claims = await authenticate(request, deps.verifier, deps.clock, 'request_delete');
+    const carried = requestPoint(deps, request, claims.tenant);
     const subjectId = pathId(request, 'subjectId');
     const jobId = newUlid();
     const command: MemoryCommand = {
       type: 'ForgetSubject', data: { jobId }, metadata: await metadataFor(deps, claims, subjectId, idempotencyKey(request)),
     };
     const result = await deps.gateway.send(command);
-    reply.header(READ_YOUR_WRITES_HEADER, readYourWritesValue(result));
+    answerMutation(deps, reply, claims.tenant, carried, result);
     return reply.code(202).send({ jobId: result.jobId ?? jobId });
   });
 

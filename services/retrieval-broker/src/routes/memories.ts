@@ -1,30 +1,19 @@
-import { createHash } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import {
-  GovernedMemoryError, LIVE_STATUSES, VersionedRequest, WriteMemoryRequest, actorFromClaims,
-  type Action, type CapabilityClaims, type MemoryCommand, type MessageMetadata, type RecordMeta,
+  GovernedMemoryError, LIVE_STATUSES, VersionedRequest, WriteMemoryBatchRequest, WriteMemoryRequest,
+  type Action, type CapabilityClaims, type MemoryCommand, type RecordMeta,
 } from '@gm/contracts';
-import { partitionKey } from '@gm/domain';
-import { newUlid } from '@gm/ids';
-import { authorizesPartition, inScope } from '@gm/policy';
+import { authorizesPartition } from '@gm/policy';
 import { authenticate } from '../auth.ts';
 import type { BrokerDeps } from '../deps.ts';
 import { idempotencyKey, parseBody, pathId } from '../http.ts';
 import { notFound } from '../problem.ts';
 import { partitionOf, readRecord } from '../retrieval.ts';
-import { READ_YOUR_WRITES_HEADER, readYourWritesValue } from '../command-gateway.ts';
-
-export async function metadataFor(deps: BrokerDeps, claims: CapabilityClaims, subjectId: string, key?: string): Promise<MessageMetadata> {
-  return {
-    commandId: newUlid(),
-    tenantId: claims.tenant,
-    subjectId,
-    actor: actorFromClaims(claims),
-    now: deps.clock.now().toISOString(),
-    policyRevision: await deps.state.policyRevisions.current(claims.tenant),
-    ...(key === undefined ? {} : { idempotencyKey: key }),
-  };
-}
+import { PREFERENCE_APPLIED_HEADER, postAsync, prefersAsync } from '../async-writes.ts';
+import { RECORD_GROUPS, answerMutation, awaitConsistency, requestPoint } from '../consistency.ts';
+import { metadataFor } from '../metadata.ts';
+import { idTaken, prepareWrite, writePermission } from '../write-command.ts';
+import { BATCH_BODY_LIMIT_FACTOR, writeBatch } from '../write-batch.ts';
 
 /** The partitions the policy decision point opens to this capability for `action`. */
 export const authorizedPartitions = (deps: BrokerDeps, claims: CapabilityClaims, action: Action): Promise<string[]> =>
@@ -45,61 +34,38 @@ export async function authorizedRecord(
 export function memoryRoutes(app: FastifyInstance, deps: BrokerDeps): void {
   app.post('/v1/memories', async (request, reply) => {
     const claims = await authenticate(request, deps.verifier, deps.clock, 'write');
+    const carried = requestPoint(deps, request, claims.tenant);
     const body = parseBody(WriteMemoryRequest, request.body);
-    const owner = { principalId: claims.act.sub, kind: claims.act.kind };
-    // §5.2: who writes comes from the capability; naming anyone else is impersonation.
-    if ((body.tenantId !== undefined && body.tenantId !== claims.tenant) || (body.agentId !== undefined && body.agentId !== claims.sub)) {
-      throw new GovernedMemoryError('MEM_IMPERSONATION', 'the body names another tenant or agent than the capability');
+    const revision = await deps.state.policyRevisions.current(claims.tenant);
+    const write = await prepareWrite(deps, claims, body, idempotencyKey(request), writePermission(deps, claims), revision);
+    if (!(await deps.state.idClaims.claim(claims.tenant, write.id, write.subjectId))) throw idTaken();
+    if (prefersAsync(request)) {
+      const commands = await postAsync(deps, claims, [write.command]);
+      const consistencyToken = answerMutation(deps, reply, claims.tenant, carried, { commands });
+      reply.header(PREFERENCE_APPLIED_HEADER, 'respond-async');
+      return reply.code(202).send({ commandId: write.command.metadata.commandId, consistencyToken });
     }
-    if (body.owner && (body.owner.principalId !== owner.principalId || body.owner.kind !== owner.kind)) {
-      throw new GovernedMemoryError('MEM_IMPERSONATION', 'the body names another owner than the capability\'s principal');
-    }
-    if (!inScope(claims, body.resource)) throw new GovernedMemoryError('CAP_SCOPE_DENIED', 'the resource is outside the capability\'s scopes');
-    // §5.3: a writer creates only where a grant lets it write (restricted partitions need an explicit one).
-    const target = partitionKey({
-      tenantId: claims.tenant, resource: body.resource, visibility: body.visibility, sensitivity: body.sensitivity, ownerPrincipalId: owner.principalId,
-    });
-    if (!(await authorizesPartition(deps.pdp, { claims, action: 'write' }, target))) {
-      throw new GovernedMemoryError('MEM_FORBIDDEN', 'no grant lets this capability write to that partition');
-    }
-    const purposes = body.purposes ?? [claims.purpose];
-    if (!purposes.includes(claims.purpose)) {
-      throw new GovernedMemoryError('CAP_SCOPE_DENIED', 'a writer must tag its own purpose among the record\'s purposes');
-    }
-    const key = idempotencyKey(request);
-    const id = body.id ?? newUlid();
-    if (!(await deps.state.idClaims.claim(claims.tenant, id, body.subjectId))) {
-      throw new GovernedMemoryError('MEM_ID_TAKEN', 'this id is in use for another subject');
-    }
-    const command: MemoryCommand = {
-      type: 'WriteMemory',
-      data: {
-        id,
-        expectedVersion: body.expectedVersion,
-        owner,
-        resource: body.resource,
-        visibility: body.visibility,
-        sensitivity: body.sensitivity,
-        purposes,
-        kind: body.kind,
-        content: body.content,
-        contentHash: createHash('sha256').update(body.content, 'utf8').digest('hex'),
-        provenance: body.provenance,
-        trust: body.trust,
-        confidence: body.confidence,
-        ...(body.expiresAt === undefined ? {} : { expiresAt: body.expiresAt }),
-        ...(body.supersedesId === undefined ? {} : { supersedesId: body.supersedesId }),
-      },
-      metadata: await metadataFor(deps, claims, body.subjectId, key),
-    };
-    const result = await deps.gateway.send(command);
-    reply.header(READ_YOUR_WRITES_HEADER, readYourWritesValue(result));
-    return reply.code(201).send({ id: result.id ?? id, version: result.version, status: result.status });
+    const result = await deps.gateway.send(write.command);
+    answerMutation(deps, reply, claims.tenant, carried, result);
+    return reply.code(201).send({ id: result.id ?? write.id, version: result.version, status: result.status });
+  });
+
+  // `::` is a literal colon in a Fastify path: the route is /v1/memories:batch.
+  app.post('/v1/memories::batch', { bodyLimit: BATCH_BODY_LIMIT_FACTOR * deps.config.bodyLimitBytes }, async (request, reply) => {
+    const claims = await authenticate(request, deps.verifier, deps.clock, 'write');
+    const carried = requestPoint(deps, request, claims.tenant);
+    const { items } = parseBody(WriteMemoryBatchRequest, request.body);
+    const respondAsync = prefersAsync(request);
+    const answer = await writeBatch(deps, claims, items, request.id, respondAsync);
+    const consistencyToken = answerMutation(deps, reply, claims.tenant, carried, answer);
+    if (respondAsync) reply.header(PREFERENCE_APPLIED_HEADER, 'respond-async');
+    return reply.code(respondAsync ? 202 : 200).send({ items: answer.items, consistencyToken });
   });
 
   const review = (path: string, type: 'PromoteMemory' | 'RejectQuarantined', action: 'promote' | 'review') =>
     app.post(path, async (request, reply) => {
       const claims = await authenticate(request, deps.verifier, deps.clock, action);
+      const carried = requestPoint(deps, request, claims.tenant);
       const id = pathId(request, 'id');
       const body = parseBody(VersionedRequest, request.body);
       const meta = await authorizedRecord(deps, claims, id, action);
@@ -116,7 +82,7 @@ export function memoryRoutes(app: FastifyInstance, deps: BrokerDeps): void {
           ? { type, data: { id, expectedVersion: body.expectedVersion, ...(body.visibility ? { visibility: body.visibility } : {}) }, metadata }
           : { type, data: { id, expectedVersion: body.expectedVersion }, metadata };
       const result = await deps.gateway.send(command);
-      reply.header(READ_YOUR_WRITES_HEADER, readYourWritesValue(result));
+      answerMutation(deps, reply, claims.tenant, carried, result);
       return reply.code(200).send({ id, version: result.version, status: result.status });
     });
   review('/v1/memories/:id/promote', 'PromoteMemory', 'promote');
@@ -124,7 +90,9 @@ export function memoryRoutes(app: FastifyInstance, deps: BrokerDeps): void {
 
   app.get('/v1/memories/:id', async (request) => {
     const claims = await authenticate(request, deps.verifier, deps.clock, 'read');
-    const record = await readRecord(deps, claims, pathId(request, 'id'), deps.clock.now());
+    const id = pathId(request, 'id');
+    await awaitConsistency(deps, request, claims.tenant, RECORD_GROUPS);
+    const record = await readRecord(deps, claims, id, deps.clock.now());
     if (record === null) throw notFound();
     return record;
   });

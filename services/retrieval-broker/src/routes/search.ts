@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { SearchRequest } from '@gm/contracts';
 import { authenticate } from '../auth.ts';
+import { RECORD_GROUPS, awaitConsistency } from '../consistency.ts';
 import type { BrokerDeps } from '../deps.ts';
 import { parseBody, pathId } from '../http.ts';
 import { notFound } from '../problem.ts';
@@ -12,6 +13,7 @@ export function searchRoutes(app: FastifyInstance, deps: BrokerDeps): void {
   app.post('/v1/search', async (request) => {
     const claims = await authenticate(request, deps.verifier, deps.clock, 'search');
     const body = parseBody(SearchRequest, request.body);
+    await awaitConsistency(deps, request, claims.tenant, RECORD_GROUPS);
     return search(retrieval, claims, body, deps.clock.now());
   });
 

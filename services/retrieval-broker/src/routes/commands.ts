@@ -1,0 +1,29 @@
+import type { FastifyInstance } from 'fastify';
+import { ERROR_CODES, GovernedMemoryError, type ErrorCode } from '@gm/contracts';
+import { authenticate } from '../auth.ts';
+import type { BrokerDeps } from '../deps.ts';
+import { pathId } from '../http.ts';
+import { problemOf } from '../problem.ts';
+
+const asCode = (code: string): ErrorCode => ((ERROR_CODES as readonly string[]).includes(code) ? (code as ErrorCode) : 'MEM_INTERNAL');
+
+/** An unknown command and another principal's answer the same. */
+const noSuchCommand = (): GovernedMemoryError => new GovernedMemoryError('MEM_NOT_FOUND', 'no such command');
+
+export function commandRoutes(app: FastifyInstance, deps: BrokerDeps): void {
+  /** How far an asynchronous write got; only the principal whose capability wrote it may ask. */
+  app.get('/v1/commands/:commandId', async (request) => {
+    const claims = await authenticate(request, deps.verifier, deps.clock, 'write');
+    const commandId = pathId(request, 'commandId');
+    const outcome = await deps.state.commands.get(claims.tenant, commandId);
+    if (outcome === null || outcome.principalId !== claims.act.sub) throw noSuchCommand();
+    switch (outcome.state) {
+      case 'pending':
+        return { commandId, state: 'pending' };
+      case 'accepted':
+        return { commandId, state: 'accepted', ...outcome.result };
+      case 'rejected':
+        return { commandId, state: 'rejected', error: problemOf(asCode(outcome.code), outcome.detail, request.id) };
+    }
+  });
+}

@@ -1,0 +1,72 @@
+/**
+ * POST /v1/memories:batch: many writes in one request, each passing or failing on its own with
+ * the single write's rules and problem codes (write-command.ts). The edge's work is shared: one
+ * policy revision read, one PDP decision per distinct partition, one pipeline of id claims, one
+ * produce of every command (so one group commit) and one read-your-writes wait per partition.
+ */
+import {
+  GovernedMemoryError, WriteMemoryBatchItem, isGovernedMemoryError,
+  type CapabilityClaims, type WriteMemoryRequest,
+} from '@gm/contracts';
+import type { z } from 'zod';
+import type { BatchItemOutcome } from '@gm/contracts';
+import type { BrokerDeps } from './deps.ts';
+import { parseBody } from './http.ts';
+import { problemOf, STATUS_OF } from './problem.ts';
+import { postAsync } from './async-writes.ts';
+import type { Positions } from './consistency-token.ts';
+import { idTaken, prepareWrite, writePermission, type PreparedWrite } from './write-command.ts';
+
+/** A batch body may be this many times MEMORY_BODY_LIMIT_BYTES: 500 items of a few KiB each. */
+export const BATCH_BODY_LIMIT_FACTOR = 16;
+
+type Outcome = z.infer<typeof BatchItemOutcome>;
+
+/**
+ * The batch's outcomes; synchronously (the default) with read-your-writes and where the events
+ * landed, asynchronously (`respondAsync`) with where the commands landed and each item's
+ * commandId (httpStatus 202) instead of its result.
+ */
+export async function writeBatch(
+  deps: BrokerDeps, claims: CapabilityClaims, items: readonly unknown[], requestId: string, respondAsync = false,
+): Promise<{ items: Outcome[]; readYourWrites?: boolean; landed?: Positions; commands?: Positions }> {
+  const outcomes: Array<Outcome | undefined> = new Array<Outcome | undefined>(items.length);
+  const failed = (index: number, err: GovernedMemoryError): void => {
+    outcomes[index] = { index, httpStatus: STATUS_OF[err.code], error: problemOf(err.code, err.message, requestId) };
+  };
+  const revision = await deps.state.policyRevisions.current(claims.tenant);
+  const mayWrite = writePermission(deps, claims);
+  const prepared = (await Promise.all(items.map(async (item, index) => {
+    try {
+      const { idempotencyKey, ...body } = parseBody(WriteMemoryBatchItem, item);
+      return { index, write: await prepareWrite(deps, claims, body satisfies WriteMemoryRequest, idempotencyKey, mayWrite, revision) };
+    } catch (err) {
+      if (!isGovernedMemoryError(err)) throw err;
+      failed(index, err);
+      return undefined;
+    }
+  }))).filter((p): p is { index: number; write: PreparedWrite } => p !== undefined);
+
+  const claimed = await deps.state.idClaims.claimAll(claims.tenant, prepared.map(({ write }) => ({ id: write.id, subjectId: write.subjectId })));
+  // In request order: writes of one subject reach write-admission in the order they were listed.
+  const sending = prepared.filter(({ index }, i) => {
+    if (claimed[i] === true) return true;
+    failed(index, idTaken());
+    return false;
+  });
+  const answered = () => outcomes.filter((o): o is Outcome => o !== undefined);
+  if (sending.length === 0) return { items: answered(), readYourWrites: true, landed: new Map() };
+  if (respondAsync) {
+    const commands = await postAsync(deps, claims, sending.map(({ write }) => write.command));
+    for (const { index, write } of sending) outcomes[index] = { index, httpStatus: 202, commandId: write.command.metadata.commandId };
+    return { items: answered(), commands };
+  }
+  const sent = await deps.gateway.sendAll(sending.map(({ write }) => write.command));
+  sent.outcomes.forEach((outcome, i) => {
+    const entry = sending[i];
+    if (entry === undefined) return;
+    if (outcome instanceof GovernedMemoryError) return failed(entry.index, outcome);
+    outcomes[entry.index] = { index: entry.index, httpStatus: 201, id: outcome.id ?? entry.write.id, version: outcome.version, status: outcome.status };
+  });
+  return { items: answered(), readYourWrites: sent.readYourWrites, landed: sent.landed };
+}
