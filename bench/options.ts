@@ -24,6 +24,8 @@ export interface BenchOptions {
   /** Dataset sizes of the search path, ascending; each is spread over `tenants` tenants. */
   datasetSizes: number[];
   tenants: number;
+  /** Seconds of each ingest load (batch writes, async writes); 0 skips them. */
+  ingestSeconds: number;
   /** Sequential round trips per raw engine probe (Kafka, Redis, SQLite, ES single writes). */
   rawRoundTrips: number;
   /** Records of the raw Kafka throughput probes. */
@@ -52,6 +54,7 @@ const HELP = `pnpm bench [options]      (each option also as env, e.g. BENCH_REC
   --revocations N    capabilities revoked, each followed by a read that must be denied (default 100)
   --deletions N      records deleted, each timed until its signed receipt says verified (default 30)
   --tenants N        tenants the dataset is spread over (default 100)
+  --ingest-seconds N each ingest load: batch writes (4 clients × 500 items) and async writes (64 clients) (default 60, quick 5)
   --raw N            sequential round trips per raw engine probe (default 2000)
   --kafka-records N  records of the raw Kafka throughput probes (default 20000)
   --only NAME        embedded | distributed (default both)
@@ -106,6 +109,7 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv): B
     deletions: int('deletions', 30, 5),
     datasetSizes: large && records < 100_000 ? [records, 100_000] : [records],
     tenants: int('tenants', 100, 100),
+    ingestSeconds: int('ingest-seconds', 60, 5),
     rawRoundTrips: int('raw', 2000, 200),
     kafkaRecords: int('kafka-records', 20_000, 3_000),
     runtimes: only === undefined ? ['embedded', 'distributed'] : [only],

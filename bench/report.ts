@@ -56,6 +56,12 @@ export function computeRatios(r: Pick<BenchResult, 'raw' | 'embedded' | 'distrib
       'writes/s admitted by concurrent writers ÷ kafkajs produce records/s (batches of 500)'));
     out.push(ratio('distributed admitted throughput (serial)', d.write.throughput.perSecond, 1000 / floor, '/s',
       'writes/s admitted by concurrent writers ÷ 1000 / that floor (one write at a time through the raw hops)'));
+    const esBulk = search.elasticsearch[0]?.loadPerSecond ?? Number.NaN;
+    out.push(ratio('distributed batch ingest', d.ingest.batch.perSecond, kafka.produceThroughput, '/s',
+      'items/s admitted by POST /v1/memories:batch (4 clients × 500) ÷ kafkajs produce records/s (batches of 500)'));
+    out.push(ratio('distributed batch ingest ÷ ES _bulk', d.ingest.batch.perSecond, esBulk, '/s', 'the same ÷ ES _bulk documents/s of the same documents (bulks of 1000)'));
+    out.push(ratio('distributed async writes (folded)', d.ingest.async.foldedPerSecond, kafka.produceThroughput, '/s',
+      'async writes/s by 64 clients, counted once folded ÷ kafkajs produce records/s'));
     for (const step of d.search) {
       const es = search.elasticsearch.find((s) => s.records === step.records);
       if (!es) continue;
@@ -70,6 +76,10 @@ export function computeRatios(r: Pick<BenchResult, 'raw' | 'embedded' | 'distrib
     out.push(ratio('embedded write→searchable p50', e.write.searchable.p50, floor, 'ms', 'write→searchable p50 ÷ the same SQLite round trip'));
     out.push(ratio('embedded admitted throughput', e.write.throughput.perSecond, 1000 / Math.max(roundTrips.sqliteInsertSelect.mean, 1e-9), '/s',
       'writes/s admitted by concurrent writers ÷ durable SQLite insert+select per second (1000 / mean)'));
+    out.push(ratio('embedded batch ingest', e.ingest.batch.perSecond, roundTrips.sqliteBatchedInsertPerSecond, '/s',
+      'items/s admitted by POST /v1/memories:batch (4 clients × 500) ÷ SQLite rows/s inserted 500 per durable transaction'));
+    out.push(ratio('embedded async writes (folded)', e.ingest.async.foldedPerSecond, roundTrips.sqliteBatchedInsertPerSecond, '/s',
+      'async writes/s by 64 clients, counted once folded ÷ the same SQLite batched insert'));
     for (const step of e.search) {
       const fts = search.sqliteFts.find((s) => s.records === step.records);
       if (!fts) continue;
@@ -105,6 +115,18 @@ function runtimeRows(name: string, r: RuntimeResult, tenants: number): string[] 
     row('  delete → signed receipt (verified) fetchable', r.deletion.receipt, 'tombstone, every target, replay probes, signature'),
     ...r.search.map((s) => row(`  search @${s.records} records / ${tenants} tenants (seeded*)`, s.query,
       `${num(s.itemsMean, 1)} items/packet; seeded in ${num(s.seedMs / 1000, 1)} s`)),
+    ...ingestRows(r.ingest),
+  ];
+}
+
+function ingestRows({ batch: b, async: a }: RuntimeResult['ingest']): string[] {
+  return [
+    row(`  batch writes, ${b.clients} clients × ${b.itemsPerBatch} items, ${b.seconds} s (per batch)`, b.batchLatency,
+      `${num(b.perSecond, 0)} items/s admitted (${b.admitted} in ${b.batches} batches), ${b.failed} failed`),
+    row('    write→searchable meanwhile (async probe, token search)', b.visible),
+    row(`  async writes, ${a.clients} clients, ${a.seconds} s (until the 202)`, a.ackLatency,
+      `${num(a.acknowledgedPerSecond, 0)}/s acknowledged, ${num(a.foldedPerSecond, 0)}/s folded; ${a.sampledAccepted}/${a.sampled} sampled accepted, ${a.failed} failed`),
+    row('    write→searchable meanwhile (async probe, token search)', a.visible),
   ];
 }
 
@@ -157,7 +179,10 @@ function rawRows({ kafka, roundTrips: rt, search }: NonNullable<BenchResult['raw
   }
   lines.push(row('  ES index 1 document, refresh=true', rt.esIndexRefresh));
   for (const s of search.elasticsearch) lines.push(row(`  ES bool query @${s.records} (bulk ${num(s.loadPerSecond, 0)} docs/s)`, s.query));
-  lines.push(row('  Redis SET', rt.redisSet), row('  Redis GET', rt.redisGet), row('  SQLite insert+select (WAL, synchronous=FULL)', rt.sqliteInsertSelect));
+  lines.push(
+    row('  Redis SET', rt.redisSet), row('  Redis GET', rt.redisGet), row('  SQLite insert+select (WAL, synchronous=FULL)', rt.sqliteInsertSelect),
+    row('  SQLite insert, 500 rows per transaction (synchronous=FULL)', undefined, `${num(rt.sqliteBatchedInsertPerSecond, 0)} rows/s`),
+  );
   for (const s of search.sqliteFts) lines.push(row(`  SQLite FTS5 query @${s.records} (load ${num(s.loadPerSecond, 0)} docs/s)`, s.query));
   return lines;
 }

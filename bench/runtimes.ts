@@ -15,6 +15,7 @@ import {
 import type { BenchOptions } from './options.ts';
 import type { Engines } from './engines.ts';
 import { measureDeletion, type DeletionResult } from './deletion.ts';
+import { measureIngest, type IngestResult } from './ingest.ts';
 import { measureRevocation, type RevocationResult } from './revocation.ts';
 import { seedBelowApi } from './seed.ts';
 import { progress } from './stats.ts';
@@ -26,6 +27,8 @@ export interface RuntimeResult {
   revocation: RevocationResult;
   deletion: DeletionResult;
   search: Array<SearchStepResult & { seedMs: number }>;
+  /** Batch and asynchronous writes under load (issue 13). */
+  ingest: IngestResult;
 }
 
 const TEMPLATE_ID = 'bench-template';
@@ -37,6 +40,7 @@ async function benchApi(
   const writePath = await measureWritePath(target, options, label);
   const revocation = await measureRevocation(target, tenantOf(1, options.tenants), options.revocations, label);
   const deletion = await measureDeletion(target, tenantOf(2, options.tenants), options.deletions, label);
+  const ingest = await measureIngest(target, 'bench-ingest', options.ingestSeconds, label);
 
   // The seed template: one record through the API, read back from the runtime's record hash.
   const tenant = tenantOf(0, options.tenants);
@@ -53,7 +57,7 @@ async function benchApi(
     seeded = size;
     search.push({ ...(await measureSearch(target, size, options, label)), seedMs });
   }
-  return { startMs, write: writePath, revocation, deletion, search };
+  return { startMs, write: writePath, revocation, deletion, search, ingest };
 }
 
 /** An embedded runtime on a fresh data directory, closed and removed once `use` is done. */

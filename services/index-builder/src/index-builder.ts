@@ -99,9 +99,10 @@ const INDEX_WAIT_MS = 5_000;
 /**
  * Summaries lag writes by up to this much more, so that under load a batch holds many events
  * and each scope is rebuilt once for all of them (a rebuild reads the whole subject). 100 ms
- * left rebuilds at a quarter of the embedded runtime's CPU under 8 writers (docs/pipeline.md).
+ * left rebuilds at a quarter of the embedded runtime's CPU under 8 writers; under batch ingest
+ * 500 ms still left them at 31 % of the pipeline thread (docs/pipeline.md, "Lingering").
  */
-const SUMMARY_LINGER_MS = 500;
+const SUMMARY_LINGER_MS = 1000;
 
 /**
  * Summaries (issue 5) in a consumer group of their own, one step behind the index-builder:

@@ -1,0 +1,184 @@
+/**
+ * Ingest at platform scale (issue 13), over HTTP: batch writes (4 clients × 500 items) and
+ * asynchronous single writes (64 clients), each for a fixed time, with a probe measuring
+ * write→searchable by a consistency-token read while the load runs.
+ *
+ * - Batch: admitted = items answered 201 (a synchronous batch answers once its items were
+ *   folded).
+ * - Async: acknowledged = 202s. Folded = the same writes once a read with each client's last
+ *   token returned (the pipeline drained them), per second from the start to that moment; a
+ *   sample of the commands is asked for its outcome, which must be accepted.
+ */
+import { randomBytes } from 'node:crypto';
+import { issueToken, writeBody, type HttpTarget } from './http-probe.ts';
+import { perSecond, progress, summarize, type Summary } from './stats.ts';
+
+export interface BatchIngestResult {
+  clients: number;
+  itemsPerBatch: number;
+  seconds: number;
+  batches: number;
+  admitted: number;
+  failed: number;
+  perSecond: number;
+  /** One batch request, sent → answered. */
+  batchLatency: Summary;
+  /** A probe's async write → the first token search that returns it, under this load. */
+  visible: Summary;
+}
+
+export interface AsyncIngestResult {
+  clients: number;
+  seconds: number;
+  acknowledged: number;
+  failed: number;
+  acknowledgedPerSecond: number;
+  /** Acknowledged writes ÷ (start → every client's last token read returned). */
+  foldedPerSecond: number;
+  /** Commands asked for their outcome after the run, and how many were accepted. */
+  sampled: number;
+  sampledAccepted: number;
+  ackLatency: Summary;
+  visible: Summary;
+}
+
+export interface IngestResult {
+  batch: BatchIngestResult;
+  async: AsyncIngestResult;
+}
+
+const BATCH_CLIENTS = 4;
+const ITEMS_PER_BATCH = 500;
+const ASYNC_CLIENTS = 64;
+const SUBJECTS = 200;
+const OUTCOME_SAMPLE = 50;
+
+interface Answer {
+  status: number;
+  headers: Headers;
+  body: unknown;
+}
+
+async function post(url: string, token: string, body: unknown, headers: Record<string, string> = {}): Promise<Answer> {
+  const res = await fetch(url, {
+    method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', ...headers }, body: JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, body: text.length > 0 ? JSON.parse(text) : null };
+}
+
+/**
+ * Until `stop()` says so: an async write of a fresh word, then token searches until one returns
+ * it (a 503 MEM_NOT_YET_CONSISTENT is asked again); the time from sending the write.
+ */
+async function probeVisibility(target: HttpTarget, token: string, stop: () => boolean, label: string): Promise<number[]> {
+  const samples: number[] = [];
+  for (let i = 0; !stop(); i += 1) {
+    const word = `probe${randomBytes(6).toString('hex')}`;
+    const started = performance.now();
+    const written = await post(`${target.url}/v1/memories`, token, writeBody(`ingest visibility ${word}`, `ingest-probe-${i % 7}`), { prefer: 'respond-async' });
+    if (written.status !== 202) throw new Error(`${label}: the probe's async write answered ${written.status}`);
+    const consistency = written.headers.get('consistency-token') ?? '';
+    for (;;) {
+      const found = await post(`${target.url}/v1/search`, token, { query: word, limit: 5 }, { 'consistency-token': consistency });
+      if (found.status === 200 && ((found.body as { items?: unknown[] }).items?.length ?? 0) > 0) break;
+      if (found.status !== 200 && found.status !== 503) throw new Error(`${label}: the probe's search answered ${found.status}`);
+    }
+    samples.push(performance.now() - started);
+  }
+  return samples;
+}
+
+async function measureBatch(target: HttpTarget, token: string, probeToken: string, seconds: number, label: string): Promise<BatchIngestResult> {
+  const deadline = performance.now() + seconds * 1000;
+  const running = () => performance.now() < deadline;
+  let admitted = 0;
+  let failed = 0;
+  const latencies: number[] = [];
+  const started = performance.now();
+  const probe = probeVisibility(target, probeToken, () => !running(), label);
+  await Promise.all(Array.from({ length: BATCH_CLIENTS }, async (_, client) => {
+    for (let n = 0; running(); n += 1) {
+      const items = Array.from({ length: ITEMS_PER_BATCH }, (_, i) =>
+        writeBody(`ingest batch ${client} ${n} ${i} harbor invoice`, `ingest-s${(client * 31 + n * 7 + i) % SUBJECTS}`, `ib-${client}-${n}-${i}`));
+      const sent = performance.now();
+      const res = await post(`${target.url}/v1/memories:batch`, token, { items });
+      if (res.status !== 200) throw new Error(`${label}: a batch answered ${res.status}: ${JSON.stringify(res.body).slice(0, 200)}`);
+      latencies.push(performance.now() - sent);
+      for (const item of (res.body as { items: Array<{ httpStatus: number }> }).items) {
+        if (item.httpStatus === 201) admitted += 1;
+        else failed += 1;
+      }
+    }
+  }));
+  const wallMs = performance.now() - started;
+  const visible = await probe;
+  const result: BatchIngestResult = {
+    clients: BATCH_CLIENTS, itemsPerBatch: ITEMS_PER_BATCH, seconds, batches: latencies.length, admitted, failed,
+    perSecond: perSecond(admitted, wallMs), batchLatency: summarize(latencies), visible: summarize(visible),
+  };
+  progress(`${label}: batch ingest ${result.perSecond.toFixed(0)} admitted writes/s (${admitted} in ${latencies.length} batches, ${failed} failed); write→searchable p95 ${result.visible.p95.toFixed(0)} ms`);
+  return result;
+}
+
+async function measureAsync(target: HttpTarget, token: string, probeToken: string, seconds: number, label: string): Promise<AsyncIngestResult> {
+  const deadline = performance.now() + seconds * 1000;
+  const running = () => performance.now() < deadline;
+  let acknowledged = 0;
+  let failed = 0;
+  const latencies: number[] = [];
+  const commandIds: string[] = [];
+  const lastTokens: string[] = [];
+  const started = performance.now();
+  const probe = probeVisibility(target, probeToken, () => !running(), label);
+  await Promise.all(Array.from({ length: ASYNC_CLIENTS }, async (_, client) => {
+    let carried: string | undefined;
+    for (let n = 0; running(); n += 1) {
+      const sent = performance.now();
+      const res = await post(`${target.url}/v1/memories`, token, writeBody(`ingest async ${client} ${n} harbor invoice`, `ingest-a${(client + n * 13) % SUBJECTS}`, `ia-${client}-${n}`), {
+        prefer: 'respond-async', ...(carried === undefined ? {} : { 'consistency-token': carried }),
+      });
+      if (res.status !== 202) {
+        failed += 1;
+        continue;
+      }
+      latencies.push(performance.now() - sent);
+      acknowledged += 1;
+      carried = res.headers.get('consistency-token') ?? carried;
+      if (commandIds.length < OUTCOME_SAMPLE && n % 7 === 0) commandIds.push(String((res.body as { commandId: string }).commandId));
+    }
+    if (carried !== undefined) lastTokens.push(carried);
+  }));
+  const ackWallMs = performance.now() - started;
+  // Every client's last token covers all its writes: once each read returns, all were folded.
+  await Promise.all(lastTokens.map(async (consistency) => {
+    for (;;) {
+      const read = await post(`${target.url}/v1/search`, token, { query: 'harbor', limit: 1 }, { 'consistency-token': consistency });
+      if (read.status === 200) return;
+      if (read.status !== 503) throw new Error(`${label}: a token read answered ${read.status}`);
+    }
+  }));
+  const foldedWallMs = performance.now() - started;
+  const visible = await probe;
+  let sampledAccepted = 0;
+  for (const commandId of commandIds) {
+    const res = await fetch(`${target.url}/v1/commands/${commandId}`, { headers: { authorization: `Bearer ${token}` } });
+    if (((await res.json()) as { state?: string }).state === 'accepted') sampledAccepted += 1;
+  }
+  const result: AsyncIngestResult = {
+    clients: ASYNC_CLIENTS, seconds, acknowledged, failed,
+    acknowledgedPerSecond: perSecond(acknowledged, ackWallMs), foldedPerSecond: perSecond(acknowledged, foldedWallMs),
+    sampled: commandIds.length, sampledAccepted, ackLatency: summarize(latencies), visible: summarize(visible),
+  };
+  progress(`${label}: async ingest ${result.acknowledgedPerSecond.toFixed(0)} acknowledged/s, ${result.foldedPerSecond.toFixed(0)} folded/s; write→searchable p95 ${result.visible.p95.toFixed(0)} ms`);
+  return result;
+}
+
+/** Both loads on a runtime's fresh tenant; `seconds` per load. */
+export async function measureIngest(target: HttpTarget, tenant: string, seconds: number, label: string): Promise<IngestResult> {
+  const token = await issueToken(target, tenant, ['write', 'search', 'read']);
+  const probeToken = await issueToken(target, `${tenant}-probe`, ['write', 'search', 'read']);
+  const batch = await measureBatch(target, token, probeToken, seconds, label);
+  const async = await measureAsync(target, token, probeToken, seconds, label);
+  return { batch, async };
+}
