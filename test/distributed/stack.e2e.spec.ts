@@ -65,6 +65,20 @@ describe('distributed runtime (separate processes on Kafka, Elasticsearch, Redis
   const issue = (actions: Action[] = ['write', 'read', 'search', 'request_delete']) =>
     capabilityIssuer(apiClient(() => stack.url), () => readFileSync(path.join(dataDir, 'issuer-credential'), 'utf8').trim())({ agentId: 'dist-bot', actions });
 
+  it("exports each consumer group's lag per partition on its service's /metrics", async () => {
+    for (const [service, group, topic] of [
+      ['projector', 'projector', 'memory.events'], ['write-admission', 'write-admission', 'memory.commands'], ['index-builder', 'summary-builder', 'memory.events'],
+    ] as const) {
+      // Each service says where its health endpoints are, once ready.
+      const url = lines.map((l) => new RegExp(`^\\[${service}\\] ${service} ready: health on (http://\\S+)`).exec(l)?.[1]).find(Boolean);
+      expect(url, service).toBeDefined();
+      const text = await (await fetch(`${url}/metrics`)).text();
+      for (const partition of [0, 1, 2, 3]) {
+        expect(text, `${group} ${partition}`).toMatch(new RegExp(`^gm_consumer_lag\\{group="${group}",topic="${topic.replace('.', '\\.')}",partition="${partition}"\\} \\d+$`, 'm'));
+      }
+    }
+  });
+
   it('runs the README walkthrough against the separate processes', async () => {
     const output = await new Promise<string>((resolve, reject) => {
       const child = spawn('bash', ['scripts/walkthrough.sh', stack.url, dataDir], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });

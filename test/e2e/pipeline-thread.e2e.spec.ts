@@ -26,7 +26,7 @@ describe('the pipeline thread', () => {
   }
 
   for (const pipeline of ['thread', 'inline'] as const) {
-    it(`${pipeline}: a write is readable on return, and /metrics counts it once with the process metrics once`, async () => {
+    it(`${pipeline}: a write is readable on return, and /metrics counts it once, with the process metrics once and every group's lag`, async () => {
       const rt = await startTestRuntime({ MEMORY_PIPELINE: pipeline });
       dirs.push(rt.dataDir);
       try {
@@ -37,6 +37,9 @@ describe('the pipeline thread', () => {
         expect(text).toMatch(/^gm_writes_total\{status="active"\} 1$/m);
         expect(text.match(/^process_resident_memory_bytes /gm)).toHaveLength(1);
         expect(text.match(/^# TYPE gm_writes_total /gm)).toHaveLength(1);
+        // Consumer lag of the groups of both threads: the projector's and the API's reply listener.
+        expect(text).toMatch(/^gm_consumer_lag\{group="projector",topic="memory\.events",partition="\d+"\} \d+$/m);
+        expect(text).toMatch(/^gm_consumer_lag\{group="retrieval-broker\.replies\.embedded",topic="memory\.replies",partition="\d+"\} \d+$/m);
       } finally {
         await rt.close();
       }

@@ -41,6 +41,7 @@ export interface RuntimeConfig {
   readYourWritesTimeoutMs: number;
   packetTtlMs: number;
   cacheTtlMs: number;
+  asyncBacklogLimit: number;
   policyDir?: string;
   idempotencyWindowMs: number;
   admission: { snapshotIntervalMs: number; maxEntries: number };

@@ -60,6 +60,7 @@ describe('loadConfig defaults', () => {
       deletionDeadlineMs: 60 * SECOND,
       deletionVerifyRetryMs: 500,
       pipeline: 'thread',
+      asyncBacklogLimit: 10_000,
     });
   });
 
@@ -96,6 +97,7 @@ describe('loadConfig overrides', () => {
       MEMORY_TTL_SKILL: '1d,1d',
       MEMORY_TTL_PREFERENCE: '90m,3h',
       MEMORY_PIPELINE: 'inline',
+      MEMORY_ASYNC_BACKLOG: '2500',
     });
     expect(config).toEqual({
       host: '0.0.0.0',
@@ -124,6 +126,7 @@ describe('loadConfig overrides', () => {
         preference: { defaultSeconds: 90 * 60, maxSeconds: 3 * 3600 },
       },
       pipeline: 'inline',
+      asyncBacklogLimit: 2500,
     });
   });
 

@@ -13,7 +13,7 @@ import { startIndexBuilder, startIndexTargets, startSummaryBuilder } from '@gm/i
 import { startExpiryScheduler } from '@gm/expiry-scheduler';
 import { startDeletionOrchestrator } from '@gm/deletion-orchestrator';
 import { startReceiptSigner, startReceiptVerifier } from '@gm/receipt-verifier';
-import { periodic } from '@gm/service-kit';
+import { meteredBus, periodic } from '@gm/service-kit';
 import { consumedAllCommands, sweepTransitKeys, type ContentRole } from '@gm/crypto';
 import type { RuntimeConfig } from './config.ts';
 import type { Stores } from './stores.ts';
@@ -49,8 +49,9 @@ export function transitKeySweep(stores: Stores, clock: Clock): () => Promise<num
 export async function startPipeline(ctx: PipelineContext): Promise<ServiceHandle[]> {
   const { stores, config, clock, log, metrics, policySet } = ctx;
   const { index, summaries, state, crypto, keyStore } = stores;
-  const bus = logView(stores, 'open', ctx.plaintextLog);
-  const redacted = logView(stores, 'redact', ctx.plaintextLog);
+  // Consumer lag of every group below, on /metrics.
+  const bus = meteredBus(logView(stores, 'open', ctx.plaintextLog), metrics);
+  const redacted = meteredBus(logView(stores, 'redact', ctx.plaintextLog), metrics);
   const handles: ServiceHandle[] = [];
   const child = (service: string) => log.child({ service });
   try {

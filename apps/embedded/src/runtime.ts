@@ -7,7 +7,7 @@ import type { SearchIndex, SearchQuery } from '@gm/search-index';
 import { SUMMARY_BUILDER_GROUP } from '@gm/index-builder';
 import { startRetrievalBroker } from '@gm/retrieval-broker';
 import { loadPolicySet } from '@gm/policy';
-import { sharedMsOf, systemClock } from '@gm/service-kit';
+import { meteredBus, sharedMsOf, systemClock } from '@gm/service-kit';
 import { shareFileWriteLocks } from '@gm/thread-lock';
 import { ConfigError, type RuntimeConfig } from './config.ts';
 import { loadOrCreateCredentials, type Credentials } from './credentials.ts';
@@ -105,7 +105,7 @@ export async function startEmbeddedRuntime(config: RuntimeConfig, options: Runti
   }
   const { index, summaries, state } = stores;
   const plaintextLog = options.plaintextLogForBenchmark === true;
-  const edge = logView(stores, 'edge', plaintextLog);
+  const edge = meteredBus(logView(stores, 'edge', plaintextLog), metrics);
   let pipeline: RunningPipeline;
   try {
     pipeline = await runPipeline({ stores, config, clock, log, metrics, policySet, receiptKeys: credentials.receipt, plaintextLog }, options);
@@ -130,7 +130,7 @@ export async function startEmbeddedRuntime(config: RuntimeConfig, options: Runti
     config: {
       replyTimeoutMs: config.replyTimeoutMs, readYourWritesTimeoutMs: config.readYourWritesTimeoutMs,
       packetTtlMs: config.packetTtlMs, cacheTtlMs: config.cacheTtlMs, rateLimitPerMinute: config.rateLimitPerMinute,
-      bodyLimitBytes: config.bodyLimitBytes, requestTimeoutMs: config.requestTimeoutMs,
+      bodyLimitBytes: config.bodyLimitBytes, requestTimeoutMs: config.requestTimeoutMs, asyncBacklogLimit: config.asyncBacklogLimit,
     },
     ready: async () => (await state.kv.ping()) && (await stores.bus.endOffsets(TOPICS.events)).length > 0,
   });

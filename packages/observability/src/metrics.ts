@@ -1,4 +1,12 @@
-import { AggregatorRegistry, Counter, Histogram, Registry, collectDefaultMetrics, type MetricObjectWithValues, type MetricValue } from 'prom-client';
+import { AggregatorRegistry, Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type MetricObjectWithValues, type MetricValue } from 'prom-client';
+
+/** One consumer group's lag on one partition: messages in the log past its committed offset. */
+export interface ConsumerLag {
+  group: string;
+  topic: string;
+  partition: number;
+  lag: number;
+}
 
 /** A registry's metrics as plain data: what crosses a thread boundary to be merged. */
 export type MetricsSnapshot = MetricObjectWithValues<MetricValue<string>>[];
@@ -13,8 +21,19 @@ export function createMetrics(options: { processMetrics?: boolean } = {}) {
   if (options.processMetrics !== false) collectDefaultMetrics({ register: registry });
   const counter = (name: string, help: string, labelNames: string[] = []) =>
     new Counter({ name, help, labelNames, registers: [registry] });
+  /** Asked at every scrape: each reports the lag of the consumer groups it knows (see meteredBus in service-kit). */
+  const lagSources = new Set<() => Promise<ConsumerLag[]>>();
+  new Gauge({
+    name: 'gm_consumer_lag', help: 'Messages in the log past a consumer group\'s committed offset', labelNames: ['group', 'topic', 'partition'], registers: [registry],
+    async collect() {
+      this.reset();
+      const reports = await Promise.all([...lagSources].map((source) => source().catch(() => [])));
+      for (const { group, topic, partition, lag } of reports.flat()) this.set({ group, topic, partition: String(partition) }, lag);
+    },
+  });
   return {
     registry,
+    lagSources,
     writes: counter('gm_writes_total', 'Memory writes admitted', ['status']),
     rejections: counter('gm_commands_rejected_total', 'Commands rejected by write-admission', ['code']),
     quarantines: counter('gm_quarantines_total', 'Writes quarantined as untrusted'),

@@ -84,6 +84,8 @@ export const brokerEnvShape = {
   MEMORY_READ_YOUR_WRITES_TIMEOUT: duration('5s', true),
   MEMORY_PACKET_TTL: duration('15m'),
   MEMORY_CACHE_TTL: duration('60s'),
+  /** Asynchronous writes are refused (503, retriable) while the pipeline is this many messages behind. */
+  MEMORY_ASYNC_BACKLOG: integer(10_000, 1, 10_000_000),
   /** A directory with schema.cedarschema and default.cedar replacing the shipped policy set. */
   MEMORY_POLICY_DIR: z.string().min(1).optional(),
 };
@@ -101,6 +103,7 @@ export function brokerSettingsOf(e: z.infer<typeof BrokerEnv>) {
     readYourWritesTimeoutMs: e.MEMORY_READ_YOUR_WRITES_TIMEOUT,
     packetTtlMs: e.MEMORY_PACKET_TTL,
     cacheTtlMs: e.MEMORY_CACHE_TTL,
+    asyncBacklogLimit: e.MEMORY_ASYNC_BACKLOG,
     ...(e.MEMORY_POLICY_DIR === undefined ? {} : { policyDir: e.MEMORY_POLICY_DIR }),
   };
 }

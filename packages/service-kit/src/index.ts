@@ -96,3 +96,4 @@ export * from './env.ts';
 export * from './distributed.ts';
 export * from './policy-set.ts';
 export * from './clocks.ts';
+export * from './metered-bus.ts';

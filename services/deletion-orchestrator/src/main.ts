@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { DeletionTarget } from '@gm/contracts';
-import { DistributedEnv, WithRedis, duration, openSealedBus, openState, runService, systemClock } from '@gm/service-kit';
+import { DistributedEnv, WithRedis, duration, meteredBus, openSealedBus, openState, runService, systemClock } from '@gm/service-kit';
 import { startDeletionOrchestrator } from './orchestrator.ts';
 
 /** deletion-orchestrator as its own process (design §8). */
@@ -16,7 +16,8 @@ const Env = DistributedEnv.extend({
 await runService('deletion-orchestrator', Env, async ({ env, log, metrics }) => {
   // Metadata only: the orchestrator holds no key; the receipt-verifier runs the `key` target.
   const sealed = await openSealedBus(env, 'deletion-orchestrator', 'redact');
-  const { bus } = sealed;
+  // Consumer lag of every group this process runs, on /metrics.
+  const bus = meteredBus(sealed.bus, metrics);
   const state = openState(env);
   const service = await startDeletionOrchestrator({
     bus, state, clock: systemClock, log, metrics, targets: env.MEMORY_DELETION_TARGETS,

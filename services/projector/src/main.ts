@@ -1,4 +1,4 @@
-import { DistributedEnv, WithMasterKeys, WithRedis, openSealedBus, openState, runService, systemClock } from '@gm/service-kit';
+import { DistributedEnv, WithMasterKeys, WithRedis, meteredBus, openSealedBus, openState, runService, systemClock } from '@gm/service-kit';
 import { startPrimaryTarget } from './primary-target.ts';
 import { startPolicyProjector } from './policy-projector.ts';
 import { startProjector } from './projector.ts';
@@ -6,9 +6,10 @@ import { startProjector } from './projector.ts';
 /** projector as its own process: record hash, primary content, tombstones, memory.records, policy data. */
 const Env = DistributedEnv.extend({ ...WithRedis.shape, ...WithMasterKeys.shape });
 
-await runService('projector', Env, async ({ env, log }) => {
+await runService('projector', Env, async ({ env, log, metrics }) => {
   const sealed = await openSealedBus(env, 'projector', 'open', { onError: (err) => log.warn({ err }, 'key store poll failed') });
-  const { bus } = sealed;
+  // Consumer lag of every group this process runs, on /metrics.
+  const bus = meteredBus(sealed.bus, metrics);
   const state = openState(env);
   const projector = await startProjector({ bus, state, log });
   const primary = await startPrimaryTarget({ bus, state, clock: systemClock });

@@ -2,8 +2,7 @@ import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import type { ReceiptKeyPair } from '@gm/policy/receipts';
 import {
-  DistributedEnv, WithElasticsearch, WithMasterKeys, WithRedis, loadPolicySetOrExit, openIndex, openSealedBus, openState, openSummaries, parseEnvOrExit,
-  runService, systemClock,
+  DistributedEnv, WithElasticsearch, WithMasterKeys, WithRedis, loadPolicySetOrExit, meteredBus, openIndex, openSealedBus, openState, openSummaries, parseEnvOrExit, runService, systemClock,
 } from '@gm/service-kit';
 import { startReceiptSigner } from './receipts.ts';
 import { startReceiptVerifier } from './verifier.ts';
@@ -24,7 +23,8 @@ await runService('receipt-verifier', Env, async ({ env, log, metrics }) => {
   const keys = JSON.parse(readFileSync(env.MEMORY_RECEIPT_KEY_FILE, 'utf8')) as ReceiptKeyPair;
   // Opens content (the replays' probes) and holds the key store: it runs the `key` target.
   const sealed = await openSealedBus(env, 'receipt-verifier', 'open', { onError: (err) => log.warn({ err }, 'key store poll failed') });
-  const { bus } = sealed;
+  // Consumer lag of every group this process runs, on /metrics.
+  const bus = meteredBus(sealed.bus, metrics);
   const state = openState(env);
   const index = openIndex(env);
   const summaries = openSummaries(env);

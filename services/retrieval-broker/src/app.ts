@@ -59,7 +59,12 @@ export async function buildApp(deps: BrokerDeps): Promise<FastifyInstance> {
   app.setErrorHandler((err: FastifyError | GovernedMemoryError, request, reply) => {
     if (isGovernedMemoryError(err)) {
       const body = problemOf(err.code, err.message, request.id);
-      if (body.status >= 500) request.log.error({ err, reqId: request.id }, 'request failed');
+      // A retriable 503 (the projections behind a token, a dependency briefly down) is load, not a fault: no stack.
+      if (body.status >= 500 && err.retriable) {
+        request.log.warn({ code: err.code, reqId: request.id }, 'request answered retriable');
+        reply.header('retry-after', '1');
+      }
+      else if (body.status >= 500) request.log.error({ err, reqId: request.id }, 'request failed');
       return reply.code(body.status).type('application/problem+json').send(body);
     }
     const { status, code, detail } = frameworkProblem(err);

@@ -5,6 +5,7 @@ import type { CapabilityIssuer, CapabilityVerifier, PolicyDecisionPoint } from '
 import type { SearchIndex, SummaryStore } from '@gm/search-index';
 import type { StateStore } from '@gm/state-store';
 import type { CommandGateway } from './command-gateway.ts';
+import type { PipelineBacklog } from './backlog.ts';
 import type { ConsistencyTokens } from './consistency-token.ts';
 import type { PolicyGateway } from './policy-gateway.ts';
 
@@ -16,6 +17,8 @@ export interface BrokerConfig {
   rateLimitPerMinute: number;
   bodyLimitBytes: number;
   requestTimeoutMs: number;
+  /** Asynchronous writes are refused while write-admission and the projections are this many messages behind. */
+  asyncBacklogLimit: number;
 }
 
 export interface BrokerDeps {
@@ -28,6 +31,8 @@ export interface BrokerDeps {
   issuer: CapabilityIssuer;
   issuerCredential: string;
   gateway: CommandGateway;
+  /** Refuses asynchronous writes while the pipeline is too far behind (backlog.ts). */
+  backlog: PipelineBacklog;
   /** Issues and checks consistency tokens (consistency-token.ts). */
   tokens: ConsistencyTokens;
   policy: PolicyGateway;

@@ -4,9 +4,7 @@ import { z } from 'zod';
 import { TOPICS } from '@gm/contracts';
 import type { SigningKeyPair } from '@gm/policy';
 import {
-  DistributedEnv, WithElasticsearch, WithMasterKeys, WithRedis, brokerEnvShape, brokerSettingsOf, loadPolicySetOrExit, openIndex, openSealedBus, openState,
-  openSummaries, parseEnvOrExit,
-  runService, systemClock,
+  DistributedEnv, WithElasticsearch, WithMasterKeys, WithRedis, brokerEnvShape, brokerSettingsOf, loadPolicySetOrExit, meteredBus, openIndex, openSealedBus, openState, openSummaries, parseEnvOrExit, runService, systemClock,
 } from '@gm/service-kit';
 import { startRetrievalBroker } from './start.ts';
 
@@ -31,7 +29,8 @@ await runService('retrieval-broker', Env, async ({ env, log, metrics }) => {
   if (issuerCredential.length < 32) throw new Error('MEMORY_ISSUER_CREDENTIAL_FILE must hold at least 32 characters');
   // The edge seals the content of the commands it sends; it reads no content from the log.
   const sealed = await openSealedBus(env, `retrieval-broker-${env.MEMORY_INSTANCE_ID}`, 'edge');
-  const { bus } = sealed;
+  // Consumer lag of every group this process runs, on /metrics.
+  const bus = meteredBus(sealed.bus, metrics);
   const state = openState(env);
   const index = openIndex(env);
   const summaries = openSummaries(env);

@@ -8,6 +8,7 @@ import {
 import type { SearchIndex, SummaryStore } from '@gm/search-index';
 import type { StateStore } from '@gm/state-store';
 import { buildApp } from './app.ts';
+import { PipelineBacklog } from './backlog.ts';
 import { ConsistencyTokens } from './consistency-token.ts';
 import { CommandGateway, type ProjectionCheck } from './command-gateway.ts';
 import { startBrokerTargets } from './deletion-targets.ts';
@@ -86,6 +87,7 @@ export async function startRetrievalBroker(o: RetrievalBrokerOptions): Promise<R
     issuer: await CapabilityIssuer.create(o.signing.privateJwk, o.issuerName),
     issuerCredential: o.issuerCredential,
     tokens: new ConsistencyTokens(o.issuerCredential),
+    backlog: new PipelineBacklog(o.bus, o.config.asyncBacklogLimit),
     config: o.config,
     ready: o.ready,
     ...(o.exposition === undefined ? {} : { exposition: o.exposition }),

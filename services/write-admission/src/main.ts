@@ -1,5 +1,5 @@
 import {
-  DistributedEnv, WithMasterKeys, WithRedis, admissionEnvShape, admissionSettingsOf, duration, openSealedBus, openState, runService, ttlPolicyOf, ttlShape,
+  DistributedEnv, WithMasterKeys, WithRedis, admissionEnvShape, admissionSettingsOf, duration, meteredBus, openSealedBus, openState, runService, ttlPolicyOf, ttlShape,
 } from '@gm/service-kit';
 import { startTransitSweeper } from '@gm/crypto';
 import { WRITE_ADMISSION_GROUP, startWriteAdmission } from './admission.ts';
@@ -13,7 +13,8 @@ await runService('write-admission', Env, async ({ env, log, metrics }) => {
   // The only service that creates keys, so the one that re-wraps KEKs after a master-key rotation.
   const sealed = await openSealedBus(env, 'write-admission', 'open', { rotate: true, onError: (err) => log.warn({ err }, 'key store poll failed') });
   if (sealed.rotation) log.info({ ...sealed.rotation }, 'subject keys re-wrapped with the active master key');
-  const { bus } = sealed;
+  // Consumer lag of every group this process runs, on /metrics.
+  const bus = meteredBus(sealed.bus, metrics);
   // Past transit keys go once this group has consumed what they sealed (commands become unreadable too).
   const sweeper = sealed.keys
     ? startTransitSweeper({

@@ -36,6 +36,7 @@ export function memoryRoutes(app: FastifyInstance, deps: BrokerDeps): void {
     const claims = await authenticate(request, deps.verifier, deps.clock, 'write');
     const carried = requestPoint(deps, request, claims.tenant);
     const body = parseBody(WriteMemoryRequest, request.body);
+    if (prefersAsync(request)) await deps.backlog.admitAsync();
     const revision = await deps.state.policyRevisions.current(claims.tenant);
     const write = await prepareWrite(deps, claims, body, idempotencyKey(request), writePermission(deps, claims), revision);
     if (!(await deps.state.idClaims.claim(claims.tenant, write.id, write.subjectId))) throw idTaken();
@@ -56,6 +57,7 @@ export function memoryRoutes(app: FastifyInstance, deps: BrokerDeps): void {
     const carried = requestPoint(deps, request, claims.tenant);
     const { items } = parseBody(WriteMemoryBatchRequest, request.body);
     const respondAsync = prefersAsync(request);
+    if (respondAsync) await deps.backlog.admitAsync();
     const answer = await writeBatch(deps, claims, items, request.id, respondAsync);
     const consistencyToken = answerMutation(deps, reply, claims.tenant, carried, answer);
     if (respondAsync) reply.header(PREFERENCE_APPLIED_HEADER, 'respond-async');

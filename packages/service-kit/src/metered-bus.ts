@@ -1,0 +1,36 @@
+import type { Bus } from '@gm/bus';
+import type { ConsumerLag, Metrics } from '@gm/observability';
+
+/**
+ * The bus, with the consumer lag of every group subscribed through it on /metrics
+ * (`gm_consumer_lag{group,topic,partition}`: the log's end minus the group's committed offset,
+ * read from the log at each scrape). What SREs watch while they add or remove instances.
+ */
+export function meteredBus(bus: Bus, metrics: Metrics): Bus {
+  const watched = new Map<string, Set<string>>();
+  metrics.lagSources.add(async () => {
+    const lags: ConsumerLag[] = [];
+    for (const [group, topics] of watched) {
+      for (const topic of topics) {
+        const [ends, committed] = await Promise.all([bus.endOffsets(topic), bus.committedOffsets(group, topic)]);
+        ends.forEach((end, partition) => lags.push({ group, topic, partition, lag: Math.max(0, end - (committed[partition] ?? 0)) }));
+      }
+    }
+    return lags;
+  });
+  const subscribe: Bus['subscribe'] = async (options) => {
+    const subscription = await bus.subscribe(options);
+    const topics = watched.get(options.groupId) ?? new Set<string>();
+    for (const topic of options.topics) topics.add(topic);
+    watched.set(options.groupId, topics);
+    return subscription;
+  };
+  // Every other method stays the adapter's own (bound: adapters may be class instances).
+  return new Proxy(bus, {
+    get: (target, prop, receiver) => {
+      if (prop === 'subscribe') return subscribe;
+      const value: unknown = Reflect.get(target, prop, receiver);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
