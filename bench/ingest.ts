@@ -32,6 +32,8 @@ export interface AsyncIngestResult {
   seconds: number;
   acknowledged: number;
   failed: number;
+  /** 503s of the backlog bound (MEMORY_ASYNC_BACKLOG): the client waited Retry-After and sent again. */
+  deferred: number;
   acknowledgedPerSecond: number;
   /** Acknowledged writes ÷ (start → every client's last token read returned). */
   foldedPerSecond: number;
@@ -126,6 +128,7 @@ async function measureAsync(target: HttpTarget, token: string, probeToken: strin
   const running = () => performance.now() < deadline;
   let acknowledged = 0;
   let failed = 0;
+  let deferred = 0;
   const latencies: number[] = [];
   const commandIds: string[] = [];
   const lastTokens: string[] = [];
@@ -138,6 +141,13 @@ async function measureAsync(target: HttpTarget, token: string, probeToken: strin
       const res = await post(`${target.url}/v1/memories`, token, writeBody(`ingest async ${client} ${n} harbor invoice`, `ingest-a${(client + n * 13) % SUBJECTS}`, `ia-${client}-${n}`), {
         prefer: 'respond-async', ...(carried === undefined ? {} : { 'consistency-token': carried }),
       });
+      if (res.status === 503) {
+        // The backlog bound: a well-behaved client waits as told, then sends the same write again.
+        deferred += 1;
+        n -= 1;
+        await new Promise((resolve) => setTimeout(resolve, 1000 * Number(res.headers.get('retry-after') ?? 1)));
+        continue;
+      }
       if (res.status !== 202) {
         failed += 1;
         continue;
@@ -166,7 +176,7 @@ async function measureAsync(target: HttpTarget, token: string, probeToken: strin
     if (((await res.json()) as { state?: string }).state === 'accepted') sampledAccepted += 1;
   }
   const result: AsyncIngestResult = {
-    clients: ASYNC_CLIENTS, seconds, acknowledged, failed,
+    clients: ASYNC_CLIENTS, seconds, acknowledged, failed, deferred,
     acknowledgedPerSecond: perSecond(acknowledged, ackWallMs), foldedPerSecond: perSecond(acknowledged, foldedWallMs),
     sampled: commandIds.length, sampledAccepted, ackLatency: summarize(latencies), visible: summarize(visible),
   };

@@ -125,7 +125,7 @@ function ingestRows({ batch: b, async: a }: RuntimeResult['ingest']): string[] {
       `${num(b.perSecond, 0)} items/s admitted (${b.admitted} in ${b.batches} batches), ${b.failed} failed`),
     row('    write→searchable meanwhile (async probe, token search)', b.visible),
     row(`  async writes, ${a.clients} clients, ${a.seconds} s (until the 202)`, a.ackLatency,
-      `${num(a.acknowledgedPerSecond, 0)}/s acknowledged, ${num(a.foldedPerSecond, 0)}/s folded; ${a.sampledAccepted}/${a.sampled} sampled accepted, ${a.failed} failed`),
+      `${num(a.acknowledgedPerSecond, 0)}/s acknowledged, ${num(a.foldedPerSecond, 0)}/s folded; ${a.deferred} told to wait (backlog); ${a.sampledAccepted}/${a.sampled} sampled accepted, ${a.failed} failed`),
     row('    write→searchable meanwhile (async probe, token search)', a.visible),
   ];
 }
