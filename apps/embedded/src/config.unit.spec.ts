@@ -60,7 +60,7 @@ describe('loadConfig defaults', () => {
       deletionDeadlineMs: 60 * SECOND,
       deletionVerifyRetryMs: 500,
       pipeline: 'thread',
-      asyncBacklogLimit: 10_000,
+      asyncBacklogLimit: 1_000,
     });
   });
 

@@ -85,7 +85,7 @@ export const brokerEnvShape = {
   MEMORY_PACKET_TTL: duration('15m'),
   MEMORY_CACHE_TTL: duration('60s'),
   /** Asynchronous writes are refused (503, retriable) while the pipeline is this many messages behind. */
-  MEMORY_ASYNC_BACKLOG: integer(10_000, 1, 10_000_000),
+  MEMORY_ASYNC_BACKLOG: integer(1_000, 1, 10_000_000),
   /** A directory with schema.cedarschema and default.cedar replacing the shipped policy set. */
   MEMORY_POLICY_DIR: z.string().min(1).optional(),
 };
