@@ -70,16 +70,23 @@ async function post(url: string, token: string, body: unknown, headers: Record<s
 }
 
 /**
- * Until `stop()` says so: an async write of a fresh word, then token searches until one returns
- * it (a 503 MEM_NOT_YET_CONSISTENT is asked again); the time from sending the write.
+ * Until `stop()` says so: a write of a fresh word (asynchronous: sent again after Retry-After
+ * while the backlog bound refuses it), then token searches until one returns it (a 503
+ * MEM_NOT_YET_CONSISTENT is asked again); the time from first sending the write.
  */
-async function probeVisibility(target: HttpTarget, token: string, stop: () => boolean, label: string): Promise<number[]> {
+async function probeVisibility(target: HttpTarget, token: string, stop: () => boolean, label: string, respondAsync: boolean): Promise<number[]> {
   const samples: number[] = [];
   for (let i = 0; !stop(); i += 1) {
     const word = `probe${randomBytes(6).toString('hex')}`;
     const started = performance.now();
-    const written = await post(`${target.url}/v1/memories`, token, writeBody(`ingest visibility ${word}`, `ingest-probe-${i % 7}`), { prefer: 'respond-async' });
-    if (written.status !== 202) throw new Error(`${label}: the probe's async write answered ${written.status}`);
+    let written: Answer;
+    for (;;) {
+      written = await post(`${target.url}/v1/memories`, token, writeBody(`ingest visibility ${word}`, `ingest-probe-${i % 7}`, `probe-${word}`), respondAsync ? { prefer: 'respond-async' } : {});
+      // The backlog bound (a batch load keeps the pipeline behind too): wait as told; the wait counts.
+      if (written.status !== 503) break;
+      await new Promise((resolve) => setTimeout(resolve, 1000 * Number(written.headers.get('retry-after') ?? 1)));
+    }
+    if (written.status !== (respondAsync ? 202 : 201)) throw new Error(`${label}: the probe's write answered ${written.status}`);
     const consistency = written.headers.get('consistency-token') ?? '';
     for (;;) {
       const found = await post(`${target.url}/v1/search`, token, { query: word, limit: 5 }, { 'consistency-token': consistency });
@@ -98,7 +105,8 @@ async function measureBatch(target: HttpTarget, token: string, probeToken: strin
   let failed = 0;
   const latencies: number[] = [];
   const started = performance.now();
-  const probe = probeVisibility(target, probeToken, () => !running(), label);
+  // Beside synchronous batches, a synchronous probe: async writes wait while the batches keep the pipeline behind.
+  const probe = probeVisibility(target, probeToken, () => !running(), label, false);
   await Promise.all(Array.from({ length: BATCH_CLIENTS }, async (_, client) => {
     for (let n = 0; running(); n += 1) {
       const items = Array.from({ length: ITEMS_PER_BATCH }, (_, i) =>
@@ -133,7 +141,7 @@ async function measureAsync(target: HttpTarget, token: string, probeToken: strin
   const commandIds: string[] = [];
   const lastTokens: string[] = [];
   const started = performance.now();
-  const probe = probeVisibility(target, probeToken, () => !running(), label);
+  const probe = probeVisibility(target, probeToken, () => !running(), label, true);
   await Promise.all(Array.from({ length: ASYNC_CLIENTS }, async (_, client) => {
     let carried: string | undefined;
     for (let n = 0; running(); n += 1) {

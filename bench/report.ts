@@ -123,10 +123,10 @@ function ingestRows({ batch: b, async: a }: RuntimeResult['ingest']): string[] {
   return [
     row(`  batch writes, ${b.clients} clients × ${b.itemsPerBatch} items, ${b.seconds} s (per batch)`, b.batchLatency,
       `${num(b.perSecond, 0)} items/s admitted (${b.admitted} in ${b.batches} batches), ${b.failed} failed`),
-    row('    write→searchable meanwhile (async probe, token search)', b.visible),
+    row('    write→searchable meanwhile (a single write, token search)', b.visible),
     row(`  async writes, ${a.clients} clients, ${a.seconds} s (until the 202)`, a.ackLatency,
       `${num(a.acknowledgedPerSecond, 0)}/s acknowledged, ${num(a.foldedPerSecond, 0)}/s folded; ${a.deferred} told to wait (backlog); ${a.sampledAccepted}/${a.sampled} sampled accepted, ${a.failed} failed`),
-    row('    write→searchable meanwhile (async probe, token search)', a.visible),
+    row('    write→searchable meanwhile (an async write, token search)', a.visible),
   ];
 }
 
