@@ -98,13 +98,18 @@ async function probeVisibility(target: HttpTarget, token: string, stop: () => bo
   return samples;
 }
 
+/** A load that runs for `seconds` from now: `running()` until then. */
+function timedLoad(seconds: number): { started: number; running: () => boolean } {
+  const started = performance.now();
+  const deadline = started + seconds * 1000;
+  return { started, running: () => performance.now() < deadline };
+}
+
 async function measureBatch(target: HttpTarget, token: string, probeToken: string, seconds: number, label: string): Promise<BatchIngestResult> {
-  const deadline = performance.now() + seconds * 1000;
-  const running = () => performance.now() < deadline;
   let admitted = 0;
   let failed = 0;
   const latencies: number[] = [];
-  const started = performance.now();
+  const { started, running } = timedLoad(seconds);
   // Beside synchronous batches, a synchronous probe: async writes wait while the batches keep the pipeline behind.
   const probe = probeVisibility(target, probeToken, () => !running(), label, false);
   await Promise.all(Array.from({ length: BATCH_CLIENTS }, async (_, client) => {
@@ -132,15 +137,13 @@ async function measureBatch(target: HttpTarget, token: string, probeToken: strin
 }
 
 async function measureAsync(target: HttpTarget, token: string, probeToken: string, seconds: number, label: string): Promise<AsyncIngestResult> {
-  const deadline = performance.now() + seconds * 1000;
-  const running = () => performance.now() < deadline;
   let acknowledged = 0;
   let failed = 0;
   let deferred = 0;
   const latencies: number[] = [];
   const commandIds: string[] = [];
   const lastTokens: string[] = [];
-  const started = performance.now();
+  const { started, running } = timedLoad(seconds);
   const probe = probeVisibility(target, probeToken, () => !running(), label, true);
   await Promise.all(Array.from({ length: ASYNC_CLIENTS }, async (_, client) => {
     let carried: string | undefined;

@@ -4,3 +4,4 @@ export { partitionForKey, murmur2 } from './embedded/partitioner.ts';
 export { memoryTopicSpecs, keysTopicSpec, KEYS_TOPIC_CONFIG } from './topics.ts';
 export { createKafkaBus, type KafkaBusOptions } from './kafka/kafka-bus.ts';
 export { PartitionCountMismatchError, isPartitionCountMismatch } from './partition-count.ts';
+export { groupLag } from './lag.ts';

@@ -184,6 +184,7 @@ export const BatchItemOutcome = z.object({
   commandId: Id.optional(),
   error: Problem.optional(),
 });
+export type BatchItemOutcome = z.infer<typeof BatchItemOutcome>;
 export const WriteMemoryBatchResponse = z.object({ items: z.array(BatchItemOutcome), consistencyToken: z.string() });
 
 /** 202 of an asynchronous write (`Prefer: respond-async`): the command is durably in the log, not yet decided. */

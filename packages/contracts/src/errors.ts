@@ -33,6 +33,9 @@ export const ERROR_CODES = [
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
+/** A code that crossed a wire as text (a reply, a stored outcome); one not in the list reads as MEM_INTERNAL. */
+export const asErrorCode = (code: string): ErrorCode => ((ERROR_CODES as readonly string[]).includes(code) ? (code as ErrorCode) : 'MEM_INTERNAL');
+
 export class GovernedMemoryError extends Error {
   readonly code: ErrorCode;
   readonly retriable: boolean;

@@ -1,4 +1,4 @@
-import type { Bus } from '@gm/bus';
+import { groupLag, type Bus } from '@gm/bus';
 import type { ConsumerLag, Metrics } from '@gm/observability';
 
 /**
@@ -12,8 +12,7 @@ export function meteredBus(bus: Bus, metrics: Metrics): Bus {
     const lags: ConsumerLag[] = [];
     for (const [group, topics] of watched) {
       for (const topic of topics) {
-        const [ends, committed] = await Promise.all([bus.endOffsets(topic), bus.committedOffsets(group, topic)]);
-        ends.forEach((end, partition) => lags.push({ group, topic, partition, lag: Math.max(0, end - (committed[partition] ?? 0)) }));
+        (await groupLag(bus, group, topic)).forEach((lag, partition) => lags.push({ group, topic, partition, lag }));
       }
     }
     return lags;

@@ -7,13 +7,12 @@
  * an asynchronous write is refused with a retriable 503 and `Retry-After`; a synchronous write
  * waits for the pipeline anyway and is never refused for it.
  */
-import type { Bus } from '@gm/bus';
+import { groupLag, type Bus } from '@gm/bus';
 import { GovernedMemoryError, TOPICS } from '@gm/contracts';
-import { READ_YOUR_WRITES_GROUPS } from './command-gateway.ts';
+import { READ_YOUR_WRITES_GROUPS, WRITE_ADMISSION_GROUP } from './command-gateway.ts';
 
 /** The backlog is read from the log at most this often (on Kafka it is two admin requests per group). */
 const FRESH_MS = 100;
-const WRITE_ADMISSION_GROUP = 'write-admission';
 
 export class PipelineBacklog {
   private reading: Promise<number> | undefined;
@@ -34,10 +33,7 @@ export class PipelineBacklog {
     if (performance.now() - this.readAt < FRESH_MS) return this.last;
     this.reading ??= (async () => {
       try {
-        const lagOf = async (topic: string, group: string) => {
-          const [ends, committed] = await Promise.all([this.bus.endOffsets(topic), this.bus.committedOffsets(group, topic)]);
-          return ends.reduce((sum, end, p) => sum + Math.max(0, end - (committed[p] ?? 0)), 0);
-        };
+        const lagOf = async (topic: string, group: string) => (await groupLag(this.bus, group, topic)).reduce((sum, lag) => sum + lag, 0);
         const [commands, ...events] = await Promise.all([
           lagOf(TOPICS.commands, WRITE_ADMISSION_GROUP), ...READ_YOUR_WRITES_GROUPS.map((g) => lagOf(TOPICS.events, g)),
         ]);

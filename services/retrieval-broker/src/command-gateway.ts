@@ -1,12 +1,12 @@
 import type { Bus, LogPosition, Subscription } from '@gm/bus';
-import type { ConsistencyPoint, Positions } from './consistency-token.ts';
+import { raise, type ConsistencyPoint, type Positions } from './consistency-token.ts';
 import {
-  CommandReply, ERROR_CODES, GovernedMemoryError, TOPICS, subjectKey,
-  type AcceptedResult, type ErrorCode, type MemoryCommand,
+  CommandReply, GovernedMemoryError, TOPICS, asErrorCode, subjectKey,
+  type AcceptedResult, type MemoryCommand,
 } from '@gm/contracts';
 
 /** write-admission's consumer group (services/write-admission): an async write is decided once it passed the command. */
-const WRITE_ADMISSION_GROUP = 'write-admission';
+export const WRITE_ADMISSION_GROUP = 'write-admission';
 
 /** Consumer groups whose progress the API waits for before it answers a mutation. */
 export const READ_YOUR_WRITES_GROUPS = ['projector', 'index-builder'] as const;
@@ -94,12 +94,11 @@ export class CommandGateway {
       const retried: Array<{ tenant: string; result: AcceptedResult; partition: number }> = [];
       const outcomes = answers.map((answer, i): AcceptedResult | GovernedMemoryError => {
         if (answer instanceof Error) return answer;
-        if (answer.outcome === 'rejected') return new GovernedMemoryError(asCode(answer.code), answer.detail, { retriable: answer.retriable });
+        if (answer.outcome === 'rejected') return new GovernedMemoryError(asErrorCode(answer.code), answer.detail, { retriable: answer.retriable });
         if (answer.eventsAt !== undefined) {
           // The reply names its own events' position: wait for exactly that, not for whatever
           // other writers appended to the partition since (they would make concurrent writes convoy).
-          const { partition, offset } = answer.eventsAt;
-          furthest.set(partition, Math.max(offset, furthest.get(partition) ?? -1));
+          raise(furthest, answer.eventsAt.partition, answer.eventsAt.offset);
         } else {
           // No event of its own (an idempotent retry answered with the first result): that
           // result's events are somewhere before the partition's end.
@@ -116,14 +115,8 @@ export class CommandGateway {
         ...retried.map((r) => this.confirmRetried(r.tenant, r.result, r.partition, deadline)),
       ];
       const readYourWrites = (await Promise.all(waits)).every(Boolean);
-      if (retried.length > 0) {
-        // A retried result's events are before its partition's end: a token waits for that end.
-        const ends = await this.bus.endOffsets(TOPICS.events);
-        for (const { partition } of retried) {
-          const last = (ends[partition] ?? 0) - 1;
-          if (last >= 0) furthest.set(partition, Math.max(last, furthest.get(partition) ?? -1));
-        }
-      }
+      // A retried result's events are before its partition's end: a token waits for that end.
+      if (retried.length > 0) await this.raiseToEventsEnd(furthest, retried.map((r) => r.partition));
       return { outcomes, readYourWrites, landed: furthest };
     } finally {
       for (const r of replies) r.dispose();
@@ -139,7 +132,7 @@ export class CommandGateway {
       topic: TOPICS.commands, key: subjectKey(command.metadata.tenantId, command.metadata.subjectId), value: command,
     })));
     const furthest = new Map<number, number>();
-    for (const { partition, offset } of positions) furthest.set(partition, Math.max(offset, furthest.get(partition) ?? -1));
+    for (const { partition, offset } of positions) raise(furthest, partition, offset);
     return furthest;
   }
 
@@ -184,15 +177,20 @@ export class CommandGateway {
       const admitted = await Promise.all([...point.commands].map(([partition, offset]) =>
         this.bus.waitForCommitted(WRITE_ADMISSION_GROUP, { topic: TOPICS.commands, partition, offset }, left())));
       if (!admitted.every(Boolean)) return false;
-      const ends = await this.bus.endOffsets(TOPICS.events);
-      for (const partition of point.commands.keys()) {
-        const last = (ends[partition] ?? 0) - 1;
-        if (last >= 0) events.set(partition, Math.max(last, events.get(partition) ?? -1));
-      }
+      await this.raiseToEventsEnd(events, point.commands.keys());
     }
     const passed = await Promise.all([...events].flatMap(([partition, offset]) =>
       groups.map((group) => this.bus.waitForCommitted(group, { topic: TOPICS.events, partition, offset }, left()))));
     return passed.every(Boolean);
+  }
+
+  /** Moves each partition's position up to the last event memory.events holds there now. */
+  private async raiseToEventsEnd(positions: Map<number, number>, partitions: Iterable<number>): Promise<void> {
+    const ends = await this.bus.endOffsets(TOPICS.events);
+    for (const partition of partitions) {
+      const last = (ends[partition] ?? 0) - 1;
+      if (last >= 0) raise(positions, partition, last);
+    }
   }
 
   /** Polls the projection check until it holds or the read-your-writes deadline passes. */
@@ -228,7 +226,3 @@ export class CommandGateway {
 export const READ_YOUR_WRITES_HEADER = 'read-your-writes';
 export const readYourWritesValue = (result: { readYourWrites: boolean }): 'confirmed' | 'pending' =>
   result.readYourWrites ? 'confirmed' : 'pending';
-
-function asCode(code: string): ErrorCode {
-  return (ERROR_CODES as readonly string[]).includes(code) ? (code as ErrorCode) : 'MEM_INTERNAL';
-}

@@ -33,10 +33,15 @@ const MAX_POSITIONS = 512;
 const invalid = (why: string): GovernedMemoryError =>
   new GovernedMemoryError('MEM_INVALID_CONSISTENCY_TOKEN', `Consistency-Token: ${why}`);
 
+/** Moves a partition's position up to `offset` (never back). */
+export function raise(positions: Map<number, number>, partition: number, offset: number): void {
+  positions.set(partition, Math.max(offset, positions.get(partition) ?? -1));
+}
+
 function furthest(...all: Positions[]): Map<number, number> {
   const merged = new Map<number, number>();
   for (const positions of all) {
-    for (const [partition, offset] of positions) merged.set(partition, Math.max(offset, merged.get(partition) ?? -1));
+    for (const [partition, offset] of positions) raise(merged, partition, offset);
   }
   return merged;
 }

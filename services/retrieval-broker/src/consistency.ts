@@ -8,8 +8,7 @@ import { READ_YOUR_WRITES_GROUPS, READ_YOUR_WRITES_HEADER, readYourWritesValue }
 import { CONSISTENCY_TOKEN_HEADER, mergePoints, type ConsistencyPoint, type Positions } from './consistency-token.ts';
 import type { BrokerDeps } from './deps.ts';
 
-/** The groups a record read or a search waits for; a summary read waits for the summaries too. */
-export const RECORD_GROUPS: readonly string[] = READ_YOUR_WRITES_GROUPS;
+/** A record read or a search waits for READ_YOUR_WRITES_GROUPS; a summary read for the summaries too. */
 export const SUMMARY_GROUPS: readonly string[] = [...READ_YOUR_WRITES_GROUPS, 'summary-builder'];
 
 /** The point the request's token names, checked (a bad token is a 400 before anything else); undefined without one. */

@@ -6,10 +6,8 @@
  */
 import {
   GovernedMemoryError, WriteMemoryBatchItem, isGovernedMemoryError,
-  type CapabilityClaims, type WriteMemoryRequest,
+  type BatchItemOutcome, type CapabilityClaims, type WriteMemoryRequest,
 } from '@gm/contracts';
-import type { z } from 'zod';
-import type { BatchItemOutcome } from '@gm/contracts';
 import type { BrokerDeps } from './deps.ts';
 import { parseBody } from './http.ts';
 import { problemOf, STATUS_OF } from './problem.ts';
@@ -20,8 +18,6 @@ import { idTaken, prepareWrite, writePermission, type PreparedWrite } from './wr
 /** A batch body may be this many times MEMORY_BODY_LIMIT_BYTES: 500 items of a few KiB each. */
 export const BATCH_BODY_LIMIT_FACTOR = 16;
 
-type Outcome = z.infer<typeof BatchItemOutcome>;
-
 /**
  * The batch's outcomes; synchronously (the default) with read-your-writes and where the events
  * landed, asynchronously (`respondAsync`) with where the commands landed and each item's
@@ -29,8 +25,8 @@ type Outcome = z.infer<typeof BatchItemOutcome>;
  */
 export async function writeBatch(
   deps: BrokerDeps, claims: CapabilityClaims, items: readonly unknown[], requestId: string, respondAsync = false,
-): Promise<{ items: Outcome[]; readYourWrites?: boolean; landed?: Positions; commands?: Positions }> {
-  const outcomes: Array<Outcome | undefined> = new Array<Outcome | undefined>(items.length);
+): Promise<{ items: BatchItemOutcome[]; readYourWrites?: boolean; landed?: Positions; commands?: Positions }> {
+  const outcomes: Array<BatchItemOutcome | undefined> = new Array<BatchItemOutcome | undefined>(items.length);
   const failed = (index: number, err: GovernedMemoryError): void => {
     outcomes[index] = { index, httpStatus: STATUS_OF[err.code], error: problemOf(err.code, err.message, requestId) };
   };
@@ -54,7 +50,7 @@ export async function writeBatch(
     failed(index, idTaken());
     return false;
   });
-  const answered = () => outcomes.filter((o): o is Outcome => o !== undefined);
+  const answered = () => outcomes.filter((o): o is BatchItemOutcome => o !== undefined);
   if (sending.length === 0) return { items: answered(), readYourWrites: true, landed: new Map() };
   if (respondAsync) {
     const commands = await postAsync(deps, claims, sending.map(({ write }) => write.command));

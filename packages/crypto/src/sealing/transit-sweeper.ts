@@ -1,4 +1,4 @@
-import type { Bus } from '@gm/bus';
+import { groupLag, type Bus } from '@gm/bus';
 import { TOPICS } from '@gm/contracts';
 import type { Keyring } from '../keyring.ts';
 import { sweepTransitKeys } from './transit.ts';
@@ -18,9 +18,7 @@ export interface TransitSweeperOptions {
 
 /** Whether `groupId` has committed every message memory.commands holds now. */
 export async function consumedAllCommands(bus: Bus, groupId: string): Promise<boolean> {
-  const ends = await bus.endOffsets(TOPICS.commands);
-  const committed = await bus.committedOffsets(groupId, TOPICS.commands);
-  return ends.every((end, partition) => (committed[partition] ?? 0) >= end);
+  return (await groupLag(bus, groupId, TOPICS.commands)).every((lag) => lag === 0);
 }
 
 /**

@@ -134,9 +134,8 @@ export class Tombstones {
 export class IdClaims {
   constructor(private readonly kv: KeyValueStore, private readonly keys: KeySpace) {}
   async claim(tenantId: string, id: string, subjectId: string): Promise<boolean> {
-    const key = this.keys.idClaim(tenantId, id);
-    if (await this.kv.set(key, subjectId, { nx: true })) return true;
-    return (await this.kv.get(key)) === subjectId;
+    const [claimed] = await this.claimAll(tenantId, [{ id, subjectId }]);
+    return claimed === true;
   }
   /** `claim` for many ids at once: one pipeline of SET NX, then one read of those already taken. */
   async claimAll(tenantId: string, claims: ReadonlyArray<{ id: string; subjectId: string }>): Promise<boolean[]> {

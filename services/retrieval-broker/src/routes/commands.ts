@@ -1,11 +1,9 @@
 import type { FastifyInstance } from 'fastify';
-import { ERROR_CODES, GovernedMemoryError, type ErrorCode } from '@gm/contracts';
+import { GovernedMemoryError, asErrorCode } from '@gm/contracts';
 import { authenticate } from '../auth.ts';
 import type { BrokerDeps } from '../deps.ts';
 import { pathId } from '../http.ts';
 import { problemOf } from '../problem.ts';
-
-const asCode = (code: string): ErrorCode => ((ERROR_CODES as readonly string[]).includes(code) ? (code as ErrorCode) : 'MEM_INTERNAL');
 
 /** An unknown command and another principal's answer the same. */
 const noSuchCommand = (): GovernedMemoryError => new GovernedMemoryError('MEM_NOT_FOUND', 'no such command');
@@ -23,7 +21,7 @@ export function commandRoutes(app: FastifyInstance, deps: BrokerDeps): void {
       case 'accepted':
         return { commandId, state: 'accepted', ...outcome.result };
       case 'rejected':
-        return { commandId, state: 'rejected', error: problemOf(asCode(outcome.code), outcome.detail, request.id) };
+        return { commandId, state: 'rejected', error: problemOf(asErrorCode(outcome.code), outcome.detail, request.id) };
     }
   });
 }

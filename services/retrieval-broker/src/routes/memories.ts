@@ -10,7 +10,8 @@ import { idempotencyKey, parseBody, pathId } from '../http.ts';
 import { notFound } from '../problem.ts';
 import { partitionOf, readRecord } from '../retrieval.ts';
 import { PREFERENCE_APPLIED_HEADER, postAsync, prefersAsync } from '../async-writes.ts';
-import { RECORD_GROUPS, answerMutation, awaitConsistency, requestPoint } from '../consistency.ts';
+import { READ_YOUR_WRITES_GROUPS } from '../command-gateway.ts';
+import { answerMutation, awaitConsistency, requestPoint } from '../consistency.ts';
 import { metadataFor } from '../metadata.ts';
 import { idTaken, prepareWrite, writePermission } from '../write-command.ts';
 import { BATCH_BODY_LIMIT_FACTOR, writeBatch } from '../write-batch.ts';
@@ -36,11 +37,12 @@ export function memoryRoutes(app: FastifyInstance, deps: BrokerDeps): void {
     const claims = await authenticate(request, deps.verifier, deps.clock, 'write');
     const carried = requestPoint(deps, request, claims.tenant);
     const body = parseBody(WriteMemoryRequest, request.body);
-    if (prefersAsync(request)) await deps.backlog.admitAsync();
+    const respondAsync = prefersAsync(request);
+    if (respondAsync) await deps.backlog.admitAsync();
     const revision = await deps.state.policyRevisions.current(claims.tenant);
     const write = await prepareWrite(deps, claims, body, idempotencyKey(request), writePermission(deps, claims), revision);
     if (!(await deps.state.idClaims.claim(claims.tenant, write.id, write.subjectId))) throw idTaken();
-    if (prefersAsync(request)) {
+    if (respondAsync) {
       const commands = await postAsync(deps, claims, [write.command]);
       const consistencyToken = answerMutation(deps, reply, claims.tenant, carried, { commands });
       reply.header(PREFERENCE_APPLIED_HEADER, 'respond-async');
@@ -93,7 +95,7 @@ export function memoryRoutes(app: FastifyInstance, deps: BrokerDeps): void {
   app.get('/v1/memories/:id', async (request) => {
     const claims = await authenticate(request, deps.verifier, deps.clock, 'read');
     const id = pathId(request, 'id');
-    await awaitConsistency(deps, request, claims.tenant, RECORD_GROUPS);
+    await awaitConsistency(deps, request, claims.tenant, READ_YOUR_WRITES_GROUPS);
     const record = await readRecord(deps, claims, id, deps.clock.now());
     if (record === null) throw notFound();
     return record;

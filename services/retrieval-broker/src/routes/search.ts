@@ -1,7 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { SearchRequest } from '@gm/contracts';
 import { authenticate } from '../auth.ts';
-import { RECORD_GROUPS, awaitConsistency } from '../consistency.ts';
+import { READ_YOUR_WRITES_GROUPS } from '../command-gateway.ts';
+import { awaitConsistency } from '../consistency.ts';
 import type { BrokerDeps } from '../deps.ts';
 import { parseBody, pathId } from '../http.ts';
 import { notFound } from '../problem.ts';
@@ -13,7 +14,7 @@ export function searchRoutes(app: FastifyInstance, deps: BrokerDeps): void {
   app.post('/v1/search', async (request) => {
     const claims = await authenticate(request, deps.verifier, deps.clock, 'search');
     const body = parseBody(SearchRequest, request.body);
-    await awaitConsistency(deps, request, claims.tenant, RECORD_GROUPS);
+    await awaitConsistency(deps, request, claims.tenant, READ_YOUR_WRITES_GROUPS);
     return search(retrieval, claims, body, deps.clock.now());
   });
 
