@@ -13,8 +13,9 @@ export const consistencySuite = (start: StartRuntime) => describe('consistency t
   let writer: string;
 
   beforeAll(async () => {
-    // A short bound, so that a read ahead of the projections answers its 503 quickly.
-    rt = await start({ MEMORY_READ_YOUR_WRITES_TIMEOUT: '300ms' });
+    // A short bound, so that a read ahead of the projections answers its 503 quickly; longer than
+    // the summary-builder's linger (1 s), which a summary read with a token waits out.
+    rt = await start({ MEMORY_READ_YOUR_WRITES_TIMEOUT: '3s' });
     writer = await rt.issue({ agentId: 'token-bot' });
   }, STARTUP_MS);
   afterAll(async () => rt.close(), STARTUP_MS);
