@@ -6,9 +6,9 @@ import { LOCAL_ENDPOINTS, startLocalEngines, type Engine } from '@gm/testing';
 
 const ROOT = path.resolve(import.meta.dirname, '../../..');
 
-/** The seven services, in start order: consumers before the API that feeds them. */
+/** The eight services, in start order: consumers before the edges that feed them. */
 export const SERVICES = [
-  'write-admission', 'projector', 'index-builder', 'expiry-scheduler', 'deletion-orchestrator', 'receipt-verifier', 'retrieval-broker',
+  'write-admission', 'projector', 'index-builder', 'expiry-scheduler', 'deletion-orchestrator', 'receipt-verifier', 'ingest-gateway', 'retrieval-broker',
 ] as const;
 export type ServiceName = (typeof SERVICES)[number];
 

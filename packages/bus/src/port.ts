@@ -12,6 +12,8 @@ export interface TopicSpec {
   compacted?: boolean;
   /** Kafka topic configs set at creation (an existing topic keeps its own); the embedded log ignores them. */
   config?: Record<string, string>;
+  /** Kafka topic configs of its `.dlq` (default none): dead letters of a topic with bounded retention keep the same bound. */
+  deadLetterConfig?: Record<string, string>;
 }
 
 export interface OutgoingMessage {

@@ -22,7 +22,20 @@ export const KEYS_TOPIC_CONFIG: Record<string, string> = {
 
 export const keysTopicSpec = (partitions: number): TopicSpec => ({ name: TOPICS.keys, partitions, compacted: true, config: KEYS_TOPIC_CONFIG });
 
-export function memoryTopicSpecs(partitions: number): TopicSpec[] {
+/**
+ * memory.ingest holds what platforms produce, content in clear (issue 13): it is a queue, not a
+ * record of anything, so it and its dead letters keep messages for a bounded time only. The
+ * bound must outlast any ingest-gateway outage (a message older than it is gone unread), which
+ * is why it is a day, and why docs/known-limits.md names it as a copy outside deletion.
+ */
+export const INGEST_RETENTION_MS = 24 * 60 * 60 * 1000;
+const ingestConfig = (retentionMs: number): Record<string, string> => ({
+  'retention.ms': String(retentionMs),
+  // Kafka deletes whole segments only: a segment rolls at least this often so none outlives the bound by much.
+  'segment.ms': String(Math.max(60_000, Math.floor(retentionMs / 24))),
+});
+
+export function memoryTopicSpecs(partitions: number, ingestRetentionMs = INGEST_RETENTION_MS): TopicSpec[] {
   return [
     { name: TOPICS.commands, partitions },
     { name: TOPICS.events, partitions },
@@ -33,5 +46,7 @@ export function memoryTopicSpecs(partitions: number): TopicSpec[] {
     { name: TOPICS.deletionAcks, partitions },
     { name: TOPICS.deletionReceipts, partitions },
     keysTopicSpec(partitions),
+    { name: TOPICS.ingest, partitions, config: ingestConfig(ingestRetentionMs), deadLetterConfig: ingestConfig(ingestRetentionMs) },
+    { name: TOPICS.ingestResults, partitions },
   ];
 }

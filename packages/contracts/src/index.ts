@@ -14,3 +14,5 @@ export * from './receipt.ts';
 export * from './policy.ts';
 export * from './runtime.ts';
 export * from './summary.ts';
+export * from './ingest.ts';
+export * from './json-schema.ts';

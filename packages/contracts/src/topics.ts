@@ -10,6 +10,10 @@ export const TOPICS = {
   deletionReceipts: 'deletion.receipts',
   /** Wrapped encryption keys by key id (compacted); a destroyed key is a final marker record (issue 7). */
   keys: 'memory.keys',
+  /** Writes produced by platforms (issue 13): admitted by the ingest-gateway. */
+  ingest: 'memory.ingest',
+  /** One result per memory.ingest request, keyed by its requestId. */
+  ingestResults: 'memory.ingest.results',
 } as const;
 export type TopicName = (typeof TOPICS)[keyof typeof TOPICS];
 

@@ -59,6 +59,7 @@ export function createMetrics(options: { processMetrics?: boolean } = {}) {
     }),
     cacheHits: counter('gm_retrieval_cache_total', 'Retrieval cache lookups', ['result']),
     deadLetters: counter('gm_dead_letters_total', 'Messages dead-lettered', ['topic']),
+    ingestRequests: counter('gm_ingest_requests_total', 'memory.ingest requests by the ingest-gateway\'s decision (admitted: its command is on memory.commands)', ['outcome', 'code']),
   };
 }
 export type Metrics = ReturnType<typeof createMetrics>;

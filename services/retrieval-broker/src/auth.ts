@@ -1,7 +1,8 @@
 import { timingSafeEqual, createHash } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { GovernedMemoryError, type Action, type CapabilityClaims, type Clock } from '@gm/contracts';
-import { requireAction, type CapabilityVerifier } from '@gm/policy';
+import type { CapabilityVerifier } from '@gm/policy';
+import { verifyCapability } from '@gm/write-edge';
 
 export function bearer(request: FastifyRequest): string {
   const header = request.headers.authorization;
@@ -10,10 +11,8 @@ export function bearer(request: FastifyRequest): string {
   return match[1];
 }
 
-export async function authenticate(request: FastifyRequest, verifier: CapabilityVerifier, clock: Clock, action: Action): Promise<CapabilityClaims> {
-  const claims = await verifier.verify(bearer(request), clock.now());
-  requireAction(claims, action);
-  return claims;
+export function authenticate(request: FastifyRequest, verifier: CapabilityVerifier, clock: Clock, action: Action): Promise<CapabilityClaims> {
+  return verifyCapability(verifier, clock, bearer(request), action);
 }
 
 /** Constant-time comparison of the issuer credential (hash first so lengths match). */

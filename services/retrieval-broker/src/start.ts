@@ -2,11 +2,10 @@ import type { FastifyInstance } from 'fastify';
 import type { Bus } from '@gm/bus';
 import type { Clock, CommandReply, ServiceHandle } from '@gm/contracts';
 import type { Logger, Metrics } from '@gm/observability';
-import {
-  CapabilityIssuer, CapabilityVerifier, CedarPolicyDecisionPoint, RevisionCachedPolicySource, type CompiledPolicySet, type SigningKeyPair,
-} from '@gm/policy';
+import { CapabilityIssuer, type CompiledPolicySet, type SigningKeyPair } from '@gm/policy';
 import type { SearchIndex, SummaryStore } from '@gm/search-index';
 import type { StateStore } from '@gm/state-store';
+import { edgeAuthority } from '@gm/write-edge';
 import { buildApp } from './app.ts';
 import { PipelineBacklog } from './backlog.ts';
 import { ConsistencyTokens } from './consistency-token.ts';
@@ -70,20 +69,13 @@ export async function startRetrievalBroker(o: RetrievalBrokerOptions): Promise<R
     instanceId: o.instanceId, replyTimeoutMs: o.config.replyTimeoutMs, readYourWritesTimeoutMs: o.config.readYourWritesTimeoutMs,
   }, projectionCheck(o.state), storeOutcome(o.state));
   await gateway.start();
-  const pdp = new CedarPolicyDecisionPoint({
-    source: new RevisionCachedPolicySource(o.state.policies, o.state.policyRevisions),
-    clock: o.clock,
-    policySet: o.policySet,
-  });
-  const revocations = {
-    isRevoked: (c: { tenant: string; sub: string; jti: string; act: { sub: string } }) => o.state.revocations.isRevoked(c.tenant, c.sub, c.jti, c.act.sub),
-  };
+  const { pdp, verifier } = await edgeAuthority({ state: o.state, clock: o.clock, policySet: o.policySet, publicJwk: o.signing.publicJwk, issuerName: o.issuerName });
   const app = await buildApp({
     bus: o.bus, index: o.index, summaries: o.summaries, state: o.state, gateway, clock: o.clock, metrics: o.metrics, log: o.log,
     // Policy changes wait for the policy projector as writes wait for the projections.
     policy: new PolicyGateway({ bus: o.bus, state: o.state, clock: o.clock, log: o.log }, { timeoutMs: o.config.readYourWritesTimeoutMs }),
     pdp,
-    verifier: await CapabilityVerifier.create(o.signing.publicJwk, o.issuerName, revocations),
+    verifier,
     issuer: await CapabilityIssuer.create(o.signing.privateJwk, o.issuerName),
     issuerCredential: o.issuerCredential,
     tokens: new ConsistencyTokens(o.issuerCredential),

@@ -1,19 +1,15 @@
 /**
  * POST /v1/memories:batch: many writes in one request, each passing or failing on its own with
- * the single write's rules and problem codes (write-command.ts). The edge's work is shared: one
- * policy revision read, one PDP decision per distinct partition, one pipeline of id claims, one
- * produce of every command (so one group commit) and one read-your-writes wait per partition.
+ * the single write's rules and problem codes (@gm/write-edge admits them, sharing the policy
+ * work), then one produce of every command (so one group commit) and one read-your-writes
+ * wait per partition.
  */
-import {
-  GovernedMemoryError, WriteMemoryBatchItem, isGovernedMemoryError,
-  type BatchItemOutcome, type CapabilityClaims, type WriteMemoryRequest,
-} from '@gm/contracts';
+import { GovernedMemoryError, type BatchItemOutcome, type CapabilityClaims } from '@gm/contracts';
+import { admitWrites, type PreparedWrite } from '@gm/write-edge';
 import type { BrokerDeps } from './deps.ts';
-import { parseBody } from './http.ts';
 import { problemOf, STATUS_OF } from './problem.ts';
 import { postAsync } from './async-writes.ts';
 import type { Positions } from './consistency-token.ts';
-import { idTaken, prepareWrite, writePermission, type PreparedWrite } from './write-command.ts';
 
 /** A batch body may be this many times MEMORY_BODY_LIMIT_BYTES: 500 items of a few KiB each. */
 export const BATCH_BODY_LIMIT_FACTOR = 16;
@@ -30,25 +26,11 @@ export async function writeBatch(
   const failed = (index: number, err: GovernedMemoryError): void => {
     outcomes[index] = { index, httpStatus: STATUS_OF[err.code], error: problemOf(err.code, err.message, requestId) };
   };
-  const revision = await deps.state.policyRevisions.current(claims.tenant);
-  const mayWrite = writePermission(deps, claims);
-  const prepared = (await Promise.all(items.map(async (item, index) => {
-    try {
-      const { idempotencyKey, ...body } = parseBody(WriteMemoryBatchItem, item);
-      return { index, write: await prepareWrite(deps, claims, body satisfies WriteMemoryRequest, idempotencyKey, mayWrite, revision) };
-    } catch (err) {
-      if (!isGovernedMemoryError(err)) throw err;
-      failed(index, err);
-      return undefined;
-    }
-  }))).filter((p): p is { index: number; write: PreparedWrite } => p !== undefined);
-
-  const claimed = await deps.state.idClaims.claimAll(claims.tenant, prepared.map(({ write }) => ({ id: write.id, subjectId: write.subjectId })));
   // In request order: writes of one subject reach write-admission in the order they were listed.
-  const sending = prepared.filter(({ index }, i) => {
-    if (claimed[i] === true) return true;
-    failed(index, idTaken());
-    return false;
+  const sending: Array<{ index: number; write: PreparedWrite }> = [];
+  (await admitWrites(deps, claims, items)).forEach((admitted, index) => {
+    if (admitted.error !== undefined) failed(index, admitted.error);
+    else sending.push({ index, write: admitted.write });
   });
   const answered = () => outcomes.filter((o): o is BatchItemOutcome => o !== undefined);
   if (sending.length === 0) return { items: answered(), readYourWrites: true, landed: new Map() };

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Bus, ConsumedMessage, LogPosition, OutgoingMessage, ProcessContext } from '@gm/bus';
 import {
   GovernedMemoryError, Id, MemoryCommand, MemoryEvent, TOPICS, dlqTopic, isGovernedMemoryError, isUnreadableContent, subjectKey,
-  type CommandReply, type ServiceHandle,
+  type CommandReply, type IngestResult, type ServiceHandle,
 } from '@gm/contracts';
 import { decide, draftOf, evolveDraft, pruneIdempotency, type DecideContext, type SubjectState } from '@gm/domain';
 import type { Logger, Metrics } from '@gm/observability';
@@ -215,9 +215,7 @@ export class WriteAdmission {
         });
         // The reply names where its last event landed, so the API waits for exactly that (§9).
         const accepted = reply;
-        batch.replies.push((landed) => ({
-          topic: TOPICS.replies, key: command.metadata.commandId, value: withEventsAt(accepted, landed.slice(from, from + decision.events.length)),
-        }));
+        batch.replies.push((landed) => answerTo(command, withEventsAt(accepted, landed.slice(from, from + decision.events.length))));
         return;
       }
     } catch (err) {
@@ -227,7 +225,7 @@ export class WriteAdmission {
       if (err.code === 'MEM_CONFLICT') metrics.conflicts.inc();
       log.info({ commandId: command.metadata.commandId, type: command.type, code: err.code }, 'command rejected');
     }
-    ctx.send([{ topic: TOPICS.replies, key: command.metadata.commandId, value: reply }]);
+    ctx.send([answerTo(command, reply)]);
   }
 
   /**
@@ -304,6 +302,26 @@ interface Batch {
   events: number;
   replies: Array<(landed: readonly LogPosition[]) => OutgoingMessage>;
   committed: Array<(landed: readonly LogPosition[]) => void>;
+}
+
+/**
+ * Where a command's outcome goes: its reply on memory.replies, where the API waits for it, or
+ * for a memory.ingest request (issue 13) its one result on memory.ingest.results, keyed by the
+ * producer's requestId; nobody waits on memory.replies for those.
+ */
+function answerTo(command: MemoryCommand, reply: CommandReply): OutgoingMessage {
+  const requestId = command.metadata.ingestRequestId;
+  if (requestId === undefined) return { topic: TOPICS.replies, key: command.metadata.commandId, value: reply };
+  return { topic: TOPICS.ingestResults, key: requestId, value: ingestResultOf(requestId, command, reply) };
+}
+
+function ingestResultOf(requestId: string, command: MemoryCommand, reply: CommandReply): IngestResult {
+  const { commandId } = command.metadata;
+  if (reply.outcome === 'rejected') return { requestId, outcome: 'rejected', code: reply.code, detail: reply.detail, retriable: reply.retriable, commandId };
+  const { id, version, status } = reply.result;
+  // Only WriteMemory commands come from memory.ingest, and an accepted write always names its record.
+  if (id === undefined || version === undefined || status === undefined) throw new Error(`an accepted ${command.type} named no record`);
+  return { requestId, outcome: 'accepted', commandId, id, version, status };
 }
 
 /** An asynchronous write's reply says whose outcome the API keeps (GET /v1/commands/{id}). */

@@ -13,7 +13,7 @@ import { PREFERENCE_APPLIED_HEADER, postAsync, prefersAsync } from '../async-wri
 import { READ_YOUR_WRITES_GROUPS } from '../command-gateway.ts';
 import { answerMutation, awaitConsistency, requestPoint } from '../consistency.ts';
 import { metadataFor } from '../metadata.ts';
-import { idTaken, prepareWrite, writePermission } from '../write-command.ts';
+import { idTaken, prepareWrite, writePermission } from '@gm/write-edge';
 import { BATCH_BODY_LIMIT_FACTOR, writeBatch } from '../write-batch.ts';
 
 /** The partitions the policy decision point opens to this capability for `action`. */

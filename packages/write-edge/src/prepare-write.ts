@@ -1,21 +1,28 @@
 /**
- * The rules of a write at the edge (§5.2, §5.3), shared by POST /v1/memories and its batch
- * form: who writes comes from the capability, where it writes must be in scope and granted,
- * and it tags its own purpose. Everything past these is write-admission's (versions, TTL,
- * supersession, quarantine).
+ * The rules of a write at the edge (§5.2, §5.3), for POST /v1/memories, its batch form and
+ * memory.ingest alike: who writes comes from the capability, where it writes must be in scope
+ * and granted, and it tags its own purpose. Everything past these is write-admission's
+ * (versions, TTL, supersession, quarantine).
  */
 import { createHash } from 'node:crypto';
-import { GovernedMemoryError, type CapabilityClaims, type MemoryCommand, type WriteMemoryRequest } from '@gm/contracts';
+import { GovernedMemoryError, type CapabilityClaims, type Clock, type MemoryCommand, type WriteMemoryRequest } from '@gm/contracts';
 import { partitionKey } from '@gm/domain';
 import { newUlid } from '@gm/ids';
-import { authorizesPartition, inScope } from '@gm/policy';
-import type { BrokerDeps } from './deps.ts';
+import { authorizesPartition, inScope, type PolicyDecisionPoint } from '@gm/policy';
+import type { StateStore } from '@gm/state-store';
 import { metadataAt } from './metadata.ts';
+
+/** What the edge of a write reads: the policy decision point, the clock, id claims and policy revisions. */
+export interface WriteEdgeDeps {
+  pdp: PolicyDecisionPoint;
+  clock: Clock;
+  state: Pick<StateStore, 'idClaims' | 'policyRevisions'>;
+}
 
 /** Whether this capability may write to a partition: the policy decision point asked once per distinct partition. */
 export type WritePermission = (partition: string) => Promise<boolean>;
 
-export function writePermission(deps: BrokerDeps, claims: CapabilityClaims): WritePermission {
+export function writePermission(deps: Pick<WriteEdgeDeps, 'pdp'>, claims: CapabilityClaims): WritePermission {
   const decided = new Map<string, Promise<boolean>>();
   return (partition) => {
     let decision = decided.get(partition);
@@ -36,7 +43,7 @@ export interface PreparedWrite {
 
 /** The command of a write body, or the coded error of the first edge rule it breaks. */
 export async function prepareWrite(
-  deps: BrokerDeps, claims: CapabilityClaims, body: WriteMemoryRequest, idempotencyKey: string | undefined,
+  deps: Pick<WriteEdgeDeps, 'clock'>, claims: CapabilityClaims, body: WriteMemoryRequest, idempotencyKey: string | undefined,
   mayWrite: WritePermission, policyRevision: number,
 ): Promise<PreparedWrite> {
   const owner = { principalId: claims.act.sub, kind: claims.act.kind };
@@ -80,7 +87,7 @@ export async function prepareWrite(
         ...(body.expiresAt === undefined ? {} : { expiresAt: body.expiresAt }),
         ...(body.supersedesId === undefined ? {} : { supersedesId: body.supersedesId }),
       },
-      metadata: metadataAt(deps, claims, body.subjectId, idempotencyKey, policyRevision),
+      metadata: metadataAt(deps.clock, claims, body.subjectId, idempotencyKey, policyRevision),
     },
   };
 }

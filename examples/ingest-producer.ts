@@ -1,0 +1,133 @@
+/**
+ * Producing memory writes straight onto Kafka (docs/ingest.md): what a platform's own pipeline
+ * does instead of calling POST /v1/memories. Needs only kafkajs and a write capability.
+ *
+ *   MEMORY_CAPABILITY=<compact JWS> KAFKA_BROKERS=127.0.0.1:19092 MEMORY_NAMESPACE=<ns> \
+ *     node --import tsx examples/ingest-producer.ts [count]
+ *
+ * Each request is the body of POST /v1/memories plus a `requestId` of the producer's choosing
+ * (docs/schemas/memory.ingest.schema.json); the capability travels in the `capability` header.
+ * Every request gets exactly one result on memory.ingest.results, keyed by its requestId
+ * (docs/schemas/memory.ingest.results.schema.json).
+ */
+import { randomUUID } from 'node:crypto';
+import { pathToFileURL } from 'node:url';
+import { CompressionTypes, Kafka, logLevel, type Producer } from 'kafkajs';
+
+/** What this example sends: see the JSON Schema for every field. */
+export interface IngestRequest {
+  requestId: string;
+  subjectId: string;
+  resource: { kind: string; id: string };
+  kind: 'working_note' | 'fact' | 'skill' | 'preference';
+  content: string;
+  provenance: Array<{ source: 'user' | 'tool' | 'review' | 'import'; observedAt: string; uri?: string; eventId?: string }>;
+  trust: 'trusted' | 'untrusted';
+  [field: string]: unknown;
+}
+
+/** One result per request: accepted with the record, or rejected with the API's problem code. */
+export type IngestResult =
+  | { requestId: string; outcome: 'accepted'; commandId: string; id: string; version: number; status: string }
+  | { requestId: string; outcome: 'rejected'; code: string; detail: string; retriable: boolean; commandId?: string };
+
+export interface IngestConnection {
+  brokers: string[];
+  /** The deployment's MEMORY_NAMESPACE ('' for none): topics are `<namespace>.memory.ingest`. */
+  namespace: string;
+}
+
+const topicOf = (c: IngestConnection, name: string): string => (c.namespace ? `${c.namespace}.${name}` : name);
+const kafkaOf = (c: IngestConnection, clientId: string): Kafka => new Kafka({ clientId, brokers: c.brokers, logLevel: logLevel.NOTHING });
+
+/**
+ * An idempotent producer: a broker-side retry never appends a request twice. Messages are keyed
+ * by subject, so one subject's writes stay in one partition and are admitted in order.
+ */
+export async function openIngestProducer(c: IngestConnection & { capability: string }): Promise<{ send(requests: IngestRequest[]): Promise<void>; close(): Promise<void> }> {
+  const producer: Producer = kafkaOf(c, 'ingest-example-producer').producer({ idempotent: true, maxInFlightRequests: 1 });
+  await producer.connect();
+  return {
+    send: async (requests) => {
+      await producer.send({
+        topic: topicOf(c, 'memory.ingest'),
+        acks: -1,
+        compression: CompressionTypes.None,
+        messages: requests.map((r) => ({ key: r.subjectId, value: JSON.stringify(r), headers: { capability: c.capability } })),
+      });
+    },
+    close: () => producer.disconnect(),
+  };
+}
+
+/**
+ * Reads memory.ingest.results (committed transactions only) until every wanted requestId has a
+ * result, or the timeout; answers every result seen for them, duplicates included, so a caller
+ * can check there is exactly one each. Progress goes to `onProgress`.
+ */
+export async function collectResults(
+  c: IngestConnection & { requestIds: ReadonlySet<string>; timeoutMs: number; onProgress?: (seen: number) => void },
+): Promise<Map<string, IngestResult[]>> {
+  const kafka = kafkaOf(c, 'ingest-example-results');
+  const consumer = kafka.consumer({ groupId: `ingest-example-${randomUUID()}`, readUncommitted: false });
+  const seen = new Map<string, IngestResult[]>();
+  let done!: () => void;
+  const complete = new Promise<void>((resolve) => (done = resolve));
+  await consumer.connect();
+  try {
+    await consumer.subscribe({ topic: topicOf(c, 'memory.ingest.results'), fromBeginning: true });
+    await consumer.run({
+      eachMessage: async ({ message }) => {
+        const result = JSON.parse(message.value?.toString('utf8') ?? 'null') as IngestResult;
+        if (!c.requestIds.has(result.requestId)) return;
+        seen.set(result.requestId, [...(seen.get(result.requestId) ?? []), result]);
+        c.onProgress?.(seen.size);
+        if (seen.size === c.requestIds.size) done();
+      },
+    });
+    const timer = setTimeout(done, c.timeoutMs);
+    await complete;
+    clearTimeout(timer);
+    return seen;
+  } finally {
+    await consumer.disconnect();
+  }
+}
+
+/** A request of the example's own: one fact per subject. */
+export function exampleRequest(i: number): IngestRequest {
+  return {
+    requestId: `example-${randomUUID()}`,
+    subjectId: `example-subject-${i % 100}`,
+    resource: { kind: 'project', id: 'maple' },
+    kind: 'fact',
+    content: `Example fact number ${i}`,
+    provenance: [{ source: 'import', observedAt: new Date().toISOString() }],
+    trust: 'trusted',
+  };
+}
+
+async function main(): Promise<void> {
+  const capability = process.env.MEMORY_CAPABILITY;
+  if (!capability) throw new Error('MEMORY_CAPABILITY must hold a write capability (POST /v1/capabilities)');
+  const connection = { brokers: (process.env.KAFKA_BROKERS ?? '127.0.0.1:19092').split(','), namespace: process.env.MEMORY_NAMESPACE ?? '' };
+  const count = Number(process.argv[2] ?? 100);
+  const requests = Array.from({ length: count }, (_, i) => exampleRequest(i));
+  const producer = await openIngestProducer({ ...connection, capability });
+  for (let i = 0; i < requests.length; i += 500) await producer.send(requests.slice(i, i + 500));
+  await producer.close();
+  process.stderr.write(`produced ${count} requests; waiting for their results\n`);
+  const results = await collectResults({
+    ...connection, requestIds: new Set(requests.map((r) => r.requestId)), timeoutMs: 60_000,
+    onProgress: (seen) => { if (seen % 100 === 0) process.stderr.write(`  ${seen}/${count} results\n`); },
+  });
+  const outcomes = new Map<string, number>();
+  for (const [first] of results.values()) {
+    const label = first === undefined ? 'none' : first.outcome === 'accepted' ? `accepted (${first.status})` : `rejected ${first.code}`;
+    outcomes.set(label, (outcomes.get(label) ?? 0) + 1);
+  }
+  process.stdout.write(`${JSON.stringify({ requests: count, results: results.size, outcomes: Object.fromEntries(outcomes) })}\n`);
+  if (results.size < count) process.exitCode = 1;
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) await main();

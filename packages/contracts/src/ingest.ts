@@ -1,0 +1,48 @@
+/**
+ * Kafka-native ingest (issue 13): platforms produce writes straight onto memory.ingest, and the
+ * ingest-gateway admits each one under exactly the rules of POST /v1/memories. Every request
+ * gets one result on memory.ingest.results, keyed by its requestId.
+ */
+import { z } from 'zod';
+import { WriteMemoryBatchItem } from './api.ts';
+import { Id } from './primitives.ts';
+import { RecordStatus } from './record.ts';
+
+/** The header of a memory.ingest message that carries the writer's capability (the compact JWS, no "Bearer"). */
+export const INGEST_CAPABILITY_HEADER = 'capability';
+
+/**
+ * The value of a memory.ingest message: the body of POST /v1/memories (with an optional
+ * idempotencyKey, as in a batch item) plus the producer's requestId, which keys its result.
+ */
+export const IngestRequest = WriteMemoryBatchItem.extend({
+  /** Chosen by the producer, unique per request; its result on memory.ingest.results carries it as key. */
+  requestId: Id,
+}).strict();
+export type IngestRequest = z.infer<typeof IngestRequest>;
+
+/** One result per request on memory.ingest.results: what POST /v1/memories would have answered. */
+export const IngestResult = z.discriminatedUnion('outcome', [
+  z.object({
+    requestId: Id,
+    outcome: z.literal('accepted'),
+    /** The command write-admission decided; GET /v1/commands is not needed for it. */
+    commandId: Id,
+    id: Id,
+    version: z.number().int().min(0),
+    status: RecordStatus,
+  }).strict(),
+  z.object({
+    requestId: Id,
+    outcome: z.literal('rejected'),
+    /** The problem code POST /v1/memories would have answered (CAP_REVOKED, MEM_CONFLICT, …). */
+    code: z.string(),
+    /** Names rules and fields, never values sent. */
+    detail: z.string(),
+    /** Whether the same request may succeed later (a retriable rejection is never a permanent no). */
+    retriable: z.boolean(),
+    /** Absent when the gateway rejected the request before any command existed. */
+    commandId: Id.optional(),
+  }).strict(),
+]);
+export type IngestResult = z.infer<typeof IngestResult>;

@@ -1,0 +1,23 @@
+/**
+ * The JSON Schemas of the topics platforms produce to and consume from (issue 13), generated
+ * from the zod contracts so that they cannot drift: docs/schemas/ holds them (`pnpm schemas`
+ * writes them; a spec fails when they differ from what this generates).
+ */
+import { z } from 'zod';
+import { IngestRequest, IngestResult } from './ingest.ts';
+
+const withId = (id: string, title: string, description: string, schema: z.ZodType): Record<string, unknown> => ({
+  $id: `https://governed-memory.dev/schemas/${id}.schema.json`, title, description,
+  // `input`: what a producer may send (defaults may be left out), not what the gateway fills in.
+  ...z.toJSONSchema(schema, { io: 'input', target: 'draft-2020-12' }),
+});
+
+/** File name (in docs/schemas/) → schema. */
+export function topicJsonSchemas(): Record<string, Record<string, unknown>> {
+  return {
+    'memory.ingest.schema.json': withId('memory.ingest', 'memory.ingest message value',
+      'The body of POST /v1/memories plus the producer\'s requestId. The write capability goes in the "capability" header (a compact JWS, no "Bearer").', IngestRequest),
+    'memory.ingest.results.schema.json': withId('memory.ingest.results', 'memory.ingest.results message value',
+      'Exactly one per memory.ingest request, keyed by its requestId: accepted with the record, or rejected with the problem code POST /v1/memories would answer.', IngestResult),
+  };
+}

@@ -1,0 +1,39 @@
+/**
+ * Many writes of one capability admitted at once, each passing or failing on its own with the
+ * single write's rules and codes (prepare-write.ts). The shared work is done once: one policy
+ * revision read, one PDP decision per distinct partition, one pipeline of id claims.
+ */
+import { WriteMemoryBatchItem, isGovernedMemoryError, type CapabilityClaims, type GovernedMemoryError, type WriteMemoryRequest } from '@gm/contracts';
+import { parseBody } from './parse.ts';
+import { idTaken, prepareWrite, writePermission, type PreparedWrite, type WriteEdgeDeps } from './prepare-write.ts';
+
+/** An item's fate at the edge: its command, ready to send (its id claimed), or the coded error of the rule it broke. */
+export type EdgeOutcome = { write: PreparedWrite; error?: never } | { error: GovernedMemoryError; write?: never };
+
+/**
+ * Each item (a WriteMemoryBatchItem, unvalidated) in input order. Errors that are not coded
+ * (bugs) are thrown; coded ones, dependency outages among them, are the item's: the caller
+ * decides whether an outage fails the item (HTTP answers it 503) or the whole attempt (a
+ * consumer retries it).
+ */
+export async function admitWrites(deps: WriteEdgeDeps, claims: CapabilityClaims, items: readonly unknown[]): Promise<EdgeOutcome[]> {
+  const revision = await deps.state.policyRevisions.current(claims.tenant);
+  const mayWrite = writePermission(deps, claims);
+  const outcomes = await Promise.all(items.map(async (item): Promise<EdgeOutcome> => {
+    try {
+      const { idempotencyKey, ...body } = parseBody(WriteMemoryBatchItem, item);
+      return { write: await prepareWrite(deps, claims, body satisfies WriteMemoryRequest, idempotencyKey, mayWrite, revision) };
+    } catch (err) {
+      if (!isGovernedMemoryError(err)) throw err;
+      return { error: err };
+    }
+  }));
+  const prepared = outcomes.flatMap((o) => (o.write === undefined ? [] : [o.write]));
+  if (prepared.length === 0) return outcomes;
+  const claimed = await deps.state.idClaims.claimAll(claims.tenant, prepared.map((w) => ({ id: w.id, subjectId: w.subjectId })));
+  let next = 0;
+  return outcomes.map((o) => {
+    if (o.write === undefined) return o;
+    return claimed[next++] === true ? o : { error: idTaken() };
+  });
+}

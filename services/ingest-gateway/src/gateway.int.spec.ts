@@ -1,0 +1,161 @@
+/**
+ * The ingest-gateway on real embedded stores, with write-admission behind it: every request on
+ * memory.ingest gets exactly one result on memory.ingest.results, under the HTTP write's rules,
+ * and only admitted requests reach memory.commands. (On Kafka: test/distributed/ingest.e2e.spec.ts.)
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { IngestResult, MemoryCommand, TOPICS, type PolicyChange, type ServiceHandle } from '@gm/contracts';
+import { DEFAULT_TTL_POLICY } from '@gm/domain';
+import { createLogger, createMetrics } from '@gm/observability';
+import { CapabilityIssuer, generateSigningKeyPair, loadPolicySet } from '@gm/policy';
+import { WRITE_ADMISSION_GROUP, startWriteAdmission } from '@gm/write-admission';
+import { edgeAuthority } from '@gm/write-edge';
+import { openEmbeddedFixture, type EmbeddedFixture } from '../../../packages/testing/src/embedded-fixture.ts';
+import { INGEST_GATEWAY_GROUP, startIngestGateway } from './gateway.ts';
+
+const ISSUER = 'gm-spec';
+const policySet = loadPolicySet();
+const maple = { kind: 'project', id: 'maple' } as const;
+
+const body = (overrides: Record<string, unknown> = {}) => ({
+  subjectId: 'cust-42', resource: maple, kind: 'fact', trust: 'trusted', content: 'Customer 42 prefers email over phone calls',
+  provenance: [{ source: 'tool', eventId: 'spec-1', observedAt: '2026-11-30T07:59:00.000Z' }],
+  ...overrides,
+});
+
+describe('ingest-gateway', () => {
+  let fx: EmbeddedFixture;
+  let services: ServiceHandle[] = [];
+  let issuer: CapabilityIssuer;
+  let capability: (overrides?: { ttlSeconds?: number; signedBy?: CapabilityIssuer }) => Promise<{ token: string; jti: string; expiresAt: string }>;
+
+  const policy = (change: Omit<PolicyChange, 'metadata'>, n: number) =>
+    fx.state.policies.apply({
+      ...change,
+      metadata: { changeId: `change-${n}`, tenant: 'acme', requestedBy: { agentId: 'admin', principalId: 'person-admin' }, occurredAt: fx.clock.iso() },
+    } as PolicyChange);
+
+  beforeEach(async () => {
+    fx = await openEmbeddedFixture({ partitions: 2 });
+    const keys = await generateSigningKeyPair();
+    issuer = await CapabilityIssuer.create(keys.privateJwk, ISSUER);
+    capability = async ({ ttlSeconds, signedBy } = {}) => (signedBy ?? issuer).issue({
+      tenant: 'acme', agentId: 'scribe', principal: { id: 'person-ana', kind: 'person' }, scopes: [maple], purpose: 'support', actions: ['write'],
+      ...(ttlSeconds === undefined ? {} : { ttlSeconds }),
+    }, fx.clock.now(), await fx.state.policyRevisions.current('acme'));
+    await policy({
+      type: 'GrantAdded',
+      data: { grant: { grantId: 'g-1', tenant: 'acme', principal: { id: 'person-ana', kind: 'person' }, resource: maple, role: 'member', purposes: ['support'], restricted: [] } },
+    }, 1);
+    const log = createLogger({ name: 'spec', level: 'silent' });
+    const metrics = createMetrics();
+    const { pdp, verifier } = await edgeAuthority({ state: fx.state, clock: fx.clock, policySet, publicJwk: keys.publicJwk, issuerName: ISSUER });
+    services = [
+      await startWriteAdmission({
+        bus: fx.bus, log, metrics, decide: { ttl: DEFAULT_TTL_POLICY, idempotencyWindowMs: 3_600_000 },
+        snapshots: { store: fx.state.admission, intervalMs: 60_000, maxEntries: 1_000 },
+      }),
+      await startIngestGateway({ bus: fx.bus, verifier, pdp, state: fx.state, clock: fx.clock, log, metrics }),
+    ];
+  });
+  afterEach(async () => {
+    for (const s of services) await s.close();
+    await fx.close();
+  });
+
+  /** Produces the messages, waits until the gateway and write-admission passed them, and answers the results by requestId. */
+  async function ingest(messages: Array<{ value: unknown; capability?: string }>): Promise<Map<string, IngestResult>> {
+    const positions = await fx.bus.produce(messages.map((m, i) => ({
+      topic: TOPICS.ingest, key: `k-${i % 3}`, value: m.value, ...(m.capability === undefined ? {} : { headers: { capability: m.capability } }),
+    })));
+    for (const position of positions) expect(await fx.bus.waitForCommitted(INGEST_GATEWAY_GROUP, position, 10_000)).toBe(true);
+    const ends = await fx.bus.endOffsets(TOPICS.commands);
+    for (const [partition, end] of ends.entries()) {
+      if (end > 0) expect(await fx.bus.waitForCommitted(WRITE_ADMISSION_GROUP, { topic: TOPICS.commands, partition, offset: end - 1 }, 10_000)).toBe(true);
+    }
+    const results = (await fx.readTopic(TOPICS.ingestResults)).map((m) => ({ key: m.key, result: IngestResult.parse(m.value) }));
+    for (const { key, result } of results) expect(key).toBe(result.requestId);
+    return new Map(results.map(({ result }) => [result.requestId, result]));
+  }
+
+  it('admits a valid request as a WriteMemory command and answers write-admission\'s decision, quarantine included', async () => {
+    const { token } = await capability();
+    const results = await ingest([
+      { value: { requestId: 'req-1', ...body({ id: 'mem-1' }) }, capability: token },
+      { value: { requestId: 'req-2', ...body({ id: 'mem-2', trust: 'untrusted' }) }, capability: token },
+    ]);
+    expect(results.get('req-1')).toMatchObject({ outcome: 'accepted', id: 'mem-1', version: 1, status: 'active' });
+    expect(results.get('req-2')).toMatchObject({ outcome: 'accepted', id: 'mem-2', version: 1, status: 'quarantined' });
+    const commands = (await fx.readTopic(TOPICS.commands)).map((m) => MemoryCommand.parse(m.value));
+    expect(commands.map((c) => c.metadata.ingestRequestId).sort()).toEqual(['req-1', 'req-2']);
+    // Who wrote comes from the capability, as on the HTTP edge; nothing was answered on memory.replies.
+    expect(commands.every((c) => c.metadata.actor.agentId === 'scribe' && c.metadata.tenantId === 'acme')).toBe(true);
+    expect(await fx.readTopic(TOPICS.replies)).toEqual([]);
+    expect((await fx.state.records.get('acme', 'mem-1'))).toBeNull(); // write-admission decides; projections are not running here
+  });
+
+  it('rejects forged, expired, revoked and missing capabilities per message, and admits nothing for them', async () => {
+    const forger = await CapabilityIssuer.create((await generateSigningKeyPair()).privateJwk, ISSUER);
+    const forged = await capability({ signedBy: forger });
+    const shortLived = await capability({ ttlSeconds: 60 });
+    const revoked = await capability();
+    const valid = await capability();
+    await policy({ type: 'CapabilityRevoked', data: { jti: revoked.jti, expiresAt: revoked.expiresAt } }, 2);
+    fx.clock.advance(61_000);
+    const results = await ingest([
+      { value: { requestId: 'forged', ...body({ id: 'mem-f' }) }, capability: forged.token },
+      { value: { requestId: 'expired', ...body({ id: 'mem-e' }) }, capability: shortLived.token },
+      { value: { requestId: 'revoked', ...body({ id: 'mem-r' }) }, capability: revoked.token },
+      { value: { requestId: 'missing', ...body({ id: 'mem-m' }) } },
+      { value: { requestId: 'garbage', ...body({ id: 'mem-g' }) }, capability: 'not.a.jws' },
+      { value: { requestId: 'valid', ...body({ id: 'mem-v' }) }, capability: valid.token },
+    ]);
+    expect(Object.fromEntries([...results].map(([id, r]) => [id, r.outcome === 'rejected' ? r.code : r.outcome]))).toEqual({
+      forged: 'CAP_INVALID', expired: 'CAP_EXPIRED', revoked: 'CAP_REVOKED', missing: 'CAP_MISSING', garbage: 'CAP_INVALID', valid: 'accepted',
+    });
+    const commands = (await fx.readTopic(TOPICS.commands)).map((m) => MemoryCommand.parse(m.value));
+    expect(commands.map((c) => c.metadata.ingestRequestId)).toEqual(['valid']);
+  });
+
+  it('answers every edge rule and every write-admission rule with the HTTP write\'s code', async () => {
+    const { token } = await capability();
+    await ingest([{ value: { requestId: 'first', ...body({ id: 'mem-taken', subjectId: 'cust-1' }) }, capability: token }]);
+    const results = await ingest([
+      { value: { requestId: 'impersonation', ...body({ tenantId: 'globex' }) }, capability: token },
+      { value: { requestId: 'scope', ...body({ resource: { kind: 'project', id: 'other' } }) }, capability: token },
+      { value: { requestId: 'invalid', ...body({ content: undefined }) }, capability: token },
+      { value: { requestId: 'unknown-field', ...body({ colour: 'red' }) }, capability: token },
+      { value: { requestId: 'taken', ...body({ id: 'mem-taken', subjectId: 'cust-2' }) }, capability: token },
+      { value: { requestId: 'conflict', ...body({ id: 'mem-taken', subjectId: 'cust-1', expectedVersion: 7 }) }, capability: token },
+      { value: { requestId: 'over-ttl', ...body({ expiresAt: '2099-01-01T00:00:00.000Z' }) }, capability: token },
+    ]);
+    const codes = Object.fromEntries([...results].map(([id, r]) => [id, r.outcome === 'rejected' ? r.code : r.outcome]));
+    expect(codes).toEqual({
+      first: 'accepted', impersonation: 'MEM_IMPERSONATION', scope: 'CAP_SCOPE_DENIED', invalid: 'MEM_VALIDATION', 'unknown-field': 'MEM_VALIDATION',
+      taken: 'MEM_ID_TAKEN', conflict: 'MEM_CONFLICT', 'over-ttl': 'MEM_TTL_EXCEEDED',
+    });
+    // The gateway's rejections name no command; write-admission's name the one it decided.
+    expect(results.get('scope')).not.toHaveProperty('commandId');
+    expect(results.get('conflict')).toHaveProperty('commandId');
+  });
+
+  it('dead-letters what it cannot answer with where it came from, and answers the rest of the batch', async () => {
+    const { token } = await capability();
+    const results = await ingest([
+      { value: 'not json at all', capability: token },
+      { value: { ...body(), requestId: 'bad id with spaces' }, capability: token },
+      { value: body(), capability: token },
+      { value: { requestId: 'fine', ...body() }, capability: token },
+    ]);
+    expect([...results.keys()]).toEqual(['fine']);
+    const dead = await fx.readTopic(`${TOPICS.ingest}.dlq`);
+    expect(dead).toHaveLength(3);
+    for (const message of dead) {
+      expect(message.headers).toMatchObject({ 'dlq.topic': TOPICS.ingest, 'dlq.group': INGEST_GATEWAY_GROUP });
+      expect(Number(message.headers['dlq.offset'])).toBeGreaterThanOrEqual(0);
+      // The capability is a credential: it never travels on with a dead letter.
+      expect(message.headers).not.toHaveProperty('capability');
+    }
+    expect(dead.map((m) => m.value)).toContainEqual('not json at all');
+  });
+});

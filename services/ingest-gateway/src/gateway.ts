@@ -1,0 +1,117 @@
+/**
+ * The ingest-gateway (issue 13): admits what platforms produce onto memory.ingest under exactly
+ * the rules of POST /v1/memories (@gm/write-edge): the capability in the message's header is
+ * verified, revocation checked, impersonation and scope refused, the PDP asked, ids claimed.
+ * Each admitted request becomes a WriteMemory command, sent in the transaction that commits the
+ * gateway's offsets, so a crash admits a request once or not at all. Its one result follows on
+ * memory.ingest.results: the gateway's rejection, or write-admission's decision.
+ */
+import type { BatchHandler, Bus, ConsumedMessage, OutgoingMessage } from '@gm/bus';
+import {
+  GovernedMemoryError, INGEST_CAPABILITY_HEADER, Id, TOPICS, dlqTopic, isDependencyOutage, isGovernedMemoryError, subjectKey,
+  type CapabilityClaims, type IngestResult, type ServiceHandle,
+} from '@gm/contracts';
+import type { Logger, Metrics } from '@gm/observability';
+import type { CapabilityVerifier } from '@gm/policy';
+import { admitWrites, verifyCapability, type WriteEdgeDeps } from '@gm/write-edge';
+import { z } from 'zod';
+
+export const INGEST_GATEWAY_GROUP = 'ingest-gateway';
+
+export interface IngestGatewayDeps extends WriteEdgeDeps {
+  bus: Bus;
+  verifier: CapabilityVerifier;
+  log: Logger;
+  metrics: Metrics;
+}
+
+/** What a message must have before it can be answered at all: an object with a requestId to key its result. */
+const Envelope = z.looseObject({ requestId: Id });
+
+/** A request the gateway can answer, waiting for its capability's group to be admitted. */
+interface Pending {
+  at: number;
+  requestId: string;
+  item: Record<string, unknown>;
+}
+
+export async function startIngestGateway(deps: IngestGatewayDeps): Promise<ServiceHandle> {
+  const sub = await deps.bus.subscribe({ groupId: INGEST_GATEWAY_GROUP, topics: [TOPICS.ingest], batchHandler: ingestHandler(deps) });
+  return { close: () => sub.close() };
+}
+
+/** One partition's batch of requests: answered in offset order, each on its own. */
+export function ingestHandler(deps: IngestGatewayDeps): BatchHandler {
+  const { metrics, log } = deps;
+  const rejected = (requestId: string, err: GovernedMemoryError): OutgoingMessage => {
+    metrics.ingestRequests.inc({ outcome: 'rejected', code: err.code });
+    log.info({ requestId, code: err.code }, 'ingest request rejected');
+    const value: IngestResult = { requestId, outcome: 'rejected', code: err.code, detail: err.message, retriable: err.retriable };
+    return { topic: TOPICS.ingestResults, key: requestId, value };
+  };
+  return async (messages, ctx) => {
+    const answers: OutgoingMessage[][] = messages.map(() => []);
+    // One verification per distinct capability of the batch; its requests are admitted together.
+    const byCapability = new Map<string, Pending[]>();
+    messages.forEach((message, at) => {
+      const envelope = Envelope.safeParse(message.value);
+      if (!envelope.success) {
+        answers[at] = [deadLetter(message, 'not an ingest request: a JSON object with a requestId (ids: 1–128 of letters, digits and . _ : @ -) is required')];
+        metrics.deadLetters.inc({ topic: message.topic });
+        log.warn({ topic: message.topic, partition: message.partition, offset: message.offset }, 'unanswerable ingest message dead-lettered');
+        return;
+      }
+      const { requestId, ...item } = envelope.data;
+      const token = message.headers[INGEST_CAPABILITY_HEADER] ?? '';
+      byCapability.set(token, [...(byCapability.get(token) ?? []), { at, requestId, item }]);
+    });
+    for (const [token, pending] of byCapability) {
+      const claims = await verified(deps, token);
+      if (claims instanceof GovernedMemoryError) {
+        for (const p of pending) answers[p.at] = [rejected(p.requestId, claims)];
+        continue;
+      }
+      const outcomes = await admitWrites(deps, claims, pending.map((p) => p.item));
+      outcomes.forEach((outcome, i) => {
+        const p = pending[i];
+        if (p === undefined) return;
+        if (outcome.error !== undefined) {
+          // An outage delays the batch (the bus retries it); it never rejects a request.
+          if (isDependencyOutage(outcome.error)) throw outcome.error;
+          answers[p.at] = [rejected(p.requestId, outcome.error)];
+          return;
+        }
+        const { command } = outcome.write;
+        command.metadata.ingestRequestId = p.requestId;
+        metrics.ingestRequests.inc({ outcome: 'admitted', code: '' });
+        answers[p.at] = [{ topic: TOPICS.commands, key: subjectKey(claims.tenant, command.metadata.subjectId), value: command }];
+      });
+    }
+    // In offset order: requests of one key reach write-admission in the order they were produced.
+    ctx.send(answers.flat());
+  };
+}
+
+/** The capability's claims, or the CAP_* error that rejects its requests; an outage is thrown (the batch is retried). */
+async function verified(deps: IngestGatewayDeps, token: string): Promise<CapabilityClaims | GovernedMemoryError> {
+  if (token === '') return new GovernedMemoryError('CAP_MISSING', `a capability is required in the "${INGEST_CAPABILITY_HEADER}" header`);
+  try {
+    return await verifyCapability(deps.verifier, deps.clock, token, 'write');
+  } catch (err) {
+    if (!isGovernedMemoryError(err) || isDependencyOutage(err)) throw err;
+    return err;
+  }
+}
+
+/** A message that cannot be answered goes to memory.ingest.dlq with where it came from and why. */
+function deadLetter(message: ConsumedMessage, error: string): OutgoingMessage {
+  return {
+    topic: dlqTopic(message.topic),
+    key: message.key,
+    value: message.value,
+    headers: {
+      'dlq.topic': message.topic, 'dlq.partition': String(message.partition), 'dlq.offset': String(message.offset),
+      'dlq.error': error, 'dlq.attempts': '1', 'dlq.group': INGEST_GATEWAY_GROUP,
+    },
+  };
+}

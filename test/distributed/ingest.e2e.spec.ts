@@ -1,0 +1,134 @@
+/**
+ * Kafka-native ingest on the distributed runtime (issue 13): a platform produces with kafkajs
+ * (examples/ingest-producer.ts, the shipped example itself) onto memory.ingest, and the
+ * ingest-gateway process admits each request under the HTTP write's rules. Every request gets
+ * exactly one result on memory.ingest.results, also across a `kill -9` of the gateway.
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createKafkaBus } from '@gm/bus';
+import { TOPICS } from '@gm/contracts';
+import { startStack, type Stack } from '@gm/distributed';
+import { collectResults, exampleRequest, openIngestProducer, type IngestRequest, type IngestResult } from '@gm/examples/ingest-producer';
+import { CapabilityIssuer, type SigningKeyPair } from '@gm/policy';
+import { engineEndpoint } from '@gm/testing';
+import { apiClient, capabilityIssuer, eventually, memory } from '../e2e/harness.ts';
+
+describe('memory.ingest on the distributed runtime', () => {
+  let stack: Stack;
+  let dataDir: string;
+  const namespace = `ingest-${randomUUID().slice(0, 8)}`;
+  const connection = () => ({ brokers: engineEndpoint('kafka').split(','), namespace });
+  const api = apiClient(() => stack.url);
+  const issue = (agentId = 'ingest-bot', ttlSeconds?: number) =>
+    capabilityIssuer(api, () => readFileSync(path.join(dataDir, 'issuer-credential'), 'utf8').trim())({ agentId, ...(ttlSeconds ? { ttlSeconds } : {}) });
+
+  /** Produces the requests with `capability`, and answers every result of theirs (all of them, duplicates included). */
+  async function ingest(capability: string, requests: IngestRequest[]): Promise<Map<string, IngestResult[]>> {
+    const producer = await openIngestProducer({ ...connection(), capability });
+    await producer.send(requests);
+    await producer.close();
+    return collectResults({ ...connection(), requestIds: new Set(requests.map((r) => r.requestId)), timeoutMs: 60_000 });
+  }
+  const request = (requestId: string, overrides: Record<string, unknown> = {}): IngestRequest => ({ requestId, ...memory(overrides) }) as IngestRequest;
+
+  beforeAll(async () => {
+    dataDir = mkdtempSync(path.join(os.tmpdir(), 'gm-ingest-'));
+    stack = await startStack({ dataDir, port: 0, namespace, env: { MEMORY_RATE_LIMIT_PER_MINUTE: '100000', MEMORY_PARTITIONS: '4' } });
+  }, 180_000);
+  afterAll(async () => {
+    await stack?.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  }, 60_000);
+
+  it('admits a produced write under the HTTP rules: readable through the API, quarantined when untrusted, impersonation refused', async () => {
+    const token = await issue();
+    const results = await ingest(token, [
+      request('ok-1', { id: 'ingested-1', subjectId: 'ing-1' }),
+      request('ok-2', { id: 'ingested-2', subjectId: 'ing-1', trust: 'untrusted' }),
+      request('imp-1', { tenantId: 'globex', subjectId: 'ing-1' }),
+    ]);
+    expect(results.get('ok-1')).toEqual([expect.objectContaining({ outcome: 'accepted', id: 'ingested-1', version: 1, status: 'active' })]);
+    expect(results.get('ok-2')).toEqual([expect.objectContaining({ outcome: 'accepted', id: 'ingested-2', status: 'quarantined' })]);
+    expect(results.get('imp-1')).toEqual([expect.objectContaining({ outcome: 'rejected', code: 'MEM_IMPERSONATION', retriable: false })]);
+    // The accepted write is a record like any other: the API reads it back once projected.
+    const read = await eventually('the ingested record readable', async () => {
+      const res = await api('GET', '/v1/memories/ingested-1', { token });
+      return res.status === 200 ? res : undefined;
+    }, 30_000);
+    expect(read.body).toMatchObject({ id: 'ingested-1', content: 'Customer 42 prefers email over phone calls' });
+  });
+
+  it('rejects forged, expired and revoked capabilities per message, never admitting their writes', async () => {
+    const valid = await issue();
+    const revoked = await issue('ingest-revoked');
+    const jti = (JSON.parse(Buffer.from(revoked.split('.')[1] ?? '', 'base64url').toString('utf8')) as { jti: string }).jti;
+    expect((await api('POST', `/v1/capabilities/${jti}/revoke`, { token: revoked, body: {} })).status).toBe(202);
+    // Expired: minted with the real signing key an hour ago, for 60 s.
+    const signing = JSON.parse(readFileSync(path.join(dataDir, 'keys', 'capability-signing.jwk.json'), 'utf8')) as SigningKeyPair;
+    const expired = (await (await CapabilityIssuer.create(signing.privateJwk, 'governed-memory')).issue({
+      tenant: 'acme', agentId: 'ingest-bot', scopes: [{ kind: 'project', id: 'maple' }], purpose: 'support', actions: ['write'], ttlSeconds: 60,
+    }, new Date(Date.now() - 3_600_000), 0)).token;
+    // Forged: the valid capability with its claims changed (the signature no longer matches).
+    const [header, payload, signature] = valid.split('.');
+    const claims = JSON.parse(Buffer.from(payload ?? '', 'base64url').toString('utf8')) as Record<string, unknown>;
+    const forged = [header, Buffer.from(JSON.stringify({ ...claims, tenant: 'globex' })).toString('base64url'), signature].join('.');
+
+    const outcomes = new Map<string, IngestResult[]>();
+    for (const [name, capability] of [['forged', forged], ['expired', expired], ['revoked', revoked], ['valid', valid]] as const) {
+      for (const [id, results] of await ingest(capability, [request(`cap-${name}`, { id: `cap-${name}`, subjectId: 'ing-cap' })])) outcomes.set(id, results);
+    }
+    const codes = Object.fromEntries([...outcomes].map(([id, [r]]) => [id, r?.outcome === 'rejected' ? r.code : r?.outcome]));
+    expect(codes).toEqual({ 'cap-forged': 'CAP_INVALID', 'cap-expired': 'CAP_EXPIRED', 'cap-revoked': 'CAP_REVOKED', 'cap-valid': 'accepted' });
+    const written = await writtenIds();
+    expect(['cap-forged', 'cap-expired', 'cap-revoked'].filter((id) => written.has(id))).toEqual([]);
+    expect(written.get('cap-valid')).toBe(1);
+  });
+
+  it('kill -9 of the ingest-gateway mid-stream: every request has exactly one result and at most one record', async () => {
+    const token = await issue();
+    const producer = await openIngestProducer({ ...connection(), capability: token });
+    const requests = Array.from({ length: 1_500 }, (_, i) => ({ ...exampleRequest(i), requestId: `kill-${i}`, id: `kill-rec-${i}` }));
+    const wanted = new Set(requests.map((r) => r.requestId));
+    let firstResult!: () => void;
+    const flowing = new Promise<void>((resolve) => (firstResult = resolve));
+    const collected = collectResults({ ...connection(), requestIds: wanted, timeoutMs: 150_000, onProgress: () => firstResult() });
+    const send = async (from: number, to: number) => {
+      for (let i = from; i < to; i += 50) await producer.send(requests.slice(i, Math.min(i + 50, to)));
+    };
+    // Half the stream, then the gateway is killed as soon as it answers; the other half is produced
+    // while it is down and restarting, so the kill lands inside the stream, whatever it was doing.
+    await send(0, 750);
+    await flowing;
+    await stack.kill('ingest-gateway', 'SIGKILL');
+    const restarted = stack.start('ingest-gateway');
+    await send(750, requests.length);
+    await producer.close();
+    await restarted;
+    const results = await collected;
+    const counts = [...wanted].map((id) => results.get(id)?.length ?? 0);
+    expect(counts.filter((n) => n !== 1)).toEqual([]);
+    expect([...results.values()].flat().filter((r) => r.outcome !== 'accepted')).toEqual([]);
+    const written = await writtenIds();
+    expect(requests.filter((r) => written.get(r.id as string) !== 1).map((r) => r.id)).toEqual([]);
+  }, 240_000);
+
+  /** How many MemoryWritten events each record id has on the raw log (ids in clear, content sealed). */
+  async function writtenIds(): Promise<Map<string, number>> {
+    const bus = createKafkaBus({ brokers: connection().brokers, clientId: `verify-${randomUUID().slice(0, 6)}`, topicPrefix: `${namespace}.` });
+    const counts = new Map<string, number>();
+    try {
+      for await (const message of bus.readAll(TOPICS.events)) {
+        const event = message.value as { type?: string; data?: { record?: { id?: string } } };
+        const id = event.data?.record?.id;
+        if (event.type === 'MemoryWritten' && id !== undefined) counts.set(id, (counts.get(id) ?? 0) + 1);
+      }
+    } finally {
+      await bus.close();
+    }
+    return counts;
+  }
+});
