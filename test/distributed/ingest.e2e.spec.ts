@@ -116,19 +116,87 @@ describe('memory.ingest on the distributed runtime', () => {
     expect(requests.filter((r) => written.get(r.id as string) !== 1).map((r) => r.id)).toEqual([]);
   }, 240_000);
 
-  /** How many MemoryWritten events each record id has on the raw log (ids in clear, content sealed). */
-  async function writtenIds(): Promise<Map<string, number>> {
+  it('scales out and in mid-stream: every accepted write is present exactly once, and per-subject order holds', async () => {
+    const token = await issue();
+    const producer = await openIngestProducer({ ...connection(), capability: token });
+    const SUBJECTS = 20;
+    const TOTAL = 4_000;
+    // Subject s gets records scale-s<s>-0, -1, … in this order; its messages share a key, so one partition.
+    const requests = Array.from({ length: TOTAL }, (_, i) => {
+      const subject = i % SUBJECTS;
+      const n = Math.floor(i / SUBJECTS);
+      return request(`scale-req-${i}`, { id: `scale-s${subject}-${n}`, subjectId: `scale-subject-${subject}`, content: `Scale note ${n} of subject ${subject}` });
+    });
+    // The producer keeps at most WINDOW requests unanswered, so the stream lasts as long as the pipeline takes.
+    const WINDOW = 150;
+    let answered = 0;
+    const waiters: Array<() => void> = [];
+    const answeredAtLeast = (n: number) => new Promise<void>((resolve) => {
+      if (answered >= n) resolve();
+      else waiters.push(() => { if (answered >= n) resolve(); else void answeredAtLeast(n).then(resolve); });
+    });
+    const collected = collectResults({
+      ...connection(), requestIds: new Set(requests.map((r) => r.requestId)), timeoutMs: 240_000,
+      onProgress: (seen) => { answered = seen; for (const wake of waiters.splice(0)) wake(); },
+    });
+    const streaming = (async () => {
+      for (let i = 0; i < TOTAL; i += 50) {
+        await answeredAtLeast(i - WINDOW);
+        await producer.send(requests.slice(i, i + 50));
+      }
+    })();
+    const PIPELINE = ['write-admission', 'projector', 'index-builder', 'ingest-gateway'] as const;
+    await answeredAtLeast(300);
+    await Promise.all(PIPELINE.map((service) => stack.start(service)));
+    const scaledOut = answered;
+    await answeredAtLeast(scaledOut + 300);
+    // The first instances leave (SIGTERM: they finish and commit what they hold, then the group rebalances).
+    await Promise.all(PIPELINE.map((service) => stack.killOne(service, 'SIGTERM')));
+    const scaledIn = answered;
+    await streaming;
+    await producer.close();
+    const results = await collected;
+    // Both changes happened while requests were still flowing.
+    expect(scaledOut).toBeLessThan(scaledIn);
+    expect(scaledIn).toBeLessThan(TOTAL);
+    expect(requests.filter((r) => results.get(r.requestId)?.length !== 1).map((r) => r.requestId)).toEqual([]);
+    expect([...results.values()].flat().filter((r) => r.outcome !== 'accepted')).toEqual([]);
+
+    const written = await writtenIds();
+    expect(requests.filter((r) => written.get(r.id as string) !== 1).map((r) => r.id)).toEqual([]);
+    // Per subject, the events are in the order the records were produced (one partition holds a subject's events).
+    const order = await writtenOrder();
+    for (let subject = 0; subject < SUBJECTS; subject += 1) {
+      const ns = order.filter((id) => id.startsWith(`scale-s${subject}-`)).map((id) => Number(id.split('-').at(-1)));
+      expect(ns, `subject ${subject}`).toEqual(Array.from({ length: TOTAL / SUBJECTS }, (_, n) => n));
+    }
+    // And every one is in the projections: readable through the API.
+    const reader = await issue();
+    for (const r of requests) {
+      await eventually(`read ${String(r.id)}`, async () => (await api('GET', `/v1/memories/${String(r.id)}`, { token: reader })).status === 200, 60_000);
+    }
+  }, 360_000);
+
+  /** The record ids of every MemoryWritten event on the raw log, partition by partition in offset order (ids in clear, content sealed). */
+  async function writtenOrder(): Promise<string[]> {
     const bus = createKafkaBus({ brokers: connection().brokers, clientId: `verify-${randomUUID().slice(0, 6)}`, topicPrefix: `${namespace}.` });
-    const counts = new Map<string, number>();
+    const ids: string[] = [];
     try {
       for await (const message of bus.readAll(TOPICS.events)) {
         const event = message.value as { type?: string; data?: { record?: { id?: string } } };
         const id = event.data?.record?.id;
-        if (event.type === 'MemoryWritten' && id !== undefined) counts.set(id, (counts.get(id) ?? 0) + 1);
+        if (event.type === 'MemoryWritten' && id !== undefined) ids.push(id);
       }
     } finally {
       await bus.close();
     }
+    return ids;
+  }
+
+  /** How many MemoryWritten events each record id has. */
+  async function writtenIds(): Promise<Map<string, number>> {
+    const counts = new Map<string, number>();
+    for (const id of await writtenOrder()) counts.set(id, (counts.get(id) ?? 0) + 1);
     return counts;
   }
 });

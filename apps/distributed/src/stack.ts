@@ -20,6 +20,8 @@ export interface StackOptions {
   env?: Record<string, string>;
   /** Receives every child's stderr line, prefixed with the service name. */
   onLine?: (service: ServiceName, line: string) => void;
+  /** Instances per service at start (default 1 each): a consumer group's members split its partitions. */
+  instances?: Partial<Record<ServiceName, number>>;
 }
 
 export interface Stack {
@@ -31,6 +33,8 @@ export interface Stack {
   start(service: ServiceName): Promise<void>;
   /** Signals every instance of a service and waits until they exited. */
   kill(service: ServiceName, signal: NodeJS.Signals): Promise<void>;
+  /** Signals the oldest running instance of a service (scaling in) and waits until it exited. */
+  killOne(service: ServiceName, signal: NodeJS.Signals): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -114,6 +118,12 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       });
     });
 
+  const runningOf = (service: ServiceName) => (children.get(service) ?? []).filter((c) => c.exitCode === null && c.signalCode === null);
+  const signalAndWait = (child: ChildProcess, signal: NodeJS.Signals) => {
+    const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
+    child.kill(signal);
+    return exited;
+  };
   const stack: Stack = {
     get url() {
       return url;
@@ -122,22 +132,23 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     env,
     start,
     async kill(service, signal) {
-      const running = (children.get(service) ?? []).filter((c) => c.exitCode === null && c.signalCode === null);
-      await Promise.all(
-        running.map((child) => {
-          const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
-          child.kill(signal);
-          return exited;
-        }),
-      );
+      await Promise.all(runningOf(service).map((child) => signalAndWait(child, signal)));
       children.set(service, []);
+    },
+    async killOne(service, signal) {
+      const [oldest] = runningOf(service);
+      if (oldest === undefined) throw new Error(`no running instance of ${service}`);
+      await signalAndWait(oldest, signal);
+      children.set(service, (children.get(service) ?? []).filter((c) => c !== oldest));
     },
     async stop() {
       for (const service of [...SERVICES].reverse()) await stack.kill(service, 'SIGTERM');
     },
   };
   try {
-    for (const service of SERVICES) await start(service);
+    for (const service of SERVICES) {
+      for (let i = 0; i < (options.instances?.[service] ?? 1); i += 1) await start(service);
+    }
   } catch (err) {
     // Never leave half a stack running behind a failed start.
     await stack.stop();
