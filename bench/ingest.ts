@@ -11,6 +11,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { issueToken, writeBody, type HttpTarget } from './http-probe.ts';
+import { measureKafkaIngest, type KafkaIngestResult } from './kafka-ingest.ts';
 import { perSecond, progress, summarize, type Summary } from './stats.ts';
 
 export interface BatchIngestResult {
@@ -47,6 +48,8 @@ export interface AsyncIngestResult {
 export interface IngestResult {
   batch: BatchIngestResult;
   async: AsyncIngestResult;
+  /** memory.ingest (distributed only). */
+  kafka?: KafkaIngestResult;
 }
 
 const BATCH_CLIENTS = 4;
@@ -195,11 +198,15 @@ async function measureAsync(target: HttpTarget, token: string, probeToken: strin
   return result;
 }
 
-/** Both loads on a runtime's fresh tenant; `seconds` per load. */
-export async function measureIngest(target: HttpTarget, tenant: string, seconds: number, label: string): Promise<IngestResult> {
+/** Both HTTP loads on a runtime's fresh tenant, then (given Kafka) the memory.ingest load on another; `seconds` per load. */
+export async function measureIngest(
+  target: HttpTarget, tenant: string, seconds: number, label: string, kafka?: { brokers: string[]; namespace: string },
+): Promise<IngestResult> {
   const token = await issueToken(target, tenant, ['write', 'search', 'read']);
   const probeToken = await issueToken(target, `${tenant}-probe`, ['write', 'search', 'read']);
   const batch = await measureBatch(target, token, probeToken, seconds, label);
   const async = await measureAsync(target, token, probeToken, seconds, label);
-  return { batch, async };
+  if (kafka === undefined) return { batch, async };
+  const kafkaToken = await issueToken(target, `${tenant}-kafka`, ['write', 'search', 'read']);
+  return { batch, async, kafka: await measureKafkaIngest({ http: target, ...kafka, token: kafkaToken }, seconds, label) };
 }

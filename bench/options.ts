@@ -33,6 +33,10 @@ export interface BenchOptions {
   runtimes: RuntimeName[];
   /** Only the encryption section: no raw engines, no runtime phases besides its own writes. */
   encryptionOnly: boolean;
+  /** Only the scale-out section: the distributed stack with 1, 2, 4 instances of each pipeline service under the memory.ingest load. */
+  scale: boolean;
+  /** Instances per pipeline service, one configuration each (--scale). */
+  scaleInstances: number[];
   /** Rounds of the encryption A/B; each round runs the plaintext-log and the sealed-log runtime once. */
   encryptionRounds: number;
   /** Sequential writes per A/B runtime. */
@@ -58,6 +62,10 @@ const HELP = `pnpm bench [options]      (each option also as env, e.g. BENCH_REC
   --raw N            sequential round trips per raw engine probe (default 2000)
   --kafka-records N  records of the raw Kafka throughput probes (default 20000)
   --only NAME        embedded | distributed (default both)
+  --scale            only the scale-out section: the distributed stack with 1, 2 and 4 instances of
+                     ingest-gateway, write-admission, projector and index-builder on 12 partitions, each
+                     under the memory.ingest load for --ingest-seconds (~6 min at the default 60)
+  --scale-instances L  the configurations of --scale (default 1,2,4)
   --quick            small sizes, a smoke run of every phase (~1-2 min)
 encryption cost on the write path (part of every run that includes embedded):
   --encryption-only       only this section: embedded A/B plus crypto operations; needs no engines
@@ -79,7 +87,7 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv): B
     if (!arg.startsWith('--')) throw new Error(`unexpected argument "${arg}"\n${HELP}`);
     const name = arg.slice(2);
     const value = argv[i + 1];
-    if (name === 'large' || name === 'quick' || name === 'encryption-only') flags.set(name, '1');
+    if (name === 'large' || name === 'quick' || name === 'encryption-only' || name === 'scale') flags.set(name, '1');
     else if (value === undefined || value.startsWith('--')) throw new Error(`--${name} needs a value`);
     else {
       flags.set(name, value);
@@ -114,6 +122,11 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv): B
     kafkaRecords: int('kafka-records', 20_000, 3_000),
     runtimes: only === undefined ? ['embedded', 'distributed'] : [only],
     encryptionOnly: on('encryption-only'),
+    scale: on('scale'),
+    scaleInstances: (raw('scale-instances') ?? '1,2,4').split(',').map((x) => {
+      if (!/^\d+$/.test(x) || Number(x) < 1 || Number(x) > 12) throw new Error(`--scale-instances must list whole numbers 1–12, got "${x}"`);
+      return Number(x);
+    }),
     encryptionRounds: int('encryption-rounds', 6, 4),
     encryptionWrites: int('encryption-writes', 80, 25),
     encryptionThroughput: int('encryption-throughput', 160, 48),

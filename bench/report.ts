@@ -62,6 +62,12 @@ export function computeRatios(r: Pick<BenchResult, 'raw' | 'embedded' | 'distrib
     out.push(ratio('distributed batch ingest ÷ ES _bulk', d.ingest.batch.perSecond, esBulk, '/s', 'the same ÷ ES _bulk documents/s of the same documents (bulks of 1000)'));
     out.push(ratio('distributed async writes (folded)', d.ingest.async.foldedPerSecond, kafka.produceThroughput, '/s',
       'async writes/s by 64 clients, counted once folded ÷ kafkajs produce records/s'));
+    if (d.ingest.kafka) {
+      out.push(ratio('distributed memory.ingest', d.ingest.kafka.admittedPerSecond, kafka.produceThroughput, '/s',
+        'accepted results/s of requests produced to memory.ingest (4 kafkajs producers × 500) ÷ kafkajs produce records/s'));
+      out.push(ratio('distributed memory.ingest ÷ kafkajs consume', d.ingest.kafka.admittedPerSecond, kafka.consumeThroughput, '/s', 'the same ÷ kafkajs consume records/s of a fresh group'));
+      out.push(ratio('distributed memory.ingest ÷ ES _bulk', d.ingest.kafka.admittedPerSecond, esBulk, '/s', 'the same ÷ ES _bulk documents/s of the same documents'));
+    }
     for (const step of d.search) {
       const es = search.elasticsearch.find((s) => s.records === step.records);
       if (!es) continue;
@@ -119,7 +125,12 @@ function runtimeRows(name: string, r: RuntimeResult, tenants: number): string[] 
   ];
 }
 
-function ingestRows({ batch: b, async: a }: RuntimeResult['ingest']): string[] {
+function ingestRows({ batch: b, async: a, kafka: k }: RuntimeResult['ingest']): string[] {
+  const kafkaRows = k === undefined ? [] : [
+    row(`  memory.ingest, ${k.producers} kafkajs producers × ${k.requestsPerSend}, ${k.seconds} s (send → its results)`, k.sendToResults,
+      `${num(k.admittedPerSecond, 0)} admitted writes/s (${k.accepted} of ${k.produced}), ${k.rejected} rejected`),
+    row('    write→searchable meanwhile (an ingest request, search)', k.visible),
+  ];
   return [
     row(`  batch writes, ${b.clients} clients × ${b.itemsPerBatch} items, ${b.seconds} s (per batch)`, b.batchLatency,
       `${num(b.perSecond, 0)} items/s admitted (${b.admitted} in ${b.batches} batches), ${b.failed} failed`),
@@ -127,6 +138,7 @@ function ingestRows({ batch: b, async: a }: RuntimeResult['ingest']): string[] {
     row(`  async writes, ${a.clients} clients, ${a.seconds} s (until the 202)`, a.ackLatency,
       `${num(a.acknowledgedPerSecond, 0)}/s acknowledged, ${num(a.foldedPerSecond, 0)}/s folded; ${a.deferred} told to wait (backlog); ${a.sampledAccepted}/${a.sampled} sampled accepted, ${a.failed} failed`),
     row('    write→searchable meanwhile (an async write, token search)', a.visible),
+    ...kafkaRows,
   ];
 }
 

@@ -19,6 +19,7 @@ import { measureEncryption } from './encryption.ts';
 import { measurePlacement } from './placement.ts';
 import { computeRatios, formatTable, writeResults, type BenchResult } from './report.ts';
 import { benchDistributed, benchEmbedded } from './runtimes.ts';
+import { formatScale, measureScale, writeScale } from './scale.ts';
 import { elapsedMs, progress } from './stats.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -87,4 +88,13 @@ async function everything(): Promise<void> {
   }
 }
 
-await (options.encryptionOnly ? encryptionOnly() : everything());
+/** Only the scale-out section (bench/scale.ts): raw Kafka and ES _bulk first, then 1, 2, 4 instances. */
+async function scale(): Promise<void> {
+  const engines = await resolveEngines();
+  progress(`scale-out; namespace ${namespace}; ${options.ingestSeconds} s per configuration`);
+  const result = await measureScale(options, namespace, engines);
+  process.stdout.write(formatScale(result));
+  progress(`wrote ${path.relative(ROOT, writeScale(result))}`);
+}
+
+await (options.encryptionOnly ? encryptionOnly() : options.scale ? scale() : everything());

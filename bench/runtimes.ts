@@ -36,6 +36,7 @@ const TEMPLATE_ID = 'bench-template';
 /** The write, visibility and search phases, the same for both runtimes. */
 async function benchApi(
   target: HttpTarget, stores: { index: SearchIndex; state: StateStore }, options: BenchOptions, label: string, startMs: number,
+  kafka?: { brokers: string[]; namespace: string },
 ): Promise<RuntimeResult> {
   const writePath = await measureWritePath(target, options, label);
   const revocation = await measureRevocation(target, tenantOf(1, options.tenants), options.revocations, label);
@@ -57,7 +58,7 @@ async function benchApi(
     search.push({ ...(await measureSearch(target, size, options, label)), seedMs });
   }
   // Last: the ingest loads add some 100,000 records, which the search figures above must not carry.
-  const ingest = await measureIngest(target, 'bench-ingest', options.ingestSeconds, label);
+  const ingest = await measureIngest(target, 'bench-ingest', options.ingestSeconds, label, kafka);
   return { startMs, write: writePath, revocation, deletion, search, ingest };
 }
 
@@ -108,7 +109,7 @@ export async function benchDistributed(options: BenchOptions, namespace: string,
       },
     });
     const startMs = performance.now() - started;
-    progress(`distributed: seven services started in ${startMs.toFixed(0)} ms at ${stack.url}`);
+    progress(`distributed: eight services started in ${startMs.toFixed(0)} ms at ${stack.url}`);
     // The seeder opens the stores exactly as the services do (same key prefix, same index).
     const env = {
       ...DistributedEnv.parse({ KAFKA_BROKERS: engines.kafkaBrokers, MEMORY_NAMESPACE: namespace }),
@@ -118,7 +119,9 @@ export async function benchDistributed(options: BenchOptions, namespace: string,
     const index = openIndex(env);
     try {
       const issuerCredential = readFileSync(path.join(dataDir, 'issuer-credential'), 'utf8').trim();
-      return await benchApi({ url: stack.url, issuerCredential }, { index, state }, options, 'distributed', startMs);
+      return await benchApi({ url: stack.url, issuerCredential }, { index, state }, options, 'distributed', startMs, {
+        brokers: engines.kafkaBrokers.split(','), namespace,
+      });
     } catch (err) {
       process.stderr.write(`last service log lines:\n${recent.join('\n')}\n`);
       throw err;

@@ -110,6 +110,24 @@ describe('kafka bus: exactly-once consume → produce', () => {
     await deleteNamespace(topicPrefix);
   });
 
+  it('reads from the log\'s start once retention deleted the oldest records (memory.ingest keeps a day), and a fully deleted partition reads empty', async () => {
+    const bus = open();
+    await bus.ensureTopics([{ name: 't', partitions: 2 }]);
+    const positions = await bus.produce(Array.from({ length: 10 }, (_, i) => ({ topic: 't', key: `k${i}`, value: i })));
+    const ends = await bus.endOffsets('t');
+    // What retention does to old segments: partition 0 loses everything, partition 1 its first message.
+    const firstOf1 = positions.filter((p) => p.partition === 1).map((p) => p.offset).sort((a, b) => a - b);
+    const client = await admin();
+    await client.fetchTopicMetadata({ topics: [`${topicPrefix}t`] });
+    await client.deleteTopicRecords({
+      topic: `${topicPrefix}t`, partitions: [{ partition: 0, offset: String(ends[0]) }, { partition: 1, offset: String((firstOf1[0] ?? 0) + 1) }],
+    });
+    const read = await collect(bus, 't');
+    expect(read.filter((m) => m.partition === 0)).toEqual([]);
+    expect(read.filter((m) => m.partition === 1).map((m) => m.offset)).toEqual(firstOf1.slice(1));
+    expect(await bus.endOffsets('t')).toEqual(ends);
+  });
+
   it('numbers offsets strictly increasing per partition; a multi-partition batch is one transaction whose commit marker takes an offset', async () => {
     const bus = open();
     await bus.ensureTopics([{ name: 't', partitions: 2 }]);

@@ -212,9 +212,11 @@ class KafkaBus implements Bus {
     const admin = await this.admin();
     const offsets = (await withMetadataRetry(() => admin.fetchTopicOffsets(kafkaTopic))).find((o) => o.partition === partition);
     const end = Number(offsets?.offset ?? 0);
-    const from = Math.max(0, fromOffset);
+    // Below the log's start there is nothing left (retention deleted it): reading starts there.
+    const low = Number(offsets?.low ?? 0);
+    const from = Math.max(0, fromOffset, low);
     if (from >= end) return;
-    yield* readRange(this.kafka, admin, this.ns, { kafkaTopic, topic, partition, from, end, low: Number(offsets?.low ?? 0) });
+    yield* readRange(this.kafka, admin, this.ns, { kafkaTopic, topic, partition, from, end, low });
   }
 
   async endOffsets(topic: string): Promise<number[]> {
