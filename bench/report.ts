@@ -205,7 +205,7 @@ export function formatTable(r: BenchResult): string {
     `${'latencies in ms'.padEnd(W)} ${'n'.padStart(6)} ${'p50'.padStart(9)} ${'p95'.padStart(9)} ${'p99'.padStart(9)}  notes`,
   ];
   if (r.embedded) lines.push('', ...runtimeRows('embedded runtime (SQLite, one process)', r.embedded, r.options.tenants));
-  if (r.distributed) lines.push('', ...runtimeRows('distributed runtime (Kafka, Elasticsearch, Redis; 7 processes)', r.distributed, r.options.tenants));
+  if (r.distributed) lines.push('', ...runtimeRows('distributed runtime (Kafka, Elasticsearch, Redis; 8 processes)', r.distributed, r.options.tenants));
   if (r.encryption) lines.push('', ...encryptionRows(r.encryption, r.host.cpus));
   if (r.placement) lines.push('', ...placementRows(r.placement));
   if (r.raw) lines.push('', ...rawRows(r.raw));

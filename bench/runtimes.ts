@@ -21,7 +21,7 @@ import { seedBelowApi } from './seed.ts';
 import { progress } from './stats.ts';
 
 export interface RuntimeResult {
-  /** From the call to the API answering (embedded: in-process; distributed: seven processes). */
+  /** From the call to the API answering (embedded: in-process; distributed: eight processes). */
   startMs: number;
   write: WritePathResult;
   revocation: RevocationResult;

@@ -6,7 +6,7 @@
  *   pnpm bench:soak [--minutes 20] [--concurrency 8] [--search-every 10] [--records 20000] [--runtime embedded|distributed]
  *
  * The embedded runtime runs as `pnpm start` does (its own process, no V8 flags); the distributed
- * one as its seven service processes. Every minute it prints writes/s, searches/s, errors and the
+ * one as its eight service processes. Every minute it prints writes/s, searches/s, errors and the
  * RSS of every process; at the end the RSS of each at the start and the end, and whether any
  * process died. The data set is bounded so that a growing RSS means a leak, not more data: the
  * first `records` writes create records (over 200 subjects), every later write updates one of

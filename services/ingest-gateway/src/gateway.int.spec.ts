@@ -27,6 +27,7 @@ describe('ingest-gateway', () => {
   let fx: EmbeddedFixture;
   let services: ServiceHandle[] = [];
   let issuer: CapabilityIssuer;
+  let metrics: ReturnType<typeof createMetrics>;
   let capability: (overrides?: { ttlSeconds?: number; signedBy?: CapabilityIssuer }) => Promise<{ token: string; jti: string; expiresAt: string }>;
 
   const policy = (change: Omit<PolicyChange, 'metadata'>, n: number) =>
@@ -48,7 +49,7 @@ describe('ingest-gateway', () => {
       data: { grant: { grantId: 'g-1', tenant: 'acme', principal: { id: 'person-ana', kind: 'person' }, resource: maple, role: 'member', purposes: ['support'], restricted: [] } },
     }, 1);
     const log = createLogger({ name: 'spec', level: 'silent' });
-    const metrics = createMetrics();
+    metrics = createMetrics();
     const { pdp, verifier } = await edgeAuthority({ state: fx.state, clock: fx.clock, policySet, publicJwk: keys.publicJwk, issuerName: ISSUER });
     services = [
       await startWriteAdmission({
@@ -115,6 +116,11 @@ describe('ingest-gateway', () => {
     });
     const commands = (await fx.readTopic(TOPICS.commands)).map((m) => MemoryCommand.parse(m.value));
     expect(commands.map((c) => c.metadata.ingestRequestId)).toEqual(['valid']);
+    // /metrics counts the gateway's decisions by code.
+    const exposition = await metrics.registry.getSingleMetricAsString('gm_ingest_requests_total');
+    expect(exposition).toMatch(/gm_ingest_requests_total\{outcome="rejected",code="CAP_INVALID"\} 2/);
+    expect(exposition).toMatch(/gm_ingest_requests_total\{outcome="rejected",code="CAP_REVOKED"\} 1/);
+    expect(exposition).toMatch(/gm_ingest_requests_total\{outcome="admitted",code=""\} 1/);
   });
 
   it('answers every edge rule and every write-admission rule with the HTTP write\'s code', async () => {
@@ -139,6 +145,19 @@ describe('ingest-gateway', () => {
     expect(results.get('conflict')).toHaveProperty('commandId');
   });
 
+  it('answers a request produced twice with the first one\'s result, and writes one record', async () => {
+    const { token } = await capability();
+    const first = await ingest([{ value: { requestId: 'twice', ...body() }, capability: token }]);
+    const accepted = first.get('twice');
+    expect(accepted).toMatchObject({ outcome: 'accepted', version: 1 });
+    await ingest([{ value: { requestId: 'twice', ...body() }, capability: token }]);
+    const results = (await fx.readTopic(TOPICS.ingestResults)).map((m) => IngestResult.parse(m.value)).filter((r) => r.requestId === 'twice');
+    expect(results).toHaveLength(2);
+    expect(results[1]).toMatchObject({ outcome: 'accepted', id: accepted?.outcome === 'accepted' ? accepted.id : '', version: 1 });
+    const written = (await fx.readTopic(TOPICS.events)).filter((m) => (m.value as { type?: string }).type === 'MemoryWritten');
+    expect(written).toHaveLength(1);
+  });
+
   it('dead-letters what it cannot answer with where it came from, and answers the rest of the batch', async () => {
     const { token } = await capability();
     const results = await ingest([
@@ -157,5 +176,6 @@ describe('ingest-gateway', () => {
       expect(message.headers).not.toHaveProperty('capability');
     }
     expect(dead.map((m) => m.value)).toContainEqual('not json at all');
+    expect(await metrics.registry.getSingleMetricAsString('gm_dead_letters_total')).toMatch(/gm_dead_letters_total\{topic="memory\.ingest"\} 3/);
   });
 });

@@ -43,27 +43,34 @@ export async function startIngestGateway(deps: IngestGatewayDeps): Promise<Servi
 /** One partition's batch of requests: answered in offset order, each on its own. */
 export function ingestHandler(deps: IngestGatewayDeps): BatchHandler {
   const { metrics, log } = deps;
-  const rejected = (requestId: string, err: GovernedMemoryError): OutgoingMessage => {
-    metrics.ingestRequests.inc({ outcome: 'rejected', code: err.code });
-    log.info({ requestId, code: err.code }, 'ingest request rejected');
-    const value: IngestResult = { requestId, outcome: 'rejected', code: err.code, detail: err.message, retriable: err.retriable };
-    return { topic: TOPICS.ingestResults, key: requestId, value };
-  };
   return async (messages, ctx) => {
     const answers: OutgoingMessage[][] = messages.map(() => []);
+    // Counted once the transaction holding them commits: a retried batch is not counted twice.
+    const counts: Array<{ outcome: 'admitted' | 'rejected'; code: string }> = [];
+    let deadLettered = 0;
+    const rejected = (requestId: string, err: GovernedMemoryError): OutgoingMessage => {
+      counts.push({ outcome: 'rejected', code: err.code });
+      const value: IngestResult = { requestId, outcome: 'rejected', code: err.code, detail: err.message, retriable: err.retriable };
+      return { topic: TOPICS.ingestResults, key: requestId, value };
+    };
     // One verification per distinct capability of the batch; its requests are admitted together.
     const byCapability = new Map<string, Pending[]>();
     messages.forEach((message, at) => {
       const envelope = Envelope.safeParse(message.value);
       if (!envelope.success) {
         answers[at] = [deadLetter(message, 'not an ingest request: a JSON object with a requestId (ids: 1–128 of letters, digits and . _ : @ -) is required')];
-        metrics.deadLetters.inc({ topic: message.topic });
+        deadLettered += 1;
         log.warn({ topic: message.topic, partition: message.partition, offset: message.offset }, 'unanswerable ingest message dead-lettered');
         return;
       }
-      const { requestId, ...item } = envelope.data;
+      const { requestId, ...body } = envelope.data;
+      // A request's id is its idempotency key unless it names one: a request produced twice
+      // (a platform's retry) is answered with the first one's result, never a second record.
+      const item = body.idempotencyKey === undefined ? { ...body, idempotencyKey: requestId } : body;
       const token = message.headers[INGEST_CAPABILITY_HEADER] ?? '';
-      byCapability.set(token, [...(byCapability.get(token) ?? []), { at, requestId, item }]);
+      const group = byCapability.get(token) ?? [];
+      if (group.length === 0) byCapability.set(token, group);
+      group.push({ at, requestId, item });
     });
     for (const [token, pending] of byCapability) {
       const claims = await verified(deps, token);
@@ -83,12 +90,18 @@ export function ingestHandler(deps: IngestGatewayDeps): BatchHandler {
         }
         const { command } = outcome.write;
         command.metadata.ingestRequestId = p.requestId;
-        metrics.ingestRequests.inc({ outcome: 'admitted', code: '' });
+        counts.push({ outcome: 'admitted', code: '' });
         answers[p.at] = [{ topic: TOPICS.commands, key: subjectKey(claims.tenant, command.metadata.subjectId), value: command }];
       });
     }
     // In offset order: requests of one key reach write-admission in the order they were produced.
     ctx.send(answers.flat());
+    ctx.onCommitted(() => {
+      for (const labels of counts) metrics.ingestRequests.inc(labels);
+      if (deadLettered > 0) metrics.deadLetters.inc({ topic: TOPICS.ingest }, deadLettered);
+      const refused = counts.filter((c) => c.outcome === 'rejected').length;
+      if (refused > 0) log.info({ rejected: refused, admitted: counts.length - refused }, 'ingest requests rejected');
+    });
   };
 }
 
