@@ -127,8 +127,10 @@ describe('memory.ingest on the distributed runtime', () => {
       const n = Math.floor(i / SUBJECTS);
       return request(`scale-req-${i}`, { id: `scale-s${subject}-${n}`, subjectId: `scale-subject-${subject}`, content: `Scale note ${n} of subject ${subject}` });
     });
-    // The producer keeps at most WINDOW requests unanswered, so the stream lasts as long as the pipeline takes.
-    const WINDOW = 150;
+    // The producer keeps at most `window` requests unanswered, so the stream lasts as long as the
+    // pipeline takes; while instances come and go it trickles (20 unanswered) so that requests keep
+    // flowing through the rebalances, and the last quarter waits for the scale-in to be done.
+    let window = 150;
     let answered = 0;
     const waiters: Array<() => void> = [];
     const answeredAtLeast = (n: number) => new Promise<void>((resolve) => {
@@ -139,20 +141,29 @@ describe('memory.ingest on the distributed runtime', () => {
       ...connection(), requestIds: new Set(requests.map((r) => r.requestId)), timeoutMs: 240_000,
       onProgress: (seen) => { answered = seen; for (const wake of waiters.splice(0)) wake(); },
     });
+    let scaledInDone!: () => void;
+    const scaleInDone = new Promise<void>((resolve) => (scaledInDone = resolve));
     const streaming = (async () => {
-      for (let i = 0; i < TOTAL; i += 50) {
-        await answeredAtLeast(i - WINDOW);
-        await producer.send(requests.slice(i, i + 50));
+      for (let i = 0; i < TOTAL; i += 20) {
+        if (i === (TOTAL * 3) / 4) await scaleInDone;
+        await answeredAtLeast(i - window);
+        await producer.send(requests.slice(i, i + 20));
       }
     })();
     const PIPELINE = ['write-admission', 'projector', 'index-builder', 'ingest-gateway'] as const;
     await answeredAtLeast(300);
+    window = 20;
     await Promise.all(PIPELINE.map((service) => stack.start(service)));
     const scaledOut = answered;
-    await answeredAtLeast(scaledOut + 300);
+    window = 150;
+    // (Never past the gate below, which only the scale-in opens.)
+    await answeredAtLeast(Math.min(scaledOut + 300, (TOTAL * 3) / 4));
+    window = 20;
     // The first instances leave (SIGTERM: they finish and commit what they hold, then the group rebalances).
     await Promise.all(PIPELINE.map((service) => stack.killOne(service, 'SIGTERM')));
     const scaledIn = answered;
+    window = 150;
+    scaledInDone();
     await streaming;
     await producer.close();
     const results = await collected;
