@@ -71,7 +71,8 @@ async function withEmbeddedRuntime<T>(
   try {
     const started = performance.now();
     const runtime = await startEmbeddedRuntime(
-      loadConfig({ MEMORY_PORT: '0', MEMORY_DATA_DIR: dataDir, MEMORY_LOG_LEVEL: 'warn', MEMORY_RATE_LIMIT_PER_MINUTE: '1000000', ...env }),
+      // error, not warn: the async load's backlog refusals (retriable 503s, logged as warnings) would bury the table.
+      loadConfig({ MEMORY_PORT: '0', MEMORY_DATA_DIR: dataDir, MEMORY_LOG_LEVEL: 'error', MEMORY_RATE_LIMIT_PER_MINUTE: '1000000', ...env }),
       runtimeOptions,
     );
     const startMs = performance.now() - started;

@@ -12,7 +12,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
-import { CompressionTypes, Kafka, logLevel, type Producer } from 'kafkajs';
+import { CompressionTypes, Kafka, Partitioners, logLevel, type Producer } from 'kafkajs';
 
 /** What this example sends: see the JSON Schema for every field. */
 export interface IngestRequest {
@@ -45,7 +45,11 @@ const kafkaOf = (c: IngestConnection, clientId: string): Kafka => new Kafka({ cl
  * by subject, so one subject's writes stay in one partition and are admitted in order.
  */
 export async function openIngestProducer(c: IngestConnection & { capability: string }): Promise<{ send(requests: IngestRequest[]): Promise<void>; close(): Promise<void> }> {
-  const producer: Producer = kafkaOf(c, 'ingest-example-producer').producer({ idempotent: true, maxInFlightRequests: 1 });
+  const producer: Producer = kafkaOf(c, 'ingest-example-producer').producer({
+    idempotent: true, maxInFlightRequests: 1,
+    // murmur2 of the key, as Java clients and the services' own partitioner compute it.
+    createPartitioner: Partitioners.DefaultPartitioner,
+  });
   await producer.connect();
   return {
     send: async (requests) => {
