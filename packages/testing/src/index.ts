@@ -7,3 +7,4 @@ export * from './embedded-fixture.ts';
 export * from './infra/engines.ts';
 export * from './contracts/summary-store.contract.ts';
 export * from './contracts/key-store.contract.ts';
+export * from './contracts/embedding.contract.ts';

@@ -1,0 +1,3 @@
+export * from './port.ts';
+export * from './hashing-model.ts';
+export * from './onnx-model.ts';
