@@ -8,3 +8,6 @@ export * from './summary-port.ts';
 export { createSqliteSummaryStore, type SqliteSummaryStoreOptions } from './embedded/sqlite-summary-store.ts';
 export { summaryDigest } from './embedded/summary-digest.ts';
 export { createElasticsearchSummaryStore, esSummaryIndexNames, type ElasticsearchSummaryStoreOptions } from './elasticsearch/es-summary-store.ts';
+export * from './vector-port.ts';
+export { createSqliteVectorIndex } from './embedded/sqlite-vector-index.ts';
+export { createElasticsearchVectorIndex, esVectorIndexNames, type ElasticsearchVectorIndexOptions } from './elasticsearch/es-vector-index.ts';

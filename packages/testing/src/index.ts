@@ -8,3 +8,4 @@ export * from './infra/engines.ts';
 export * from './contracts/summary-store.contract.ts';
 export * from './contracts/key-store.contract.ts';
 export * from './contracts/embedding.contract.ts';
+export * from './contracts/vector-index.contract.ts';

@@ -1,0 +1,24 @@
+import { randomUUID } from 'node:crypto';
+import { Client } from '@elastic/elasticsearch';
+// Relative on purpose: @gm/testing depends on this package, so a workspace import would be a cycle.
+import { testVectorIndex } from '../../../testing/src/contracts/vector-index.contract.ts';
+import { engineEndpoint } from '../../../testing/src/infra/engines.ts';
+import { createElasticsearchVectorIndex, esVectorIndexNames } from './es-vector-index.ts';
+
+testVectorIndex('elasticsearch (dense_vector, kNN with filter)', async () => {
+  const node = engineEndpoint('elasticsearch');
+  const indexPrefix = `gm-test-${randomUUID()}`;
+  const index = createElasticsearchVectorIndex({ node, indexPrefix, dimensions: 8 });
+  return {
+    index, dimensions: 8,
+    cleanup: async () => {
+      await index.close();
+      const admin = new Client({ node });
+      try {
+        await admin.indices.delete({ index: esVectorIndexNames(indexPrefix).concrete, ignore_unavailable: true });
+      } finally {
+        await admin.close();
+      }
+    },
+  };
+});

@@ -1,0 +1,156 @@
+/**
+ * The distributed vector index: Elasticsearch's `dense_vector` (core server, HNSW, dot product
+ * over unit vectors) with a kNN search whose `filter` holds every condition of the lexical
+ * query. Elasticsearch applies a kNN filter *during* the approximate search, so the k nearest
+ * are the k nearest among documents that pass it — never a post-filtered top-k, in which an
+ * unauthorised record could take a place.
+ */
+import type { estypes } from '@elastic/elasticsearch';
+import { GovernedMemoryError } from '@gm/contracts';
+import type { VectorDocument, VectorHit, VectorIndex, VectorQuery } from '../vector-port.ts';
+import { epochMsOf, validVector } from '../vector-values.ts';
+import { ManagedIndex } from './es-managed-index.ts';
+import { Refresher } from './es-refresher.ts';
+import { IndexMissingError, bulkItemError, idPart, requireComplete } from './es-support.ts';
+
+export interface ElasticsearchVectorIndexOptions {
+  node: string;
+  /** Lower-case prefix of this index's names; one deployment (or test) per prefix. */
+  indexPrefix: string;
+  /** Dimensions of the model's vectors: fixed by the mapping. */
+  dimensions: number;
+}
+
+/** How many candidates HNSW considers per shard for k results (Elasticsearch's default is 1.5 k). */
+const CANDIDATE_FACTOR = 10;
+const MAX_K = 1_000;
+
+export function esVectorIndexNames(indexPrefix: string): { alias: string; concrete: string } {
+  if (!/^[a-z0-9][a-z0-9._-]*$/.test(indexPrefix)) {
+    throw new GovernedMemoryError('MEM_VALIDATION', 'indexPrefix must be lower-case letters, digits, ".", "_" or "-"');
+  }
+  return { alias: `${indexPrefix}-vectors`, concrete: `${indexPrefix}-vectors-v1` };
+}
+
+type StoredVector = Omit<VectorDocument, 'vector' | 'expiresAt'> & { vector: number[]; expiresAtMs: number };
+
+const docId = (tenantId: string, recordId: string) => `${idPart(tenantId)}/${idPart(recordId)}`;
+
+export function createElasticsearchVectorIndex(options: ElasticsearchVectorIndexOptions): VectorIndex {
+  const { alias, concrete } = esVectorIndexNames(options.indexPrefix);
+  const mappings: estypes.MappingTypeMapping = {
+    dynamic: 'strict',
+    properties: {
+      tenantId: { type: 'keyword' },
+      recordId: { type: 'keyword' },
+      partition: { type: 'keyword' },
+      subjectId: { type: 'keyword' },
+      kind: { type: 'keyword' },
+      purposes: { type: 'keyword' },
+      expiresAtMs: { type: 'long' },
+      version: { type: 'long' },
+      modelId: { type: 'keyword' },
+      // dot_product needs unit vectors, which the embedding port guarantees; float, not
+      // quantized, so both runtimes rank with the same similarities.
+      vector: { type: 'dense_vector', dims: options.dimensions, index: true, similarity: 'dot_product', index_options: { type: 'hnsw' } },
+    },
+  };
+  const index = new ManagedIndex({
+    node: options.node, concrete, alias, settings: { number_of_shards: 1, auto_expand_replicas: '0-1' }, mappings, what: 'vector index',
+  });
+  const { client } = index;
+  const run = <T>(operation: string, op: () => Promise<T>): Promise<T> => index.run(operation, op);
+  const refresher = new Refresher(async () => {
+    await client.indices.refresh({ index: alias });
+  });
+
+  async function bulk(operations: (estypes.BulkOperationContainer | StoredVector)[]) {
+    const response = await client.bulk({ operations, refresh: false, require_alias: true });
+    const items = response.items.map((item) => item.index ?? item.delete);
+    if (items.some((item) => item?.error?.type === 'index_not_found_exception')) throw new IndexMissingError();
+    await refresher.afterWrite();
+    return items;
+  }
+
+  return {
+    async upsert(docs) {
+      const stored: StoredVector[] = docs.map(({ vector, expiresAt, ...d }) => {
+        if (vector.length !== options.dimensions) throw new GovernedMemoryError('MEM_VALIDATION', `vector must have ${options.dimensions} dimensions`);
+        return { ...d, vector: Array.from(validVector(vector, 'vector')), expiresAtMs: epochMsOf(expiresAt, 'expiresAt') };
+      });
+      if (stored.length === 0) return;
+      const operations = stored.flatMap((d) => [
+        { index: { _index: alias, _id: docId(d.tenantId, d.recordId), version: d.version, version_type: 'external_gte' as const } },
+        d,
+      ]);
+      await run('upsert', async () => {
+        for (const item of await bulk(operations)) {
+          if (item?.error === undefined) continue;
+          if (item.status === 409 && item.error.type === 'version_conflict_engine_exception') continue;
+          throw bulkItemError(item, 'upsert');
+        }
+      });
+    },
+
+    async remove(tenantId, recordIds) {
+      if (recordIds.length === 0) return 0;
+      const operations = recordIds.map((recordId) => ({ delete: { _index: alias, _id: docId(tenantId, recordId) } }));
+      return run('remove', async () => {
+        let removed = 0;
+        for (const item of await bulk(operations)) {
+          if (item?.result === 'deleted') removed += 1;
+          else if (item?.error !== undefined) throw bulkItemError(item, 'remove');
+        }
+        return removed;
+      });
+    },
+
+    async knn(query: VectorQuery): Promise<VectorHit[]> {
+      // No authorised partition: no request is even sent.
+      if (query.partitions.length === 0 || !(query.k >= 1)) return [];
+      const k = Math.min(Math.floor(query.k), MAX_K);
+      const vector = validVector(query.vector, 'vector');
+      if (vector.length !== options.dimensions) return [];
+      const filter: estypes.QueryDslQueryContainer[] = [
+        { term: { tenantId: query.tenantId } },
+        { terms: { partition: query.partitions } },
+        { term: { purposes: query.purpose } },
+        { term: { modelId: query.modelId } },
+        { range: { expiresAtMs: { gt: epochMsOf(query.now, 'now') } } },
+        ...(query.subjectId === undefined ? [] : [{ term: { subjectId: query.subjectId } }]),
+        ...(query.kinds === undefined ? [] : [{ terms: { kind: query.kinds } }]),
+      ];
+      return run('knn', async () => {
+        const response = await client.search<Pick<StoredVector, 'recordId' | 'partition'>>({
+          index: alias,
+          knn: { field: 'vector', query_vector: Array.from(vector), k, num_candidates: Math.min(10_000, k * CANDIDATE_FACTOR), filter },
+          size: k,
+          _source: ['recordId', 'partition'],
+        });
+        requireComplete(response, 'knn');
+        const hits = response.hits.hits.flatMap((hit) => {
+          const source = hit._source;
+          if (source === undefined) return [];
+          // dot_product scores are (1 + dot) / 2: back to the cosine of unit vectors.
+          return [{ recordId: source.recordId, partition: source.partition, similarity: 2 * (hit._score ?? 0) - 1 }];
+        });
+        return hits.sort((a, b) => b.similarity - a.similarity || (a.recordId < b.recordId ? -1 : a.recordId > b.recordId ? 1 : 0));
+      });
+    },
+
+    async has(tenantId, recordId) {
+      return run('has', async () => client.exists({ index: alias, id: docId(tenantId, recordId) }));
+    },
+
+    async count(tenantId) {
+      return run('count', async () => {
+        const response = await client.count({ index: alias, query: tenantId === undefined ? { match_all: {} } : { term: { tenantId } } });
+        requireComplete(response, 'count');
+        return response.count;
+      });
+    },
+
+    clear: () => index.clear(),
+    close: () => index.close(),
+  };
+}

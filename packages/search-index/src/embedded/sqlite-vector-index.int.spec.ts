@@ -1,0 +1,18 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+// Relative on purpose: @gm/testing depends on this package, so a workspace import would be a cycle.
+import { testVectorIndex } from '../../../testing/src/contracts/vector-index.contract.ts';
+import { createSqliteVectorIndex } from './sqlite-vector-index.ts';
+
+testVectorIndex('sqlite (exact scan of the filtered rows)', async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'gm-vectors-'));
+  const index = createSqliteVectorIndex({ file: path.join(dir, 'vectors.db') });
+  return {
+    index, dimensions: 8,
+    cleanup: async () => {
+      await index.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+});

@@ -1,0 +1,125 @@
+/**
+ * The embedded vector index: SQLite rows with the vector as a BLOB of float32s. knn selects
+ * the rows that pass every filter first (an index on tenant, partition and expiry), then ranks
+ * only those by exact dot product: no approximation, and nothing outside the filters is ever
+ * scored.
+ */
+import Database from 'better-sqlite3';
+import type { MemoryKind } from '@gm/contracts';
+import { fileWriteLock, underLock } from '@gm/thread-lock';
+import type { VectorDocument, VectorHit, VectorIndex, VectorQuery } from '../vector-port.ts';
+import { epochMsOf, validVector } from '../vector-values.ts';
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS vectors (
+  tenant TEXT NOT NULL,
+  record_id TEXT NOT NULL,
+  partition_key TEXT NOT NULL,
+  subject TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  purposes TEXT NOT NULL,
+  expires_at_ms INTEGER NOT NULL,
+  version INTEGER NOT NULL,
+  model_id TEXT NOT NULL,
+  vector BLOB NOT NULL,
+  PRIMARY KEY (tenant, record_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS vectors_scope ON vectors (tenant, partition_key, expires_at_ms);
+`;
+
+interface Row {
+  record_id: string;
+  partition_key: string;
+  kind: MemoryKind;
+  purposes: string;
+  subject: string;
+  vector: Buffer;
+}
+
+export function createSqliteVectorIndex(options: { file: string }): VectorIndex {
+  const db = new Database(options.file);
+  const writeLock = fileWriteLock(options.file);
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = NORMAL');
+  db.pragma('busy_timeout = 5000');
+  underLock(writeLock, () => db.exec(SCHEMA));
+  const upsertStmt = db.prepare(`
+    INSERT INTO vectors (tenant, record_id, partition_key, subject, kind, purposes, expires_at_ms, version, model_id, vector)
+    VALUES (@tenant, @recordId, @partition, @subject, @kind, @purposes, @expiresAtMs, @version, @modelId, @vector)
+    ON CONFLICT (tenant, record_id) DO UPDATE SET
+      partition_key = excluded.partition_key, subject = excluded.subject, kind = excluded.kind, purposes = excluded.purposes,
+      expires_at_ms = excluded.expires_at_ms, version = excluded.version, model_id = excluded.model_id, vector = excluded.vector
+    WHERE excluded.version >= vectors.version`);
+  const upsertAll = db.transaction((rows: object[]) => {
+    for (const row of rows) upsertStmt.run(row);
+  });
+  const removeStmt = db.prepare('DELETE FROM vectors WHERE tenant = ? AND record_id IN (SELECT value FROM json_each(?))');
+  const candidatesStmt = db.prepare(`
+    SELECT record_id, partition_key, kind, purposes, subject, vector FROM vectors
+    WHERE tenant = @tenant AND partition_key IN (SELECT value FROM json_each(@partitions))
+      AND expires_at_ms > @nowMs AND model_id = @modelId
+      AND EXISTS (SELECT 1 FROM json_each(vectors.purposes) WHERE value = @purpose)`);
+  const hasStmt = db.prepare('SELECT 1 FROM vectors WHERE tenant = ? AND record_id = ?');
+  const countAll = db.prepare('SELECT COUNT(*) AS n FROM vectors');
+  const countTenant = db.prepare('SELECT COUNT(*) AS n FROM vectors WHERE tenant = ?');
+
+  return {
+    async upsert(docs) {
+      const rows = docs.map((d: VectorDocument) => {
+        const v = validVector(d.vector, 'vector');
+        return {
+          tenant: d.tenantId, recordId: d.recordId, partition: d.partition, subject: d.subjectId, kind: d.kind,
+          purposes: JSON.stringify(d.purposes), expiresAtMs: epochMsOf(d.expiresAt, 'expiresAt'), version: d.version, modelId: d.modelId,
+          vector: Buffer.from(v.buffer, v.byteOffset, v.byteLength),
+        };
+      });
+      if (rows.length > 0) underLock(writeLock, () => upsertAll.immediate(rows));
+    },
+
+    async remove(tenantId, recordIds) {
+      if (recordIds.length === 0) return 0;
+      return underLock(writeLock, () => removeStmt.run(tenantId, JSON.stringify(recordIds)).changes);
+    },
+
+    async knn(query: VectorQuery): Promise<VectorHit[]> {
+      if (query.partitions.length === 0 || !(query.k >= 1)) return [];
+      const q = validVector(query.vector, 'vector');
+      const rows = candidatesStmt.all({
+        tenant: query.tenantId, partitions: JSON.stringify(query.partitions), nowMs: epochMsOf(query.now, 'now'),
+        modelId: query.modelId, purpose: query.purpose,
+      }) as Row[];
+      const kinds = query.kinds === undefined ? undefined : new Set(query.kinds);
+      const hits: VectorHit[] = [];
+      for (const row of rows) {
+        if (query.subjectId !== undefined && row.subject !== query.subjectId) continue;
+        if (kinds !== undefined && !kinds.has(row.kind)) continue;
+        // Copied out first: a Buffer's offset into its pool need not be a multiple of 4.
+        const bytes = new Uint8Array(row.vector);
+        const v = new Float32Array(bytes.buffer, 0, bytes.byteLength / 4);
+        if (v.length !== q.length) continue;
+        let dot = 0;
+        for (let i = 0; i < v.length; i += 1) dot += (v[i] ?? 0) * (q[i] ?? 0);
+        hits.push({ recordId: row.record_id, partition: row.partition_key, similarity: dot });
+      }
+      hits.sort((a, b) => b.similarity - a.similarity || (a.recordId < b.recordId ? -1 : a.recordId > b.recordId ? 1 : 0));
+      return hits.slice(0, Math.floor(query.k));
+    },
+
+    async has(tenantId, recordId) {
+      return hasStmt.get(tenantId, recordId) !== undefined;
+    },
+
+    async count(tenantId) {
+      const row = (tenantId === undefined ? countAll.get() : countTenant.get(tenantId)) as { n: number };
+      return row.n;
+    },
+
+    async clear() {
+      underLock(writeLock, () => db.exec('DELETE FROM vectors'));
+    },
+
+    async close() {
+      if (db.open) db.close();
+    },
+  };
+}
