@@ -1,4 +1,4 @@
-import type { ResourceRef, Sensitivity, Visibility } from '@gm/contracts';
+import type { RecordMeta, ResourceRef, Sensitivity, Visibility } from '@gm/contracts';
 
 /**
  * A partition is the unit the policy decision point authorises and the index searches
@@ -33,3 +33,7 @@ export function partitionKey(p: PartitionParts): string {
 export const VISIBILITY_WIDTH: Record<Visibility, number> = { private: 0, restricted: 1, team: 2 };
 
 export const isWidening = (from: Visibility, to: Visibility): boolean => VISIBILITY_WIDTH[to] > VISIBILITY_WIDTH[from];
+
+/** The partition a record lives in: what every index of it is filtered by. */
+export const recordPartition = (m: Pick<RecordMeta, 'tenantId' | 'resource' | 'visibility' | 'sensitivity' | 'owner'>): string =>
+  partitionKey({ tenantId: m.tenantId, resource: m.resource, visibility: m.visibility, sensitivity: m.sensitivity, ownerPrincipalId: m.owner.principalId });

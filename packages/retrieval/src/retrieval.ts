@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import {
   type CapabilityClaims, type EvidencePacket, type MemoryRecord, type PacketItem, type PacketValidation, type RecordMeta, type SearchRequest,
 } from '@gm/contracts';
-import { estimateTokens, fitToBudget, partitionKey, rank } from '@gm/domain';
+import { estimateTokens, fitToBudget, rank, recordPartition } from '@gm/domain';
 import { newUlid } from '@gm/ids';
 import type { Metrics } from '@gm/observability';
 import type { PolicyDecisionPoint } from '@gm/policy';
@@ -25,11 +25,7 @@ export interface RetrievalDeps extends ReadPathDeps {
   cacheTtlMs: number;
 }
 
-export const partitionOf = (m: RecordMeta): string =>
-  partitionKey({
-    tenantId: m.tenantId, resource: m.resource, visibility: m.visibility, sensitivity: m.sensitivity,
-    ownerPrincipalId: m.owner.principalId,
-  });
+export const partitionOf = (m: RecordMeta): string => recordPartition(m);
 
 /** Whether a reader may see this record now: the one rule behind get, search and validate. */
 export function isReadable(meta: RecordMeta | undefined | null, claims: CapabilityClaims, partitions: Set<string>, now: Date, tombstoned: boolean): meta is RecordMeta {

@@ -1,9 +1,9 @@
 import type { Bus } from '@gm/bus';
 import { subscribeToMemoryEventBatches } from '@gm/service-kit';
-import { GovernedMemoryError, isUnreadableContent, type MemoryEvent, type MemoryRecord, type RecordMeta, type ServiceHandle } from '@gm/contracts';
-import { endedRecordIds, partitionKey } from '@gm/domain';
+import { GovernedMemoryError, isUnreadableContent, type MemoryEvent, type RecordMeta, type ServiceHandle } from '@gm/contracts';
+import { lastIndexedStates, recordPartition } from '@gm/domain';
 import type { IndexDocument, SearchIndex, SummaryStore } from '@gm/search-index';
-import { recordRef, type StateStore } from '@gm/state-store';
+import type { StateStore } from '@gm/state-store';
 import { summarizeEvents } from './summaries.ts';
 
 export const INDEX_BUILDER_GROUP = 'index-builder';
@@ -12,10 +12,7 @@ export function toIndexDocument(meta: RecordMeta, content: string): IndexDocumen
   return {
     tenantId: meta.tenantId,
     recordId: meta.id,
-    partition: partitionKey({
-      tenantId: meta.tenantId, resource: meta.resource, visibility: meta.visibility,
-      sensitivity: meta.sensitivity, ownerPrincipalId: meta.owner.principalId,
-    }),
+    partition: recordPartition(meta),
     subjectId: meta.subjectId,
     kind: meta.kind,
     purposes: meta.purposes,
@@ -36,40 +33,16 @@ export function toIndexDocument(meta: RecordMeta, content: string): IndexDocumen
  * transaction each on SQLite) instead of a write per event.
  */
 export async function indexEvents(index: SearchIndex, events: readonly MemoryEvent[]): Promise<void> {
-  /** Per record (tenant and id): its document, or null once the batch removed it. */
-  const last = new Map<string, { tenantId: string; recordId: string; doc: IndexDocument | null }>();
-  const set = (tenantId: string, recordId: string, doc: IndexDocument | null) => {
-    const key = recordRef(tenantId, recordId);
-    // Re-inserted so that the map's order stays the order of each record's last change.
-    last.delete(key);
-    last.set(key, { tenantId, recordId, doc });
-  };
-  for (const event of events) {
-    const tenant = event.metadata.tenantId;
-    switch (event.type) {
-      case 'MemoryWritten': {
-        const { content, ...meta }: MemoryRecord = event.data.record;
-        // Erased content (its key destroyed: a replay after a forget) is never indexed; the
-        // record's later events in the same log remove it anyway.
-        set(tenant, meta.id, meta.status === 'active' && !isUnreadableContent(content) ? toIndexDocument(meta, content) : null);
-        break;
-      }
-      case 'MemoryPromoted': {
-        const earlier = last.get(recordRef(tenant, event.data.id));
-        const content = event.data.content ?? (earlier === undefined ? (await index.get(tenant, event.data.id))?.content : earlier.doc?.content);
-        // Without content there is nothing to index: the record was removed (or erased) in the meantime.
-        if (content !== undefined && !isUnreadableContent(content)) set(tenant, event.data.id, toIndexDocument(event.data.record, content));
-        break;
-      }
-      default:
-        for (const id of endedRecordIds(event)) set(tenant, id, null);
-    }
-  }
   const upserts: IndexDocument[] = [];
   const removals = new Map<string, string[]>();
-  for (const { tenantId, recordId, doc } of last.values()) {
-    if (doc !== null) upserts.push(doc);
-    else removals.set(tenantId, [...(removals.get(tenantId) ?? []), recordId]);
+  for (const state of lastIndexedStates(events)) {
+    if (state.kind === 'absent') {
+      removals.set(state.tenantId, [...(removals.get(state.tenantId) ?? []), state.recordId]);
+      continue;
+    }
+    // A promotion that carried no content: the indexed copy has it (none means it was removed meanwhile).
+    const content = state.content ?? (await index.get(state.tenantId, state.recordId))?.content;
+    if (content !== undefined && !isUnreadableContent(content)) upserts.push(toIndexDocument(state.meta, content));
   }
   if (upserts.length > 0) await index.upsert(upserts);
   for (const [tenantId, ids] of removals) await index.remove(tenantId, ids);

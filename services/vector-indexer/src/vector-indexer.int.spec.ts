@@ -1,0 +1,84 @@
+/**
+ * The vector-indexer on real embedded stores with the real model: write-admission decides
+ * commands, the vector-indexer folds the events into a SQLite vector index. Active records get a
+ * vector that a paraphrase finds; quarantined, deleted and superseded ones have none.
+ */
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MemoryCommand, TOPICS, subjectKey, type ServiceHandle } from '@gm/contracts';
+import { DEFAULT_TTL_POLICY, partitionKey } from '@gm/domain';
+import { loadOnnxEmbeddingModel, type EmbeddingModel } from '@gm/embedding';
+import { createLogger, createMetrics } from '@gm/observability';
+import { createSqliteVectorIndex, type VectorIndex } from '@gm/search-index';
+import { WRITE_ADMISSION_GROUP, startWriteAdmission } from '@gm/write-admission';
+import { TEST_WRITER, openEmbeddedFixture, writeMemoryCommand, type EmbeddedFixture } from '../../../packages/testing/src/embedded-fixture.ts';
+import { VECTOR_INDEXER_GROUP, startVectorIndexer } from './vector-indexer.ts';
+
+const PARTITION = partitionKey({ tenantId: 'acme', resource: { kind: 'project', id: 'maple' }, visibility: 'team', sensitivity: 'normal', ownerPrincipalId: TEST_WRITER.principalId });
+
+describe('vector-indexer', () => {
+  let fx: EmbeddedFixture;
+  let model: EmbeddingModel;
+  let vectors: VectorIndex;
+  const services: ServiceHandle[] = [];
+  let n = 0;
+
+  beforeAll(async () => {
+    fx = await openEmbeddedFixture({ partitions: 2 });
+    model = await loadOnnxEmbeddingModel();
+    vectors = createSqliteVectorIndex({ file: path.join(fx.dir, 'vectors.db') });
+    services.push(
+      await startWriteAdmission({
+        bus: fx.bus, log: createLogger({ name: 'spec', level: 'silent' }), metrics: createMetrics(),
+        decide: { ttl: DEFAULT_TTL_POLICY, idempotencyWindowMs: 3_600_000 },
+        snapshots: { store: fx.state.admission, intervalMs: 60_000, maxEntries: 1_000 },
+      }),
+      await startVectorIndexer({ bus: fx.bus, vectors, model, contentOf: async () => undefined }),
+    );
+  }, 60_000);
+  afterAll(async () => {
+    for (const s of services) await s.close();
+    await vectors?.close();
+    await model?.close();
+    await fx?.close();
+  });
+
+  /** Sends commands and waits until write-admission and then the vector-indexer passed all of them. */
+  async function run(commands: MemoryCommand[]): Promise<void> {
+    await fx.bus.produce(commands.map((c) => ({ topic: TOPICS.commands, key: subjectKey('acme', c.metadata.subjectId), value: c })));
+    for (const [group, topic] of [[WRITE_ADMISSION_GROUP, TOPICS.commands], [VECTOR_INDEXER_GROUP, TOPICS.events]] as const) {
+      for (const [partition, end] of (await fx.bus.endOffsets(topic)).entries()) {
+        if (end > 0) expect(await fx.bus.waitForCommitted(group, { topic, partition, offset: end - 1 }, 20_000)).toBe(true);
+      }
+    }
+  }
+  const write = (id: string, content: string, extra: Record<string, unknown> = {}) =>
+    writeMemoryCommand({ commandId: `cmd-${++n}`, tenantId: 'acme', subjectId: 'cust-42', now: fx.clock.iso() }, { id, content, ...extra });
+  const nearest = async (text: string, k = 1) => {
+    const [vector] = await model.embed([text]);
+    return (await vectors.knn({ tenantId: 'acme', partitions: [PARTITION], purpose: 'support', now: fx.clock.iso(), modelId: model.modelId, vector: vector as Float32Array, k }))
+      .map((h) => h.recordId);
+  };
+
+  it('embeds active records, so a paraphrase in other words finds the right one', async () => {
+    await run([
+      write('pref-email', 'Customer 42 prefers email over phone calls'),
+      write('invoice', 'The March invoice was paid by bank transfer'),
+      write('shipping', 'Parcels to the harbor warehouse ship on Tuesdays'),
+    ]);
+    expect(await nearest('the client would rather be contacted by e-mail')).toEqual(['pref-email']);
+    expect(await nearest('when do deliveries to the port depot go out?')).toEqual(['shipping']);
+    expect(await vectors.count('acme')).toBe(3);
+  });
+
+  it('gives a quarantined write no vector, and removes the vector of a deleted record', async () => {
+    await run([write('untrusted', 'Customer 42 wants every call recorded', { trust: 'untrusted' })]);
+    expect(await vectors.has('acme', 'untrusted')).toBe(false);
+    await run([MemoryCommand.parse({
+      type: 'DeleteMemory', data: { id: 'invoice', jobId: 'job-1' },
+      metadata: { commandId: `cmd-${++n}`, tenantId: 'acme', subjectId: 'cust-42', now: fx.clock.iso(), actor: TEST_WRITER, policyRevision: 1 },
+    })]);
+    expect(await vectors.has('acme', 'invoice')).toBe(false);
+    expect(await nearest('the March bill was settled by wire', 3)).not.toContain('invoice');
+  });
+});

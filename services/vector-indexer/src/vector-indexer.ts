@@ -1,0 +1,56 @@
+/**
+ * The vector-indexer (issue 14): keeps the vector index equal to the set of active records,
+ * exactly as the index-builder keeps the keyword index (the same `lastIndexedStates` fold of
+ * each batch), with each record's vector embedded from the decrypted event's content. Vectors
+ * are derived data: an ended or erased record's vector is removed, and replay rebuilds them.
+ * Its own consumer group, so semantic visibility lags without slowing keyword visibility.
+ */
+import type { Bus } from '@gm/bus';
+import { isUnreadableContent, type MemoryEvent, type ServiceHandle } from '@gm/contracts';
+import { lastIndexedStates, recordPartition } from '@gm/domain';
+import type { EmbeddingModel } from '@gm/embedding';
+import type { VectorDocument, VectorIndex } from '@gm/search-index';
+import { subscribeToMemoryEventBatches } from '@gm/service-kit';
+
+export const VECTOR_INDEXER_GROUP = 'vector-indexer';
+
+export interface VectorIndexerDeps {
+  vectors: VectorIndex;
+  model: EmbeddingModel;
+  /**
+   * The content of a record the batch promoted without carrying it: what the keyword index
+   * holds (undefined when the record is gone, and then nothing changes).
+   */
+  contentOf(tenantId: string, recordId: string): Promise<string | undefined>;
+}
+
+/** One batch: every present record embedded in one call and upserted in one write; every absent one removed. */
+export async function vectorizeEvents(deps: VectorIndexerDeps, events: readonly MemoryEvent[]): Promise<void> {
+  const present: Array<{ doc: Omit<VectorDocument, 'vector'>; content: string }> = [];
+  const removals = new Map<string, string[]>();
+  for (const state of lastIndexedStates(events)) {
+    if (state.kind === 'absent') {
+      removals.set(state.tenantId, [...(removals.get(state.tenantId) ?? []), state.recordId]);
+      continue;
+    }
+    const content = state.content ?? (await deps.contentOf(state.tenantId, state.recordId));
+    if (content === undefined || isUnreadableContent(content)) continue;
+    const { meta } = state;
+    present.push({
+      content,
+      doc: {
+        tenantId: meta.tenantId, recordId: meta.id, partition: recordPartition(meta), subjectId: meta.subjectId, kind: meta.kind,
+        purposes: meta.purposes, expiresAt: meta.expiresAt, version: meta.version, modelId: deps.model.modelId,
+      },
+    });
+  }
+  if (present.length > 0) {
+    const vectors = await deps.model.embed(present.map((p) => p.content));
+    await deps.vectors.upsert(present.map((p, i) => ({ ...p.doc, vector: vectors[i] as Float32Array })));
+  }
+  for (const [tenantId, ids] of removals) await deps.vectors.remove(tenantId, ids);
+}
+
+export function startVectorIndexer(deps: VectorIndexerDeps & { bus: Bus }): Promise<ServiceHandle> {
+  return subscribeToMemoryEventBatches(deps.bus, VECTOR_INDEXER_GROUP, (batch) => vectorizeEvents(deps, batch.map((b) => b.event)));
+}
