@@ -39,7 +39,9 @@ export async function loadOnnxEmbeddingModel(options: OnnxModelOptions = {}): Pr
     }
   }
   // Loaded here, not at import: the package's other users (the hashing double) need no native binding.
-  const { default: ort } = await import('onnxruntime-node');
+  const loaded = await import('onnxruntime-node');
+  // Its CommonJS build arrives as `default` under some loaders (vitest) and as the module under others (tsx).
+  const ort = (loaded as unknown as { default?: typeof loaded.default }).default ?? (loaded as unknown as typeof loaded.default);
   const tokenizerJson = JSON.parse(readFileSync(path.join(dir, TOKENIZER_FILE), 'utf8')) as TokenizerJson;
   const tokenizer = new Tokenizer(tokenizerJson, {});
   // The packaging's own bound on tokens per text ([CLS] and [SEP] included).
