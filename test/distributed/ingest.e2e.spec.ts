@@ -123,7 +123,7 @@ describe('memory.ingest on the distributed runtime', () => {
     expect(requests.filter((r) => written.get(r.id as string) !== 1).map((r) => r.id)).toEqual([]);
   }, 240_000);
 
-  it('scales out and in mid-stream: every accepted write is present exactly once, and per-subject order holds', async () => {
+  it('scales out and in mid-stream: every request answered alike, every write present exactly once, per-subject order kept', async () => {
     const token = await issue();
     const producer = await openIngestProducer({ ...connection(), capability: token });
     const SUBJECTS = 20;
@@ -177,8 +177,15 @@ describe('memory.ingest on the distributed runtime', () => {
     // Both changes happened while requests were still flowing.
     expect(scaledOut).toBeLessThan(scaledIn);
     expect(scaledIn).toBeLessThan(TOTAL);
-    expect(requests.filter((r) => results.get(r.requestId)?.length !== 1).map((r) => r.requestId)).toEqual([]);
-    expect([...results.values()].flat().filter((r) => r.outcome !== 'accepted')).toEqual([]);
+    // Every request answered, and all its answers the same acceptance of its record at version 1.
+    // (Not always exactly one answer: a partition that moves may have requests admitted twice,
+    // the repeat answered from the idempotency key. docs/known-limits.md.)
+    expect(requests.filter((r) => (results.get(r.requestId)?.length ?? 0) === 0).map((r) => r.requestId)).toEqual([]);
+    for (const r of requests) {
+      const answers = results.get(r.requestId) ?? [];
+      expect(new Set(answers.map((a) => (a.outcome === 'accepted' ? `${a.id} v${a.version} ${a.status}` : a.code))), r.requestId)
+        .toEqual(new Set([`${String(r.id)} v1 active`]));
+    }
 
     const written = await writtenIds();
     expect(requests.filter((r) => written.get(r.id as string) !== 1).map((r) => r.id)).toEqual([]);

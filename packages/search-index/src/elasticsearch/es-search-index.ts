@@ -5,7 +5,7 @@ import type { IndexDocument, SearchHit, SearchIndex, SearchQuery } from '../port
 import { indexDigest } from '../embedded/digest.ts';
 import { ManagedIndex } from './es-managed-index.ts';
 import { Refresher } from './es-refresher.ts';
-import { IndexMissingError, bulkItemError, idPart, isIndexMissing, requireComplete } from './es-support.ts';
+import { IndexMissingError, checkUpserted, countRemoved, idPart, versionedIndexOps, isIndexMissing, requireComplete } from './es-support.ts';
 
 export interface ElasticsearchSearchIndexOptions {
   /** Elasticsearch URL, e.g. http://127.0.0.1:19200. */
@@ -131,35 +131,14 @@ export function createElasticsearchSearchIndex(options: ElasticsearchSearchIndex
       // Converted first, so an invalid document rejects the batch before anything is sent.
       const stored = docs.map(toStored);
       if (stored.length === 0) return;
-      // external_gte: Elasticsearch keeps the record version as the document version and
-      // refuses an older one (409), atomically per document, also within one batch. Not
-      // atomic across the batch: after a failure a retry of the same batch converges.
-      const operations = stored.flatMap((d) => [
-        { index: { _index: alias, _id: docId(d.tenantId, d.recordId), version: d.version, version_type: 'external_gte' as const } },
-        d,
-      ]);
-      await run('upsert', async () => {
-        for (const item of await bulk(operations)) {
-          if (item?.error === undefined) continue;
-          // An older version than the indexed one: ignored by design, not a failure.
-          if (item.status === 409 && item.error.type === 'version_conflict_engine_exception') continue;
-          throw bulkItemError(item, 'upsert');
-        }
-      });
+      // An older version than the indexed one is refused per document (versionedIndexOps).
+      await run('upsert', async () => checkUpserted(await bulk(versionedIndexOps(alias, stored, (d) => docId(d.tenantId, d.recordId)))));
     },
 
     async remove(tenantId, recordIds) {
       if (recordIds.length === 0) return 0;
       const operations = recordIds.map((recordId) => ({ delete: { _index: alias, _id: docId(tenantId, recordId) } }));
-      return run('remove', async () => {
-        let removed = 0;
-        for (const item of await bulk(operations)) {
-          // not_found (404) is an already-removed document: idempotent, not counted.
-          if (item?.result === 'deleted') removed += 1;
-          else if (item?.error !== undefined) throw bulkItemError(item, 'remove');
-        }
-        return removed;
-      });
+      return run('remove', async () => countRemoved(await bulk(operations)));
     },
 
     async get(tenantId, recordId) {

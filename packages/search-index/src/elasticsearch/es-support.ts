@@ -45,3 +45,34 @@ export function bulkItemError(item: estypes.BulkResponseItem, operation: string)
     : new GovernedMemoryError('MEM_INTERNAL', `search index rejected a document (${operation})`, { cause });
 }
 
+
+/** A bulk request's items, index or delete, in request order (what the adapters' `bulk` returns). */
+export type BulkItems = Array<estypes.BulkResponseItem | undefined>;
+
+/**
+ * The bulk operations that upsert documents by id, each carrying its record version as the
+ * document version (`external_gte`): Elasticsearch refuses an older one atomically per document,
+ * also within one batch. Not atomic across the batch: after a failure a retry converges.
+ */
+export function versionedIndexOps<D extends { version: number }>(alias: string, docs: readonly D[], idOf: (d: D) => string): Array<estypes.BulkOperationContainer | D> {
+  return docs.flatMap((d) => [{ index: { _index: alias, _id: idOf(d), version: d.version, version_type: 'external_gte' as const } }, d]);
+}
+
+/** Fails on the first item error, except an older version than the indexed one: ignored by design. */
+export function checkUpserted(items: BulkItems): void {
+  for (const item of items) {
+    if (item?.error === undefined) continue;
+    if (item.status === 409 && item.error.type === 'version_conflict_engine_exception') continue;
+    throw bulkItemError(item, 'upsert');
+  }
+}
+
+/** How many of a delete bulk's items removed a document; not_found (already removed) counts none. */
+export function countRemoved(items: BulkItems): number {
+  let removed = 0;
+  for (const item of items) {
+    if (item?.result === 'deleted') removed += 1;
+    else if (item?.error !== undefined) throw bulkItemError(item, 'remove');
+  }
+  return removed;
+}

@@ -11,7 +11,7 @@ import type { VectorDocument, VectorHit, VectorIndex, VectorQuery } from '../vec
 import { epochMsOf, validVector } from '../vector-values.ts';
 import { ManagedIndex } from './es-managed-index.ts';
 import { Refresher } from './es-refresher.ts';
-import { IndexMissingError, bulkItemError, idPart, requireComplete } from './es-support.ts';
+import { IndexMissingError, checkUpserted, countRemoved, idPart, versionedIndexOps, requireComplete } from './es-support.ts';
 
 export interface ElasticsearchVectorIndexOptions {
   node: string;
@@ -79,30 +79,13 @@ export function createElasticsearchVectorIndex(options: ElasticsearchVectorIndex
         return { ...d, vector: Array.from(validVector(vector, 'vector')), expiresAtMs: epochMsOf(expiresAt, 'expiresAt') };
       });
       if (stored.length === 0) return;
-      const operations = stored.flatMap((d) => [
-        { index: { _index: alias, _id: docId(d.tenantId, d.recordId), version: d.version, version_type: 'external_gte' as const } },
-        d,
-      ]);
-      await run('upsert', async () => {
-        for (const item of await bulk(operations)) {
-          if (item?.error === undefined) continue;
-          if (item.status === 409 && item.error.type === 'version_conflict_engine_exception') continue;
-          throw bulkItemError(item, 'upsert');
-        }
-      });
+      await run('upsert', async () => checkUpserted(await bulk(versionedIndexOps(alias, stored, (d) => docId(d.tenantId, d.recordId)))));
     },
 
     async remove(tenantId, recordIds) {
       if (recordIds.length === 0) return 0;
       const operations = recordIds.map((recordId) => ({ delete: { _index: alias, _id: docId(tenantId, recordId) } }));
-      return run('remove', async () => {
-        let removed = 0;
-        for (const item of await bulk(operations)) {
-          if (item?.result === 'deleted') removed += 1;
-          else if (item?.error !== undefined) throw bulkItemError(item, 'remove');
-        }
-        return removed;
-      });
+      return run('remove', async () => countRemoved(await bulk(operations)));
     },
 
     async knn(query: VectorQuery): Promise<VectorHit[]> {
