@@ -149,7 +149,10 @@ export function formatScale(r: ScaleResult): string {
   for (const s of r.steps) {
     const total = s.cpu.reduce((a, p) => a + (Number.isFinite(p.cpuPercent) ? p.cpuPercent : 0), 0);
     const byService = new Map<string, number>();
-    for (const p of s.cpu) byService.set(p.name.replace(/#\d+$/, ''), (byService.get(p.name.replace(/#\d+$/, '')) ?? 0) + (p.cpuPercent || 0));
+    for (const p of s.cpu) {
+      const service = p.name.replace(/#\d+$/, '');
+      byService.set(service, (byService.get(service) ?? 0) + (p.cpuPercent || 0));
+    }
     const [busiest] = [...byService].sort((a, b) => b[1] - a[1]);
     const saturated = total >= 0.85 * r.host.cpus * 100;
     lines.push(`  ×${s.instances}: ${s.cpu.slice(0, 8).map((p) => `${p.name} ${num(p.cpuPercent)}`).join(', ')}`);

@@ -1,7 +1,7 @@
 import type { Bus } from '@gm/bus';
 import { subscribeToMemoryEventBatches } from '@gm/service-kit';
 import { GovernedMemoryError, isUnreadableContent, type MemoryEvent, type RecordMeta, type ServiceHandle } from '@gm/contracts';
-import { lastIndexedStates, recordPartition } from '@gm/domain';
+import { indexChanges, recordPartition } from '@gm/domain';
 import type { IndexDocument, SearchIndex, SummaryStore } from '@gm/search-index';
 import type { StateStore } from '@gm/state-store';
 import { summarizeEvents } from './summaries.ts';
@@ -33,13 +33,9 @@ export function toIndexDocument(meta: RecordMeta, content: string): IndexDocumen
  * transaction each on SQLite) instead of a write per event.
  */
 export async function indexEvents(index: SearchIndex, events: readonly MemoryEvent[]): Promise<void> {
+  const { present, removals } = indexChanges(events);
   const upserts: IndexDocument[] = [];
-  const removals = new Map<string, string[]>();
-  for (const state of lastIndexedStates(events)) {
-    if (state.kind === 'absent') {
-      removals.set(state.tenantId, [...(removals.get(state.tenantId) ?? []), state.recordId]);
-      continue;
-    }
+  for (const state of present) {
     // A promotion that carried no content: the indexed copy has it (none means it was removed meanwhile).
     const content = state.content ?? (await index.get(state.tenantId, state.recordId))?.content;
     if (content !== undefined && !isUnreadableContent(content)) upserts.push(toIndexDocument(state.meta, content));

@@ -1,13 +1,13 @@
 /**
  * The vector-indexer (issue 14): keeps the vector index equal to the set of active records,
- * exactly as the index-builder keeps the keyword index (the same `lastIndexedStates` fold of
+ * exactly as the index-builder keeps the keyword index (the same `indexChanges` fold of
  * each batch), with each record's vector embedded from the decrypted event's content. Vectors
  * are derived data: an ended or erased record's vector is removed, and replay rebuilds them.
  * Its own consumer group, so semantic visibility lags without slowing keyword visibility.
  */
 import type { Bus } from '@gm/bus';
 import { isUnreadableContent, type MemoryEvent, type ServiceHandle } from '@gm/contracts';
-import { lastIndexedStates, recordPartition } from '@gm/domain';
+import { indexChanges, recordPartition } from '@gm/domain';
 import type { EmbeddingModel } from '@gm/embedding';
 import type { VectorDocument, VectorIndex } from '@gm/search-index';
 import { subscribeToMemoryEventBatches } from '@gm/service-kit';
@@ -26,13 +26,9 @@ export interface VectorIndexerDeps {
 
 /** One batch: every present record embedded in one call and upserted in one write; every absent one removed. */
 export async function vectorizeEvents(deps: VectorIndexerDeps, events: readonly MemoryEvent[]): Promise<void> {
+  const { present: states, removals } = indexChanges(events);
   const present: Array<{ doc: Omit<VectorDocument, 'vector'>; content: string }> = [];
-  const removals = new Map<string, string[]>();
-  for (const state of lastIndexedStates(events)) {
-    if (state.kind === 'absent') {
-      removals.set(state.tenantId, [...(removals.get(state.tenantId) ?? []), state.recordId]);
-      continue;
-    }
+  for (const state of states) {
     const content = state.content ?? (await deps.contentOf(state.tenantId, state.recordId));
     if (content === undefined || isUnreadableContent(content)) continue;
     const { meta } = state;

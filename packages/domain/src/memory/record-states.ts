@@ -53,3 +53,21 @@ export function lastIndexedStates(events: readonly MemoryEvent[]): IndexedRecord
   }
   return [...last.values()];
 }
+
+export type PresentRecordState = Extract<IndexedRecordState, { kind: 'present' }>;
+
+/** `lastIndexedStates` as an index writes it: the present records in order, the absent ones' ids per tenant. */
+export function indexChanges(events: readonly MemoryEvent[]): { present: PresentRecordState[]; removals: Map<string, string[]> } {
+  const present: PresentRecordState[] = [];
+  const removals = new Map<string, string[]>();
+  for (const state of lastIndexedStates(events)) {
+    if (state.kind === 'present') {
+      present.push(state);
+      continue;
+    }
+    const ids = removals.get(state.tenantId) ?? [];
+    if (ids.length === 0) removals.set(state.tenantId, ids);
+    ids.push(state.recordId);
+  }
+  return { present, removals };
+}

@@ -5,7 +5,7 @@ import type { IndexDocument, SearchHit, SearchIndex, SearchQuery } from '../port
 import { indexDigest } from '../embedded/digest.ts';
 import { ManagedIndex } from './es-managed-index.ts';
 import { Refresher } from './es-refresher.ts';
-import { IndexMissingError, checkUpserted, countRemoved, idPart, versionedIndexOps, isIndexMissing, requireComplete } from './es-support.ts';
+import { RECORD_FILTER_PROPERTIES, bulkThroughAlias, checkUpserted, countDocuments, countRemoved, indexNamesOf, isIndexMissing, recordDocId, requireComplete, versionedIndexOps } from './es-support.ts';
 
 export interface ElasticsearchSearchIndexOptions {
   /** Elasticsearch URL, e.g. http://127.0.0.1:19200. */
@@ -27,12 +27,7 @@ export interface ElasticsearchSearchIndexOptions {
  * the filters); the concrete index carries the mapping generation, so a new mapping can be
  * built beside the old one by replay.
  */
-export function esIndexNames(indexPrefix: string): { alias: string; concrete: string } {
-  if (!/^[a-z0-9][a-z0-9._-]*$/.test(indexPrefix)) {
-    throw new GovernedMemoryError('MEM_VALIDATION', 'indexPrefix must be lower-case letters, digits, ".", "_" or "-"');
-  }
-  return { alias: `${indexPrefix}-records`, concrete: `${indexPrefix}-records-v1` };
-}
+export const esIndexNames = (indexPrefix: string): { alias: string; concrete: string } => indexNamesOf(indexPrefix, 'records');
 
 /*
  * The content analyzer mirrors the SQLite adapter's `porter unicode61 remove_diacritics 2`, so
@@ -60,21 +55,12 @@ const MAPPINGS: estypes.MappingTypeMapping = {
   // Strict: a document that does not fit the mapping is rejected, never half-indexed.
   dynamic: 'strict',
   properties: {
-    tenantId: { type: 'keyword' },
-    recordId: { type: 'keyword' },
-    partition: { type: 'keyword' },
-    subjectId: { type: 'keyword' },
-    kind: { type: 'keyword' },
-    purposes: { type: 'keyword' },
+    ...RECORD_FILTER_PROPERTIES,
     content: { type: 'text', analyzer: 'gm_content' },
     contentHash: { type: 'keyword' },
     confidence: { type: 'float' },
     createdAt: { type: 'date' },
     expiresAt: { type: 'date' },
-    // The expiry filter compares this number, parsed by the same Date.parse as the SQLite
-    // adapter, so both runtimes agree on every offset form an ISO time may take.
-    expiresAtMs: { type: 'long' },
-    version: { type: 'long' },
     // Kept in _source for get(), never searched.
     provenance: { type: 'object', enabled: false },
   },
@@ -91,7 +77,6 @@ function epochMs(iso: string, field: string): number {
   return ms;
 }
 
-const docId = (tenantId: string, recordId: string) => `${idPart(tenantId)}/${idPart(recordId)}`;
 
 function toStored(doc: IndexDocument): StoredDocument {
   epochMs(doc.createdAt, 'createdAt');
@@ -118,13 +103,7 @@ export function createElasticsearchSearchIndex(options: ElasticsearchSearchIndex
   });
 
   /** One bulk request through the alias, visible to search when it returns. */
-  async function bulk(operations: (estypes.BulkOperationContainer | StoredDocument)[]) {
-    const response = await client.bulk({ operations, refresh: refresh === 'wait_for' ? 'wait_for' : false, require_alias: true });
-    const items = response.items.map((item) => item.index ?? item.delete);
-    if (items.some((item) => item?.error?.type === 'index_not_found_exception')) throw new IndexMissingError();
-    if (refresh === true) await refresher.afterWrite();
-    return items;
-  }
+  const bulk = (operations: (estypes.BulkOperationContainer | StoredDocument)[]) => bulkThroughAlias(client, operations, refresh === 'wait_for' ? 'wait_for' : refresher);
 
   return {
     async upsert(docs) {
@@ -132,19 +111,19 @@ export function createElasticsearchSearchIndex(options: ElasticsearchSearchIndex
       const stored = docs.map(toStored);
       if (stored.length === 0) return;
       // An older version than the indexed one is refused per document (versionedIndexOps).
-      await run('upsert', async () => checkUpserted(await bulk(versionedIndexOps(alias, stored, (d) => docId(d.tenantId, d.recordId)))));
+      await run('upsert', async () => checkUpserted(await bulk(versionedIndexOps(alias, stored, (d) => recordDocId(d.tenantId, d.recordId)))));
     },
 
     async remove(tenantId, recordIds) {
       if (recordIds.length === 0) return 0;
-      const operations = recordIds.map((recordId) => ({ delete: { _index: alias, _id: docId(tenantId, recordId) } }));
+      const operations = recordIds.map((recordId) => ({ delete: { _index: alias, _id: recordDocId(tenantId, recordId) } }));
       return run('remove', async () => countRemoved(await bulk(operations)));
     },
 
     async get(tenantId, recordId) {
       return run('get', async () => {
         try {
-          const response = await client.get<StoredDocument>({ index: alias, id: docId(tenantId, recordId) });
+          const response = await client.get<StoredDocument>({ index: alias, id: recordDocId(tenantId, recordId) });
           const source = response._source;
           // The id already scopes by tenant; the check keeps that true whatever wrote the document.
           return source !== undefined && source.tenantId === tenantId ? fromStored(source) : null;
@@ -207,14 +186,7 @@ export function createElasticsearchSearchIndex(options: ElasticsearchSearchIndex
     },
 
     async count(tenantId) {
-      return run('count', async () => {
-        const response = await client.count({
-          index: alias,
-          query: tenantId === undefined ? { match_all: {} } : { term: { tenantId } },
-        });
-        requireComplete(response, 'count');
-        return response.count;
-      });
+      return run('count', () => countDocuments(client, alias, tenantId));
     },
 
     async digest() {

@@ -4,7 +4,7 @@ import type { Summary, SummaryHit, SummaryKey, SummaryQuery, SummaryStore } from
 import { checkReplace, compareKeys, epochMs, summaryDigest } from '../embedded/summary-digest.ts';
 import { ManagedIndex } from './es-managed-index.ts';
 import { Refresher } from './es-refresher.ts';
-import { IndexMissingError, bulkItemError, idPart, requireComplete } from './es-support.ts';
+import { IndexMissingError, bulkItemError, idPart, indexNamesOf, requireComplete } from './es-support.ts';
 import { INDEX_SETTINGS } from './es-search-index.ts';
 
 export interface ElasticsearchSummaryStoreOptions {
@@ -14,12 +14,7 @@ export interface ElasticsearchSummaryStoreOptions {
 }
 
 /** Alias for writes (require_alias, as the search index) and the mapping generation behind it. */
-export function esSummaryIndexNames(indexPrefix: string): { alias: string; concrete: string } {
-  if (!/^[a-z0-9][a-z0-9._-]*$/.test(indexPrefix)) {
-    throw new GovernedMemoryError('MEM_VALIDATION', 'indexPrefix must be lower-case letters, digits, ".", "_" or "-"');
-  }
-  return { alias: `${indexPrefix}-summaries`, concrete: `${indexPrefix}-summaries-v1` };
-}
+export const esSummaryIndexNames = (indexPrefix: string): { alias: string; concrete: string } => indexNamesOf(indexPrefix, 'summaries');
 
 const MAPPINGS: estypes.MappingTypeMapping = {
   dynamic: 'strict',

@@ -1,11 +1,25 @@
-import { errors } from '@elastic/elasticsearch';
+import { errors, type Client } from '@elastic/elasticsearch';
 import type { estypes } from '@elastic/elasticsearch';
 import { GovernedMemoryError } from '@gm/contracts';
 
-/* Shared by the Elasticsearch adapters (search index, summaries): error mapping and ids. */
+/* Shared by the Elasticsearch adapters (search index, summaries, vectors): names, ids, error mapping, bulk writes. */
 
 /** `%` and `/` escaped, so `tenant/record` is unambiguous for any input and unchanged for valid ids. */
 export const idPart = (s: string) => s.replaceAll('%', '%25').replaceAll('/', '%2F');
+
+/** The document id of a record's copy in an index of records (the search index, the vector index). */
+export const recordDocId = (tenantId: string, recordId: string) => `${idPart(tenantId)}/${idPart(recordId)}`;
+
+/**
+ * An adapter's alias (every read and write goes through it) and concrete index (its mapping
+ * generation) for a deployment's prefix: `<prefix>-<name>` and `<prefix>-<name>-v1`.
+ */
+export function indexNamesOf(indexPrefix: string, name: string): { alias: string; concrete: string } {
+  if (!/^[a-z0-9][a-z0-9._-]*$/.test(indexPrefix)) {
+    throw new GovernedMemoryError('MEM_VALIDATION', 'indexPrefix must be lower-case letters, digits, ".", "_" or "-"');
+  }
+  return { alias: `${indexPrefix}-${name}`, concrete: `${indexPrefix}-${name}-v1` };
+}
 /** Elasticsearch's own error type (`{error: {type}}`), the stable way to tell failures apart. */
 export function errorType(e: unknown): string | undefined {
   const body: unknown = e instanceof errors.ResponseError ? e.body : undefined;
@@ -75,4 +89,43 @@ export function countRemoved(items: BulkItems): number {
     else if (item?.error !== undefined) throw bulkItemError(item, 'remove');
   }
   return removed;
+}
+
+/**
+ * One bulk request through the alias (`require_alias`: a write after someone deleted the index
+ * never auto-creates one with dynamic mappings), visible to search when it returns: either the
+ * refresh is waited for, or a refresh shared with concurrent writers (es-refresher.ts) follows.
+ */
+export async function bulkThroughAlias(
+  client: Client, operations: estypes.BulkRequest['operations'], visible: 'wait_for' | { afterWrite(): Promise<void> },
+): Promise<BulkItems> {
+  const response = await client.bulk({ operations, refresh: visible === 'wait_for' ? 'wait_for' : false, require_alias: true });
+  const items = response.items.map((item) => item.index ?? item.delete);
+  if (items.some((item) => item?.error?.type === 'index_not_found_exception')) throw new IndexMissingError();
+  if (visible !== 'wait_for') await visible.afterWrite();
+  return items;
+}
+
+/**
+ * The fields every index of records filters on (the search index, the vector index), typed
+ * alike so that one query's filters mean the same in each. `expiresAtMs` is compared as the
+ * number Date.parse gives, as the SQLite adapters do, so both runtimes agree on every offset
+ * form an ISO time may take.
+ */
+export const RECORD_FILTER_PROPERTIES: Record<string, estypes.MappingProperty> = {
+  tenantId: { type: 'keyword' },
+  recordId: { type: 'keyword' },
+  partition: { type: 'keyword' },
+  subjectId: { type: 'keyword' },
+  kind: { type: 'keyword' },
+  purposes: { type: 'keyword' },
+  expiresAtMs: { type: 'long' },
+  version: { type: 'long' },
+};
+
+/** Documents in the alias, of one tenant or all. Call inside the adapter's `run`. */
+export async function countDocuments(client: Client, alias: string, tenantId: string | undefined): Promise<number> {
+  const response = await client.count({ index: alias, query: tenantId === undefined ? { match_all: {} } : { term: { tenantId } } });
+  requireComplete(response, 'count');
+  return response.count;
 }

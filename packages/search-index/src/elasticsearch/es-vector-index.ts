@@ -11,7 +11,7 @@ import type { VectorDocument, VectorHit, VectorIndex, VectorQuery } from '../vec
 import { epochMsOf, validVector } from '../vector-values.ts';
 import { ManagedIndex } from './es-managed-index.ts';
 import { Refresher } from './es-refresher.ts';
-import { IndexMissingError, checkUpserted, countRemoved, idPart, versionedIndexOps, requireComplete } from './es-support.ts';
+import { RECORD_FILTER_PROPERTIES, bulkThroughAlias, checkUpserted, countDocuments, countRemoved, indexNamesOf, recordDocId, requireComplete, versionedIndexOps } from './es-support.ts';
 
 export interface ElasticsearchVectorIndexOptions {
   node: string;
@@ -25,30 +25,17 @@ export interface ElasticsearchVectorIndexOptions {
 const CANDIDATE_FACTOR = 10;
 const MAX_K = 1_000;
 
-export function esVectorIndexNames(indexPrefix: string): { alias: string; concrete: string } {
-  if (!/^[a-z0-9][a-z0-9._-]*$/.test(indexPrefix)) {
-    throw new GovernedMemoryError('MEM_VALIDATION', 'indexPrefix must be lower-case letters, digits, ".", "_" or "-"');
-  }
-  return { alias: `${indexPrefix}-vectors`, concrete: `${indexPrefix}-vectors-v1` };
-}
+export const esVectorIndexNames = (indexPrefix: string): { alias: string; concrete: string } => indexNamesOf(indexPrefix, 'vectors');
 
 type StoredVector = Omit<VectorDocument, 'vector' | 'expiresAt'> & { vector: number[]; expiresAtMs: number };
 
-const docId = (tenantId: string, recordId: string) => `${idPart(tenantId)}/${idPart(recordId)}`;
 
 export function createElasticsearchVectorIndex(options: ElasticsearchVectorIndexOptions): VectorIndex {
   const { alias, concrete } = esVectorIndexNames(options.indexPrefix);
   const mappings: estypes.MappingTypeMapping = {
     dynamic: 'strict',
     properties: {
-      tenantId: { type: 'keyword' },
-      recordId: { type: 'keyword' },
-      partition: { type: 'keyword' },
-      subjectId: { type: 'keyword' },
-      kind: { type: 'keyword' },
-      purposes: { type: 'keyword' },
-      expiresAtMs: { type: 'long' },
-      version: { type: 'long' },
+      ...RECORD_FILTER_PROPERTIES,
       modelId: { type: 'keyword' },
       // dot_product needs unit vectors, which the embedding port guarantees; float, not
       // quantized, so both runtimes rank with the same similarities.
@@ -64,13 +51,7 @@ export function createElasticsearchVectorIndex(options: ElasticsearchVectorIndex
     await client.indices.refresh({ index: alias });
   });
 
-  async function bulk(operations: (estypes.BulkOperationContainer | StoredVector)[]) {
-    const response = await client.bulk({ operations, refresh: false, require_alias: true });
-    const items = response.items.map((item) => item.index ?? item.delete);
-    if (items.some((item) => item?.error?.type === 'index_not_found_exception')) throw new IndexMissingError();
-    await refresher.afterWrite();
-    return items;
-  }
+  const bulk = (operations: (estypes.BulkOperationContainer | StoredVector)[]) => bulkThroughAlias(client, operations, refresher);
 
   return {
     async upsert(docs) {
@@ -79,12 +60,12 @@ export function createElasticsearchVectorIndex(options: ElasticsearchVectorIndex
         return { ...d, vector: Array.from(validVector(vector, 'vector')), expiresAtMs: epochMsOf(expiresAt, 'expiresAt') };
       });
       if (stored.length === 0) return;
-      await run('upsert', async () => checkUpserted(await bulk(versionedIndexOps(alias, stored, (d) => docId(d.tenantId, d.recordId)))));
+      await run('upsert', async () => checkUpserted(await bulk(versionedIndexOps(alias, stored, (d) => recordDocId(d.tenantId, d.recordId)))));
     },
 
     async remove(tenantId, recordIds) {
       if (recordIds.length === 0) return 0;
-      const operations = recordIds.map((recordId) => ({ delete: { _index: alias, _id: docId(tenantId, recordId) } }));
+      const operations = recordIds.map((recordId) => ({ delete: { _index: alias, _id: recordDocId(tenantId, recordId) } }));
       return run('remove', async () => countRemoved(await bulk(operations)));
     },
 
@@ -122,15 +103,11 @@ export function createElasticsearchVectorIndex(options: ElasticsearchVectorIndex
     },
 
     async has(tenantId, recordId) {
-      return run('has', async () => client.exists({ index: alias, id: docId(tenantId, recordId) }));
+      return run('has', async () => client.exists({ index: alias, id: recordDocId(tenantId, recordId) }));
     },
 
     async count(tenantId) {
-      return run('count', async () => {
-        const response = await client.count({ index: alias, query: tenantId === undefined ? { match_all: {} } : { term: { tenantId } } });
-        requireComplete(response, 'count');
-        return response.count;
-      });
+      return run('count', () => countDocuments(client, alias, tenantId));
     },
 
     clear: () => index.clear(),
