@@ -75,13 +75,19 @@ export async function collectResults(
   const kafka = kafkaOf(c, 'ingest-example-results');
   const consumer = kafka.consumer({ groupId: `ingest-example-${randomUUID()}`, readUncommitted: false });
   const seen = new Map<string, IngestResult[]>();
+  // A consumer may be handed a message again (a rejoin fetches from its last commit): a result
+  // is counted once per log position, so duplicates left are ones on the log.
+  const positions = new Set<string>();
   let done!: () => void;
   const complete = new Promise<void>((resolve) => (done = resolve));
   await consumer.connect();
   try {
     await consumer.subscribe({ topic: topicOf(c, 'memory.ingest.results'), fromBeginning: true });
     await consumer.run({
-      eachMessage: async ({ message }) => {
+      eachMessage: async ({ partition, message }) => {
+        const position = `${partition}:${message.offset}`;
+        if (positions.has(position)) return;
+        positions.add(position);
         const result = JSON.parse(message.value?.toString('utf8') ?? 'null') as IngestResult;
         if (!c.requestIds.has(result.requestId)) return;
         seen.set(result.requestId, [...(seen.get(result.requestId) ?? []), result]);

@@ -52,8 +52,9 @@ export class WriteAdmission {
   /** Folds every partition of memory.events from its stored checkpoint; returns how many events were folded. */
   async rebuild(): Promise<number> {
     let count = 0;
-    const ends = await this.deps.bus.endOffsets(TOPICS.events);
-    for (let p = 0; p < ends.length; p += 1) count += await this.catchUp(p, ends[p] ?? 0);
+    const partitions = (await this.deps.bus.endOffsets(TOPICS.events)).length;
+    const endOf = (p: number) => async () => (await this.deps.bus.endOffsets(TOPICS.events))[p] ?? 0;
+    for (let p = 0; p < partitions; p += 1) count += await this.catchUp(p, endOf(p));
     return count;
   }
 
@@ -75,8 +76,8 @@ export class WriteAdmission {
    * into the committed states. Commands and events are co-partitioned: this partition of
    * memory.events holds the whole history of every subject whose commands arrive here.
    */
-  private async catchUp(partition: number, end?: number): Promise<number> {
-    let next = await this.states.startPoint(partition, end);
+  private async catchUp(partition: number, endNow?: () => Promise<number>): Promise<number> {
+    let next = await this.states.startPoint(partition, endNow);
     const { maxEntries } = this.deps.snapshots;
     const window = this.deps.decide.idempotencyWindowMs;
     // One draft per subject held in memory: its maps change in place (evolveDraft), instead of

@@ -41,8 +41,8 @@ describe('write-admission committed states over the snapshot store', () => {
 
   it('refuses a checkpoint past the end of its partition: the store belongs to another log', async () => {
     await new StateStore(fx.kv, 'gm:').admission.saveCheckpoint(0, 9);
-    await expect(open().startPoint(0, 4)).rejects.toThrow(/partition 0 \(9\) is past the partition's end \(4\)/);
-    expect(await open().startPoint(0, 9)).toBe(9);
+    await expect(open().startPoint(0, async () => 4)).rejects.toThrow(/partition 0 \(9\) is past the partition's end \(4\)/);
+    expect(await open().startPoint(0, async () => 9)).toBe(9);
   });
 
   it('an instance that lost the partition and stores late never overwrites the newer owner\'s state or checkpoint', async () => {

@@ -81,10 +81,13 @@ export class CommittedStates {
    * store is complete below its checkpoint: the partition's subjects are dropped from memory
    * and the fold starts there. Offsets only grow, so a checkpoint past the partition's `end`
    * belongs to another log (a recreated topic beside a kept store): folding from it would skip
-   * that log's events, so it is refused (checked where the end is known: at start).
+   * that log's events, so it is refused (checked where the end is known: at start). The end is
+   * read after the checkpoint: another instance may commit and store a checkpoint at any time,
+   * so an end read earlier could be behind a checkpoint of this very log.
    */
-  async startPoint(partition: number, end = Number.POSITIVE_INFINITY): Promise<number> {
+  async startPoint(partition: number, endNow: () => Promise<number> = async () => Number.POSITIVE_INFINITY): Promise<number> {
     const stored = await this.options.store.checkpoint(partition);
+    const end = stored > 0 ? await endNow() : Number.POSITIVE_INFINITY;
     if (stored > end) {
       throw new Error(
         `write-admission: the stored checkpoint of memory.events partition ${partition} (${stored}) is past the partition's end (${end}): the state store belongs to another log; clear its admission keys (adm:*, adm-at:*)`,

@@ -128,6 +128,42 @@ describe('kafka bus: exactly-once consume → produce', () => {
     expect(await bus.endOffsets('t')).toEqual(ends);
   });
 
+  it('never hands over a message of an aborted transaction, also when transactions interleave and abort out of order (the kill -9 repeat)', async () => {
+    // What a killed consumer leaves: several transactions open at once on one output partition,
+    // aborted by their successors' fencing in another order than they began. The broker lists
+    // aborted transactions in abort order; kafkajs 2.2.4 assumed first-offset order and handed
+    // the earlier-begun one's messages to read_committed readers (patches/kafkajs@2.2.4.patch).
+    const bus = open();
+    await bus.ensureTopics([{ name: 'out', partitions: 1 }]);
+    const kafka = new Kafka({ clientId: 'gm-bus-spec-aborts', brokers: brokers(), logLevel: logLevel.NOTHING });
+    const producers = await Promise.all(['early', 'late'].map(async (name) => {
+      const producer = kafka.producer({ transactionalId: `${topicPrefix}${name}`, idempotent: true, maxInFlightRequests: 1 });
+      await producer.connect();
+      return producer;
+    }));
+    const [early, late] = producers as [typeof producers[0], typeof producers[0]];
+    const topic = `${topicPrefix}out`;
+    const send = (tx: Awaited<ReturnType<typeof early.transaction>>, value: string) => tx.send({ topic, messages: [{ key: 'k', value: JSON.stringify(value), partition: 0 }] });
+    try {
+      const earlyTx = await early.transaction();
+      await send(earlyTx, 'aborted-early-1');
+      const lateTx = await late.transaction();
+      await send(lateTx, 'aborted-late-1');
+      await send(earlyTx, 'aborted-early-2');
+      await lateTx.abort();
+      await earlyTx.abort();
+      await bus.produce([{ topic: 'out', key: 'k', value: 'committed' }]);
+      const consumed: unknown[] = [];
+      const sub = await bus.subscribe({ groupId: 'reader', topics: ['out'], handler: async (m) => void consumed.push(m.value) });
+      expect(await caughtUp(bus, 'reader', 'out')).toBe(true);
+      await sub.close();
+      expect(consumed).toEqual(['committed']);
+      expect((await collect(bus, 'out')).map((m) => m.value)).toEqual(['committed']);
+    } finally {
+      await Promise.all(producers.map((p) => p.disconnect()));
+    }
+  });
+
   it('numbers offsets strictly increasing per partition; a multi-partition batch is one transaction whose commit marker takes an offset', async () => {
     const bus = open();
     await bus.ensureTopics([{ name: 't', partitions: 2 }]);
