@@ -10,7 +10,7 @@ import {
   KEY_STORE_FILE_NAME, MASTER_KEY_FILE_NAME, loadConfig, loadOrCreateMasterKeys, masterKeyEnvOf, replayDataDir, startEmbeddedRuntime,
   type EmbeddedRuntime,
 } from '@gm/embedded';
-import type { SearchIndex, SearchQuery } from '@gm/search-index';
+import type { SearchIndex, SearchQuery, VectorQuery } from '@gm/search-index';
 import type { StateStore } from '@gm/state-store';
 
 /** A clock the test moves by hand; the runtime reads every "now" from it. */
@@ -105,7 +105,7 @@ export type StartRuntime = (env?: Record<string, string>, options?: StartOptions
 
 export interface StartOptions {
   /** Sees every query the read path sends to the search index (embedded only: it runs in-process). */
-  observeSearch?: (query: SearchQuery) => void;
+  observeSearch?: (query: SearchQuery | VectorQuery) => void;
 }
 
 export interface ApiOptions {

@@ -71,7 +71,7 @@ describe('embedded runtime as a process', () => {
       expect(output).toMatch(/status=verified records=pref-1,pref-2,tool-1 evidence=/);
       // Acks arrive from three consumer groups, so their order is not part of the contract.
       expect(/ evidence=([^\n]*)/.exec(output)?.[1]?.trim().split(' ').sort()).toEqual(
-        ['evidence_packet:done', 'key:done', 'keyword:done', 'primary:done', 'retrieval_cache:done', 'summary:done', 'verification:done'],
+        ['evidence_packet:done', 'key:done', 'keyword:done', 'primary:done', 'retrieval_cache:done', 'summary:done', 'vector:done', 'verification:done'],
       );
     } finally {
       proc.child.kill('SIGTERM');

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { z } from 'zod';
 import type { TtlPolicy } from '@gm/domain';
+import { DEFAULT_MODEL_DIR } from '@gm/embedding';
 import {
   LogLevel, admissionEnvShape, admissionSettingsOf, brokerEnvShape, brokerSettingsOf, duration, integer, parseDuration, ttlPolicyOf, ttlShape,
 } from '@gm/service-kit';
@@ -23,6 +24,10 @@ export const EnvSchema = z.object({
   MEMORY_MASTER_KEY: z.string().min(1).optional(),
   /** Where the consumer services run: a worker thread of their own, or the HTTP server's thread. */
   MEMORY_PIPELINE: z.enum(['thread', 'inline']).default('thread'),
+  /** Semantic retrieval (issue 14): a vector per active record, embedded by the local model; off = lexical only. */
+  MEMORY_SEMANTIC: z.enum(['on', 'off']).default('on'),
+  /** The embedding model's directory (the .onnx file and its tokenizer.json); default: where setup fetches it. */
+  MEMORY_EMBEDDING_MODEL_DIR: z.string().min(1).optional(),
   ...ttlShape,
 });
 
@@ -52,6 +57,8 @@ export interface RuntimeConfig {
   masterKeyFile?: string;
   masterKey?: string;
   pipeline: 'thread' | 'inline';
+  /** Where the embedding model is, when semantic retrieval is on; absent = lexical only. */
+  semantic?: { modelDir: string };
 }
 
 export class ConfigError extends Error {}
@@ -80,5 +87,6 @@ export function loadConfig(env: NodeJS.ProcessEnv): RuntimeConfig {
     ...(e.MEMORY_MASTER_KEY_FILE === undefined ? {} : { masterKeyFile: e.MEMORY_MASTER_KEY_FILE }),
     ...(e.MEMORY_MASTER_KEY === undefined ? {} : { masterKey: e.MEMORY_MASTER_KEY }),
     pipeline: e.MEMORY_PIPELINE,
+    ...(e.MEMORY_SEMANTIC === 'on' ? { semantic: { modelDir: path.resolve(e.MEMORY_EMBEDDING_MODEL_DIR ?? DEFAULT_MODEL_DIR) } } : {}),
   };
 }

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_TTL_POLICY } from '@gm/domain';
+import { DEFAULT_MODEL_DIR } from '@gm/embedding';
 import { ConfigError, loadConfig, parseDuration } from './config.ts';
 
 const SECOND = 1_000;
@@ -35,6 +36,10 @@ describe('loadConfig defaults', () => {
 
   it('takes every TTL from DEFAULT_TTL_POLICY', () => {
     expect(config.ttl).toEqual(DEFAULT_TTL_POLICY);
+  });
+
+  it('retrieves semantically, with the model where setup fetches it', () => {
+    expect(config.semantic).toEqual({ modelDir: DEFAULT_MODEL_DIR });
   });
 
   it('has no issuer credential unless one is configured', () => {
@@ -98,6 +103,8 @@ describe('loadConfig overrides', () => {
       MEMORY_TTL_PREFERENCE: '90m,3h',
       MEMORY_PIPELINE: 'inline',
       MEMORY_ASYNC_BACKLOG: '2500',
+      MEMORY_SEMANTIC: 'on',
+      MEMORY_EMBEDDING_MODEL_DIR: '/opt/models/minilm',
     });
     expect(config).toEqual({
       host: '0.0.0.0',
@@ -127,7 +134,13 @@ describe('loadConfig overrides', () => {
       },
       pipeline: 'inline',
       asyncBacklogLimit: 2500,
+      semantic: { modelDir: '/opt/models/minilm' },
     });
+  });
+
+  it('keeps no vectors with MEMORY_SEMANTIC=off', () => {
+    const config = loadConfig({ MEMORY_SEMANTIC: 'off', MEMORY_EMBEDDING_MODEL_DIR: '/opt/models/minilm' });
+    expect('semantic' in config).toBe(false);
   });
 
   it('resolves a relative data directory against the working directory', () => {
@@ -246,11 +259,12 @@ describe('loadConfig rejects invalid values with a ConfigError naming the variab
       MEMORY_ISSUER_CREDENTIAL: 'short',
       MEMORY_LOG_LEVEL: 'loud',
       MEMORY_PIPELINE: 'process',
+      MEMORY_SEMANTIC: 'maybe',
       MEMORY_HOST: '0.0.0.0',
     });
     const variables = [
       'MEMORY_PORT', 'MEMORY_PARTITIONS', 'MEMORY_REQUEST_TIMEOUT', 'MEMORY_TTL_FACT', 'MEMORY_TTL_SKILL',
-      'MEMORY_ISSUER_CREDENTIAL', 'MEMORY_LOG_LEVEL', 'MEMORY_PIPELINE',
+      'MEMORY_ISSUER_CREDENTIAL', 'MEMORY_LOG_LEVEL', 'MEMORY_PIPELINE', 'MEMORY_SEMANTIC',
     ];
     for (const variable of variables) expect(message).toContain(`${variable}:`);
     expect(message).not.toContain('MEMORY_HOST');

@@ -14,12 +14,19 @@ import { startExpiryScheduler } from '@gm/expiry-scheduler';
 import { startDeletionOrchestrator } from '@gm/deletion-orchestrator';
 import { startReceiptSigner, startReceiptVerifier } from '@gm/receipt-verifier';
 import { meteredBus, periodic } from '@gm/service-kit';
+import { sharedOnnxEmbeddingModel } from '@gm/embedding';
+import type { SemanticLeg } from '@gm/retrieval';
+import { startVectorIndexer, startVectorTargets } from '@gm/vector-indexer';
 import { consumedAllCommands, sweepTransitKeys, type ContentRole } from '@gm/crypto';
 import type { RuntimeConfig } from './config.ts';
 import type { Stores } from './stores.ts';
 
-/** The copies the embedded runtime keeps, and its keys; a vector store arrives with a later issue. */
-export const EMBEDDED_DELETION_TARGETS: DeletionTarget[] = ['primary', 'keyword', 'summary', 'retrieval_cache', 'evidence_packet', 'key'];
+/** The copies the embedded runtime keeps, and its keys; `vector` while semantic retrieval is on. */
+export const EMBEDDED_DELETION_TARGETS: DeletionTarget[] = ['primary', 'keyword', 'vector', 'summary', 'retrieval_cache', 'evidence_packet', 'key'];
+
+/** The deletion targets of a runtime: without vectors there is no `vector` copy to delete or to vouch for. */
+export const deletionTargetsOf = (config: Pick<RuntimeConfig, 'semantic'>): DeletionTarget[] =>
+  EMBEDDED_DELETION_TARGETS.filter((t) => t !== 'vector' || config.semantic !== undefined);
 
 export interface PipelineContext {
   stores: Stores;
@@ -48,27 +55,38 @@ export function transitKeySweep(stores: Stores, clock: Clock): () => Promise<num
 /** Starts every consumer service; close the handles in reverse order. */
 export async function startPipeline(ctx: PipelineContext): Promise<ServiceHandle[]> {
   const { stores, config, clock, log, metrics, policySet } = ctx;
-  const { index, summaries, state, crypto, keyStore } = stores;
+  const { index, vectors, summaries, state, crypto, keyStore } = stores;
   // Consumer lag of every group below, on /metrics.
   const bus = meteredBus(logView(stores, 'open', ctx.plaintextLog), metrics);
   const redacted = meteredBus(logView(stores, 'redact', ctx.plaintextLog), metrics);
   const handles: ServiceHandle[] = [];
   const child = (service: string) => log.child({ service });
   try {
+    // The model of this thread (the pipeline thread loads its own): embedding runs here.
+    const semantic: SemanticLeg | undefined = config.semantic === undefined ? undefined : { vectors, model: await sharedOnnxEmbeddingModel(config.semantic.modelDir) };
     handles.push(await startProjector({ bus, state, log: child('projector') }));
     handles.push(await startPrimaryTarget({ bus, state, clock }));
     handles.push(await startPolicyProjector({ bus, state, log: child('policy-projector') }));
     handles.push(await startIndexBuilder({ bus, index, state }));
     handles.push(await startSummaryBuilder({ bus, index, state, summaries }));
     handles.push(await startIndexTargets({ bus, index, clock, summaries: { store: summaries, state } }));
+    if (semantic !== undefined) {
+      // Its content is the decrypted event's; a promote carries none, so it is the record's stored content.
+      handles.push(await startVectorIndexer({
+        bus, vectors, model: semantic.model, contentOf: async (tenantId, recordId) => (await state.contents.get(tenantId, recordId)) ?? undefined,
+      }));
+      handles.push(await startVectorTargets({ bus, vectors, clock }));
+    }
     handles.push(await startExpiryScheduler({ bus: redacted, state, clock, log: child('expiry-scheduler'), tickMs: config.expiryTickMs }));
     handles.push(
       await startDeletionOrchestrator({
-        bus: redacted, state, clock, log: child('deletion-orchestrator'), metrics, targets: EMBEDDED_DELETION_TARGETS,
+        bus: redacted, state, clock, log: child('deletion-orchestrator'), metrics, targets: deletionTargetsOf(config),
         deadlineMs: config.deletionDeadlineMs, verifyRetryMs: config.deletionVerifyRetryMs, tickMs: 250,
       }),
     );
-    handles.push(await startReceiptVerifier({ bus, index, summaries, state, clock, policySet, keys: { keyring: crypto.keyring, store: keyStore } }));
+    handles.push(await startReceiptVerifier({
+      bus, index, summaries, state, clock, policySet, keys: { keyring: crypto.keyring, store: keyStore }, ...(semantic === undefined ? {} : { semantic }),
+    }));
     handles.push(await startReceiptSigner({ bus, state, clock, log: child('receipt-verifier'), metrics, keys: ctx.receiptKeys }));
     const sweep = transitKeySweep(stores, clock);
     handles.push(periodic(60_000, async () => {

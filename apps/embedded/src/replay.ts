@@ -2,6 +2,7 @@ import { MemoryEvent, PolicyChange, TOPICS, type Clock } from '@gm/contracts';
 import { indexEvent, summarizeEvent } from '@gm/index-builder';
 import { projectEvent } from '@gm/projector';
 import { scheduleFromEvent } from '@gm/expiry-scheduler';
+import { VECTOR_INDEXER_GROUP } from '@gm/vector-indexer';
 import { lockDataDir } from './lock.ts';
 import { systemClock } from '@gm/service-kit';
 import { openStores, type MasterKeyEnv } from './stores.ts';
@@ -31,7 +32,8 @@ export interface ReplayReport {
  * Rebuilds the record hash, content copies, tombstones, schedule, search index and summaries from
  * memory.events, and the policy data (grants, delegations, revocations, legal holds,
  * revisions) from policy.changes, and compares digests with what was there. The service
- * must be stopped.
+ * must be stopped. The vectors are dropped and the vector-indexer's group reset, so the next
+ * start embeds them again from the log (embedding takes the model, which the service loads).
  */
 export async function replayDataDir(
   dataDir: string, partitions: number, onProgress: (events: number) => void = () => undefined, clock: Clock = systemClock,
@@ -49,6 +51,8 @@ export async function replayDataDir(
     const before = await digest();
     await index.clear();
     await summaries.clear();
+    await stores.vectors.clear();
+    await stores.bus.resetGroup(VECTOR_INDEXER_GROUP);
     for (const prefix of PROJECTION_PREFIXES) {
       const keys = await state.kv.keys(`${state.keys.prefix}${prefix}`);
       if (keys.length > 0) await state.kv.del(keys);

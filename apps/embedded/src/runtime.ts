@@ -3,7 +3,9 @@ import type { FastifyInstance } from 'fastify';
 import type { Bus } from '@gm/bus';
 import { TOPICS, type Clock } from '@gm/contracts';
 import { createLogger, createMetrics, mergedExposition, type Logger, type Metrics, type MetricsSnapshot } from '@gm/observability';
-import type { SearchIndex, SearchQuery } from '@gm/search-index';
+import type { SearchIndex, SearchQuery, VectorIndex, VectorQuery } from '@gm/search-index';
+import { sharedOnnxEmbeddingModel } from '@gm/embedding';
+import type { SemanticLeg } from '@gm/retrieval';
 import { SUMMARY_BUILDER_GROUP } from '@gm/index-builder';
 import { startRetrievalBroker } from '@gm/retrieval-broker';
 import { loadPolicySet } from '@gm/policy';
@@ -34,11 +36,11 @@ export interface RuntimeOptions {
   clock?: Clock;
   logDestination?: NodeJS.WritableStream;
   /**
-   * Sees every query the read path sends to the search index, before it runs. Tests use it
-   * to prove partition-first retrieval (§6.3): no query ever names a partition the asker
-   * was not authorised for.
+   * Sees every query the read path sends to the search index and to the vector index, before
+   * it runs. Tests use it to prove partition-first retrieval (§6.3): no query of either leg
+   * ever names a partition the asker was not authorised for.
    */
-  observeSearch?: (query: SearchQuery) => void;
+  observeSearch?: (query: SearchQuery | VectorQuery) => void;
   /**
    * Benchmarks only (`pnpm bench` measures the cost of encryption against it): services use the
    * log without sealing, so content lands in bus.db in clear and forgets destroy no usable key.
@@ -107,7 +109,10 @@ export async function startEmbeddedRuntime(config: RuntimeConfig, options: Runti
   const plaintextLog = options.plaintextLogForBenchmark === true;
   const edge = meteredBus(logView(stores, 'edge', plaintextLog), metrics);
   let pipeline: RunningPipeline;
+  let semantic: SemanticLeg | undefined;
   try {
+    // The query model first: a missing model stops the start before the pipeline thread runs.
+    if (config.semantic !== undefined) semantic = { vectors: stores.vectors, model: await sharedOnnxEmbeddingModel(config.semantic.modelDir) };
     pipeline = await runPipeline({ stores, config, clock, log, metrics, policySet, receiptKeys: credentials.receipt, plaintextLog }, options);
   } catch (err) {
     await stores.close();
@@ -115,8 +120,10 @@ export async function startEmbeddedRuntime(config: RuntimeConfig, options: Runti
     throw err;
   }
   const sweep = transitKeySweep(stores, clock);
+  const observe = options.observeSearch;
   const broker = await startRetrievalBroker({
-    bus: edge, index: options.observeSearch ? observedIndex(index, options.observeSearch) : index, summaries, state, clock, metrics,
+    bus: edge, index: observe ? observed(index, 'search', observe) : index, summaries, state, clock, metrics,
+    ...(semantic === undefined ? {} : { semantic: observe ? { ...semantic, vectors: observed(semantic.vectors, 'knn', observe) } : semantic }),
     // The pipeline thread counts into a registry of its own: /metrics shows both as one.
     exposition: async () => mergedExposition([await metrics.registry.getMetricsAsJSON(), ...(await pipeline.metrics())]),
     log: log.child({ service: 'retrieval-broker' }),
@@ -164,15 +171,16 @@ export async function startEmbeddedRuntime(config: RuntimeConfig, options: Runti
   };
 }
 
-function observedIndex(index: SearchIndex, observe: (query: SearchQuery) => void): SearchIndex {
-  const search: SearchIndex['search'] = (query) => {
-    observe(structuredClone(query));
-    return index.search(query);
+/** The index with its query method (`search` or `knn`) shown to `observe` first. */
+function observed<T extends SearchIndex | VectorIndex>(index: T, method: 'search' | 'knn', observe: (query: SearchQuery | VectorQuery) => void): T {
+  const query = (q: SearchQuery | VectorQuery): unknown => {
+    observe(structuredClone(q));
+    return (index as unknown as Record<string, (q: unknown) => unknown>)[method]?.(q);
   };
   // Every other method stays the adapter's own (bound: adapters may be class instances).
   return new Proxy(index, {
     get: (target, prop, receiver) => {
-      if (prop === 'search') return search;
+      if (prop === method) return query;
       const value: unknown = Reflect.get(target, prop, receiver);
       return typeof value === 'function' ? value.bind(target) : value;
     },

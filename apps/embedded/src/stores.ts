@@ -7,7 +7,7 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { createSqliteBus, memoryTopicSpecs, type Bus } from '@gm/bus';
 import type { Clock } from '@gm/contracts';
-import { createSqliteSearchIndex, createSqliteSummaryStore, type SearchIndex, type SummaryStore } from '@gm/search-index';
+import { createSqliteSearchIndex, createSqliteSummaryStore, createSqliteVectorIndex, type SearchIndex, type SummaryStore, type VectorIndex } from '@gm/search-index';
 import { StateStore, createSqliteKeyValueStore } from '@gm/state-store';
 import { createSqliteKeyStore, openContentCrypto, type ContentCrypto, type KeyStore } from '@gm/crypto';
 import type { RuntimeConfig } from './config.ts';
@@ -31,6 +31,8 @@ export interface Stores {
   /** Where the master keys came from (a file path or MEMORY_MASTER_KEY), for the start banner. */
   masterKeySource: string;
   index: SearchIndex;
+  /** One embedding per active record (vectors.db); empty while semantic retrieval is off. */
+  vectors: VectorIndex;
   summaries: SummaryStore;
   state: StateStore;
   close(): Promise<void>;
@@ -73,16 +75,18 @@ export async function openStores(
     throw err;
   }
   const index = createSqliteSearchIndex({ file: path.join(dataDir, 'index.db') });
+  const vectors = createSqliteVectorIndex({ file: path.join(dataDir, 'vectors.db') });
   const summaries = createSqliteSummaryStore({ file: path.join(dataDir, 'summaries.db') });
   const kv = createSqliteKeyValueStore({ file: path.join(dataDir, 'state.db'), now: () => clock.now().getTime() });
   const state = new StateStore(kv, 'gm:', () => clock.now().getTime());
   return {
-    bus, keyStore, crypto, masterKeySource, index, summaries, state,
+    bus, keyStore, crypto, masterKeySource, index, vectors, summaries, state,
     close: async () => {
       crypto.close();
       await keyStore.close();
       await bus.close();
       await index.close();
+      await vectors.close();
       await summaries.close();
       await kv.close();
     },

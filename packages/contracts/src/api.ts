@@ -66,6 +66,18 @@ export const VersionedRequest = z
   .object({ expectedVersion: z.number().int().min(0), visibility: Visibility.optional() })
   .strict();
 
+export const SearchMode = z.enum(['lexical', 'semantic', 'hybrid']);
+export type SearchMode = z.infer<typeof SearchMode>;
+
+/** An embedding computed by the caller: accepted only from the model the runtime embeds with. */
+export const CallerEmbedding = z
+  .object({
+    model: z.string().min(1).max(200),
+    vector: z.array(z.number().finite()).min(1).max(4096),
+  })
+  .strict();
+export type CallerEmbedding = z.infer<typeof CallerEmbedding>;
+
 export const SearchRequest = z
   .object({
     query: z.string().min(1).max(LIMITS.maxQueryLength),
@@ -73,16 +85,33 @@ export const SearchRequest = z
     kinds: z.array(MemoryKind).min(1).optional(),
     limit: z.number().int().min(1).max(LIMITS.maxSearchLimit).default(10),
     tokenBudget: z.number().int().min(1).max(LIMITS.maxTokenBudget).default(2000),
-    vector: z.array(z.number()).min(1).max(4096).optional(),
+    /**
+     * Which legs answer (issue 14): BM25 only, nearest neighbours only, or both fused by
+     * reciprocal rank. Unset = hybrid where the runtime keeps vectors, else lexical.
+     */
+    mode: SearchMode.optional(),
+    /** The caller's own embedding of the query, from the model the runtime declares (else 422). */
+    embedding: CallerEmbedding.optional(),
   })
   .strict();
 export type SearchRequest = z.infer<typeof SearchRequest>;
 
+/**
+ * Why an item is where it is. `lexical`, `confidence` and `recency` are in 0..1 and `score`
+ * is their weighted sum with the relevance of the mode; a semantic or hybrid search also
+ * reports each leg's rank (1 = best, absent when that leg did not find the item), the cosine
+ * similarity, and the reciprocal-rank-fusion score.
+ */
 export const RankExplanation = z.object({
   lexical: z.number(),
   confidence: z.number(),
   recency: z.number(),
   score: z.number(),
+  mode: SearchMode.optional(),
+  lexicalRank: z.number().int().min(1).optional(),
+  vectorRank: z.number().int().min(1).optional(),
+  similarity: z.number().optional(),
+  fused: z.number().optional(),
 });
 export type RankExplanation = z.infer<typeof RankExplanation>;
 

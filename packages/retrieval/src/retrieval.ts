@@ -1,12 +1,14 @@
 import { createHash } from 'node:crypto';
 import {
-  type CapabilityClaims, type EvidencePacket, type MemoryRecord, type PacketItem, type PacketValidation, type RecordMeta, type SearchRequest,
+  GovernedMemoryError, type CapabilityClaims, type EvidencePacket, type MemoryRecord, type PacketItem, type PacketValidation, type RecordMeta,
+  type SearchMode, type SearchRequest,
 } from '@gm/contracts';
-import { estimateTokens, fitToBudget, rank, recordPartition } from '@gm/domain';
+import { estimateTokens, fitToBudget, rank, recordPartition, type RankInput } from '@gm/domain';
+import type { EmbeddingModel } from '@gm/embedding';
 import { newUlid } from '@gm/ids';
 import type { Metrics } from '@gm/observability';
 import type { PolicyDecisionPoint } from '@gm/policy';
-import type { SearchIndex } from '@gm/search-index';
+import type { SearchIndex, VectorIndex } from '@gm/search-index';
 import type { StateStore } from '@gm/state-store';
 
 /**
@@ -17,7 +19,23 @@ export interface ReadPathDeps {
   index: SearchIndex;
   state: StateStore;
   pdp: PolicyDecisionPoint;
+  /** The semantic leg (issue 14): absent where the runtime keeps no vectors, and then searches are lexical. */
+  semantic?: SemanticLeg;
 }
+
+/** Nearest-neighbour search over the records' embeddings, and the model that embeds a query. */
+export interface SemanticLeg {
+  vectors: VectorIndex;
+  model: EmbeddingModel;
+}
+
+/**
+ * The least cosine similarity a nearest neighbour needs to count as found. kNN always answers
+ * k neighbours, related or not; for all-MiniLM-L6-v2 unrelated sentences score about −0.1 to
+ * 0.2 and paraphrases about 0.4 to 0.8, so a search for something never stored still finds
+ * nothing instead of the k least unrelated records.
+ */
+export const MIN_SIMILARITY = 0.3;
 
 export interface RetrievalDeps extends ReadPathDeps {
   metrics: Metrics;
@@ -73,6 +91,7 @@ export interface CacheUse {
 export async function rankedResults(
   deps: ReadPathDeps & { cacheTtlMs?: number }, claims: CapabilityClaims, request: SearchRequest, now: Date, cache: CacheUse,
 ): Promise<{ policyRevision: number; ranked: Ranked[] }> {
+  const mode = searchModeOf(deps, request);
   const policyRevision = await deps.state.policyRevisions.current(claims.tenant);
   const partitions = await deps.pdp.authorizedPartitions({ claims, action: 'search' });
   if (partitions.length === 0) return { policyRevision, ranked: [] };
@@ -80,13 +99,13 @@ export async function rankedResults(
   const cacheKey = createHash('sha256')
     .update(JSON.stringify([
       claims.tenant, partitions, claims.purpose, request.query, request.subjectId ?? null, request.kinds ?? null, request.limit, request.tokenBudget,
-      policyRevision, generation,
+      policyRevision, generation, mode, request.embedding ?? null,
     ]))
     .digest('hex');
   const cached = await deps.state.cache.get(cacheKey);
   cache.onLookup?.(cached !== null);
   if (cached === null) {
-    const ranked = await searchIndex(deps, claims, partitions, request, now);
+    const ranked = await searchIndex(deps, claims, partitions, request, now, mode);
     if (cache.fill) {
       // Only what this request is served: the entry holds (and indexes, for deletions to find)
       // at most `limit` excerpts instead of every candidate, and a hit serves what the miss did.
@@ -126,33 +145,105 @@ export async function search(deps: RetrievalDeps, claims: CapabilityClaims, requ
 const servedOf = (ranked: Ranked[], request: SearchRequest): Ranked[] =>
   fitToBudget(ranked, request.tokenBudget, request.limit, (i) => estimateTokens(i.excerpt));
 
-async function searchIndex(deps: ReadPathDeps, claims: CapabilityClaims, partitions: string[], request: SearchRequest, now: Date): Promise<Ranked[]> {
-  const hits = await deps.index.search({
+/**
+ * The mode a search runs in: the one asked for, else hybrid where vectors are kept. Asking for
+ * a semantic leg the runtime does not have is a 422, never a lexical answer in disguise.
+ */
+export function searchModeOf(deps: Pick<ReadPathDeps, 'semantic'>, request: Pick<SearchRequest, 'mode' | 'embedding'>): SearchMode {
+  const mode = request.mode ?? (deps.semantic === undefined ? 'lexical' : 'hybrid');
+  if (mode !== 'lexical' && deps.semantic === undefined) {
+    throw new GovernedMemoryError('MEM_VALIDATION', `mode "${mode}" needs vectors, and this runtime keeps none (MEMORY_SEMANTIC=off); use mode "lexical"`);
+  }
+  if (request.embedding !== undefined && mode === 'lexical') {
+    throw new GovernedMemoryError('MEM_VALIDATION', 'an embedding is used only by a semantic or hybrid search; this one is lexical');
+  }
+  return mode;
+}
+
+/** The query's vector: the caller's own if it came from the runtime's model, else embedded here. */
+async function queryVector(leg: SemanticLeg, request: SearchRequest): Promise<Float32Array> {
+  const { model } = leg;
+  if (request.embedding === undefined) {
+    const [vector] = await model.embed([request.query]);
+    if (vector === undefined) throw new Error('the embedding model returned no vector');
+    return vector;
+  }
+  const { model: modelId, vector } = request.embedding;
+  if (modelId !== model.modelId || vector.length !== model.dimensions) {
+    throw new GovernedMemoryError(
+      'MEM_VALIDATION', `embedding: this runtime compares only vectors of model "${model.modelId}" with ${model.dimensions} dimensions (got "${modelId}", ${vector.length})`,
+    );
+  }
+  const norm = Math.sqrt(vector.reduce((sum, x) => sum + x * x, 0));
+  if (norm === 0) throw new GovernedMemoryError('MEM_VALIDATION', 'embedding: a zero vector has no direction to search');
+  return Float32Array.from(vector, (x) => x / norm);
+}
+
+/** What ranking and the packet need of one candidate, whichever leg found it. */
+interface Candidate extends RankInput {
+  excerpt: string;
+  provenanceRefs: PacketItem['provenanceRefs'];
+}
+
+async function searchIndex(deps: ReadPathDeps, claims: CapabilityClaims, partitions: string[], request: SearchRequest, now: Date, mode: SearchMode): Promise<Ranked[]> {
+  // Both legs get the same authorised partitions and the same filters (§6.3 step 4), and
+  // filter inside their search: neither ranks a record the asker may not see.
+  const filters = {
     tenantId: claims.tenant,
     partitions,
     purpose: claims.purpose,
-    text: request.query,
     now: now.toISOString(),
-    limit: Math.min(200, request.limit * 4),
     ...(request.subjectId === undefined ? {} : { subjectId: request.subjectId }),
     ...(request.kinds === undefined ? {} : { kinds: request.kinds }),
+  };
+  const depth = Math.min(200, request.limit * 4);
+  const [lexicalHits, vectorHits] = await Promise.all([
+    mode === 'semantic' ? [] : deps.index.search({ ...filters, text: request.query, limit: depth }),
+    mode === 'lexical' || deps.semantic === undefined ? [] : semanticHits(deps.semantic, request, filters, depth),
+  ]);
+  const candidates = new Map<string, Candidate>();
+  lexicalHits.forEach((h, i) => {
+    candidates.set(h.doc.recordId, {
+      recordId: h.doc.recordId, lexicalScore: h.lexicalScore, lexicalRank: i + 1, confidence: h.doc.confidence, createdAt: h.doc.createdAt,
+      excerpt: h.doc.content, provenanceRefs: h.doc.provenance,
+    });
+  });
+  const onlySemantic: Array<{ recordId: string; similarity: number; vectorRank: number }> = [];
+  vectorHits.forEach((h, i) => {
+    const found = candidates.get(h.recordId);
+    if (found !== undefined) Object.assign(found, { similarity: h.similarity, vectorRank: i + 1 });
+    else onlySemantic.push({ recordId: h.recordId, similarity: h.similarity, vectorRank: i + 1 });
   });
   // Step 5 before step 6: a tombstoned or no-longer-active copy never reaches the ranker.
-  const readable = new Set(
-    (await keepReadable(deps, claims, new Set(partitions), hits.map((h) => ({ recordId: h.doc.recordId })), now)).map((h) => h.recordId),
-  );
-  const ranked = rank(
-    hits
-      .filter((h) => readable.has(h.doc.recordId))
-      .map((h) => ({
-        recordId: h.doc.recordId, lexicalScore: h.lexicalScore, confidence: h.doc.confidence, createdAt: h.doc.createdAt,
-        excerpt: h.doc.content, provenanceRefs: h.doc.provenance,
-      })),
-    now.toISOString(),
-  );
+  const ids = [...candidates.keys(), ...onlySemantic.map((h) => h.recordId)];
+  const readable = new Set((await keepReadable(deps, claims, new Set(partitions), ids.map((recordId) => ({ recordId })), now)).map((h) => h.recordId));
+  // A record only the semantic leg found: its excerpt and provenance come from the record itself.
+  const semanticOnly = onlySemantic.filter((h) => readable.has(h.recordId));
+  if (semanticOnly.length > 0) {
+    const metas = await deps.state.records.getMany(claims.tenant, semanticOnly.map((h) => h.recordId));
+    for (const h of semanticOnly) {
+      const meta = metas.get(h.recordId);
+      const content = meta === undefined ? null : await deps.state.contents.get(claims.tenant, h.recordId);
+      if (meta === undefined || content === null) continue;
+      candidates.set(h.recordId, {
+        recordId: h.recordId, lexicalScore: 0, similarity: h.similarity, vectorRank: h.vectorRank, confidence: meta.confidence, createdAt: meta.createdAt,
+        excerpt: content, provenanceRefs: meta.provenance,
+      });
+    }
+  }
+  const ranked = rank([...candidates.values()].filter((c) => readable.has(c.recordId)), now.toISOString(), mode);
   return ranked.map((r) => ({
     recordId: r.recordId, excerpt: r.excerpt, provenanceRefs: r.provenanceRefs, allowedUse: [claims.purpose], rank: r.rank,
   }));
+}
+
+/** The k nearest neighbours inside the filters that are similar enough to count (MIN_SIMILARITY). */
+async function semanticHits(
+  leg: SemanticLeg, request: SearchRequest, filters: Omit<Parameters<VectorIndex['knn']>[0], 'modelId' | 'vector' | 'k'>, k: number,
+): Promise<Array<{ recordId: string; similarity: number }>> {
+  const vector = await queryVector(leg, request);
+  const hits = await leg.vectors.knn({ ...filters, modelId: leg.model.modelId, vector, k });
+  return hits.filter((h) => h.similarity >= MIN_SIMILARITY);
 }
 
 async function keepReadable<T extends { recordId: string }>(deps: ReadPathDeps, claims: CapabilityClaims, partitions: Set<string>, items: T[], now: Date): Promise<T[]> {

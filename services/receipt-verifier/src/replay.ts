@@ -19,7 +19,7 @@ export interface ReplayDeps extends ReadPathDeps {
 export const PROBE_KINDS = [
   'search_phrase', 'search_paraphrase', 'get_by_id', 'index_phrase', 'index_paraphrase', 'index_get',
   'retrieval_cache', 'evidence_packet', 'packet_validation', 'record_hash', 'tombstone', 'primary',
-  'summary_holding', 'summary_search',
+  'summary_holding', 'summary_search', 'vector_get', 'vector_phrase', 'vector_paraphrase',
 ] as const;
 export type ProbeKind = (typeof PROBE_KINDS)[number];
 
@@ -28,6 +28,8 @@ export interface ReplayReport {
   /** `path:recordId` (or `path:entryId` for caches and packets): never content or queries. */
   findings: string[];
   summaries: boolean;
+  /** Whether the deployment keeps vectors (else the vector probes were not run: `vector=absent`). */
+  vectors: boolean;
 }
 
 const REPLAY_LIMIT = 50;
@@ -93,6 +95,12 @@ export async function replay(
     await run('index_get', 'index', async () => {
       if (await deps.index.get(tenant, id)) findings.add(`index:${id}`);
     });
+    const semantic = deps.semantic;
+    if (semantic) {
+      await run('vector_get', 'vector', async () => {
+        if (await semantic.vectors.has(tenant, id)) findings.add(`vector:${id}`);
+      });
+    }
   }
 
   for (const probes of captured.values()) {
@@ -103,6 +111,26 @@ export async function replay(
       ...probes.paraphrases.map((text) => ({ text, search: 'search_paraphrase', index: 'index_paraphrase' }) as const),
     ];
     for (const { text, search, index } of asked) {
+      // (c') The vector index itself: the text's embedding, nearest neighbours in the record's
+      // partition for each of its purposes, at its creation time, and no similarity floor —
+      // any vector of the record (or of a copy of its content) among them is a finding.
+      const semantic = deps.semantic;
+      if (semantic) {
+        const kind: ProbeKind = search === 'search_phrase' ? 'vector_phrase' : 'vector_paraphrase';
+        for (const purpose of probes.meta.purposes) {
+          await run(kind, 'vector', async () => {
+            const [vector] = await semantic.model.embed([text]);
+            if (vector === undefined) throw new Error('no embedding');
+            const hits = await semantic.vectors.knn({
+              tenantId: tenant, partitions: [partition], purpose, now: probes.meta.createdAt, modelId: semantic.model.modelId, vector, k: INDEX_PROBE_LIMIT,
+            });
+            const metas = await deps.state.records.getMany(tenant, hits.map((h) => h.recordId));
+            for (const hit of hits) {
+              if (ids.has(hit.recordId) || isJobCopy(hit.recordId, metas.get(hit.recordId)?.contentHash ?? '')) findings.add(`vector:${hit.recordId}`);
+            }
+          });
+        }
+      }
       // (a) The search API as the record's own reader: cache peeked, never filled.
       await run(search, 'search', async () => {
         const request = SearchRequest.parse({ query: text.slice(0, 1024), limit: REPLAY_LIMIT });
@@ -166,12 +194,17 @@ export async function replay(
       for (const id of task.recordIds) if ((await summaries.holding(tenant, [id])).length > 0) findings.add(`summary:${id}`);
     });
   }
-  return { counts, findings: [...findings].sort(), summaries: summaries !== undefined };
+  return { counts, findings: [...findings].sort(), summaries: summaries !== undefined, vectors: deps.semantic !== undefined };
 }
 
 /** The verification ack's `ref`: probe counts by kind and the number of findings, nothing else. */
 export function replayRef(report: ReplayReport, captured: number): string {
   const total = Object.values(report.counts).reduce((a, b) => a + b, 0);
-  const kinds = PROBE_KINDS.filter((k) => report.summaries || !k.startsWith('summary_')).map((k) => `${k}=${report.counts[k]}`);
-  return [`probes=${total}`, `findings=${report.findings.length}`, `captured=${captured}`, ...kinds, ...(report.summaries ? [] : ['summary=absent'])].join(';');
+  const kinds = PROBE_KINDS
+    .filter((k) => (report.summaries || !k.startsWith('summary_')) && (report.vectors || !k.startsWith('vector_')))
+    .map((k) => `${k}=${report.counts[k]}`);
+  return [
+    `probes=${total}`, `findings=${report.findings.length}`, `captured=${captured}`, ...kinds,
+    ...(report.summaries ? [] : ['summary=absent']), ...(report.vectors ? [] : ['vector=absent']),
+  ].join(';');
 }

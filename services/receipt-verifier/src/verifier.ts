@@ -1,6 +1,7 @@
 import type { Bus, ConsumedMessage, ProcessContext } from '@gm/bus';
 import { DeletionTask, TOPICS, type Clock, type ServiceHandle } from '@gm/contracts';
 import { CedarPolicyDecisionPoint, RevisionCachedPolicySource, loadPolicySet, type CompiledPolicySet, type PolicyDecisionPoint } from '@gm/policy';
+import type { SemanticLeg } from '@gm/retrieval';
 import type { SearchIndex } from '@gm/search-index';
 import { deletionAck } from '@gm/service-kit';
 import type { StateStore } from '@gm/state-store';
@@ -22,6 +23,8 @@ export interface VerifierDeps {
   summaries?: SummaryProbeSource;
   /** The key store and keyring: the verifier runs the `key` target (crypto-shredding) too. */
   keys?: { keyring: Keyring; store: KeyStore };
+  /** The vectors and the model, where the deployment keeps vectors: replays search them too. */
+  semantic?: SemanticLeg;
 }
 
 /**

@@ -3,6 +3,7 @@ import type { Clock } from '@gm/contracts';
 import type { Logger, Metrics } from '@gm/observability';
 import type { CapabilityIssuer, CapabilityVerifier, PolicyDecisionPoint } from '@gm/policy';
 import type { SearchIndex, SummaryStore } from '@gm/search-index';
+import type { SemanticLeg } from '@gm/retrieval';
 import type { StateStore } from '@gm/state-store';
 import type { CommandGateway } from './command-gateway.ts';
 import type { PipelineBacklog } from './backlog.ts';
@@ -24,6 +25,8 @@ export interface BrokerConfig {
 export interface BrokerDeps {
   bus: Bus;
   index: SearchIndex;
+  /** Vectors and the query model (issue 14); absent = lexical search only. */
+  semantic?: SemanticLeg;
   summaries: SummaryStore;
   state: StateStore;
   pdp: PolicyDecisionPoint;

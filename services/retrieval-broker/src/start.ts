@@ -4,6 +4,7 @@ import type { Clock, CommandReply, ServiceHandle } from '@gm/contracts';
 import type { Logger, Metrics } from '@gm/observability';
 import { CapabilityIssuer, type CompiledPolicySet, type SigningKeyPair } from '@gm/policy';
 import type { SearchIndex, SummaryStore } from '@gm/search-index';
+import type { SemanticLeg } from '@gm/retrieval';
 import type { StateStore } from '@gm/state-store';
 import { edgeAuthority } from '@gm/write-edge';
 import { buildApp } from './app.ts';
@@ -17,6 +18,8 @@ import { PolicyGateway } from './policy-gateway.ts';
 export interface RetrievalBrokerOptions {
   bus: Bus;
   index: SearchIndex;
+  /** See BrokerDeps.semantic. */
+  semantic?: SemanticLeg;
   summaries: SummaryStore;
   state: StateStore;
   clock: Clock;
@@ -71,7 +74,7 @@ export async function startRetrievalBroker(o: RetrievalBrokerOptions): Promise<R
   await gateway.start();
   const { pdp, verifier } = await edgeAuthority({ state: o.state, clock: o.clock, policySet: o.policySet, publicJwk: o.signing.publicJwk, issuerName: o.issuerName });
   const app = await buildApp({
-    bus: o.bus, index: o.index, summaries: o.summaries, state: o.state, gateway, clock: o.clock, metrics: o.metrics, log: o.log,
+    bus: o.bus, index: o.index, ...(o.semantic === undefined ? {} : { semantic: o.semantic }), summaries: o.summaries, state: o.state, gateway, clock: o.clock, metrics: o.metrics, log: o.log,
     // Policy changes wait for the policy projector as writes wait for the projections.
     policy: new PolicyGateway({ bus: o.bus, state: o.state, clock: o.clock, log: o.log }, { timeoutMs: o.config.readYourWritesTimeoutMs }),
     pdp,

@@ -1,1 +1,2 @@
 export * from './vector-indexer.ts';
+export * from './vector-targets.ts';

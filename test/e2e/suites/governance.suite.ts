@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { IssueCapabilityRequest, Role, Sensitivity } from '@gm/contracts';
-import type { SearchQuery } from '@gm/search-index';
+import type { SearchQuery, VectorQuery } from '@gm/search-index';
 import { memory, STARTUP_MS, type StartRuntime, type TestRuntime } from '../harness.ts';
 
 /**
@@ -42,7 +42,7 @@ export const governanceSuite = (start: StartRuntime) => describe('two teams shar
     if (visibility === 'private') return detail === principal;
     return (g.role === 'manager' && detail === 'confidential') || g.restricted.includes(detail as Sensitivity);
   };
-  const observeSearch = (query: SearchQuery) => {
+  const observeSearch = (query: SearchQuery | VectorQuery) => {
     observed.push(query.partitions);
     const who = asking;
     if (!who) return void violations.push(`a query outside any fixture request: ${query.partitions.join(',')}`);

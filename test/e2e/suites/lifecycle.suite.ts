@@ -180,9 +180,11 @@ export const lifecycleSuite = (start: StartRuntime) => describe('memory lifecycl
       return res.body.status === 'verified' || res.body.status === 'failed' ? res.body : undefined;
     });
     expect(job.status).toBe('verified');
-    expect(job.evidence?.map((e) => `${e.target}:${e.status}`).sort()).toEqual(
-      ['evidence_packet:done', 'key:done', 'keyword:done', 'primary:done', 'retrieval_cache:done', 'summary:done', 'verification:done'],
-    );
+    // The embedded runtime keeps vectors (issue 14); the distributed one does not yet.
+    expect(job.evidence?.map((e) => `${e.target}:${e.status}`).sort()).toEqual([
+      'evidence_packet:done', 'key:done', 'keyword:done', 'primary:done', 'retrieval_cache:done', 'summary:done',
+      ...(rt.kind === 'embedded' ? ['vector:done'] : []), 'verification:done',
+    ]);
     expect(await rt.state.contents.get('acme', 'del-1')).toBeNull();
     expect(await rt.index.get('acme', 'del-1')).toBeNull();
     expect((await rt.state.records.get('acme', 'del-1'))?.status).toBe('purged');

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { estimateTokens, fitToBudget } from './budget.ts';
-import { RANK_WEIGHTS, RECENCY_HALF_LIFE_DAYS, rank, type RankInput } from './rank.ts';
+import { RANK_WEIGHTS, RECENCY_HALF_LIFE_DAYS, RRF_K, fusedScore, rank, type RankInput } from './rank.ts';
 
 const NOW = '2025-03-01T12:00:00.000Z';
 const daysAgo = (days: number): string => new Date(Date.parse(NOW) - days * 86_400_000).toISOString();
@@ -102,5 +102,35 @@ describe('fitToBudget (§6.3 step 7)', () => {
 
   it('estimates about four characters per token, rounding up', () => {
     expect([estimateTokens(''), estimateTokens('abcd'), estimateTokens('abcde'), estimateTokens('x'.repeat(400))]).toEqual([0, 1, 2, 100]);
+  });
+});
+
+describe('rank in semantic and hybrid modes (issue 14: reciprocal rank fusion, explained)', () => {
+  it('fuses by reciprocal rank: an item both legs found beats the top of one leg alone', () => {
+    const ranked = rank([
+      hit('lexical-only', { lexicalScore: 9, lexicalRank: 1 }),
+      hit('vector-only', { lexicalScore: 0, similarity: 0.9, vectorRank: 1 }),
+      hit('both', { lexicalScore: 4, lexicalRank: 2, similarity: 0.6, vectorRank: 2 }),
+    ], NOW, 'hybrid');
+    expect(ids(ranked)).toEqual(['both', 'lexical-only', 'vector-only']);
+    expect(ranked[0]?.rank).toMatchObject({ mode: 'hybrid', lexicalRank: 2, vectorRank: 2, similarity: 0.6, fused: Number((2 / (RRF_K + 2)).toFixed(6)) });
+  });
+
+  it('explains which leg found an item: a leg that did not find it has no rank', () => {
+    const [only] = rank([hit('v', { lexicalScore: 0, similarity: 0.42, vectorRank: 3 })], NOW, 'hybrid');
+    expect(only?.rank.lexicalRank).toBeUndefined();
+    expect(only?.rank).toMatchObject({ lexical: 0, vectorRank: 3, similarity: 0.42 });
+    expect(fusedScore(undefined, undefined)).toBe(0);
+  });
+
+  it('ranks a semantic search by similarity, whatever the lexical scores', () => {
+    const ranked = rank([hit('near', { lexicalScore: 0, similarity: 0.8, vectorRank: 1 }), hit('far', { lexicalScore: 9, similarity: 0.3, vectorRank: 2 })], NOW, 'semantic');
+    expect(ids(ranked)).toEqual(['near', 'far']);
+    expect(ranked[0]?.rank.score).toBeCloseTo(RANK_WEIGHTS.lexical * 0.8 + RANK_WEIGHTS.confidence * 0.5 + RANK_WEIGHTS.recency * Math.pow(0.5, 1 / RECENCY_HALF_LIFE_DAYS), 5);
+  });
+
+  it('keeps the lexical explanation unchanged in lexical mode', () => {
+    const [only] = rank([hit('x', { lexicalRank: 1, vectorRank: 1, similarity: 0.9 })], NOW);
+    expect(Object.keys(only?.rank ?? {}).sort()).toEqual(['confidence', 'lexical', 'recency', 'score']);
   });
 });

@@ -25,6 +25,7 @@ CREATE TABLE IF NOT EXISTS vectors (
   PRIMARY KEY (tenant, record_id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS vectors_scope ON vectors (tenant, partition_key, expires_at_ms);
+CREATE INDEX IF NOT EXISTS vectors_subject ON vectors (tenant, subject, partition_key);
 `;
 
 interface Row {
@@ -54,11 +55,14 @@ export function createSqliteVectorIndex(options: { file: string }): VectorIndex 
     for (const row of rows) upsertStmt.run(row);
   });
   const removeStmt = db.prepare('DELETE FROM vectors WHERE tenant = ? AND record_id IN (SELECT value FROM json_each(?))');
-  const candidatesStmt = db.prepare(`
-    SELECT record_id, partition_key, kind, purposes, subject, vector FROM vectors
-    WHERE tenant = @tenant AND partition_key IN (SELECT value FROM json_each(@partitions))
+  // One statement per shape, so that SQLite can pick the subject index when there is a subject.
+  const candidatesWhere = `tenant = @tenant AND partition_key IN (SELECT value FROM json_each(@partitions))
       AND expires_at_ms > @nowMs AND model_id = @modelId
-      AND EXISTS (SELECT 1 FROM json_each(vectors.purposes) WHERE value = @purpose)`);
+      AND EXISTS (SELECT 1 FROM json_each(vectors.purposes) WHERE value = @purpose)`;
+  const candidatesStmt = db.prepare(`SELECT record_id, partition_key, kind, purposes, subject, vector FROM vectors WHERE ${candidatesWhere}`);
+  const subjectCandidatesStmt = db.prepare(
+    `SELECT record_id, partition_key, kind, purposes, subject, vector FROM vectors WHERE subject = @subject AND ${candidatesWhere}`,
+  );
   const hasStmt = db.prepare('SELECT 1 FROM vectors WHERE tenant = ? AND record_id = ?');
   const countAll = db.prepare('SELECT COUNT(*) AS n FROM vectors');
   const countTenant = db.prepare('SELECT COUNT(*) AS n FROM vectors WHERE tenant = ?');
@@ -84,14 +88,13 @@ export function createSqliteVectorIndex(options: { file: string }): VectorIndex 
     async knn(query: VectorQuery): Promise<VectorHit[]> {
       if (query.partitions.length === 0 || !(query.k >= 1)) return [];
       const q = validVector(query.vector, 'vector');
-      const rows = candidatesStmt.all({
-        tenant: query.tenantId, partitions: JSON.stringify(query.partitions), nowMs: epochMsOf(query.now, 'now'),
-        modelId: query.modelId, purpose: query.purpose,
-      }) as Row[];
+      const params = {
+        tenant: query.tenantId, partitions: JSON.stringify(query.partitions), nowMs: epochMsOf(query.now, 'now'), modelId: query.modelId, purpose: query.purpose,
+      };
+      const rows = (query.subjectId === undefined ? candidatesStmt.all(params) : subjectCandidatesStmt.all({ ...params, subject: query.subjectId })) as Row[];
       const kinds = query.kinds === undefined ? undefined : new Set(query.kinds);
       const hits: VectorHit[] = [];
       for (const row of rows) {
-        if (query.subjectId !== undefined && row.subject !== query.subjectId) continue;
         if (kinds !== undefined && !kinds.has(row.kind)) continue;
         // Copied out first: a Buffer's offset into its pool need not be a multiple of 4.
         const bytes = new Uint8Array(row.vector);

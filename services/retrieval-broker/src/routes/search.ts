@@ -1,12 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 import { SearchRequest } from '@gm/contracts';
 import { authenticate } from '../auth.ts';
-import { READ_YOUR_WRITES_GROUPS } from '../command-gateway.ts';
+import { READ_YOUR_WRITES_GROUPS, SEMANTIC_READ_GROUPS } from '../command-gateway.ts';
 import { awaitConsistency } from '../consistency.ts';
 import type { BrokerDeps } from '../deps.ts';
 import { parseBody, pathId } from '../http.ts';
 import { notFound } from '../problem.ts';
-import { search, validatePacket } from '../retrieval.ts';
+import { search, searchModeOf, validatePacket } from '../retrieval.ts';
 
 export function searchRoutes(app: FastifyInstance, deps: BrokerDeps): void {
   const retrieval = { ...deps, packetTtlMs: deps.config.packetTtlMs, cacheTtlMs: deps.config.cacheTtlMs };
@@ -14,7 +14,8 @@ export function searchRoutes(app: FastifyInstance, deps: BrokerDeps): void {
   app.post('/v1/search', async (request) => {
     const claims = await authenticate(request, deps.verifier, deps.clock, 'search');
     const body = parseBody(SearchRequest, request.body);
-    await awaitConsistency(deps, request, claims.tenant, READ_YOUR_WRITES_GROUPS);
+    const mode = searchModeOf(deps, body);
+    await awaitConsistency(deps, request, claims.tenant, mode === 'lexical' ? READ_YOUR_WRITES_GROUPS : SEMANTIC_READ_GROUPS);
     return search(retrieval, claims, body, deps.clock.now());
   });
 

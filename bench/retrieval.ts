@@ -1,0 +1,201 @@
+/**
+ * `pnpm bench:retrieval` (issue 14): retrieval quality of the three search modes, through the
+ * public API of the embedded runtime, with governance on (a capability, its grant, its
+ * partition and its purpose).
+ * - The paraphrase set (bench/retrieval/paraphrases.ts, shipped): 256 facts, 512 queries worded
+ *   apart from their fact. Recall@5, Recall@10 and nDCG@10 of the one relevant fact.
+ * - LoCoMo (../shared/datasets/locomo/locomo10.json, CC BY-NC 4.0: read here, never shipped):
+ *   every turn of a conversation a record of one subject, every question but the adversarial
+ *   category 5 asked within its conversation; recall of the evidence turns (`dia_id`s) among the
+ *   top 5, 10 and 25, beside the paper's DRAGON figures (58.8 / 67.5 / 79.9).
+ * Also each mode's search latency (p50/p95) over HTTP, and how long the vectors took to catch up.
+ * Usage: pnpm bench:retrieval [--locomo PATH] [--only paraphrases|locomo] (about 4 min)
+ */
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { loadConfig, startEmbeddedRuntime, type EmbeddedRuntime } from '@gm/embedded';
+import { call, issueToken, writeBody, type HttpTarget } from './http-probe.ts';
+import { paraphraseSet } from './retrieval/paraphrases.ts';
+import { progress, summarize, type Summary } from './stats.ts';
+
+const args = new Map<string, string>();
+for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i]?.replace(/^--/, '') ?? '', process.argv[i + 1] ?? '');
+const LOCOMO = path.resolve(args.get('locomo') ?? path.join(import.meta.dirname, '../../shared/datasets/locomo/locomo10.json'));
+const ONLY = args.get('only');
+const MODES = ['lexical', 'semantic', 'hybrid'] as const;
+type Mode = (typeof MODES)[number];
+/** The paper's Table 3, DRAGON, recall of evidence turns: top-5, top-10, top-25. */
+const DRAGON = { 5: 58.8, 10: 67.5, 25: 79.9 } as const;
+
+interface ModeFigures {
+  recall: Record<number, number>;
+  ndcg10?: number;
+  latency: Summary;
+}
+
+/** Writes records through `:batch` (500 per request), failing on any item that is not 201. */
+async function writeAll(target: HttpTarget, token: string, records: Array<{ id: string; subjectId: string; content: string }>): Promise<void> {
+  for (let i = 0; i < records.length; i += 500) {
+    const items = records.slice(i, i + 500).map((r) => writeBody(r.content, r.subjectId, r.id));
+    const res = await call(`${target.url}/v1/memories:batch`, token, { items }, true);
+    const answered = (res.body as { items?: Array<{ httpStatus: number; error?: unknown }> } | null)?.items ?? [];
+    const failed = answered.filter((a) => a.httpStatus !== 201);
+    if (res.status !== 200 || failed.length > 0) throw new Error(`batch answered ${res.status}: ${JSON.stringify(failed[0] ?? res.body)}`);
+    progress(`  ${Math.min(i + 500, records.length)}/${records.length} written`);
+  }
+}
+
+/** Waits until the vector-indexer embedded every record of the tenant; returns how long that took after the last write. */
+async function vectorsCaughtUp(runtime: EmbeddedRuntime, tenant: string, count: number): Promise<number> {
+  const started = performance.now();
+  for (;;) {
+    if ((await runtime.vectors.count(tenant)) >= count) return performance.now() - started;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+async function searchIds(target: HttpTarget, token: string, body: Record<string, unknown>): Promise<{ ids: string[]; ms: number }> {
+  const started = performance.now();
+  const res = await call(`${target.url}/v1/search`, token, { tokenBudget: 32_000, ...body }, true);
+  const ms = performance.now() - started;
+  if (res.status !== 200) throw new Error(`search answered ${res.status}: ${JSON.stringify(res.body)}`);
+  return { ids: ((res.body as { items?: Array<{ recordId: string }> }).items ?? []).map((i) => i.recordId), ms };
+}
+
+const pct = (x: number): string => (x * 100).toFixed(1);
+
+async function paraphrases(runtime: EmbeddedRuntime, target: HttpTarget): Promise<Record<Mode, ModeFigures>> {
+  const tenant = 'bench-paraphrase';
+  const token = await issueToken(target, tenant);
+  const set = paraphraseSet();
+  progress(`paraphrases: ${set.facts.length} facts, ${set.pairs.length} queries`);
+  await writeAll(target, token, set.facts.map((f) => ({ id: f.id, subjectId: f.subject, content: f.content })));
+  progress(`  vectors caught up ${(await vectorsCaughtUp(runtime, tenant, set.facts.length)).toFixed(0)} ms after the last write`);
+  const out = {} as Record<Mode, ModeFigures>;
+  for (const mode of MODES) {
+    let hits5 = 0;
+    let hits10 = 0;
+    let ndcg = 0;
+    const latencies: number[] = [];
+    for (const pair of set.pairs) {
+      const { ids, ms } = await searchIds(target, token, { query: pair.query, mode, limit: 10 });
+      latencies.push(ms);
+      const at = ids.indexOf(pair.factId);
+      if (at >= 0 && at < 5) hits5 += 1;
+      if (at >= 0 && at < 10) {
+        hits10 += 1;
+        ndcg += 1 / Math.log2(at + 2);
+      }
+    }
+    const n = set.pairs.length;
+    out[mode] = { recall: { 5: hits5 / n, 10: hits10 / n }, ndcg10: ndcg / n, latency: summarize(latencies) };
+    progress(`  ${mode}: Recall@5 ${pct(hits5 / n)}, Recall@10 ${pct(hits10 / n)}, nDCG@10 ${pct(ndcg / n)}`);
+  }
+  return out;
+}
+
+interface LocomoTurn { speaker: string; dia_id: string; text: string; blip_caption?: string }
+interface LocomoConversation {
+  sample_id: string;
+  conversation: Record<string, unknown>;
+  qa: Array<{ question: string; evidence?: string[]; category: number }>;
+}
+
+async function locomo(runtime: EmbeddedRuntime, target: HttpTarget): Promise<{ figures: Record<Mode, ModeFigures>; turns: number; questions: number }> {
+  const conversations = JSON.parse(readFileSync(LOCOMO, 'utf8')) as LocomoConversation[];
+  const tenant = 'bench-locomo';
+  const token = await issueToken(target, tenant);
+  const records: Array<{ id: string; subjectId: string; content: string }> = [];
+  const questions: Array<{ subjectId: string; question: string; evidence: Set<string> }> = [];
+  for (const c of conversations) {
+    const subjectId = `locomo-${c.sample_id}`;
+    const ids = new Set<string>();
+    for (const [key, value] of Object.entries(c.conversation)) {
+      if (!/^session_\d+$/.test(key) || !Array.isArray(value)) continue;
+      for (const turn of value as LocomoTurn[]) {
+        const id = `${c.sample_id}.${turn.dia_id}`;
+        if (ids.has(id)) continue;
+        ids.add(id);
+        // The turn as said; a shared photo is known by its caption only.
+        const photo = turn.blip_caption ? ` [shares a photo: ${turn.blip_caption}]` : '';
+        records.push({ id, subjectId, content: `${turn.speaker}: ${turn.text}${photo}` });
+      }
+    }
+    for (const qa of c.qa) {
+      if (qa.category === 5) continue;
+      // Evidence ids that name no turn (9 in the file) cannot be retrieved by anyone: left out.
+      const evidence = new Set((qa.evidence ?? []).map((e) => `${c.sample_id}.${e}`).filter((id) => ids.has(id)));
+      if (evidence.size > 0) questions.push({ subjectId, question: qa.question.slice(0, 1024), evidence });
+    }
+  }
+  progress(`locomo: ${conversations.length} conversations, ${records.length} turns, ${questions.length} questions (category 5 left out)`);
+  await writeAll(target, token, records);
+  progress(`  vectors caught up ${(await vectorsCaughtUp(runtime, tenant, records.length)).toFixed(0)} ms after the last write`);
+  const figures = {} as Record<Mode, ModeFigures>;
+  for (const mode of MODES) {
+    const sums = { 5: 0, 10: 0, 25: 0 };
+    const latencies: number[] = [];
+    for (const q of questions) {
+      const { ids, ms } = await searchIds(target, token, { query: q.question, subjectId: q.subjectId, mode, limit: 25 });
+      latencies.push(ms);
+      for (const k of [5, 10, 25] as const) sums[k] += ids.slice(0, k).filter((id) => q.evidence.has(id)).length / q.evidence.size;
+    }
+    const n = questions.length;
+    figures[mode] = { recall: { 5: sums[5] / n, 10: sums[10] / n, 25: sums[25] / n }, latency: summarize(latencies) };
+    progress(`  ${mode}: recall@5 ${pct(sums[5] / n)}, @10 ${pct(sums[10] / n)}, @25 ${pct(sums[25] / n)}`);
+  }
+  return { figures, turns: records.length, questions: questions.length };
+}
+
+async function main(): Promise<void> {
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'gm-bench-retrieval-'));
+  const runtime = await startEmbeddedRuntime(loadConfig({
+    MEMORY_PORT: '0', MEMORY_DATA_DIR: dataDir, MEMORY_LOG_LEVEL: 'error', MEMORY_RATE_LIMIT_PER_MINUTE: '1000000',
+  }));
+  const target: HttpTarget = { url: runtime.url, issuerCredential: runtime.credentials.issuerCredential };
+  const report: Record<string, unknown> = { at: new Date().toISOString(), runtime: 'embedded', model: runtime.config.semantic };
+  try {
+    if (ONLY !== 'locomo') report.paraphrases = await paraphrases(runtime, target);
+    if (ONLY !== 'paraphrases') {
+      if (!existsSync(LOCOMO)) throw new Error(`LoCoMo is not at ${LOCOMO}; pass --locomo PATH (or --only paraphrases)`);
+      report.locomo = await locomo(runtime, target);
+    }
+  } finally {
+    await runtime.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+  print(report);
+  mkdirSync('bench-results', { recursive: true });
+  const file = path.join('bench-results', `retrieval-${String(report.at).replace(/[:.]/g, '-')}.json`);
+  writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);
+  progress(`results: ${file}`);
+}
+
+function print(report: Record<string, unknown>): void {
+  const lines: string[] = ['', 'retrieval quality, embedded runtime, through the API (governance on)'];
+  const para = report.paraphrases as Record<Mode, ModeFigures> | undefined;
+  if (para) {
+    lines.push('', 'paraphrase set (512 queries, one relevant fact each)', 'mode       Recall@5  Recall@10  nDCG@10  search p50/p95 ms');
+    for (const mode of MODES) {
+      const f = para[mode];
+      lines.push(`${mode.padEnd(10)} ${pct(f.recall[5] ?? 0).padStart(8)}  ${pct(f.recall[10] ?? 0).padStart(9)}  ${pct(f.ndcg10 ?? 0).padStart(7)}  ${f.latency.p50.toFixed(1)}/${f.latency.p95.toFixed(1)}`);
+    }
+    const gain = ((para.hybrid.recall[5] ?? 0) - (para.lexical.recall[5] ?? 0)) * 100;
+    lines.push(`hybrid − lexical Recall@5: ${gain >= 0 ? '+' : ''}${gain.toFixed(1)} points (target ≥ +25)${gain >= 25 ? '' : '  MISSED'}`);
+  }
+  const loco = report.locomo as { figures: Record<Mode, ModeFigures>; turns: number; questions: number } | undefined;
+  if (loco) {
+    lines.push('', `LoCoMo (${loco.turns} turns, ${loco.questions} questions): recall of evidence turns`, 'mode       @5     @10    @25    search p50/p95 ms');
+    for (const mode of MODES) {
+      const f = loco.figures[mode];
+      lines.push(`${mode.padEnd(10)} ${pct(f.recall[5] ?? 0).padStart(5)}  ${pct(f.recall[10] ?? 0).padStart(5)}  ${pct(f.recall[25] ?? 0).padStart(5)}  ${f.latency.p50.toFixed(1)}/${f.latency.p95.toFixed(1)}`);
+    }
+    lines.push(`DRAGON     ${DRAGON[5].toFixed(1).padStart(5)}  ${DRAGON[10].toFixed(1).padStart(5)}  ${DRAGON[25].toFixed(1).padStart(5)}  (the paper's Table 3)`);
+    const at5 = (loco.figures.hybrid.recall[5] ?? 0) * 100;
+    lines.push(`hybrid recall@5 ${at5.toFixed(1)} vs DRAGON ${DRAGON[5]} (target ≥)${at5 >= DRAGON[5] ? '' : '  MISSED'}`);
+  }
+  process.stdout.write(`${lines.join('\n')}\n`);
+}
+
+await main();
