@@ -13,6 +13,7 @@
 import { Worker } from 'node:worker_threads';
 import type { Logger, MetricsSnapshot } from '@gm/observability';
 import type { SigningKeyPair } from '@gm/policy';
+import { typeScriptWorkerExecArgv } from '@gm/thread-lock';
 import type { RuntimeConfig } from './config.ts';
 
 /** What the thread needs to start: plain data only (it crosses the thread boundary by copy). */
@@ -51,17 +52,8 @@ export interface PipelineThread {
   close(): Promise<void>;
 }
 
-/**
- * The worker runs TypeScript as this process does: under the tsx loader when the process has
- * it (`pnpm start`), otherwise (a test runner transforming on its own) with it added.
- */
-function workerExecArgv(): string[] {
-  const hasTsx = process.execArgv.some((arg, i, all) => arg.includes('tsx') && (i === 0 || all[i - 1] === '--import' || arg.startsWith('--import')));
-  return hasTsx ? process.execArgv : [...process.execArgv, '--import', 'tsx'];
-}
-
 export async function startPipelineThread(data: PipelineThreadData, host: PipelineThreadHost): Promise<PipelineThread> {
-  const worker = new Worker(new URL('./pipeline-worker.ts', import.meta.url), { workerData: data, execArgv: workerExecArgv() });
+  const worker = new Worker(new URL('./pipeline-worker.ts', import.meta.url), { workerData: data, execArgv: typeScriptWorkerExecArgv() });
   let requests = 0;
   const pendingMetrics = new Map<number, (metrics: MetricsSnapshot[]) => void>();
   let started = false;

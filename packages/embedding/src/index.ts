@@ -1,3 +1,4 @@
 export * from './port.ts';
 export * from './hashing-model.ts';
 export * from './onnx-model.ts';
+export * from './threaded-model.ts';

@@ -10,10 +10,40 @@ import { describe, expect, it } from 'vitest';
 import { testEmbeddingModel } from '@gm/testing';
 import { cosine } from './port.ts';
 import { MODEL_ID, loadOnnxEmbeddingModel } from './onnx-model.ts';
+import { loadThreadedOnnxEmbeddingModel } from './threaded-model.ts';
 
 testEmbeddingModel('all-MiniLM-L6-v2 (quantized, ONNX Runtime CPU)', () => loadOnnxEmbeddingModel());
+testEmbeddingModel('all-MiniLM-L6-v2 in a thread of its own', () => loadThreadedOnnxEmbeddingModel());
 
 describe('the ONNX embedding model', () => {
+  it('in its own thread, leaves the caller\'s thread free while it embeds (ONNX Runtime computes on the calling thread)', async () => {
+    const model = await loadThreadedOnnxEmbeddingModel();
+    try {
+      const texts = Array.from({ length: 200 }, (_, i) => `Record ${i}: the customer prefers email over phone calls and wants monthly invoices`);
+      // Counted while the embeddings are computed: on the caller's thread, a timer could fire only between texts.
+      let ticks = 0;
+      let done = false;
+      const counting = (async () => {
+        while (!done) {
+          await new Promise<void>((resolve) => setImmediate(resolve));
+          ticks += 1;
+        }
+      })();
+      const vectors = await model.embed(texts);
+      done = true;
+      await counting;
+      expect(vectors).toHaveLength(200);
+      expect(ticks).toBeGreaterThan(10 * texts.length);
+      // The same vectors as the model on this thread gives.
+      const local = await loadOnnxEmbeddingModel();
+      const [again] = await local.embed([texts[7] ?? '']);
+      await local.close();
+      expect(cosine(again as Float32Array, vectors[7] as Float32Array)).toBeCloseTo(1, 6);
+    } finally {
+      await model.close();
+    }
+  });
+
   it('finds a paraphrase that shares no content word near, and an unrelated sentence far', async () => {
     const model = await loadOnnxEmbeddingModel();
     try {
@@ -37,6 +67,7 @@ describe('the ONNX embedding model', () => {
     const empty = mkdtempSync(path.join(os.tmpdir(), 'gm-model-'));
     try {
       await expect(loadOnnxEmbeddingModel({ dir: empty })).rejects.toThrow(/all-minilm-l6-v2-q\.onnx is missing; run `bash infra\/local\/model\.sh fetch`/);
+      await expect(loadThreadedOnnxEmbeddingModel({ dir: empty })).rejects.toThrow(/all-minilm-l6-v2-q\.onnx is missing/);
     } finally {
       rmSync(empty, { recursive: true, force: true });
     }

@@ -1,2 +1,3 @@
 export * from './thread-lock.ts';
 export * from './file-write-locks.ts';
+export * from './worker-exec-argv.ts';

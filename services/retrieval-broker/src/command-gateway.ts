@@ -12,9 +12,9 @@ export const WRITE_ADMISSION_GROUP = 'write-admission';
 export const READ_YOUR_WRITES_GROUPS = ['projector', 'index-builder'] as const;
 
 /**
- * A search with a semantic leg, sent with a consistency token, waits for the vector-indexer too
- * (its group, services/vector-indexer): vectors lag the keyword index, and the token promises
- * that the search sees the writes it names.
+ * A semantic search sent with a consistency token waits for the vector-indexer too (its group,
+ * services/vector-indexer): vectors lag the keyword index, and the token promises that the
+ * search sees the writes it names.
  */
 export const SEMANTIC_READ_GROUPS = [...READ_YOUR_WRITES_GROUPS, 'vector-indexer'] as const;
 

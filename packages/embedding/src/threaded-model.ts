@@ -1,0 +1,84 @@
+/**
+ * The ONNX model in a worker thread of its own (embedding-worker.ts), behind the same port:
+ * callers await vectors while their own thread goes on serving. The worker does not keep the
+ * process alive while it is idle. If it dies, the calls in flight fail and the next call
+ * starts a new one.
+ */
+import { Worker } from 'node:worker_threads';
+import { typeScriptWorkerExecArgv } from '@gm/thread-lock';
+import type { FromEmbeddingWorker, ToEmbeddingWorker } from './embedding-worker.ts';
+import type { OnnxModelOptions } from './onnx-model.ts';
+import type { EmbeddingModel } from './port.ts';
+
+interface Pending {
+  resolve(vectors: Float32Array[]): void;
+  reject(err: Error): void;
+}
+
+interface Running {
+  worker: Worker;
+  pending: Map<number, Pending>;
+  modelId: string;
+  dimensions: number;
+}
+
+export async function loadThreadedOnnxEmbeddingModel(options: OnnxModelOptions = {}): Promise<EmbeddingModel> {
+  let nextId = 0;
+  let running: Promise<Running> | undefined;
+  let closed = false;
+
+  const start = (): Promise<Running> =>
+    new Promise<Running>((resolve, reject) => {
+      const worker = new Worker(new URL('./embedding-worker.ts', import.meta.url), { workerData: options, execArgv: typeScriptWorkerExecArgv() });
+      const pending = new Map<number, Pending>();
+      const failAll = (err: Error) => {
+        for (const p of pending.values()) p.reject(err);
+        pending.clear();
+      };
+      worker.on('message', (message: FromEmbeddingWorker) => {
+        if (message.kind === 'ready') resolve({ worker, pending, modelId: message.modelId, dimensions: message.dimensions });
+        else if (message.kind === 'failed') reject(new Error(message.message));
+        else {
+          const p = pending.get(message.id);
+          pending.delete(message.id);
+          if (pending.size === 0) worker.unref();
+          if (message.kind === 'vectors') p?.resolve(message.vectors.map((v) => new Float32Array(v.buffer, v.byteOffset, v.length)));
+          else p?.reject(new Error(`embedding model: ${message.message}`));
+        }
+      });
+      worker.on('error', (err) => {
+        reject(err);
+        failAll(err);
+      });
+      worker.on('exit', (code) => {
+        running = undefined;
+        failAll(new Error(`embedding model: its thread exited (${code})`));
+      });
+    });
+
+  // Started once here, so that a missing model fails the load, as the in-thread model's does.
+  const first = await (running = start());
+  first.worker.unref();
+
+  return {
+    modelId: first.modelId,
+    dimensions: first.dimensions,
+    async embed(texts) {
+      if (closed) throw new Error('embedding model: closed');
+      if (texts.length === 0) return [];
+      const { worker, pending } = await (running ??= start());
+      const id = nextId++;
+      const result = new Promise<Float32Array[]>((resolve, reject) => pending.set(id, { resolve, reject }));
+      worker.ref();
+      const request: ToEmbeddingWorker = { id, texts: [...texts] };
+      worker.postMessage(request);
+      return result;
+    },
+    async close() {
+      closed = true;
+      const current = running;
+      running = undefined;
+      if (current !== undefined) await (await current).worker.terminate();
+    },
+  };
+}
