@@ -149,6 +149,8 @@ async function locomo(runtime: EmbeddedRuntime, target: HttpTarget): Promise<{ f
 }
 
 async function main(): Promise<void> {
+  // Before anything runs: a missing dataset is told at once, not after the paraphrase half.
+  if (ONLY !== 'paraphrases' && !existsSync(LOCOMO)) throw new Error(`LoCoMo is not at ${LOCOMO}; pass --locomo PATH (or --only paraphrases)`);
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'gm-bench-retrieval-'));
   const runtime = await startEmbeddedRuntime(loadConfig({
     MEMORY_PORT: '0', MEMORY_DATA_DIR: dataDir, MEMORY_LOG_LEVEL: 'error', MEMORY_RATE_LIMIT_PER_MINUTE: '1000000',
@@ -157,10 +159,7 @@ async function main(): Promise<void> {
   const report: Record<string, unknown> = { at: new Date().toISOString(), runtime: 'embedded', model: runtime.config.semantic };
   try {
     if (ONLY !== 'locomo') report.paraphrases = await paraphrases(runtime, target);
-    if (ONLY !== 'paraphrases') {
-      if (!existsSync(LOCOMO)) throw new Error(`LoCoMo is not at ${LOCOMO}; pass --locomo PATH (or --only paraphrases)`);
-      report.locomo = await locomo(runtime, target);
-    }
+    if (ONLY !== 'paraphrases') report.locomo = await locomo(runtime, target);
   } finally {
     await runtime.close();
     rmSync(dataDir, { recursive: true, force: true });

@@ -92,6 +92,20 @@ export function deletionAck(
   };
   return { topic: TOPICS.deletionAcks, key: task.jobId, value };
 }
+
+/**
+ * A removal target's work for one task: removes the task's records from a store of copies, then
+ * reads each back by id, so the ack's evidence is what is still there (`removed=2;remaining=0`).
+ */
+export async function removalAck(
+  task: DeletionTask, verifier: string, clock: Clock,
+  store: { remove(tenantId: string, recordIds: string[]): Promise<number>; holds(tenantId: string, recordId: string): Promise<boolean> },
+): Promise<ReturnType<typeof deletionAck>> {
+  const removed = await store.remove(task.tenantId, task.recordIds);
+  let remaining = 0;
+  for (const id of task.recordIds) if (await store.holds(task.tenantId, id)) remaining += 1;
+  return deletionAck(task, verifier, clock, { ok: remaining === 0, ref: `removed=${removed};remaining=${remaining}` });
+}
 export * from './env.ts';
 export * from './distributed.ts';
 export * from './policy-set.ts';

@@ -1,6 +1,6 @@
 import type { Bus, ConsumedMessage, ProcessContext } from '@gm/bus';
 import { DeletionTask, TOPICS, type Clock, type ServiceHandle } from '@gm/contracts';
-import { deletionAck } from '@gm/service-kit';
+import { removalAck } from '@gm/service-kit';
 import type { SearchIndex, SummaryStore } from '@gm/search-index';
 import type { StateStore } from '@gm/state-store';
 import { summaryTargetHandler } from './summaries.ts';
@@ -15,10 +15,7 @@ export function indexTargetHandler(index: SearchIndex, clock: Clock) {
   return async (message: ConsumedMessage, ctx: ProcessContext): Promise<void> => {
     const task = DeletionTask.parse(message.value);
     if (task.target !== 'keyword') return;
-    const removed = await index.remove(task.tenantId, task.recordIds);
-    let remaining = 0;
-    for (const id of task.recordIds) if (await index.get(task.tenantId, id)) remaining += 1;
-    ctx.send([deletionAck(task, 'index-builder', clock, { ok: remaining === 0, ref: `removed=${removed};remaining=${remaining}` })]);
+    ctx.send([await removalAck(task, 'index-builder', clock, { remove: (t, ids) => index.remove(t, ids), holds: async (t, id) => (await index.get(t, id)) !== null })]);
   };
 }
 

@@ -1,7 +1,7 @@
 import type { Bus } from '@gm/bus';
 import { DeletionTask, TOPICS, type Clock, type ServiceHandle } from '@gm/contracts';
 import type { VectorIndex } from '@gm/search-index';
-import { deletionAck } from '@gm/service-kit';
+import { removalAck } from '@gm/service-kit';
 
 export const VECTOR_TARGETS_GROUP = 'vector-indexer.deletion';
 
@@ -17,10 +17,7 @@ export async function startVectorTargets(deps: { bus: Bus; vectors: VectorIndex;
     handler: async (message, ctx) => {
       const task = DeletionTask.parse(message.value);
       if (task.target !== 'vector') return;
-      const removed = await vectors.remove(task.tenantId, task.recordIds);
-      let remaining = 0;
-      for (const id of task.recordIds) if (await vectors.has(task.tenantId, id)) remaining += 1;
-      ctx.send([deletionAck(task, 'vector-indexer', clock, { ok: remaining === 0, ref: `removed=${removed};remaining=${remaining}` })]);
+      ctx.send([await removalAck(task, 'vector-indexer', clock, { remove: (t, ids) => vectors.remove(t, ids), holds: (t, id) => vectors.has(t, id) })]);
     },
   });
   return { close: () => sub.close() };
