@@ -60,6 +60,8 @@ export interface WritePathResult extends WriteLoadResult {
 
 export interface SearchStepResult {
   records: number;
+  /** The search mode asked for: `lexical`, or `hybrid` where the runtime keeps vectors. */
+  mode: 'lexical' | 'hybrid';
   query: Summary;
   /** Mean items per packet: shows the seeded records are really retrieved. */
   itemsMean: number;
@@ -117,8 +119,8 @@ export async function write(target: HttpTarget, token: string, body: unknown): P
   return res.status;
 }
 
-async function searchIds(target: HttpTarget, token: string, query: string): Promise<string[]> {
-  const res = await call(`${target.url}/v1/search`, token, { query, limit: 10 }, true);
+async function searchIds(target: HttpTarget, token: string, query: string, mode?: SearchStepResult['mode']): Promise<string[]> {
+  const res = await call(`${target.url}/v1/search`, token, { query, limit: 10, ...(mode === undefined ? {} : { mode }) }, true);
   if (res.status !== 200) throw new Error(`search answered ${res.status}: ${JSON.stringify(res.body)}`);
   const items = (res.body as { items?: Array<{ recordId: string }> } | null)?.items ?? [];
   return items.map((i) => i.recordId);
@@ -194,20 +196,22 @@ export async function measureWritePath(target: HttpTarget, options: BenchOptions
 }
 
 /** Distinct queries over every tenant of the dataset, one at a time, after a short warm-up. */
-export async function measureSearch(target: HttpTarget, records: number, options: BenchOptions, label: string): Promise<SearchStepResult> {
+export async function measureSearch(
+  target: HttpTarget, records: number, options: BenchOptions, label: string, mode: SearchStepResult['mode'] = 'lexical',
+): Promise<SearchStepResult> {
   const tokens: string[] = [];
   for (let t = 0; t < options.tenants; t += 1) tokens.push(await issueToken(target, tenantOf(t, options.tenants)));
   const tokenOf = (j: number) => tokens[j % tokens.length] ?? '';
-  for (const [j, q] of warmupQueriesFor(records).entries()) await searchIds(target, tokenOf(j), q);
+  for (const [j, q] of warmupQueriesFor(records).entries()) await searchIds(target, tokenOf(j), q, mode);
   const ms: number[] = [];
   let items = 0;
   for (const [j, q] of queriesFor(records, options.searches).entries()) {
     const started = performance.now();
-    items += (await searchIds(target, tokenOf(j), q)).length;
+    items += (await searchIds(target, tokenOf(j), q, mode)).length;
     ms.push(performance.now() - started);
-    if (ms.length % 200 === 0) progress(`${label}: searches ${ms.length}/${options.searches} at ${records} records`);
+    if (ms.length % 200 === 0) progress(`${label}: ${mode} searches ${ms.length}/${options.searches} at ${records} records`);
   }
   const query = summarize(ms);
-  progress(`${label}: ${ms.length} searches at ${records} records (p50 ${query.p50.toFixed(2)} ms)`);
-  return { records, query, itemsMean: items / Math.max(1, ms.length) };
+  progress(`${label}: ${ms.length} ${mode} searches at ${records} records (p50 ${query.p50.toFixed(2)} ms)`);
+  return { records, mode, query, itemsMean: items / Math.max(1, ms.length) };
 }

@@ -68,7 +68,7 @@ export function computeRatios(r: Pick<BenchResult, 'raw' | 'embedded' | 'distrib
       out.push(ratio('distributed memory.ingest ÷ kafkajs consume', d.ingest.kafka.admittedPerSecond, kafka.consumeThroughput, '/s', 'the same ÷ kafkajs consume records/s of a fresh group'));
       out.push(ratio('distributed memory.ingest ÷ ES _bulk', d.ingest.kafka.admittedPerSecond, esBulk, '/s', 'the same ÷ ES _bulk documents/s of the same documents'));
     }
-    for (const step of d.search) {
+    for (const step of d.search.filter((s) => s.mode === 'lexical')) {
       const es = search.elasticsearch.find((s) => s.records === step.records);
       if (!es) continue;
       out.push(ratio(`distributed search p50 @${step.records}`, step.query.p50, es.query.p50, 'ms', 'HTTP search p50 ÷ the same bool query sent to ES directly, p50, same documents'));
@@ -86,11 +86,16 @@ export function computeRatios(r: Pick<BenchResult, 'raw' | 'embedded' | 'distrib
       'items/s admitted by POST /v1/memories:batch (4 clients × 500) ÷ SQLite rows/s inserted 500 per durable transaction'));
     out.push(ratio('embedded async writes (folded)', e.ingest.async.foldedPerSecond, roundTrips.sqliteBatchedInsertPerSecond, '/s',
       'async writes/s by 64 clients, counted once folded ÷ the same SQLite batched insert'));
-    for (const step of e.search) {
+    for (const step of e.search.filter((s) => s.mode === 'lexical')) {
       const fts = search.sqliteFts.find((s) => s.records === step.records);
       if (!fts) continue;
       out.push(ratio(`embedded search p50 @${step.records}`, step.query.p50, fts.query.p50, 'ms', 'HTTP search p50 ÷ the same FTS5 MATCH+filters query in better-sqlite3, p50, same documents'));
       out.push(ratio(`embedded search p95 @${step.records}`, step.query.p95, fts.query.p95, 'ms', 'HTTP search p95 ÷ the same FTS5 query p95'));
+      const hybrid = e.search.find((s) => s.mode === 'hybrid' && s.records === step.records);
+      if (hybrid) {
+        out.push(ratio(`embedded hybrid ÷ lexical p95 @${step.records}`, hybrid.query.p95, step.query.p95, 'ms',
+          'hybrid search p95 (query embedded, kNN and BM25, fused) ÷ lexical search p95 over HTTP, same records and run (issue 14 asks ≤ 2)'));
+      }
     }
   }
   return out;
@@ -119,7 +124,7 @@ function runtimeRows(name: string, r: RuntimeResult, tenants: number): string[] 
     row('  revocation convergence (202 → next read, denied)', r.revocation.convergence, 'every read after the 202 was denied'),
     row('  delete a memory (until the 202)', r.deletion.accepted),
     row('  delete → signed receipt (verified) fetchable', r.deletion.receipt, 'tombstone, every target, replay probes, signature'),
-    ...r.search.map((s) => row(`  search @${s.records} records / ${tenants} tenants (seeded*)`, s.query,
+    ...r.search.map((s) => row(`  ${s.mode} search @${s.records} records / ${tenants} tenants (seeded*)`, s.query,
       `${num(s.itemsMean, 1)} items/packet; seeded in ${num(s.seedMs / 1000, 1)} s`)),
     ...ingestRows(r.ingest),
   ];

@@ -4,7 +4,7 @@ import path from 'node:path';
 import type { RecordMeta } from '@gm/contracts';
 import { startStack } from '@gm/distributed';
 import { loadConfig, startEmbeddedRuntime, type EmbeddedRuntime, type RuntimeOptions } from '@gm/embedded';
-import type { SearchIndex } from '@gm/search-index';
+import type { SearchIndex, VectorIndex } from '@gm/search-index';
 import { DistributedEnv, openIndex, openState } from '@gm/service-kit';
 import type { StateStore } from '@gm/state-store';
 import { contentOf, tenantOf } from './corpus.ts';
@@ -35,7 +35,7 @@ const TEMPLATE_ID = 'bench-template';
 
 /** The write, visibility and search phases, the same for both runtimes. */
 async function benchApi(
-  target: HttpTarget, stores: { index: SearchIndex; state: StateStore }, options: BenchOptions, label: string, startMs: number,
+  target: HttpTarget, stores: { index: SearchIndex; state: StateStore; vectors?: VectorIndex }, options: BenchOptions, label: string, startMs: number,
   kafka?: { brokers: string[]; namespace: string },
 ): Promise<RuntimeResult> {
   const writePath = await measureWritePath(target, options, label);
@@ -52,10 +52,12 @@ async function benchApi(
   let seeded = 0;
   for (const size of options.datasetSizes) {
     const started = performance.now();
-    await seedBelowApi(stores.index, stores.state, template, seeded, size, options.tenants, label);
+    await seedBelowApi(stores.index, stores.state, template, seeded, size, options.tenants, label, stores.vectors);
     const seedMs = performance.now() - started;
     seeded = size;
-    search.push({ ...(await measureSearch(target, size, options, label)), seedMs });
+    search.push({ ...(await measureSearch(target, size, options, label, 'lexical')), seedMs });
+    // Where the runtime keeps vectors, the default mode too: both legs, fused.
+    if (stores.vectors !== undefined) search.push({ ...(await measureSearch(target, size, options, label, 'hybrid')), seedMs });
   }
   // Last: the ingest loads add some 100,000 records, which the search figures above must not carry.
   const ingest = await measureIngest(target, 'bench-ingest', options.ingestSeconds, label, kafka);
@@ -88,7 +90,7 @@ async function withEmbeddedRuntime<T>(
 }
 
 export function benchEmbedded(options: BenchOptions): Promise<RuntimeResult> {
-  return withEmbeddedRuntime('embedded', {}, (runtime, target, startMs) => benchApi(target, runtime, options, 'embedded', startMs));
+  return withEmbeddedRuntime('embedded', {}, (runtime, target, startMs) => benchApi(target, { index: runtime.index, state: runtime.state, ...(runtime.config.semantic ? { vectors: runtime.vectors } : {}) }, options, 'embedded', startMs));
 }
 
 /** The write phases only (no visibility, search or deletion), on a fresh embedded runtime; `env` adds to its configuration. */

@@ -1,8 +1,10 @@
 import type { RecordMeta } from '@gm/contracts';
 import { toIndexDocument } from '@gm/index-builder';
-import type { SearchIndex } from '@gm/search-index';
+import { recordPartition } from '@gm/domain';
+import { MODEL_ID } from '@gm/embedding';
+import type { SearchIndex, VectorIndex } from '@gm/search-index';
 import type { StateStore } from '@gm/state-store';
-import { contentOf, sha256, tenantOf } from './corpus.ts';
+import { contentOf, prng, sha256, tenantOf } from './corpus.ts';
 import { lanes, progress } from './stats.ts';
 
 /**
@@ -25,9 +27,23 @@ export function seededRecord(template: RecordMeta, i: number, tenants: number, n
 }
 
 const BATCH = 1000;
+const DIMENSIONS = 384;
+
+/**
+ * A seeded record's vector: a deterministic unit vector, not the model's embedding of its
+ * content (embedding 100,000 texts would take minutes). A kNN's cost does not depend on what
+ * the vectors mean; the query is still embedded by the model, as every search's is.
+ */
+function seededVector(i: number): Float32Array {
+  const rand = prng(50_000 + i);
+  const v = Float32Array.from({ length: DIMENSIONS }, () => rand() * 2 - 1);
+  const norm = Math.hypot(...v);
+  return v.map((x) => x / norm);
+}
 
 export async function seedBelowApi(
   index: SearchIndex, state: StateStore, template: RecordMeta, from: number, to: number, tenants: number, label: string,
+  vectors?: VectorIndex,
 ): Promise<void> {
   if (template.status !== 'active' || template.visibility !== 'team') throw new Error('the seed template must be an active team record');
   const now = new Date();
@@ -44,6 +60,11 @@ export async function seedBelowApi(
     });
     // The index-builder's fold, a batch per upsert.
     await index.upsert(batch.map((r) => toIndexDocument(r.meta, r.content)));
+    // The vector-indexer's fold, where the runtime keeps vectors.
+    await vectors?.upsert(batch.map((r, j) => ({
+      tenantId: r.meta.tenantId, recordId: r.meta.id, partition: recordPartition(r.meta), subjectId: r.meta.subjectId, kind: r.meta.kind,
+      purposes: r.meta.purposes, expiresAt: r.meta.expiresAt, version: r.meta.version, modelId: MODEL_ID, vector: seededVector(start + j),
+    })));
     if ((start + batch.length - from) % 10_000 === 0 || start + batch.length === to) progress(`${label}: seeded ${start + batch.length}/${to} records below the API`);
   }
   for (let t = 0; t < tenants; t += 1) await state.generations.bump(tenantOf(t, tenants));
