@@ -10,7 +10,6 @@ import path from 'node:path';
 import { Tokenizer } from '@huggingface/tokenizers';
 import type { Tensor } from 'onnxruntime-node';
 import { normalize, type EmbeddingModel } from './port.ts';
-import { loadThreadedOnnxEmbeddingModel } from './threaded-model.ts';
 
 export const MODEL_VERSION = '1.19.0-beta29';
 export const MODEL_ID = `all-minilm-l6-v2-q@${MODEL_VERSION}`;
@@ -98,24 +97,4 @@ export async function loadOnnxEmbeddingModel(options: OnnxModelOptions = {}): Pr
     },
     close: () => session.release(),
   };
-}
-
-const shared = new Map<string, Promise<EmbeddingModel>>();
-
-/**
- * The model of `dir` in a thread of its own (threaded-model.ts), started once per thread and
- * shared by every user in it (runtimes started one after another in one process): a load takes
- * about half a second and 150 MB. Its `close` does nothing; the model thread lives, idle and
- * unreferenced, as long as this one. A failed load is not kept, so the next call tries again.
- */
-export function sharedOnnxEmbeddingModel(dir: string = DEFAULT_MODEL_DIR): Promise<EmbeddingModel> {
-  let model = shared.get(dir);
-  if (model === undefined) {
-    model = loadThreadedOnnxEmbeddingModel({ dir }).then((loaded) => ({
-      modelId: loaded.modelId, dimensions: loaded.dimensions, embed: (texts) => loaded.embed(texts), close: async () => undefined,
-    }));
-    shared.set(dir, model);
-    model.catch(() => shared.delete(dir));
-  }
-  return model;
 }

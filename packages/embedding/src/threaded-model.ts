@@ -7,7 +7,7 @@
 import { Worker } from 'node:worker_threads';
 import { typeScriptWorkerExecArgv } from '@gm/thread-lock';
 import type { FromEmbeddingWorker, ToEmbeddingWorker } from './embedding-worker.ts';
-import type { OnnxModelOptions } from './onnx-model.ts';
+import { DEFAULT_MODEL_DIR, type OnnxModelOptions } from './onnx-model.ts';
 import type { EmbeddingModel } from './port.ts';
 
 interface Pending {
@@ -42,7 +42,7 @@ export async function loadThreadedOnnxEmbeddingModel(options: OnnxModelOptions =
           const p = pending.get(message.id);
           pending.delete(message.id);
           if (pending.size === 0) worker.unref();
-          if (message.kind === 'vectors') p?.resolve(message.vectors.map((v) => new Float32Array(v.buffer, v.byteOffset, v.length)));
+          if (message.kind === 'vectors') p?.resolve(message.vectors);
           else p?.reject(new Error(`embedding model: ${message.message}`));
         }
       });
@@ -81,4 +81,22 @@ export async function loadThreadedOnnxEmbeddingModel(options: OnnxModelOptions =
       if (current !== undefined) await (await current).worker.terminate();
     },
   };
+}
+
+const shared = new Map<string, Promise<EmbeddingModel>>();
+
+/**
+ * The model of `dir` in a thread of its own, started once per thread and shared by every user
+ * in it (runtimes started one after another in one process): a load takes about half a second
+ * and 150 MB. Its `close` does nothing; the model thread lives, idle and unreferenced, as long
+ * as this one. A failed load is not kept, so the next call tries again.
+ */
+export function sharedOnnxEmbeddingModel(dir: string = DEFAULT_MODEL_DIR): Promise<EmbeddingModel> {
+  let model = shared.get(dir);
+  if (model === undefined) {
+    model = loadThreadedOnnxEmbeddingModel({ dir }).then((loaded) => ({ ...loaded, close: async () => undefined }));
+    shared.set(dir, model);
+    model.catch(() => shared.delete(dir));
+  }
+  return model;
 }

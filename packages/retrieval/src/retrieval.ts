@@ -8,7 +8,7 @@ import type { EmbeddingModel } from '@gm/embedding';
 import { newUlid } from '@gm/ids';
 import type { Metrics } from '@gm/observability';
 import type { PolicyDecisionPoint } from '@gm/policy';
-import type { SearchIndex, VectorIndex } from '@gm/search-index';
+import type { RecordQueryFilter, SearchIndex, VectorIndex } from '@gm/search-index';
 import type { StateStore } from '@gm/state-store';
 
 /**
@@ -188,7 +188,7 @@ interface Candidate extends RankInput {
 async function searchIndex(deps: ReadPathDeps, claims: CapabilityClaims, partitions: string[], request: SearchRequest, now: Date, mode: SearchMode): Promise<Ranked[]> {
   // Both legs get the same authorised partitions and the same filters (§6.3 step 4), and
   // filter inside their search: neither ranks a record the asker may not see.
-  const filters = {
+  const filters: RecordQueryFilter = {
     tenantId: claims.tenant,
     partitions,
     purpose: claims.purpose,
@@ -215,21 +215,18 @@ async function searchIndex(deps: ReadPathDeps, claims: CapabilityClaims, partiti
     else onlySemantic.push({ recordId: h.recordId, similarity: h.similarity, vectorRank: i + 1 });
   });
   // Step 5 before step 6: a tombstoned or no-longer-active copy never reaches the ranker.
-  const ids = [...candidates.keys(), ...onlySemantic.map((h) => h.recordId)];
-  const readable = new Set((await keepReadable(deps, claims, new Set(partitions), ids.map((recordId) => ({ recordId })), now)).map((h) => h.recordId));
+  const readable = await readableMetas(deps, claims, new Set(partitions), [...candidates.keys(), ...onlySemantic.map((h) => h.recordId)], now);
   // A record only the semantic leg found: its excerpt and provenance come from the record itself.
   const semanticOnly = onlySemantic.filter((h) => readable.has(h.recordId));
-  if (semanticOnly.length > 0) {
-    const metas = await deps.state.records.getMany(claims.tenant, semanticOnly.map((h) => h.recordId));
-    for (const h of semanticOnly) {
-      const meta = metas.get(h.recordId);
-      const content = meta === undefined ? null : await deps.state.contents.get(claims.tenant, h.recordId);
-      if (meta === undefined || content === null) continue;
-      candidates.set(h.recordId, {
-        recordId: h.recordId, lexicalScore: 0, similarity: h.similarity, vectorRank: h.vectorRank, confidence: meta.confidence, createdAt: meta.createdAt,
-        excerpt: content, provenanceRefs: meta.provenance,
-      });
-    }
+  const contents = await deps.state.contents.getMany(claims.tenant, semanticOnly.map((h) => h.recordId));
+  for (const h of semanticOnly) {
+    const meta = readable.get(h.recordId);
+    const content = contents.get(h.recordId);
+    if (meta === undefined || content === undefined) continue;
+    candidates.set(h.recordId, {
+      recordId: h.recordId, lexicalScore: 0, similarity: h.similarity, vectorRank: h.vectorRank, confidence: meta.confidence, createdAt: meta.createdAt,
+      excerpt: content, provenanceRefs: meta.provenance,
+    });
   }
   const ranked = rank([...candidates.values()].filter((c) => readable.has(c.recordId)), now.toISOString(), mode);
   return ranked.map((r) => ({
@@ -239,18 +236,23 @@ async function searchIndex(deps: ReadPathDeps, claims: CapabilityClaims, partiti
 
 /** The k nearest neighbours inside the filters that are similar enough to count (MIN_SIMILARITY). */
 async function semanticHits(
-  leg: SemanticLeg, request: SearchRequest, filters: Omit<Parameters<VectorIndex['knn']>[0], 'modelId' | 'vector' | 'k'>, k: number,
+  leg: SemanticLeg, request: SearchRequest, filters: RecordQueryFilter, k: number,
 ): Promise<Array<{ recordId: string; similarity: number }>> {
   const vector = await queryVector(leg, request);
   const hits = await leg.vectors.knn({ ...filters, modelId: leg.model.modelId, vector, k });
   return hits.filter((h) => h.similarity >= MIN_SIMILARITY);
 }
 
-async function keepReadable<T extends { recordId: string }>(deps: ReadPathDeps, claims: CapabilityClaims, partitions: Set<string>, items: T[], now: Date): Promise<T[]> {
-  const ids = items.map((i) => i.recordId);
+/** The records of `ids` this reader may see now (isReadable), by id: one tombstone read and one record read. */
+async function readableMetas(deps: ReadPathDeps, claims: CapabilityClaims, partitions: Set<string>, ids: string[], now: Date): Promise<Map<string, RecordMeta>> {
   const tombstoned = await deps.state.tombstones.filterTombstoned(claims.tenant, ids);
   const metas = await deps.state.records.getMany(claims.tenant, ids);
-  return items.filter((i) => isReadable(metas.get(i.recordId), claims, partitions, now, tombstoned.has(i.recordId)));
+  return new Map([...metas].filter(([id, meta]) => isReadable(meta, claims, partitions, now, tombstoned.has(id))));
+}
+
+async function keepReadable<T extends { recordId: string }>(deps: ReadPathDeps, claims: CapabilityClaims, partitions: Set<string>, items: T[], now: Date): Promise<T[]> {
+  const readable = await readableMetas(deps, claims, partitions, items.map((i) => i.recordId), now);
+  return items.filter((i) => readable.has(i.recordId));
 }
 
 /**
@@ -264,11 +266,7 @@ export async function validatePacket(deps: ReadPathDeps, claims: CapabilityClaim
   const partitions = new Set(await deps.pdp.authorizedPartitions({ claims, action: 'cite' }));
   const fresh = revision === stored.packet.policyRevision && Date.parse(stored.packet.expiresAt) > now.getTime();
   const ids = stored.packet.items.map((i) => i.recordId);
-  const tombstoned = await deps.state.tombstones.filterTombstoned(claims.tenant, ids);
-  const metas = await deps.state.records.getMany(claims.tenant, ids);
-  const items = ids.map((recordId) => ({
-    recordId,
-    valid: fresh && !stored.invalidated.includes(recordId) && isReadable(metas.get(recordId), claims, partitions, now, tombstoned.has(recordId)),
-  }));
+  const readable = await readableMetas(deps, claims, partitions, ids, now);
+  const items = ids.map((recordId) => ({ recordId, valid: fresh && !stored.invalidated.includes(recordId) && readable.has(recordId) }));
   return { valid: fresh && items.every((i) => i.valid), items };
 }

@@ -22,7 +22,11 @@ export interface IndexDocument {
   provenance: Provenance[];
 }
 
-export interface SearchQuery {
+/**
+ * The filters every query of a record index applies inside its search, never after it
+ * (partition-first, §6.3): the lexical index's and the vector index's alike.
+ */
+export interface RecordQueryFilter {
   tenantId: string;
   /**
    * Required and authoritative: documents outside these partitions are never read, scored
@@ -31,12 +35,15 @@ export interface SearchQuery {
   partitions: string[];
   /** Only documents whose purposes include this one. */
   purpose: string;
-  /** Free text; matched term by term (any term), ranked by BM25. */
-  text: string;
   /** ISO time; documents with expiresAt <= now are not returned. */
   now: string;
   subjectId?: string;
   kinds?: MemoryKind[];
+}
+
+export interface SearchQuery extends RecordQueryFilter {
+  /** Free text; matched term by term (any term), ranked by BM25. */
+  text: string;
   limit: number;
 }
 

@@ -1,5 +1,3 @@
-import type { MemoryKind } from '@gm/contracts';
-
 /**
  * The vector index port (issue 14): one embedding per active record, searched by nearest
  * neighbour *inside* the same filters as the lexical index — partition, tenant, purpose,
@@ -8,31 +6,18 @@ import type { MemoryKind } from '@gm/contracts';
  * filtered rows; the distributed one is Elasticsearch's `dense_vector` with kNN `filter`.
  * Both must pass `testVectorIndex` (packages/testing).
  */
-export interface VectorDocument {
-  tenantId: string;
-  recordId: string;
-  partition: string;
-  subjectId: string;
-  kind: MemoryKind;
-  purposes: string[];
-  expiresAt: string;
-  /** The record version the vector was computed from: an older one never replaces a newer. */
-  version: number;
+import type { IndexDocument, RecordQueryFilter } from './port.ts';
+
+/** The record's filter fields as the keyword index keeps them; `version` is the one the vector was computed from (an older one never replaces a newer). */
+export interface VectorDocument extends Pick<IndexDocument, 'tenantId' | 'recordId' | 'partition' | 'subjectId' | 'kind' | 'purposes' | 'expiresAt' | 'version'> {
   /** The embedding model's id: vectors of different models are never compared. */
   modelId: string;
   /** Unit length (the embedding port normalises). */
   vector: Float32Array;
 }
 
-export interface VectorQuery {
-  tenantId: string;
-  /** Required and authoritative, as for the lexical index: an empty list reads nothing. */
-  partitions: string[];
-  purpose: string;
-  /** ISO time; documents with expiresAt <= now are not candidates. */
-  now: string;
-  subjectId?: string;
-  kinds?: MemoryKind[];
+/** The lexical index's filters (partitions authoritative: an empty list reads nothing), plus the model and the vector. */
+export interface VectorQuery extends RecordQueryFilter {
   modelId: string;
   vector: Float32Array;
   k: number;

@@ -117,10 +117,15 @@ export async function replay(
       const semantic = deps.semantic;
       if (semantic) {
         const kind: ProbeKind = search === 'search_phrase' ? 'vector_phrase' : 'vector_paraphrase';
+        // Embedded once per text, for all its purposes (a failure is each probe's finding).
+        const embedding = semantic.model.embed([text]).then(([vector]) => {
+          if (vector === undefined) throw new Error('no embedding');
+          return vector;
+        });
+        embedding.catch(() => undefined);
         for (const purpose of probes.meta.purposes) {
           await run(kind, 'vector', async () => {
-            const [vector] = await semantic.model.embed([text]);
-            if (vector === undefined) throw new Error('no embedding');
+            const vector = await embedding;
             const hits = await semantic.vectors.knn({
               tenantId: tenant, partitions: [partition], purpose, now: probes.meta.createdAt, modelId: semantic.model.modelId, vector, k: INDEX_PROBE_LIMIT,
             });

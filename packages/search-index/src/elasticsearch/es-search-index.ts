@@ -5,7 +5,7 @@ import type { IndexDocument, SearchHit, SearchIndex, SearchQuery } from '../port
 import { indexDigest } from '../embedded/digest.ts';
 import { ManagedIndex } from './es-managed-index.ts';
 import { Refresher } from './es-refresher.ts';
-import { RECORD_FILTER_PROPERTIES, bulkThroughAlias, checkUpserted, countDocuments, countRemoved, indexNamesOf, isIndexMissing, recordDocId, requireComplete, versionedIndexOps } from './es-support.ts';
+import { RECORD_FILTER_PROPERTIES, bulkThroughAlias, checkUpserted, countDocuments, countRemoved, indexNamesOf, isIndexMissing, recordDeleteOps, recordDocId, requireComplete, versionedIndexOps } from './es-support.ts';
 
 export interface ElasticsearchSearchIndexOptions {
   /** Elasticsearch URL, e.g. http://127.0.0.1:19200. */
@@ -111,13 +111,12 @@ export function createElasticsearchSearchIndex(options: ElasticsearchSearchIndex
       const stored = docs.map(toStored);
       if (stored.length === 0) return;
       // An older version than the indexed one is refused per document (versionedIndexOps).
-      await run('upsert', async () => checkUpserted(await bulk(versionedIndexOps(alias, stored, (d) => recordDocId(d.tenantId, d.recordId)))));
+      await run('upsert', async () => checkUpserted(await bulk(versionedIndexOps(alias, stored))));
     },
 
     async remove(tenantId, recordIds) {
       if (recordIds.length === 0) return 0;
-      const operations = recordIds.map((recordId) => ({ delete: { _index: alias, _id: recordDocId(tenantId, recordId) } }));
-      return run('remove', async () => countRemoved(await bulk(operations)));
+      return run('remove', async () => countRemoved(await bulk(recordDeleteOps(alias, tenantId, recordIds))));
     },
 
     async get(tenantId, recordId) {

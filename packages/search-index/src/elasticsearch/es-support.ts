@@ -64,15 +64,20 @@ export function bulkItemError(item: estypes.BulkResponseItem, operation: string)
 export type BulkItems = Array<estypes.BulkResponseItem | undefined>;
 
 /**
- * The bulk operations that upsert documents by id, each carrying its record version as the
- * document version (`external_gte`): Elasticsearch refuses an older one atomically per document,
- * also within one batch. Not atomic across the batch: after a failure a retry converges.
+ * The bulk operations that upsert record documents by their id (recordDocId), each carrying its
+ * record version as the document version (`external_gte`): Elasticsearch refuses an older one
+ * atomically per document, also within one batch. Not atomic across the batch: after a failure
+ * a retry converges.
  */
-export function versionedIndexOps<D extends { version: number }>(alias: string, docs: readonly D[], idOf: (d: D) => string): Array<estypes.BulkOperationContainer | D> {
-  return docs.flatMap((d) => [{ index: { _index: alias, _id: idOf(d), version: d.version, version_type: 'external_gte' as const } }, d]);
+export function versionedIndexOps<D extends { tenantId: string; recordId: string; version: number }>(alias: string, docs: readonly D[]): Array<estypes.BulkOperationContainer | D> {
+  return docs.flatMap((d) => [{ index: { _index: alias, _id: recordDocId(d.tenantId, d.recordId), version: d.version, version_type: 'external_gte' as const } }, d]);
 }
 
 /** Fails on the first item error, except an older version than the indexed one: ignored by design. */
+/** Bulk deletes of the records' documents, one per record id. */
+export const recordDeleteOps = (alias: string, tenantId: string, recordIds: readonly string[]) =>
+  recordIds.map((recordId) => ({ delete: { _index: alias, _id: recordDocId(tenantId, recordId) } }));
+
 export function checkUpserted(items: BulkItems): void {
   for (const item of items) {
     if (item?.error === undefined) continue;

@@ -11,7 +11,7 @@ import type { VectorDocument, VectorHit, VectorIndex, VectorQuery } from '../vec
 import { epochMsOf, validVector } from '../vector-values.ts';
 import { ManagedIndex } from './es-managed-index.ts';
 import { Refresher } from './es-refresher.ts';
-import { RECORD_FILTER_PROPERTIES, bulkThroughAlias, checkUpserted, countDocuments, countRemoved, indexNamesOf, recordDocId, requireComplete, versionedIndexOps } from './es-support.ts';
+import { RECORD_FILTER_PROPERTIES, bulkThroughAlias, checkUpserted, countDocuments, countRemoved, indexNamesOf, recordDeleteOps, recordDocId, requireComplete, versionedIndexOps } from './es-support.ts';
 
 export interface ElasticsearchVectorIndexOptions {
   node: string;
@@ -60,13 +60,12 @@ export function createElasticsearchVectorIndex(options: ElasticsearchVectorIndex
         return { ...d, vector: Array.from(validVector(vector, 'vector')), expiresAtMs: epochMsOf(expiresAt, 'expiresAt') };
       });
       if (stored.length === 0) return;
-      await run('upsert', async () => checkUpserted(await bulk(versionedIndexOps(alias, stored, (d) => recordDocId(d.tenantId, d.recordId)))));
+      await run('upsert', async () => checkUpserted(await bulk(versionedIndexOps(alias, stored))));
     },
 
     async remove(tenantId, recordIds) {
       if (recordIds.length === 0) return 0;
-      const operations = recordIds.map((recordId) => ({ delete: { _index: alias, _id: recordDocId(tenantId, recordId) } }));
-      return run('remove', async () => countRemoved(await bulk(operations)));
+      return run('remove', async () => countRemoved(await bulk(recordDeleteOps(alias, tenantId, recordIds))));
     },
 
     async knn(query: VectorQuery): Promise<VectorHit[]> {
