@@ -108,7 +108,7 @@ function timedLoad(seconds: number): { started: number; running: () => boolean }
   return { started, running: () => performance.now() < deadline };
 }
 
-async function measureBatch(target: HttpTarget, token: string, probeToken: string, seconds: number, label: string): Promise<BatchIngestResult> {
+export async function measureBatch(target: HttpTarget, token: string, probeToken: string, seconds: number, label: string): Promise<BatchIngestResult> {
   let admitted = 0;
   let failed = 0;
   const latencies: number[] = [];
@@ -139,7 +139,7 @@ async function measureBatch(target: HttpTarget, token: string, probeToken: strin
   return result;
 }
 
-async function measureAsync(target: HttpTarget, token: string, probeToken: string, seconds: number, label: string): Promise<AsyncIngestResult> {
+export async function measureAsync(target: HttpTarget, token: string, probeToken: string, seconds: number, label: string): Promise<AsyncIngestResult> {
   let acknowledged = 0;
   let failed = 0;
   let deferred = 0;

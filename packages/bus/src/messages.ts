@@ -49,6 +49,10 @@ export function deadLetterOf(message: ConsumedMessage, groupId: string, error: s
   };
 }
 
+/** Messages of one batch handler call by default, and at most (SubscriptionSettings.maxBatchMessages). */
+export const DEFAULT_BATCH_MESSAGES = 256;
+export const MAX_BATCH_MESSAGES = 8192;
+
 export function validateSubscribeOptions(options: SubscribeOptions): void {
   const invalid = (why: string): GovernedMemoryError => new GovernedMemoryError('MEM_VALIDATION', `subscribe: ${why}`);
   if (options.groupId.length === 0) throw invalid('groupId must not be empty');
@@ -56,7 +60,11 @@ export function validateSubscribeOptions(options: SubscribeOptions): void {
   // The type says exactly one; untyped callers get a clear error instead of a silent pick.
   const handlers = [options.handler, options.batchHandler].filter((h) => typeof h === 'function').length;
   if (handlers !== 1) throw invalid('exactly one of handler and batchHandler must be given');
-  const { maxAttempts, retryBackoffMs, lingerMs, lazyCommitMs } = options;
+  const { maxAttempts, retryBackoffMs, lingerMs, lazyCommitMs, maxBatchMessages, lingerShare } = options;
+  if (lingerShare !== undefined && (!Number.isFinite(lingerShare) || lingerShare <= 0 || lingerShare > 1)) throw invalid('lingerShare must be a number in (0, 1]');
+  if (maxBatchMessages !== undefined && (!Number.isInteger(maxBatchMessages) || maxBatchMessages < 1 || maxBatchMessages > MAX_BATCH_MESSAGES)) {
+    throw invalid(`maxBatchMessages must be an integer from 1 to ${MAX_BATCH_MESSAGES}`);
+  }
   if (lingerMs !== undefined && (!Number.isFinite(lingerMs) || lingerMs < 0)) throw invalid('lingerMs must be a non-negative number');
   if (lazyCommitMs !== undefined && (!Number.isFinite(lazyCommitMs) || lazyCommitMs < 0)) throw invalid('lazyCommitMs must be a non-negative number');
   if (maxAttempts !== undefined && (!Number.isInteger(maxAttempts) || maxAttempts < 1)) throw invalid('maxAttempts must be a positive integer');

@@ -104,6 +104,21 @@ export interface SubscriptionSettings {
    */
   lingerMs?: number;
   /**
+   * With `lingerMs`, the largest share of time (0–1] the group's handler may take, embedded bus
+   * only: after a round of batches that took `busy` ms in all, a partition lingers at least
+   * busy × (1/share − 1). A handler whose cost grows with the data (a summary rebuild reads its
+   * whole subject) then keeps to that share of its thread however large the data grows; its
+   * batches grow and the group lags further instead. Default 1: `lingerMs` alone.
+   */
+  lingerShare?: number;
+  /**
+   * Messages handed to one `batchHandler` call (default 256, at most 8,192). A lingering group
+   * whose per-batch work is per scope, not per message (a summary rebuilt once per subject),
+   * takes more at once: with 256, a batch of 200 subjects' writes rebuilt nearly one scope per
+   * event. Both buses bound one call by it; the Kafka adapter still commits per chunk.
+   */
+  maxBatchMessages?: number;
+  /**
    * For groups nobody waits on (a waitForCommitted waiter would wait this much longer): a batch
    * whose handler sent nothing and registered no hook may commit its offset up to `lazyCommitMs`
    * later (default 0: at once), together with the next batch that does send. A crash before

@@ -54,6 +54,13 @@ export interface SummaryHit {
   lexicalScore: number;
 }
 
+/** One (partition, subject) of a tenant and the summaries it must hold from now on. */
+export interface ScopeSummaries {
+  partition: string;
+  subjectId: string;
+  summaries: Summary[];
+}
+
 export interface SummaryStore {
   /**
    * Makes the summaries of (tenant, partition, subject) exactly `summaries` (one per purpose):
@@ -61,6 +68,12 @@ export interface SummaryStore {
    * the same tenant, partition and subject as the arguments. Idempotent.
    */
   replace(tenantId: string, partition: string, subjectId: string, summaries: Summary[]): Promise<void>;
+  /**
+   * `replace` of each scope, all at once (SQLite: one transaction; Elasticsearch: one bulk): a
+   * batch of events rebuilds many scopes, and a write per scope was most of a rebuild's cost.
+   * Every scope is checked first; one invalid scope rejects the call and nothing is written.
+   */
+  replaceMany(tenantId: string, scopes: readonly ScopeSummaries[]): Promise<void>;
   /** Removes every purpose's summary of (tenant, partition, subject); returns how many. */
   remove(tenantId: string, partition: string, subjectId: string): Promise<number>;
   /** Direct read, ordered by purpose. For the index-builder and probes, never the read path. */

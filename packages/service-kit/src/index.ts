@@ -35,7 +35,7 @@ export function periodic(intervalMs: number, work: () => Promise<void>, log: Log
  */
 export async function subscribeToMemoryEvents(
   bus: Bus, groupId: string, handle: (event: MemoryEvent, message: ConsumedMessage, ctx: ProcessContext) => Promise<void>,
-  settings: Pick<SubscriptionSettings, 'lingerMs'> = {},
+  settings: Pick<SubscriptionSettings, 'lingerMs' | 'lingerShare' | 'maxBatchMessages'> = {},
 ): Promise<ServiceHandle> {
   const handler: MessageHandler = async (message, ctx) => {
     const parsed = MemoryEvent.safeParse(message.value);
@@ -59,7 +59,7 @@ export interface EventInBatch {
  */
 export async function subscribeToMemoryEventBatches(
   bus: Bus, groupId: string, handle: (events: readonly EventInBatch[], ctx: ProcessContext) => Promise<void>,
-  settings: Pick<SubscriptionSettings, 'lingerMs'> = {},
+  settings: Pick<SubscriptionSettings, 'lingerMs' | 'lingerShare' | 'maxBatchMessages'> = {},
 ): Promise<ServiceHandle> {
   const batchHandler: BatchHandler = async (messages, ctx) => {
     const events = messages.map((message) => {

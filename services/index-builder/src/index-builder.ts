@@ -72,6 +72,18 @@ const INDEX_WAIT_MS = 5_000;
  * 500 ms still left them at 31 % of the pipeline thread (docs/pipeline.md, "Lingering").
  */
 const SUMMARY_LINGER_MS = 1000;
+/**
+ * A rebuild costs per scope, not per event: with the bus's 256 per batch, a partition of 50
+ * busy subjects rebuilt a scope for every five events, and the group could fold at most
+ * 256 × partitions events per linger. 4,096 lets one batch take a second of heavy ingest.
+ */
+const SUMMARY_BATCH_MESSAGES = 4096;
+/**
+ * And at most this share of its thread (embedded: the pipeline thread, beside the projections
+ * that read-your-writes waits for): a rebuild reads its whole subject, so under sustained
+ * ingest its cost grows with the data, and the lag grows instead.
+ */
+const SUMMARY_LINGER_SHARE = 0.25;
 
 /**
  * Summaries (issue 5) in a consumer group of their own, one step behind the index-builder:
@@ -91,5 +103,5 @@ export async function startSummaryBuilder(deps: { bus: Bus; index: SearchIndex; 
       throw new GovernedMemoryError('MEM_UNAVAILABLE', 'the index-builder has not indexed these events yet', { retriable: true });
     }
     await summarizeEvents({ index: deps.index, summaries: deps.summaries, state: deps.state }, batch.map((b) => b.event));
-  }, { lingerMs: SUMMARY_LINGER_MS });
+  }, { lingerMs: SUMMARY_LINGER_MS, lingerShare: SUMMARY_LINGER_SHARE, maxBatchMessages: SUMMARY_BATCH_MESSAGES });
 }

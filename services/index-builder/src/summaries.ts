@@ -1,7 +1,7 @@
 import type { ConsumedMessage, ProcessContext } from '@gm/bus';
 import { DeletionTask, type Clock, type MemoryEvent } from '@gm/contracts';
 import { SUMMARY_KINDS, buildSummaries, touchedRecordIds } from '@gm/domain';
-import type { SearchIndex, Summary, SummaryStore } from '@gm/search-index';
+import type { ScopeSummaries, SearchIndex, Summary, SummaryStore } from '@gm/search-index';
 import { deletionAck } from '@gm/service-kit';
 import type { StateStore } from '@gm/state-store';
 import { toIndexDocument } from './index-builder.ts';
@@ -36,43 +36,68 @@ export async function rebuildSummaries(
   deps: SummaryDeps, tenantId: string, scopes: SummaryScope[], now: string,
   exclude: { ids: ReadonlySet<string>; contentHashes: ReadonlySet<string> } = { ids: new Set(), contentHashes: new Set() },
 ): Promise<{ rebuilt: number; removed: number }> {
-  let rebuilt = 0;
-  let removed = 0;
   const unique = new Map(scopes.map((s) => [scopeKey(s), s]));
-  for (const { partition, subjectId } of unique.values()) {
-    const ids = new Set(exclude.ids);
-    const hashes = new Set(exclude.contentHashes);
-    const known = await deps.state.records.statusesOf(tenantId, await deps.state.records.idsOfSubject(tenantId, subjectId));
-    for (const meta of known.values()) {
-      if (!DELETED.has(meta.status)) continue;
-      ids.add(meta.id);
-      hashes.add(meta.contentHash);
-    }
-    const docs = (await deps.index.subjectDocuments(tenantId, partition, subjectId))
-      .filter((d) => !ids.has(d.recordId) && !hashes.has(d.contentHash));
-    const tombstoned = await deps.state.tombstones.filterTombstoned(tenantId, docs.map((d) => d.recordId));
-    const built = buildSummaries(docs.filter((d) => !tombstoned.has(d.recordId)), now);
-    const summaries: Summary[] = built.map((b) => ({ tenantId, partition, subjectId, updatedAt: now, ...b }));
-    await deps.summaries.replace(tenantId, partition, subjectId, summaries);
-    if (summaries.length === 0) removed += 1;
-    else rebuilt += 1;
+  const built: ScopeSummaries[] = [];
+  for (const scope of unique.values()) built.push(await buildScope(deps, tenantId, scope, now, exclude));
+  await deps.summaries.replaceMany(tenantId, built);
+  const removed = built.filter((b) => b.summaries.length === 0).length;
+  return { rebuilt: built.length - removed, removed };
+}
+
+const NOTHING_EXCLUDED = { ids: new Set<string>(), contentHashes: new Set<string>() };
+
+/** The summaries one scope must hold now (see rebuildSummaries); nothing is written. */
+async function buildScope(
+  deps: SummaryDeps, tenantId: string, { partition, subjectId }: SummaryScope, now: string,
+  exclude: { ids: ReadonlySet<string>; contentHashes: ReadonlySet<string> },
+): Promise<ScopeSummaries> {
+  const ids = new Set(exclude.ids);
+  const hashes = new Set(exclude.contentHashes);
+  const known = await deps.state.records.statusesOf(tenantId, await deps.state.records.idsOfSubject(tenantId, subjectId));
+  for (const meta of known.values()) {
+    if (!DELETED.has(meta.status)) continue;
+    ids.add(meta.id);
+    hashes.add(meta.contentHash);
   }
-  return { rebuilt, removed };
+  const docs = (await deps.index.subjectDocuments(tenantId, partition, subjectId))
+    .filter((d) => !ids.has(d.recordId) && !hashes.has(d.contentHash));
+  const tombstoned = await deps.state.tombstones.filterTombstoned(tenantId, docs.map((d) => d.recordId));
+  const summaries: Summary[] = buildSummaries(docs.filter((d) => !tombstoned.has(d.recordId)), now)
+    .map((b) => ({ tenantId, partition, subjectId, updatedAt: now, ...b }));
+  return { partition, subjectId, summaries };
 }
 
 /**
  * The scopes whose summaries `event` may change, once `indexEvent` applied it to the index:
  * every summary that held a touched record (wherever it lived — a promotion may move a record
- * to another partition) and the scope the record is in now.
+ * to another partition) and the scope the record is in now. `held` is false when no summary
+ * holds any record the batch touches (new records mostly): then there is nothing to look up.
  */
-async function scopesOf(deps: SummaryDeps, event: MemoryEvent): Promise<SummaryScope[]> {
+async function scopesOf(deps: SummaryDeps, event: MemoryEvent, held: boolean): Promise<SummaryScope[]> {
   const tenantId = event.metadata.tenantId;
-  const scopes: SummaryScope[] = (await deps.summaries.holding(tenantId, touchedRecordIds(event))).map((k) => ({ partition: k.partition, subjectId: k.subjectId }));
+  const scopes: SummaryScope[] = held
+    ? (await deps.summaries.holding(tenantId, touchedRecordIds(event))).map((k) => ({ partition: k.partition, subjectId: k.subjectId }))
+    : [];
   const record = event.type === 'MemoryWritten' ? event.data.record : event.type === 'MemoryPromoted' ? event.data.record : undefined;
   if (record !== undefined && record.status === 'active' && SUMMARY_KINDS.includes(record.kind)) {
     scopes.push({ partition: toIndexDocument(record, '').partition, subjectId: record.subjectId });
   }
   return scopes;
+}
+
+/** The tenants of `events` of which some summary holds a record the events touch: one lookup per tenant. */
+async function tenantsHolding(deps: SummaryDeps, events: readonly MemoryEvent[]): Promise<Set<string>> {
+  const touched = new Map<string, Set<string>>();
+  for (const event of events) {
+    const ids = touched.get(event.metadata.tenantId) ?? new Set<string>();
+    for (const id of touchedRecordIds(event)) ids.add(id);
+    touched.set(event.metadata.tenantId, ids);
+  }
+  const holding = new Set<string>();
+  for (const [tenantId, ids] of touched) {
+    if ((await deps.summaries.holding(tenantId, [...ids])).length > 0) holding.add(tenantId);
+  }
+  return holding;
 }
 
 /**
@@ -82,17 +107,25 @@ async function scopesOf(deps: SummaryDeps, event: MemoryEvent): Promise<SummaryS
  * redelivered batch finds the same index and builds the same summaries.
  */
 export async function summarizeEvents(deps: SummaryDeps, events: readonly MemoryEvent[]): Promise<void> {
+  const holding = await tenantsHolding(deps, events);
   const pending = new Map<string, { tenantId: string; scope: SummaryScope; now: string }>();
   for (const event of events) {
     const tenantId = event.metadata.tenantId;
-    for (const scope of await scopesOf(deps, event)) {
+    for (const scope of await scopesOf(deps, event, holding.has(tenantId))) {
       const key = `${tenantId}\u0000${scopeKey(scope)}`;
       // Re-inserted so that scopes are rebuilt in the order of their last event.
       pending.delete(key);
       pending.set(key, { tenantId, scope, now: event.metadata.now });
     }
   }
-  for (const { tenantId, scope, now } of pending.values()) await rebuildSummaries(deps, tenantId, [scope], now);
+  // Each scope built on its own time; each tenant's scopes written at once.
+  const built = new Map<string, ScopeSummaries[]>();
+  for (const { tenantId, scope, now } of pending.values()) {
+    const scopes = built.get(tenantId) ?? [];
+    scopes.push(await buildScope(deps, tenantId, scope, now, NOTHING_EXCLUDED));
+    built.set(tenantId, scopes);
+  }
+  for (const [tenantId, scopes] of built) await deps.summaries.replaceMany(tenantId, scopes);
 }
 
 /** `summarizeEvents` of one event. */

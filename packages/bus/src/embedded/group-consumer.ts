@@ -22,11 +22,12 @@
  * dead-lettered after `maxAttempts`, and the rest of the batch goes on. A batch handler that
  * throws has its batch split in halves, each handed over again, down to single messages.
  */
-import { deadLetterOf } from '../messages.ts';
+import { DEFAULT_BATCH_MESSAGES, deadLetterOf } from '../messages.ts';
 import { isDependencyOutage, retryDelayMs } from '@gm/contracts';
 import { HandlerAttempt } from '../handler-attempt.ts';
 import type { BatchHandler, ConsumedMessage, LogPosition, MessageHandler, OutgoingMessage, Subscription, SubscribeOptions } from '../port.ts';
 import type { GroupCoordinator, GroupMember } from './group-coordinator.ts';
+import { lingerDelayMs } from './linger.ts';
 import { Signal } from './signal.ts';
 import { serializeMessage, type ConsumedRange, type SerializedMessage, type SqliteLog } from './sqlite-log.ts';
 
@@ -42,9 +43,6 @@ export interface ConsumerDeps {
   logger: BusLogger;
   pollIntervalMs: number;
 }
-
-/** Messages fetched per partition per visit: one transaction's worth; bounds memory and keeps partitions interleaved. */
-const BATCH_SIZE = 256;
 
 /** The longest a handled message's results wait behind a slow successor before they commit. */
 const MAX_RESULT_WAIT_MS = 25;
@@ -82,6 +80,11 @@ export class GroupConsumer implements Subscription, GroupMember {
   /** Partitions appended to since they were last visited. */
   private readonly dirty = new Set<string>();
   private readonly lingerMs: number;
+  private readonly lingerShare: number;
+  /** How long each partition's last batch took (lingerShare). */
+  private readonly busyMs = new Map<string, number>();
+  /** Messages fetched per partition per visit (maxBatchMessages): one transaction's worth; bounds memory and keeps partitions interleaved. */
+  private readonly batchSize: number;
   /** When each partition's last batch was handed over, and the wake-ups of lingering ones. */
   private readonly lastHandled = new Map<string, number>();
   private readonly lingering = new Map<string, NodeJS.Timeout>();
@@ -106,6 +109,8 @@ export class GroupConsumer implements Subscription, GroupMember {
     this.maxAttempts = options.maxAttempts ?? 5;
     this.retryBackoffMs = options.retryBackoffMs ?? 50;
     this.lingerMs = options.lingerMs ?? 0;
+    this.lingerShare = options.lingerShare ?? 1;
+    this.batchSize = options.maxBatchMessages ?? DEFAULT_BATCH_MESSAGES;
     this.lazyCommitMs = options.lazyCommitMs ?? 0;
   }
 
@@ -184,10 +189,18 @@ export class GroupConsumer implements Subscription, GroupMember {
         // The previous owner is still handling a batch of it; its unlock wakes us (a membership notify).
         if (!coordinator.tryLock(this.groupId, topic, partition)) continue;
         try {
+          const started = performance.now();
           // Handled something: there may be more, so come back without waiting.
           if (await this.drain(topic, partition)) {
             this.dirty.add(key);
-            if (this.lingerMs > 0) this.lastHandled.set(key, performance.now());
+            if (this.lingerMs > 0) {
+              const ended = performance.now();
+              this.lastHandled.set(key, ended);
+              this.busyMs.set(key, ended - started);
+            }
+          } else {
+            // Nothing to handle: this partition no longer keeps the others lingering.
+            this.busyMs.delete(key);
           }
         } finally {
           coordinator.unlock(this.groupId, topic, partition);
@@ -196,9 +209,13 @@ export class GroupConsumer implements Subscription, GroupMember {
     }
   }
 
-  /** True when the partition's last batch is younger than lingerMs: it is visited again once that has passed. */
+  /** True while the partition must still linger (lingerDelayMs): it is visited again once that has passed. */
   private linger(key: string): boolean {
-    const wait = (this.lastHandled.get(key) ?? -Infinity) + this.lingerMs - performance.now();
+    const last = this.lastHandled.get(key);
+    if (last === undefined) return false;
+    let busyMs = 0;
+    for (const ms of this.busyMs.values()) busyMs += ms;
+    const wait = lingerDelayMs({ lingerMs: this.lingerMs, share: this.lingerShare, busyMs, sinceLastMs: performance.now() - last });
     if (wait <= 0) return false;
     if (!this.lingering.has(key)) {
       const timer = setTimeout(() => {
@@ -214,7 +231,7 @@ export class GroupConsumer implements Subscription, GroupMember {
   private async drain(topic: string, partition: number): Promise<boolean> {
     const { log, coordinator } = this.deps;
     const from = this.held.get(slot(topic, partition))?.range.next ?? log.committed(this.groupId, topic, partition);
-    const batch = log.fetch(topic, partition, from, BATCH_SIZE);
+    const batch = log.fetch(topic, partition, from, this.batchSize);
     const first = batch[0];
     if (first === undefined || this.closing || !coordinator.owns(this, topic, partition)) return false;
     if (this.batchHandler !== undefined) await this.handleBatch(this.batchHandler, [first, ...batch.slice(1)]);

@@ -28,7 +28,7 @@
  * was already in flight, a refetch after a failure) starts from the committed position; the
  * floor — the committed offset, advanced by every commit — skips whatever was already handled.
  */
-import { deadLetterOf } from '../messages.ts';
+import { DEFAULT_BATCH_MESSAGES, deadLetterOf } from '../messages.ts';
 import { isDependencyOutage, isGovernedMemoryError, retryDelayMs } from '@gm/contracts';
 import type { Batch, Consumer, EachBatchPayload, Kafka, Producer } from 'kafkajs';
 import type { BusLogger } from '../embedded/group-consumer.ts';
@@ -97,6 +97,8 @@ export class KafkaSubscription implements Subscription {
   private readonly batchHandler: BatchHandler | undefined;
   private readonly maxAttempts: number;
   private readonly retryBackoffMs: number;
+  /** Messages per batch handler call (maxBatchMessages); the chunk limits still bound each transaction. */
+  private readonly batchMessages: number;
   /** Per partition: its transactional producer, and the work that must not interleave. */
   private readonly producers = new Map<string, Promise<Producer>>();
   private readonly locks = new Map<string, Mutex>();
@@ -124,6 +126,7 @@ export class KafkaSubscription implements Subscription {
     else throw new Error('subscribe: a handler or a batchHandler is required');
     this.maxAttempts = options.maxAttempts ?? 5;
     this.retryBackoffMs = options.retryBackoffMs ?? 50;
+    this.batchMessages = options.maxBatchMessages ?? DEFAULT_BATCH_MESSAGES;
     this.consumer = deps.kafka.consumer({
       groupId: deps.ns.group(options.groupId),
       readUncommitted: false,
@@ -354,10 +357,10 @@ export class KafkaSubscription implements Subscription {
    * path (retry, then dead letter), as in `handleEach`.
    */
   private async handleInBatches(handler: BatchHandler, items: readonly BatchItem[], payload: BatchPayload, chunks: ChunkCommitter): Promise<boolean> {
-    for (let at = 0; at < items.length; at += CHUNK_LIMITS.maxMessages) {
+    for (let at = 0; at < items.length; at += this.batchMessages) {
       if (this.closing || !payload.isRunning() || payload.isStale()) return true;
       if (chunks.failed) return false;
-      if (await this.runGroup(handler, items.slice(at, at + CHUNK_LIMITS.maxMessages), payload, chunks)) return true;
+      if (await this.runGroup(handler, items.slice(at, at + this.batchMessages), payload, chunks)) return true;
       await payload.heartbeat();
     }
     return false;

@@ -73,8 +73,10 @@ export function firstSentence(content: string, maxChars: number = SUMMARY_LIMITS
 export function buildSummaries(sources: SummarySourceInput[], now: string, limits: Readonly<SummaryLimits> = SUMMARY_LIMITS): BuiltSummary[] {
   const nowMs = Date.parse(now);
   const live = sources.filter((s) => SUMMARY_KINDS.includes(s.kind) && Date.parse(s.expiresAt) > nowMs);
+  // Times parsed once per source, not once per comparison.
+  const createdMs = new Map(live.map((s) => [s, Date.parse(s.createdAt)]));
   const ordered = [...live].sort(
-    (a, b) => b.confidence - a.confidence || Date.parse(b.createdAt) - Date.parse(a.createdAt) || compareText(a.recordId, b.recordId),
+    (a, b) => b.confidence - a.confidence || (createdMs.get(b) ?? 0) - (createdMs.get(a) ?? 0) || compareText(a.recordId, b.recordId),
   );
   const purposes = [...new Set(live.flatMap((s) => s.purposes))].sort(compareText);
   const out: BuiltSummary[] = [];

@@ -1,7 +1,7 @@
 import type { estypes } from '@elastic/elasticsearch';
 import { GovernedMemoryError } from '@gm/contracts';
-import type { Summary, SummaryHit, SummaryKey, SummaryQuery, SummaryStore } from '../summary-port.ts';
-import { checkReplace, compareKeys, epochMs, summaryDigest } from '../embedded/summary-digest.ts';
+import type { ScopeSummaries, Summary, SummaryHit, SummaryKey, SummaryQuery, SummaryStore } from '../summary-port.ts';
+import { checkReplaceMany, compareKeys, epochMs, summaryDigest } from '../embedded/summary-digest.ts';
 import { ManagedIndex } from './es-managed-index.ts';
 import { Refresher } from './es-refresher.ts';
 import { IndexMissingError, bulkItemError, idPart, indexNamesOf, requireComplete } from './es-support.ts';
@@ -85,21 +85,31 @@ export function createElasticsearchSummaryStore(options: ElasticsearchSummarySto
     return items;
   }
 
+  async function replaceMany(tenantId: string, scopes: readonly ScopeSummaries[]): Promise<void> {
+    checkReplaceMany(tenantId, scopes);
+    if (scopes.length === 0) return;
+    const stored = scopes.flatMap((scope) => scope.summaries.map(toStored));
+    await run('replace', async () => {
+      // Index the new sets, then delete the purposes they no longer have, in one bulk. Not
+      // atomic across the bulk: a failure is retried by the caller and converges.
+      const keep = new Set(stored.map(docId));
+      // The scopes' subjects in one terms query (a bool of one clause per scope would meet the
+      // clause limit), then only the documents of the scopes themselves.
+      const inScope = new Set(scopes.map((s) => docId({ tenantId, partition: s.partition, subjectId: s.subjectId, purpose: '' })));
+      const existing = await scan({
+        bool: { filter: [{ term: { tenantId } }, { terms: { subjectId: [...new Set(scopes.map((s) => s.subjectId))] } }] },
+      }, 'replace');
+      const stale = existing.filter((doc) => inScope.has(docId({ ...doc, purpose: '' }))).map(docId).filter((id) => !keep.has(id));
+      await bulk([
+        ...stored.flatMap((s) => [{ index: { _index: alias, _id: docId(s) } }, s]),
+        ...stale.map((id) => ({ delete: { _index: alias, _id: id } })),
+      ], 'replace');
+    });
+  }
+
   return {
-    async replace(tenantId, partition, subjectId, summaries) {
-      checkReplace(tenantId, partition, subjectId, summaries);
-      const stored = summaries.map(toStored);
-      await run('replace', async () => {
-        // Index the new set, then delete the purposes it no longer has, in one bulk. Not atomic
-        // across the bulk: a failure is retried by the caller and converges.
-        const keep = new Set(stored.map(docId));
-        const stale = (await scan(scopeQuery(tenantId, partition, subjectId), 'replace')).map(docId).filter((id) => !keep.has(id));
-        await bulk([
-          ...stored.flatMap((s) => [{ index: { _index: alias, _id: docId(s) } }, s]),
-          ...stale.map((id) => ({ delete: { _index: alias, _id: id } })),
-        ], 'replace');
-      });
-    },
+    replace: (tenantId, partition, subjectId, summaries) => replaceMany(tenantId, [{ partition, subjectId, summaries }]),
+    replaceMany,
 
     async remove(tenantId, partition, subjectId) {
       return run('remove', async () => {

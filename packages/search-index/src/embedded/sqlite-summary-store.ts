@@ -1,8 +1,8 @@
 import Database from 'better-sqlite3';
 import { fileWriteLock, underLock } from '@gm/thread-lock';
-import type { Summary, SummaryHit, SummaryKey, SummaryQuery, SummarySource, SummaryStore } from '../summary-port.ts';
+import type { ScopeSummaries, Summary, SummaryHit, SummaryKey, SummaryQuery, SummarySource, SummaryStore } from '../summary-port.ts';
 import { toFtsMatchExpression } from './fts-query.ts';
-import { checkReplace, epochMs, summaryDigest } from './summary-digest.ts';
+import { checkReplaceMany, epochMs, summaryDigest } from './summary-digest.ts';
 
 export interface SqliteSummaryStoreOptions {
   /** Database file; created if missing. */
@@ -150,23 +150,26 @@ export function createSqliteSummaryStore(options: SqliteSummaryStoreOptions): Su
   const countTenant = db.prepare<[string], { n: number }>('SELECT count(*) AS n FROM summaries WHERE tenant = ?');
   const all = db.prepare<[], SummaryRow>('SELECT * FROM summaries');
 
-  const replaceTx = db.transaction((tenantId: string, partition: string, subjectId: string, rows: SummaryRow[], summaries: Summary[]) => {
-    deleteScope.run(tenantId, partition, subjectId);
-    rows.forEach((row, i) => {
-      const { lastInsertRowid } = insert.run(row);
-      for (const source of summaries[i]?.derivedFrom ?? []) insertSource.run(tenantId, source.recordId, lastInsertRowid);
-    });
+  const replaceTx = db.transaction((tenantId: string, scopes: readonly ScopeSummaries[]) => {
+    for (const { partition, subjectId, summaries } of scopes) {
+      deleteScope.run(tenantId, partition, subjectId);
+      for (const summary of summaries) {
+        const { lastInsertRowid } = insert.run(toRow(summary));
+        for (const source of summary.derivedFrom) insertSource.run(tenantId, source.recordId, lastInsertRowid);
+      }
+    }
   });
+  const replaceMany = async (tenantId: string, scopes: readonly ScopeSummaries[]): Promise<void> => {
+    checkReplaceMany(tenantId, scopes);
+    if (scopes.length > 0) underLock(writeLock, () => replaceTx.immediate(tenantId, scopes));
+  };
   const clearTx = db.transaction(() => {
     db.exec('DELETE FROM summaries; DELETE FROM summary_sources;');
   });
 
   return {
-    async replace(tenantId, partition, subjectId, summaries) {
-      checkReplace(tenantId, partition, subjectId, summaries);
-      const rows = summaries.map(toRow);
-      underLock(writeLock, () => replaceTx.immediate(tenantId, partition, subjectId, rows, summaries));
-    },
+    replace: (tenantId, partition, subjectId, summaries) => replaceMany(tenantId, [{ partition, subjectId, summaries }]),
+    replaceMany,
 
     async remove(tenantId, partition, subjectId) {
       return underLock(writeLock, () => deleteScope.run(tenantId, partition, subjectId).changes);

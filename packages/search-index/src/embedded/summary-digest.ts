@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { GovernedMemoryError } from '@gm/contracts';
-import type { Summary, SummaryKey } from '../summary-port.ts';
+import type { ScopeSummaries, Summary, SummaryKey } from '../summary-port.ts';
 
 const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
 
@@ -49,3 +49,14 @@ export const compareKeys = (a: SummaryKey, b: SummaryKey): number => {
   }
   return 0;
 };
+
+/** `checkReplace` of every scope of a replaceMany, and no scope twice (which of the two would win?). */
+export function checkReplaceMany(tenantId: string, scopes: readonly ScopeSummaries[]): void {
+  const seen = new Set<string>();
+  for (const { partition, subjectId, summaries } of scopes) {
+    const key = `${partition}\u0000${subjectId}`;
+    if (seen.has(key)) throw new GovernedMemoryError('MEM_VALIDATION', 'one (partition, subject) twice in one replaceMany');
+    seen.add(key);
+    checkReplace(tenantId, partition, subjectId, summaries);
+  }
+}

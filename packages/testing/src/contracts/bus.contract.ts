@@ -509,6 +509,35 @@ export function testBus(adapterName: string, factory: () => Promise<BusFixture>)
         for (const list of byPartition(seen).values()) expect(list).toEqual([...list].sort((a, b) => a - b));
       });
 
+      it('never hands a batch handler more than maxBatchMessages, and still every message once, in order', async () => {
+        await bus.ensureTopics([{ name: topic('in'), partitions: 1 }]);
+        await bus.produce(Array.from({ length: 20 }, (_, i) => ({ topic: topic('in'), key: 'k', value: i })));
+        const sizes: number[] = [];
+        const seen: number[] = [];
+        const sub = await bus.subscribe({
+          groupId: group('small'), topics: [topic('in')], maxBatchMessages: 3, lingerMs: 1, lingerShare: 0.5,
+          batchHandler: async (messages) => {
+            sizes.push(messages.length);
+            seen.push(...messages.map((m) => m.value as number));
+          },
+        });
+        await caughtUpIn('small');
+        await sub.close();
+        expect(seen).toEqual(Array.from({ length: 20 }, (_, i) => i));
+        expect(Math.max(...sizes)).toBeLessThanOrEqual(3);
+      });
+
+      it('refuses a maxBatchMessages or lingerShare out of range, subscribing nothing', async () => {
+        await bus.ensureTopics([{ name: topic('in'), partitions: 1 }]);
+        const batchHandler = async () => undefined;
+        for (const maxBatchMessages of [0, 8193, 1.5]) {
+          await expect(bus.subscribe({ groupId: group('bad'), topics: [topic('in')], maxBatchMessages, batchHandler })).rejects.toThrow('maxBatchMessages');
+        }
+        for (const lingerShare of [0, 1.5, Number.NaN]) {
+          await expect(bus.subscribe({ groupId: group('bad'), topics: [topic('in')], lingerMs: 10, lingerShare, batchHandler })).rejects.toThrow('lingerShare');
+        }
+      });
+
       it('builds sendWithPositions messages from where the attempt\'s own sends landed, in the same commit', async () => {
         await bus.ensureTopics([{ name: topic('in'), partitions: 1 }, { name: topic('out'), partitions: 2 }, { name: topic('where'), partitions: 1 }]);
         const keys = keysCoveringPartitions(bus, topic('out'), 2, 3);

@@ -90,6 +90,48 @@ export function testSummaryStore(adapterName: string, factory: SummaryStoreFacto
       expect(await store.count()).toBe(0);
     });
 
+    it('replaceMany replaces each scope as replace would, and leaves scopes it does not name alone', async () => {
+      const { store } = await open();
+      const a = summary();
+      const aBilling = summary({ purpose: 'billing' });
+      const b = summary({ subjectId: 'subject-2', derivedFrom: [{ recordId: 'rec-5', version: 1, contentHash: 'e'.repeat(64) }] });
+      const untouched = summary({ subjectId: 'subject-3', derivedFrom: [{ recordId: 'rec-6', version: 1, contentHash: 'f'.repeat(64) }] });
+      // Same subject, another partition: a scope of its own.
+      const otherPartition = summary({ partition: 'part-b', derivedFrom: [{ recordId: 'rec-7', version: 1, contentHash: '7'.repeat(64) }] });
+      await store.replace(...scope(a), [a, aBilling]);
+      await store.replace(...scope(untouched), [untouched]);
+      await store.replace(...scope(otherPartition), [otherPartition]);
+      const rewritten = summary({ text: 'kafka keeps the event log', derivedFrom: [{ recordId: 'rec-1', version: 2, contentHash: 'a'.repeat(64) }] });
+      await store.replaceMany('tenant-1', [
+        { partition: 'part-a', subjectId: 'subject-1', summaries: [rewritten] },
+        { partition: 'part-a', subjectId: 'subject-2', summaries: [b] },
+      ]);
+      expect(await store.get(...scope(a))).toEqual([rewritten]);
+      expect(await store.get(...scope(b))).toEqual([b]);
+      expect(await store.get(...scope(untouched))).toEqual([untouched]);
+      expect(await store.get(...scope(otherPartition))).toEqual([otherPartition]);
+      expect(await store.holding('tenant-1', ['rec-2'])).toEqual([]);
+      await store.replaceMany('tenant-1', [
+        { partition: 'part-a', subjectId: 'subject-1', summaries: [] },
+        { partition: 'part-a', subjectId: 'subject-2', summaries: [] },
+      ]);
+      expect(await store.count()).toBe(2);
+    });
+
+    it('replaceMany with one invalid scope, or one scope twice, writes nothing', async () => {
+      const { store } = await open();
+      const good = summary();
+      await expect(store.replaceMany('tenant-1', [
+        { partition: 'part-a', subjectId: 'subject-1', summaries: [good] },
+        { partition: 'part-a', subjectId: 'subject-2', summaries: [summary({ subjectId: 'subject-9' })] },
+      ])).rejects.toMatchObject({ code: 'MEM_VALIDATION' });
+      await expect(store.replaceMany('tenant-1', [
+        { partition: 'part-a', subjectId: 'subject-1', summaries: [good] },
+        { partition: 'part-a', subjectId: 'subject-1', summaries: [] },
+      ])).rejects.toMatchObject({ code: 'MEM_VALIDATION' });
+      expect(await store.count()).toBe(0);
+    });
+
     it('lists which summaries hold given records, each once, nothing of other tenants', async () => {
       const { store } = await open();
       const a = summary();
