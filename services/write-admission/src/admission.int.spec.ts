@@ -345,6 +345,41 @@ describe('write-admission over the embedded bus', () => {
     expect(afterTakeover?.sent).toEqual((await handle(await open('fresh-2'), m3))[0]?.sent);
   });
 
+  // A batch changes the drafts it made in place (one copy per subject per batch, not per
+  // command); a later batch decided on an earlier one's uncommitted state must copy it, or its
+  // events would reach the committed state with the earlier batch's commit.
+  it('a batch decided on an uncommitted batch\'s state leaves no trace when it is discarded and the earlier one commits', async () => {
+    const update = (n: number) =>
+      writeMemoryCommand(meta(`cmd-q${n}`, 'cust-7'), { id: 'mem-q', content: `Customer 7 note ${n}`, expectedVersion: n - 1 });
+    const positions = await fx.bus.produce([1, 2, 3, 4].map((n) => ({ topic: TOPICS.commands, key: subjectKey(TENANT, 'cust-7'), value: update(n) })));
+    const messages: ConsumedMessage[] = [];
+    for await (const m of fx.bus.readPartition(TOPICS.commands, positions[0]?.partition ?? 0, 0)) messages.push(m);
+    const [m1, m2, m3, m4] = messages;
+    if (m1 === undefined || m2 === undefined || m3 === undefined || m4 === undefined) throw new Error('the commands are not in the log');
+    const versions = (attempt: { sent: OutgoingMessage[] }) =>
+      attempt.sent.filter((m) => m.topic === TOPICS.replies).map((m) => (m.value as { result?: { version?: number } }).result?.version);
+    const admission = new WriteAdmission({ bus: fx.bus, metrics, decide: DECIDE, snapshots: snapshots(), log: createLogger({ name: 'write-admission', level: 'info', destination: logs }) });
+    await admission.rebuild();
+
+    const first = attemptContext();
+    await admission.handleBatch([m1, m2], first.ctx);
+    // Handed over before the first batch committed: decided on its provisional versions.
+    const second = attemptContext();
+    await admission.handleBatch([m3, m4], second.ctx);
+    expect([versions(first), versions(second)]).toEqual([[1, 2], [3, 4]]);
+
+    // The first batch commits; the second is aborted and the bus hands it over again.
+    await fx.bus.produce(first.sent);
+    first.commit();
+    second.discard();
+    const again = attemptContext();
+    await admission.handleBatch([m3, m4], again.ctx);
+    expect(versions(again)).toEqual([3, 4]);
+    // Decided again, not answered from idempotency slots the aborted batch would have left.
+    const events = again.sent.filter((m) => m.topic === TOPICS.events).map((m) => m.value as { type: string; data: { record: { version: number } } });
+    expect(events.map((e) => [e.type, e.data.record.version])).toEqual([['MemoryWritten', 3], ['MemoryWritten', 4]]);
+  });
+
   /** write-admission without its start-up wrapper: the test decides when it stores its snapshots. */
   const run = async (options: Partial<SnapshotOptions> = {}) => {
     const instance = new WriteAdmission({

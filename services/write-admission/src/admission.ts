@@ -38,8 +38,8 @@ export interface SnapshotOptions {
  */
 export class WriteAdmission {
   private readonly states: CommittedStates;
-  /** A subject's idempotency slot count after its last pruning (pruneWhenGrown). */
-  private readonly slotsAfterPrune = new Map<string, number>();
+  /** A subject's idempotency slot count after its last pruning, and commands since (pruneWhenGrown). */
+  private readonly slotsAfterPrune = new Map<string, { after: number; added: number }>();
   /** Provisional states and fold decisions per partition (partition-view.ts). */
   private readonly views = new Map<number, PartitionView>();
 
@@ -147,7 +147,7 @@ export class WriteAdmission {
     const view = this.view(first.partition);
     // First: whatever fails from here on, the view learns that this attempt will not count.
     ctx.onDiscarded(() => view.discard());
-    const batch: Batch = { ctx, events: 0, replies: [], committed: [] };
+    const batch: Batch = { ctx, events: 0, replies: [], committed: [], drafts: new Set() };
     for (const message of messages) await this.admit(message, view, batch);
     // Only commands that appended events leave a reply and a merge for the commit.
     if (batch.replies.length === 0) return;
@@ -198,7 +198,12 @@ export class WriteAdmission {
         // This command's events among the batch's, in send order.
         const from = batch.events;
         batch.events += decision.events.length;
-        const next = draftOf(state);
+        // A draft this batch made already is changed in place: only this batch's closures and
+        // the view's pending entry hold it, and both go with the batch. Any other state (the
+        // committed one, or one an earlier, still uncommitted batch staged) is copied once per
+        // batch, not once per command: a copy costs the subject's every record and slot.
+        const next = batch.drafts.has(state) ? state : draftOf(state);
+        batch.drafts.add(next);
         for (const e of decision.events) evolveDraft(next, e);
         this.pruneWhenGrown(key, next, command.metadata.now);
         const settle = view.stage(key, next);
@@ -235,10 +240,16 @@ export class WriteAdmission {
    * those within twice the window (see catchUp).
    */
   private pruneWhenGrown(key: string, draft: SubjectState, now: string): void {
-    const slots = Object.keys(draft.idempotency).length;
-    if (slots < Math.max(64, 2 * (this.slotsAfterPrune.get(key) ?? 0))) return;
+    // A command adds at most one slot, so counting commands bounds the slots from above
+    // without counting the map's keys (a scan of every slot) on every command.
+    const counted = this.slotsAfterPrune.get(key);
+    const slots = counted === undefined ? Object.keys(draft.idempotency).length : counted.after + counted.added + 1;
+    if (slots < Math.max(64, 2 * (counted?.after ?? 0))) {
+      this.slotsAfterPrune.set(key, { after: counted?.after ?? 0, added: counted === undefined ? slots : counted.added + 1 });
+      return;
+    }
     pruneIdempotency(draft, now, 2 * this.deps.decide.idempotencyWindowMs);
-    this.slotsAfterPrune.set(key, Object.keys(draft.idempotency).length);
+    this.slotsAfterPrune.set(key, { after: Object.keys(draft.idempotency).length, added: 0 });
   }
 
   /**
@@ -303,6 +314,8 @@ interface Batch {
   events: number;
   replies: Array<(landed: readonly LogPosition[]) => OutgoingMessage>;
   committed: Array<(landed: readonly LogPosition[]) => void>;
+  /** The subject states this batch drafted: its own to change in place. */
+  drafts: Set<SubjectState>;
 }
 
 /**
