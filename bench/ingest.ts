@@ -21,6 +21,8 @@ export interface BatchIngestResult {
   batches: number;
   admitted: number;
   failed: number;
+  /** Failed items by "status code", e.g. "504 MEM_TIMEOUT". */
+  failures: Record<string, number>;
   perSecond: number;
   /** One batch request, sent → answered. */
   batchLatency: Summary;
@@ -111,6 +113,8 @@ function timedLoad(seconds: number): { started: number; running: () => boolean }
 export async function measureBatch(target: HttpTarget, token: string, probeToken: string, seconds: number, label: string): Promise<BatchIngestResult> {
   let admitted = 0;
   let failed = 0;
+  /** Failed items by status and problem code: a failure the load did not expect names itself. */
+  const failures = new Map<string, number>();
   const latencies: number[] = [];
   const { started, running } = timedLoad(seconds);
   // Beside synchronous batches, a synchronous probe: async writes wait while the batches keep the pipeline behind.
@@ -123,9 +127,13 @@ export async function measureBatch(target: HttpTarget, token: string, probeToken
       const res = await post(`${target.url}/v1/memories:batch`, token, { items });
       if (res.status !== 200) throw new Error(`${label}: a batch answered ${res.status}: ${JSON.stringify(res.body).slice(0, 200)}`);
       latencies.push(performance.now() - sent);
-      for (const item of (res.body as { items: Array<{ httpStatus: number }> }).items) {
+      for (const item of (res.body as { items: Array<{ httpStatus: number; error?: { code?: string } }> }).items) {
         if (item.httpStatus === 201) admitted += 1;
-        else failed += 1;
+        else {
+          failed += 1;
+          const code = `${item.httpStatus} ${item.error?.code ?? '?'}`;
+          failures.set(code, (failures.get(code) ?? 0) + 1);
+        }
       }
     }
   }));
@@ -133,9 +141,10 @@ export async function measureBatch(target: HttpTarget, token: string, probeToken
   const visible = await probe;
   const result: BatchIngestResult = {
     clients: BATCH_CLIENTS, itemsPerBatch: ITEMS_PER_BATCH, seconds, batches: latencies.length, admitted, failed,
-    perSecond: perSecond(admitted, wallMs), batchLatency: summarize(latencies), visible: summarize(visible),
+    failures: Object.fromEntries(failures), perSecond: perSecond(admitted, wallMs), batchLatency: summarize(latencies), visible: summarize(visible),
   };
-  progress(`${label}: batch ingest ${result.perSecond.toFixed(0)} admitted writes/s (${admitted} in ${latencies.length} batches, ${failed} failed); write→searchable p95 ${result.visible.p95.toFixed(0)} ms`);
+  const why = failures.size === 0 ? '' : `: ${[...failures].map(([code, n]) => `${n} × ${code}`).join(', ')}`;
+  progress(`${label}: batch ingest ${result.perSecond.toFixed(0)} admitted writes/s (${admitted} in ${latencies.length} batches, ${failed} failed${why}); write→searchable p95 ${result.visible.p95.toFixed(0)} ms`);
   return result;
 }
 
