@@ -62,8 +62,12 @@ export async function startPipeline(ctx: PipelineContext): Promise<ServiceHandle
   const handles: ServiceHandle[] = [];
   const child = (service: string) => log.child({ service });
   try {
-    // The model of this thread (the pipeline thread loads its own): embedding runs here.
-    const semantic: SemanticLeg | undefined = config.semantic === undefined ? undefined : { vectors, model: await sharedOnnxEmbeddingModel(config.semantic.modelDir) };
+    // The model of this thread (the pipeline thread loads its own, apart from the one that
+    // embeds queries): in the background, so that under load the embeddings lag, not the
+    // projections a write waits for (it took most of a core beside them).
+    const semantic: SemanticLeg | undefined = config.semantic === undefined
+      ? undefined
+      : { vectors, model: await sharedOnnxEmbeddingModel(config.semantic.modelDir, { background: true }) };
     handles.push(await startProjector({ bus, state, log: child('projector') }));
     handles.push(await startPrimaryTarget({ bus, state, clock }));
     handles.push(await startPolicyProjector({ bus, state, log: child('policy-projector') }));

@@ -3,12 +3,23 @@
  * but computes on the calling thread: a record's 1–2 ms of inference would stall whatever else
  * that thread serves (the HTTP API, the pipeline's projections). Here it stalls nothing else.
  */
+import { readlinkSync } from 'node:fs';
+import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { loadOnnxEmbeddingModel, type OnnxModelOptions } from './onnx-model.ts';
 
+export interface ThreadedModelOptions extends OnnxModelOptions {
+  /**
+   * Run the model thread at a lower scheduling priority (nice 10, Linux), so that on a busy
+   * machine it takes the CPU the threads answering writes leave over: for the vector-indexer,
+   * whose lag is allowed, not for a search waiting on its query's embedding.
+   */
+  background?: boolean;
+}
+
 export type ToEmbeddingWorker = { id: number; texts: string[] };
 export type FromEmbeddingWorker =
-  | { kind: 'ready'; modelId: string; dimensions: number }
+  | { kind: 'ready'; modelId: string; dimensions: number; background: boolean }
   | { kind: 'failed'; message: string }
   | { kind: 'vectors'; id: number; vectors: Float32Array[] }
   | { kind: 'error'; id: number; message: string };
@@ -17,15 +28,35 @@ const port = parentPort;
 if (port === null) throw new Error('embedding-worker.ts runs only as a worker thread');
 const send = (message: FromEmbeddingWorker, transfer: ArrayBuffer[] = []): void => port.postMessage(message, transfer);
 
+/** The scheduling priority of a background model thread: it yields the CPU to the threads that answer writes. */
+const BACKGROUND_NICE = 10;
+
+/**
+ * Lowers this thread's scheduling priority (Linux: a thread is a task with an id of its own,
+ * named by /proc/thread-self, and setpriority takes that id). False where that is not possible.
+ */
+function lowerThisThreadsPriority(): boolean {
+  try {
+    const tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
+    if (!Number.isInteger(tid) || tid <= 0) return false;
+    setPriority(tid, BACKGROUND_NICE);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 try {
-  const model = await loadOnnxEmbeddingModel(workerData as OnnxModelOptions);
+  const options = workerData as ThreadedModelOptions;
+  const background = options.background === true && lowerThisThreadsPriority();
+  const model = await loadOnnxEmbeddingModel(options);
   port.on('message', (request: ToEmbeddingWorker) => {
     model.embed(request.texts).then(
       (vectors) => send({ kind: 'vectors', id: request.id, vectors }, vectors.map((v) => v.buffer as ArrayBuffer)),
       (err: unknown) => send({ kind: 'error', id: request.id, message: err instanceof Error ? err.message : String(err) }),
     );
   });
-  send({ kind: 'ready', modelId: model.modelId, dimensions: model.dimensions });
+  send({ kind: 'ready', modelId: model.modelId, dimensions: model.dimensions, background });
 } catch (err) {
   send({ kind: 'failed', message: err instanceof Error ? err.message : String(err) });
 }

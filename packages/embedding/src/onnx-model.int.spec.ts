@@ -3,8 +3,8 @@
  * scripts/setup.sh fetched): the port's contract, and what it is for — a paraphrase in other
  * words is near, an unrelated sentence is not.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import os, { getPriority } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { testEmbeddingModel } from '@gm/testing';
@@ -41,6 +41,31 @@ describe('the ONNX embedding model', () => {
       expect(cosine(again as Float32Array, vectors[7] as Float32Array)).toBeCloseTo(1, 6);
     } finally {
       await model.close();
+    }
+  });
+
+  it('in the background, its thread runs at a lower scheduling priority than the caller\'s (Linux)', async () => {
+    const niceOfThreads = (): number[] => readdirSync('/proc/self/task').map((tid) => {
+      const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+      // Field 19 (nice), counted after the command name, which may hold spaces.
+      return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
+    });
+    const before = niceOfThreads().filter((nice) => nice === 10).length;
+    const background = await loadThreadedOnnxEmbeddingModel({ background: true });
+    const normal = await loadThreadedOnnxEmbeddingModel();
+    try {
+      expect(background.background).toBe(true);
+      expect(normal.background).toBe(false);
+      // One more thread, the background model's, runs at nice 10; this one stays where it was.
+      expect(niceOfThreads().filter((nice) => nice === 10)).toHaveLength(before + 1);
+      expect(getPriority()).toBe(0);
+      // It still embeds, the same vectors.
+      const [a] = await background.embed(['the customer prefers email']);
+      const [b] = await normal.embed(['the customer prefers email']);
+      expect(cosine(a as Float32Array, b as Float32Array)).toBeCloseTo(1, 6);
+    } finally {
+      await background.close();
+      await normal.close();
     }
   });
 

@@ -6,8 +6,8 @@
  */
 import { Worker } from 'node:worker_threads';
 import { typeScriptWorkerExecArgv } from '@gm/thread-lock';
-import type { FromEmbeddingWorker, ToEmbeddingWorker } from './embedding-worker.ts';
-import { DEFAULT_MODEL_DIR, type OnnxModelOptions } from './onnx-model.ts';
+import type { FromEmbeddingWorker, ThreadedModelOptions, ToEmbeddingWorker } from './embedding-worker.ts';
+import { DEFAULT_MODEL_DIR } from './onnx-model.ts';
 import type { EmbeddingModel } from './port.ts';
 
 interface Pending {
@@ -15,14 +15,20 @@ interface Pending {
   reject(err: Error): void;
 }
 
+export type { ThreadedModelOptions };
+
+/** A threaded model, and whether its thread did get the background priority it asked for. */
+export type ThreadedEmbeddingModel = EmbeddingModel & { readonly background: boolean };
+
 interface Running {
   worker: Worker;
   pending: Map<number, Pending>;
   modelId: string;
   dimensions: number;
+  background: boolean;
 }
 
-export async function loadThreadedOnnxEmbeddingModel(options: OnnxModelOptions = {}): Promise<EmbeddingModel> {
+export async function loadThreadedOnnxEmbeddingModel(options: ThreadedModelOptions = {}): Promise<ThreadedEmbeddingModel> {
   let nextId = 0;
   let running: Promise<Running> | undefined;
   let closed = false;
@@ -36,7 +42,7 @@ export async function loadThreadedOnnxEmbeddingModel(options: OnnxModelOptions =
         pending.clear();
       };
       worker.on('message', (message: FromEmbeddingWorker) => {
-        if (message.kind === 'ready') resolve({ worker, pending, modelId: message.modelId, dimensions: message.dimensions });
+        if (message.kind === 'ready') resolve({ worker, pending, modelId: message.modelId, dimensions: message.dimensions, background: message.background });
         else if (message.kind === 'failed') reject(new Error(message.message));
         else {
           const p = pending.get(message.id);
@@ -63,6 +69,7 @@ export async function loadThreadedOnnxEmbeddingModel(options: OnnxModelOptions =
   return {
     modelId: first.modelId,
     dimensions: first.dimensions,
+    background: first.background,
     async embed(texts) {
       if (closed) throw new Error('embedding model: closed');
       if (texts.length === 0) return [];
@@ -83,20 +90,22 @@ export async function loadThreadedOnnxEmbeddingModel(options: OnnxModelOptions =
   };
 }
 
-const shared = new Map<string, Promise<EmbeddingModel>>();
+const shared = new Map<string, Promise<ThreadedEmbeddingModel>>();
 
 /**
- * The model of `dir` in a thread of its own, started once per thread and shared by every user
- * in it (runtimes started one after another in one process): a load takes about half a second
- * and 150 MB. Its `close` does nothing; the model thread lives, idle and unreferenced, as long
- * as this one. A failed load is not kept, so the next call tries again.
+ * The model of `dir` in a thread of its own, started once per thread (and priority) and shared
+ * by every user in it (runtimes started one after another in one process): a load takes about
+ * half a second and 150 MB. Its `close` does nothing; the model thread lives, idle and
+ * unreferenced, as long as this one. A failed load is not kept, so the next call tries again.
  */
-export function sharedOnnxEmbeddingModel(dir: string = DEFAULT_MODEL_DIR): Promise<EmbeddingModel> {
-  let model = shared.get(dir);
+export function sharedOnnxEmbeddingModel(dir: string = DEFAULT_MODEL_DIR, options: { background?: boolean } = {}): Promise<ThreadedEmbeddingModel> {
+  const background = options.background === true;
+  const key = `${background ? 'background' : 'normal'}\u0000${dir}`;
+  let model = shared.get(key);
   if (model === undefined) {
-    model = loadThreadedOnnxEmbeddingModel({ dir }).then((loaded) => ({ ...loaded, close: async () => undefined }));
-    shared.set(dir, model);
-    model.catch(() => shared.delete(dir));
+    model = loadThreadedOnnxEmbeddingModel({ dir, background }).then((loaded) => ({ ...loaded, close: async () => undefined }));
+    shared.set(key, model);
+    model.catch(() => shared.delete(key));
   }
   return model;
 }
