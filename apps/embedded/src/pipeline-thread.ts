@@ -15,9 +15,12 @@ import type { Logger, MetricsSnapshot } from '@gm/observability';
 import type { SigningKeyPair } from '@gm/policy';
 import { typeScriptWorkerExecArgv } from '@gm/thread-lock';
 import type { RuntimeConfig } from './config.ts';
+import type { PipelinePart } from './pipeline.ts';
 
 /** What the thread needs to start: plain data only (it crosses the thread boundary by copy). */
 export interface PipelineThreadData {
+  /** Which services this thread runs (pipeline.ts). */
+  part: PipelinePart;
   config: RuntimeConfig;
   receiptKeys: SigningKeyPair;
   plaintextLog: boolean;
@@ -91,7 +94,7 @@ export async function startPipelineThread(data: PipelineThreadData, host: Pipeli
     for (const resolve of pendingMetrics.values()) resolve([]);
     pendingMetrics.clear();
     closed.resolve();
-    const err = lastError ?? new Error(`the pipeline thread exited with code ${code}`);
+    const err = lastError ?? new Error(`the pipeline thread (${data.part}) exited with code ${code}`);
     if (!started) ready.reject(err);
     else if (!closing) host.onFailure(err);
   });

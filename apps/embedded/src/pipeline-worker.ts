@@ -30,7 +30,7 @@ try {
   // The HTTP thread opened the stores first (and re-wrapped keys if the master key changed).
   adoptFileWriteLocks(data.writeLocks);
   const stores = await openStores(config.dataDir, config.partitions, clock, masterKeyEnvOf(config), { instanceId: 'embedded-pipeline', rotate: false });
-  const handles = await startPipeline({ stores, config, clock, log, metrics, policySet, receiptKeys: data.receiptKeys, plaintextLog: data.plaintextLog })
+  const handles = await startPipeline({ stores, config, clock, log, metrics, policySet, receiptKeys: data.receiptKeys, plaintextLog: data.plaintextLog }, data.part)
     .catch(async (err: unknown) => {
       await stores.close();
       throw err;

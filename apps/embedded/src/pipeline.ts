@@ -52,8 +52,19 @@ export function transitKeySweep(stores: Stores, clock: Clock): () => Promise<num
   });
 }
 
-/** Starts every consumer service; close the handles in reverse order. */
-export async function startPipeline(ctx: PipelineContext): Promise<ServiceHandle[]> {
+/**
+ * Which of the consumer services a thread runs (MEMORY_PIPELINE=thread runs two threads):
+ * - `write`: what a write waits for — write-admission, the projector, the index-builder — and
+ *   the policy projector;
+ * - `derived`: what follows writes on its own time — summaries, vectors, the expiry schedule,
+ *   deletion (orchestrator, targets, verifier, signer) and the transit key sweep. A summary
+ *   rebuild or an embedding batch then never holds up a projection a write is waiting for.
+ * `all` is both, in one thread (MEMORY_PIPELINE=inline).
+ */
+export type PipelinePart = 'all' | 'write' | 'derived';
+
+/** Starts the consumer services of `part`; close the handles in reverse order. */
+export async function startPipeline(ctx: PipelineContext, part: PipelinePart = 'all'): Promise<ServiceHandle[]> {
   const { stores, config, clock, log, metrics, policySet } = ctx;
   const { index, vectors, summaries, state, crypto, keyStore } = stores;
   // Consumer lag of every group below, on /metrics.
@@ -61,48 +72,55 @@ export async function startPipeline(ctx: PipelineContext): Promise<ServiceHandle
   const redacted = meteredBus(logView(stores, 'redact', ctx.plaintextLog), metrics);
   const handles: ServiceHandle[] = [];
   const child = (service: string) => log.child({ service });
+  const write = part !== 'derived';
+  const derived = part !== 'write';
   try {
-    // The model of this thread (the pipeline thread loads its own, apart from the one that
-    // embeds queries): in the background, so that under load the embeddings lag, not the
-    // projections a write waits for (it took most of a core beside them).
-    const semantic: SemanticLeg | undefined = config.semantic === undefined
-      ? undefined
-      : { vectors, model: await sharedOnnxEmbeddingModel(config.semantic.modelDir, { background: true }) };
-    handles.push(await startProjector({ bus, state, log: child('projector') }));
-    handles.push(await startPrimaryTarget({ bus, state, clock }));
-    handles.push(await startPolicyProjector({ bus, state, log: child('policy-projector') }));
-    handles.push(await startIndexBuilder({ bus, index, state }));
-    handles.push(await startSummaryBuilder({ bus, index, state, summaries }));
-    handles.push(await startIndexTargets({ bus, index, clock, summaries: { store: summaries, state } }));
-    if (semantic !== undefined) {
-      // Its content is the decrypted event's; a promote carries none, so it is the record's stored content.
-      handles.push(await startVectorIndexer({
-        bus, vectors, model: semantic.model, contentOf: async (tenantId, recordId) => (await state.contents.get(tenantId, recordId)) ?? undefined,
-      }));
-      handles.push(await startVectorTargets({ bus, vectors, clock }));
+    if (write) {
+      handles.push(await startProjector({ bus, state, log: child('projector') }));
+      handles.push(await startPolicyProjector({ bus, state, log: child('policy-projector') }));
+      handles.push(await startIndexBuilder({ bus, index, state }));
     }
-    handles.push(await startExpiryScheduler({ bus: redacted, state, clock, log: child('expiry-scheduler'), tickMs: config.expiryTickMs }));
-    handles.push(
-      await startDeletionOrchestrator({
-        bus: redacted, state, clock, log: child('deletion-orchestrator'), metrics, targets: deletionTargetsOf(config),
-        deadlineMs: config.deletionDeadlineMs, verifyRetryMs: config.deletionVerifyRetryMs, tickMs: 250,
-      }),
-    );
-    handles.push(await startReceiptVerifier({
-      bus, index, summaries, state, clock, policySet, keys: { keyring: crypto.keyring, store: keyStore }, ...(semantic === undefined ? {} : { semantic }),
-    }));
-    handles.push(await startReceiptSigner({ bus, state, clock, log: child('receipt-verifier'), metrics, keys: ctx.receiptKeys }));
-    const sweep = transitKeySweep(stores, clock);
-    handles.push(periodic(60_000, async () => {
-      const count = await sweep();
-      if (count > 0) log.info({ count }, 'transit keys destroyed');
-    }, log, 'transit key sweep'));
-    handles.push(
-      await startWriteAdmission({
-        bus, log: child('write-admission'), metrics, decide: { ttl: config.ttl, idempotencyWindowMs: config.idempotencyWindowMs },
-        snapshots: { store: state.admission, intervalMs: config.admission.snapshotIntervalMs, maxEntries: config.admission.maxEntries },
-      }),
-    );
+    if (derived) {
+      // The model of this thread (apart from the one that embeds queries), in the background:
+      // under load the embeddings lag, not the work writes wait for (it took most of a core).
+      const semantic: SemanticLeg | undefined = config.semantic === undefined
+        ? undefined
+        : { vectors, model: await sharedOnnxEmbeddingModel(config.semantic.modelDir, { background: true }) };
+      handles.push(await startPrimaryTarget({ bus, state, clock }));
+      handles.push(await startSummaryBuilder({ bus, index, state, summaries }));
+      handles.push(await startIndexTargets({ bus, index, clock, summaries: { store: summaries, state } }));
+      if (semantic !== undefined) {
+        // Its content is the decrypted event's; a promote carries none, so it is the record's stored content.
+        handles.push(await startVectorIndexer({
+          bus, vectors, model: semantic.model, contentOf: async (tenantId, recordId) => (await state.contents.get(tenantId, recordId)) ?? undefined,
+        }));
+        handles.push(await startVectorTargets({ bus, vectors, clock }));
+      }
+      handles.push(await startExpiryScheduler({ bus: redacted, state, clock, log: child('expiry-scheduler'), tickMs: config.expiryTickMs }));
+      handles.push(
+        await startDeletionOrchestrator({
+          bus: redacted, state, clock, log: child('deletion-orchestrator'), metrics, targets: deletionTargetsOf(config),
+          deadlineMs: config.deletionDeadlineMs, verifyRetryMs: config.deletionVerifyRetryMs, tickMs: 250,
+        }),
+      );
+      handles.push(await startReceiptVerifier({
+        bus, index, summaries, state, clock, policySet, keys: { keyring: crypto.keyring, store: keyStore }, ...(semantic === undefined ? {} : { semantic }),
+      }));
+      handles.push(await startReceiptSigner({ bus, state, clock, log: child('receipt-verifier'), metrics, keys: ctx.receiptKeys }));
+      const sweep = transitKeySweep(stores, clock);
+      handles.push(periodic(60_000, async () => {
+        const count = await sweep();
+        if (count > 0) log.info({ count }, 'transit keys destroyed');
+      }, log, 'transit key sweep'));
+    }
+    if (write) {
+      handles.push(
+        await startWriteAdmission({
+          bus, log: child('write-admission'), metrics, decide: { ttl: config.ttl, idempotencyWindowMs: config.idempotencyWindowMs },
+          snapshots: { store: state.admission, intervalMs: config.admission.snapshotIntervalMs, maxEntries: config.admission.maxEntries },
+        }),
+      );
+    }
   } catch (err) {
     // A service that will not start (write-admission on another log's store) stops those before it.
     for (const h of handles.reverse()) await h.close().catch(() => undefined);

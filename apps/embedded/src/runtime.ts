@@ -14,8 +14,8 @@ import { shareFileWriteLocks } from '@gm/thread-lock';
 import { ConfigError, type RuntimeConfig } from './config.ts';
 import { loadOrCreateCredentials, type Credentials } from './credentials.ts';
 import { lockDataDir } from './lock.ts';
-import { logView, startPipeline, transitKeySweep, type PipelineContext } from './pipeline.ts';
-import { startPipelineThread } from './pipeline-thread.ts';
+import { logView, startPipeline, transitKeySweep, type PipelineContext, type PipelinePart } from './pipeline.ts';
+import { startPipelineThread, type PipelineThread } from './pipeline-thread.ts';
 import { masterKeyEnvOf, openStores, type Stores } from './stores.ts';
 
 export { systemClock };
@@ -78,13 +78,30 @@ async function runPipeline(ctx: PipelineContext, options: RuntimeOptions): Promi
       throw new ConfigError('the pipeline thread reads its time from shared memory: pass a ManualClock, or set MEMORY_PIPELINE=inline for another clock');
     }
   }
-  return startPipelineThread(
-    { config: ctx.config, receiptKeys: ctx.receiptKeys, plaintextLog: ctx.plaintextLog, clock, writeLocks: shareFileWriteLocks() },
+  const start = (part: PipelinePart) => startPipelineThread(
+    { part, config: ctx.config, receiptKeys: ctx.receiptKeys, plaintextLog: ctx.plaintextLog, clock, writeLocks: shareFileWriteLocks() },
     { destination: options.logDestination ?? process.stdout, log: ctx.log, onFailure: (err) => {
-      ctx.log.error({ err }, 'the pipeline thread stopped; no write is admitted until a restart');
+      ctx.log.error({ err, part }, 'a pipeline thread stopped; no write is admitted until a restart');
       options.onPipelineFailure?.(err);
     } },
   );
+  // Two threads: what writes wait for, and what follows them (pipeline.ts, PipelinePart).
+  const started = await Promise.allSettled([start('write'), start('derived')]);
+  const threads = started.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
+  const failed = started.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+  if (failed !== undefined) {
+    for (const thread of threads) await thread.close();
+    throw failed.reason;
+  }
+  const [write, derived] = threads as [PipelineThread, PipelineThread];
+  return {
+    metrics: async () => (await Promise.all(threads.map((t) => t.metrics()))).flat(),
+    // What follows writes first: it waits on the write side's progress (a summary on the index), never the reverse.
+    close: async () => {
+      await derived.close();
+      await write.close();
+    },
+  };
 }
 
 /** All seven services in one process, talking only through the bus (design §0, §4). */
