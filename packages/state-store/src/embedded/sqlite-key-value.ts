@@ -136,18 +136,65 @@ export function createSqliteKeyValueStore(options: SqliteKeyValueStoreOptions): 
 
   /**
    * Every write runs in an IMMEDIATE transaction (the write lock is taken before the first
-   * read, so read-check-write is atomic across processes too) with one clock reading, and
-   * reclaims a bounded batch of expired strings. Each body then forgets its own key's expired
-   * value first, so an expired key behaves exactly like an absent one.
+   * read, so read-check-write is atomic across processes too) and reclaims a bounded batch of
+   * expired strings. Each body then forgets its own key's expired value first, so an expired
+   * key behaves exactly like an absent one.
+   *
+   * Writes are group-committed: those called within one turn of the event loop run in call
+   * order in one transaction after it (each with the clock read when it was called), as the
+   * bus groups its produces. Concurrent API requests each wrote two or three transactions of
+   * their own (an id claim, an async outcome, a settle), each taking the file's lock against
+   * the pipeline threads' writes. If the group's transaction fails, each write runs again alone,
+   * so one write's error fails only its own caller.
    */
-  function write<A extends unknown[], R>(body: (now: number, ...args: A) => R): ((...args: A) => R) & { body: (now: number, ...args: A) => R } {
-    const tx = db.transaction((...args: A): R => {
+  interface QueuedWrite {
+    run: () => unknown;
+    resolve: (result: unknown) => void;
+    reject: (err: unknown) => void;
+  }
+  const queued: QueuedWrite[] = [];
+  let flushScheduled = false;
+  const groupTx = db.transaction((batch: readonly QueuedWrite[]): unknown[] => {
+    sweep.run({ now: clock(), batch: SWEEP_BATCH });
+    return batch.map((q) => q.run());
+  });
+  const aloneTx = db.transaction((q: QueuedWrite): unknown => {
+    sweep.run({ now: clock(), batch: SWEEP_BATCH });
+    return q.run();
+  });
+  function flush(): void {
+    flushScheduled = false;
+    const batch = queued.splice(0);
+    if (batch.length === 0) return;
+    let results: unknown[];
+    try {
+      results = underLock(writeLock, () => groupTx.immediate(batch));
+    } catch {
+      for (const q of batch) {
+        try {
+          q.resolve(underLock(writeLock, () => aloneTx.immediate(q)));
+        } catch (err) {
+          q.reject(err);
+        }
+      }
+      return;
+    }
+    batch.forEach((q, i) => q.resolve(results[i]));
+  }
+
+  function write<A extends unknown[], R>(body: (now: number, ...args: A) => R): ((...args: A) => Promise<R>) & { body: (now: number, ...args: A) => R } {
+    const enqueue = (...args: A): Promise<R> => {
+      if (!db.open) return Promise.reject(new GovernedMemoryError('MEM_UNAVAILABLE', 'the state store is closed'));
       const now = clock();
-      sweep.run({ now, batch: SWEEP_BATCH });
-      return body(now, ...args);
-    });
+      return new Promise<R>((resolve, reject) => {
+        queued.push({ run: () => body(now, ...args), resolve: resolve as (result: unknown) => void, reject });
+        if (flushScheduled) return;
+        flushScheduled = true;
+        setImmediate(flush);
+      });
+    };
     // `body` runs inside another write's transaction (a pipeline's), with its clock reading.
-    return Object.assign((...args: A) => underLock(writeLock, () => tx.immediate(...args)), { body });
+    return Object.assign(enqueue, { body });
   }
 
   /** Reads run in one transaction so a multi-key read sees one snapshot and one clock. */
@@ -318,7 +365,7 @@ export function createSqliteKeyValueStore(options: SqliteKeyValueStoreOptions): 
 
     async zadd(key, score, member) {
       checkWrite({ op: 'zadd', key, score, member });
-      zaddTx(key, score, member);
+      await zaddTx(key, score, member);
     },
 
     async zrem(key, removed) {
@@ -346,6 +393,8 @@ export function createSqliteKeyValueStore(options: SqliteKeyValueStoreOptions): 
     },
 
     async close() {
+      // What was called before the close still lands (its callers are waiting).
+      flush();
       if (db.open) db.close();
     },
   };
