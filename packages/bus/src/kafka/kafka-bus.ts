@@ -28,6 +28,7 @@ import { readRange } from './kafka-reader.ts';
 import { KafkaSubscription } from './kafka-subscription.ts';
 import { Topics } from './kafka-topics.ts';
 import { PartitionCountMismatchError } from '../partition-count.ts';
+import { PartitionProduceGroups } from './kafka-produce-groups.ts';
 import { TransactionRunner, type Routed } from './kafka-transactions.ts';
 
 export interface KafkaBusOptions {
@@ -75,6 +76,15 @@ class KafkaBus implements Bus {
   /** Open subscriptions per group: resetGroup refuses those at once, before asking Kafka. */
   private readonly members = new Map<string, number>();
   private idempotent: Promise<Producer> | undefined;
+  /** Single-partition produces of one turn, sent as one record batch per partition. */
+  private readonly singlePartition = new PartitionProduceGroups(async (messages) => {
+    const producer = (this.idempotent ??= this.transactions.connect());
+    // A failed connect is not cached: the next produce tries again.
+    producer.catch(() => {
+      if (this.idempotent === producer) this.idempotent = undefined;
+    });
+    return this.transactions.send(await producer, await this.transactions.route(messages));
+  });
   private transactional: Promise<Producer> | undefined;
   /** A transactional producer runs one transaction at a time. */
   private readonly transactionLock = new Mutex();
@@ -121,14 +131,9 @@ class KafkaBus implements Bus {
     const encoded = messages.map((m, i) => encodeMessage(m, i));
     try {
       const routed = await this.transactions.route(encoded);
-      if (routed.groups.size === 1) {
-        const producer = (this.idempotent ??= this.transactions.connect());
-        // A failed connect is not cached: the next produce tries again.
-        producer.catch(() => {
-          if (this.idempotent === producer) this.idempotent = undefined;
-        });
-        return await this.transactions.send(await producer, routed);
-      }
+      const [only, ...others] = routed.groups.keys();
+      // One partition: grouped with the other such produces of this turn (kafka-produce-groups.ts).
+      if (only !== undefined && others.length === 0) return await this.singlePartition.add(only, encoded);
       return await this.inTransaction((producer) => this.transactions.commit(producer, routed));
     } catch (err) {
       throw unavailable('produce', err);
@@ -260,6 +265,8 @@ class KafkaBus implements Bus {
       await Promise.all([...this.subscriptions].map((s) => s.close()));
       this.subscriptions.clear();
       await this.transactionLock.idle();
+      // What was produced before the close still goes out (its callers wait for the positions).
+      await this.singlePartition.idle();
       const producers = [this.idempotent, this.transactional].filter((p) => p !== undefined);
       await Promise.all(producers.map((p) => p.then((producer) => producer.disconnect()).catch(() => undefined)));
       if (this.adminReady !== undefined) await this.adminClient.disconnect().catch(() => undefined);
