@@ -78,8 +78,9 @@ async function runPipeline(ctx: PipelineContext, options: RuntimeOptions): Promi
       throw new ConfigError('the pipeline thread reads its time from shared memory: pass a ManualClock, or set MEMORY_PIPELINE=inline for another clock');
     }
   }
+  const writeLocks = shareFileWriteLocks();
   const start = (part: PipelinePart) => startPipelineThread(
-    { part, config: ctx.config, receiptKeys: ctx.receiptKeys, plaintextLog: ctx.plaintextLog, clock, writeLocks: shareFileWriteLocks() },
+    { part, config: ctx.config, receiptKeys: ctx.receiptKeys, plaintextLog: ctx.plaintextLog, clock, writeLocks },
     { destination: options.logDestination ?? process.stdout, log: ctx.log, onFailure: (err) => {
       ctx.log.error({ err, part }, 'a pipeline thread stopped; no write is admitted until a restart');
       options.onPipelineFailure?.(err);

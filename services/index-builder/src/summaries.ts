@@ -20,6 +20,10 @@ export interface SummaryScope {
 
 const scopeKey = (s: SummaryScope) => `${s.partition}\u0000${s.subjectId}`;
 
+/** Records and contents a rebuild leaves out on top of the deleted ones (a deletion task's). */
+type Exclusions = { ids: ReadonlySet<string>; contentHashes: ReadonlySet<string> };
+const NOTHING_EXCLUDED: Exclusions = { ids: new Set(), contentHashes: new Set() };
+
 /** Records that are being or have been deleted (the read path already denies them). */
 const DELETED: ReadonlySet<string> = new Set(['revocation_pending', 'tombstoned', 'purged']);
 
@@ -34,7 +38,7 @@ const DELETED: ReadonlySet<string> = new Set(['revocation_pending', 'tombstoned'
  */
 export async function rebuildSummaries(
   deps: SummaryDeps, tenantId: string, scopes: SummaryScope[], now: string,
-  exclude: { ids: ReadonlySet<string>; contentHashes: ReadonlySet<string> } = { ids: new Set(), contentHashes: new Set() },
+  exclude: Exclusions = NOTHING_EXCLUDED,
 ): Promise<{ rebuilt: number; removed: number }> {
   const unique = new Map(scopes.map((s) => [scopeKey(s), s]));
   const built: ScopeSummaries[] = [];
@@ -44,12 +48,10 @@ export async function rebuildSummaries(
   return { rebuilt: built.length - removed, removed };
 }
 
-const NOTHING_EXCLUDED = { ids: new Set<string>(), contentHashes: new Set<string>() };
-
 /** The summaries one scope must hold now (see rebuildSummaries); nothing is written. */
 async function buildScope(
   deps: SummaryDeps, tenantId: string, { partition, subjectId }: SummaryScope, now: string,
-  exclude: { ids: ReadonlySet<string>; contentHashes: ReadonlySet<string> },
+  exclude: Exclusions,
 ): Promise<ScopeSummaries> {
   const ids = new Set(exclude.ids);
   const hashes = new Set(exclude.contentHashes);

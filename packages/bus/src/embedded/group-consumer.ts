@@ -189,7 +189,7 @@ export class GroupConsumer implements Subscription, GroupMember {
         // The previous owner is still handling a batch of it; its unlock wakes us (a membership notify).
         if (!coordinator.tryLock(this.groupId, topic, partition)) continue;
         try {
-          const started = performance.now();
+          const started = this.lingerMs > 0 ? performance.now() : 0;
           // Handled something: there may be more, so come back without waiting.
           if (await this.drain(topic, partition)) {
             this.dirty.add(key);
@@ -198,7 +198,7 @@ export class GroupConsumer implements Subscription, GroupMember {
               this.lastHandled.set(key, ended);
               this.busyMs.set(key, ended - started);
             }
-          } else {
+          } else if (this.lingerMs > 0) {
             // Nothing to handle: this partition no longer keeps the others lingering.
             this.busyMs.delete(key);
           }

@@ -13,7 +13,7 @@
  * discarded (its hooks told), so the partition's results stay a prefix of its messages.
  */
 import type { HandlerAttempt } from '../handler-attempt.ts';
-import { isFenced, type EncodedMessage } from './kafka-codec.ts';
+import { encodedBytes, isFenced, type EncodedMessage } from './kafka-codec.ts';
 
 export interface ChunkEntry {
   /** What lands in the transaction for this message (the handler's sends, or a dead letter). */
@@ -65,7 +65,7 @@ export class ChunkCommitter {
       entry.attempt?.discarded();
       return;
     }
-    const bytes = entry.queued.reduce((sum, m) => sum + m.key.length + m.value.length, 0);
+    const bytes = encodedBytes(entry.queued);
     if (this.open !== undefined && this.open.bytes + bytes > this.limits.maxBytes) this.close();
     if (this.open === undefined) {
       this.open = { entries: [], bytes: 0 };

@@ -11,6 +11,9 @@ import type { EncodedMessage } from '../messages.ts';
 export { encodeMessage, type EncodedMessage } from '../messages.ts';
 
 
+/** What messages weigh in a record batch, near enough to keep one under the broker's size limit (headers are small). */
+export const encodedBytes = (messages: readonly EncodedMessage[]): number => messages.reduce((sum, m) => sum + m.key.length + m.value.length, 0);
+
 export const toRecord = (m: EncodedMessage, partition: number): Message => ({ key: m.key, value: m.value, headers: m.headers, partition });
 
 export function decodeMessage(topic: string, partition: number, record: KafkaMessage): ConsumedMessage {

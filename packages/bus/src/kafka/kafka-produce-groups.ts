@@ -10,7 +10,7 @@
  * broker's message size); a call bigger than the bound goes alone.
  */
 import type { LogPosition } from '../port.ts';
-import type { EncodedMessage } from './kafka-codec.ts';
+import { encodedBytes, type EncodedMessage } from './kafka-codec.ts';
 
 interface Queued {
   messages: readonly EncodedMessage[];
@@ -21,9 +21,6 @@ interface Queued {
 
 /** Well under Kafka's default max.message.bytes (1 MiB), as the consumers' chunks. */
 export const MAX_GROUP_BYTES = 256 * 1024;
-
-const bytesOf = (messages: readonly EncodedMessage[]) =>
-  messages.reduce((sum, m) => sum + m.key.length + m.value.length + Object.entries(m.headers).reduce((h, [k, v]) => h + k.length + v.length, 0), 0);
 
 export class PartitionProduceGroups {
   private readonly queued = new Map<string, Queued[]>();
@@ -40,7 +37,7 @@ export class PartitionProduceGroups {
   add(partitionKey: string, messages: readonly EncodedMessage[]): Promise<LogPosition[]> {
     return new Promise<LogPosition[]>((resolve, reject) => {
       const list = this.queued.get(partitionKey) ?? [];
-      list.push({ messages, bytes: bytesOf(messages), resolve, reject });
+      list.push({ messages, bytes: encodedBytes(messages), resolve, reject });
       this.queued.set(partitionKey, list);
       if (this.scheduled) return;
       this.scheduled = true;
