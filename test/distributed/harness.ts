@@ -8,12 +8,13 @@ import { createKafkaBus } from '@gm/bus';
 import { TOPICS } from '@gm/contracts';
 import { loadMasterKeys, openBusKeyStore, openContentCrypto } from '@gm/crypto';
 import { RECORD_PROJECTION_PREFIXES } from '@gm/embedded';
-import { DistributedEnv, WithElasticsearch, WithRedis, openIndex, openState, openSummaries } from '@gm/service-kit';
+import { MODEL_DIMENSIONS } from '@gm/embedding';
+import { DistributedEnv, WithElasticsearch, WithRedis, openIndex, openState, openSummaries, openVectors } from '@gm/service-kit';
 import { sweepNamespace } from '../../bench/cleanup.ts';
 import { apiClient, capabilityIssuer, type TestRuntime } from '../e2e/harness.ts';
 
-/** The groups that fold memory.events into the record projections, the index and the summaries. */
-const REPLAYED_GROUPS = ['projector', 'index-builder', 'summary-builder'];
+/** The groups that fold memory.events into the record projections, the index, the summaries and the vectors. */
+const REPLAYED_GROUPS = ['projector', 'index-builder', 'summary-builder', 'vector-indexer'];
 
 /** Where the local launcher's Kafka keeps its segments (infra/local/engines.sh). */
 const KAFKA_DATA = path.resolve(import.meta.dirname, '../../infra/local/.run/kafka/data');
@@ -56,6 +57,7 @@ export async function startDistributedTestRuntime(env: Record<string, string> = 
   const state = openState(engineEnv);
   const index = openIndex(engineEnv);
   const summaries = openSummaries(engineEnv);
+  const vectors = openVectors(engineEnv, MODEL_DIMENSIONS);
   const api = apiClient(() => stack.url);
   const digest = async () => ({ projection: await state.projectionDigest(), index: await index.digest() });
   const rawBus = () => createKafkaBus({ brokers: engineEnv.KAFKA_BROKERS, clientId: `e2e-raw-${randomUUID().slice(0, 6)}`, topicPrefix: `${namespace}.` });
@@ -74,6 +76,7 @@ export async function startDistributedTestRuntime(env: Record<string, string> = 
     namespace,
     state,
     index,
+    vectors,
     logs: { lines },
     now: () => Date.now(),
     advance: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
@@ -100,6 +103,7 @@ export async function startDistributedTestRuntime(env: Record<string, string> = 
       }
       await index.clear();
       await summaries.clear();
+      await vectors.clear();
       const raw = rawBus();
       try {
         for (const group of REPLAYED_GROUPS) await raw.resetGroup(group);
@@ -143,7 +147,7 @@ export async function startDistributedTestRuntime(env: Record<string, string> = 
     masterKeyFile: () => masterKeyEnv().MEMORY_MASTER_KEY_FILE ?? '',
     async close() {
       await stack.stop();
-      await Promise.all([state.kv.close(), index.close(), summaries.close()]);
+      await Promise.all([state.kv.close(), index.close(), summaries.close(), vectors.close()]);
       rmSync(dataDir, { recursive: true, force: true });
       // The namespace's topics, indices and keys: runs must not leave the shared engines fuller
       // (1,440 leftover topics had made this machine's broker and every later bench slower).

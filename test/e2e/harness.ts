@@ -10,7 +10,7 @@ import {
   KEY_STORE_FILE_NAME, MASTER_KEY_FILE_NAME, loadConfig, loadOrCreateMasterKeys, masterKeyEnvOf, replayDataDir, startEmbeddedRuntime,
   type EmbeddedRuntime,
 } from '@gm/embedded';
-import type { SearchIndex, SearchQuery, VectorQuery } from '@gm/search-index';
+import type { SearchIndex, SearchQuery, VectorIndex, VectorQuery } from '@gm/search-index';
 import type { StateStore } from '@gm/state-store';
 
 /** A clock the test moves by hand; the runtime reads every "now" from it. */
@@ -63,6 +63,8 @@ export interface TestRuntime {
   /** The runtime's own state and index (the distributed one's Redis keys and ES indices). */
   readonly state: StateStore;
   readonly index: SearchIndex;
+  /** The runtime's vector index (embedded: vectors.db; distributed: the namespace's Elasticsearch vector index). */
+  readonly vectors: VectorIndex;
   /** Every log line the runtime wrote, for asserting what is never logged. */
   readonly logs: { readonly lines: string[] };
   /** The runtime's "now", epoch ms. */
@@ -222,6 +224,9 @@ export async function startTestRuntime(
     },
     get index() {
       return runtime.index;
+    },
+    get vectors() {
+      return runtime.vectors;
     },
     dataDir,
     clock,

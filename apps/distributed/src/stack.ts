@@ -6,11 +6,15 @@ import { LOCAL_ENDPOINTS, startLocalEngines, type Engine } from '@gm/testing';
 
 const ROOT = path.resolve(import.meta.dirname, '../../..');
 
-/** The eight services, in start order: consumers before the edges that feed them. */
+/** The nine services, in start order: consumers before the edges that feed them. */
 export const SERVICES = [
-  'write-admission', 'projector', 'index-builder', 'expiry-scheduler', 'deletion-orchestrator', 'receipt-verifier', 'ingest-gateway', 'retrieval-broker',
+  'write-admission', 'projector', 'index-builder', 'vector-indexer', 'expiry-scheduler', 'deletion-orchestrator', 'receipt-verifier', 'ingest-gateway', 'retrieval-broker',
 ] as const;
 export type ServiceName = (typeof SERVICES)[number];
+
+/** The services a stack with this env runs: without semantic retrieval (MEMORY_SEMANTIC=off) there are no vectors to keep. */
+export const servicesOf = (env: Record<string, string | undefined>): ServiceName[] =>
+  SERVICES.filter((s) => s !== 'vector-indexer' || env.MEMORY_SEMANTIC !== 'off');
 
 export interface StackOptions {
   dataDir: string;
@@ -146,7 +150,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     },
   };
   try {
-    for (const service of SERVICES) {
+    for (const service of servicesOf({ ...process.env, ...env })) {
       for (let i = 0; i < (options.instances?.[service] ?? 1); i += 1) await start(service);
     }
   } catch (err) {

@@ -47,6 +47,8 @@ export interface RuntimeConfig {
   packetTtlMs: number;
   cacheTtlMs: number;
   asyncBacklogLimit: number;
+  /** MEMORY_QUERY_AUDIT: a log line per index and kNN query (retrieval-broker's query-audit.ts). */
+  queryAudit: boolean;
   policyDir?: string;
   idempotencyWindowMs: number;
   admission: { snapshotIntervalMs: number; maxEntries: number };

@@ -66,6 +66,7 @@ describe('loadConfig defaults', () => {
       deletionVerifyRetryMs: 500,
       pipeline: 'thread',
       asyncBacklogLimit: 1_000,
+      queryAudit: false,
     });
   });
 
@@ -103,6 +104,7 @@ describe('loadConfig overrides', () => {
       MEMORY_TTL_PREFERENCE: '90m,3h',
       MEMORY_PIPELINE: 'inline',
       MEMORY_ASYNC_BACKLOG: '2500',
+      MEMORY_QUERY_AUDIT: 'on',
       MEMORY_SEMANTIC: 'on',
       MEMORY_EMBEDDING_MODEL_DIR: '/opt/models/minilm',
     });
@@ -134,6 +136,7 @@ describe('loadConfig overrides', () => {
       },
       pipeline: 'inline',
       asyncBacklogLimit: 2500,
+      queryAudit: true,
       semantic: { modelDir: '/opt/models/minilm' },
     });
   });

@@ -13,7 +13,9 @@ import { normalize, type EmbeddingModel } from './port.ts';
 
 export const MODEL_VERSION = '1.19.0-beta29';
 export const MODEL_ID = `all-minilm-l6-v2-q@${MODEL_VERSION}`;
-const DIMENSIONS = 384;
+/** The model's vector size: fixed by the model, and by the mapping of every vector index built with it. */
+export const MODEL_DIMENSIONS = 384;
+const DIMENSIONS = MODEL_DIMENSIONS;
 const ONNX_FILE = 'all-minilm-l6-v2-q.onnx';
 const TOKENIZER_FILE = 'all-minilm-l6-v2-q-tokenizer.json';
 

@@ -1,5 +1,7 @@
 import { createKafkaBus, memoryTopicSpecs, type Bus } from '@gm/bus';
-import { createElasticsearchSearchIndex, createElasticsearchSummaryStore, type SearchIndex, type SummaryStore } from '@gm/search-index';
+import {
+  createElasticsearchSearchIndex, createElasticsearchSummaryStore, createElasticsearchVectorIndex, type SearchIndex, type SummaryStore, type VectorIndex,
+} from '@gm/search-index';
 import { StateStore, createRedisKeyValueStore } from '@gm/state-store';
 import { z } from 'zod';
 import type { Clock } from '@gm/contracts';
@@ -51,6 +53,24 @@ export function openIndex(env: DistributedEnv & z.infer<typeof WithElasticsearch
 /** The summary store beside the search index: `<prefix>-summaries` under the same prefix. */
 export function openSummaries(env: DistributedEnv & z.infer<typeof WithElasticsearch>): SummaryStore {
   return createElasticsearchSummaryStore({ node: env.ELASTICSEARCH_URL, indexPrefix: env.MEMORY_NAMESPACE ? `gm-${env.MEMORY_NAMESPACE}` : 'gm' });
+}
+
+/**
+ * Semantic retrieval (issue 14), read by every process that touches vectors: the vector-indexer,
+ * the retrieval-broker (query embeddings, kNN), the receipt-verifier (kNN probes) and the
+ * deletion-orchestrator (whether `vector` is a deletion target). One value for the whole stack:
+ * a broker that searched vectors nobody keeps, or an orchestrator that waited on a `vector`
+ * target nobody serves, would fail every search or every deletion.
+ */
+export const WithSemantic = z.object({
+  MEMORY_SEMANTIC: z.enum(['on', 'off']).default('on'),
+  /** The embedding model's directory (the .onnx file and its tokenizer.json); default: where setup fetches it. */
+  MEMORY_EMBEDDING_MODEL_DIR: z.string().min(1).optional(),
+});
+
+/** The vector index beside the search index: `<prefix>-vectors` under the same prefix, `dimensions` fixed by its mapping. */
+export function openVectors(env: DistributedEnv & z.infer<typeof WithElasticsearch>, dimensions: number): VectorIndex {
+  return createElasticsearchVectorIndex({ node: env.ELASTICSEARCH_URL, indexPrefix: env.MEMORY_NAMESPACE ? `gm-${env.MEMORY_NAMESPACE}` : 'gm', dimensions });
 }
 
 /** Master keys of content encryption (issue 7): exactly one of the two (see @gm/crypto loadMasterKeys). */

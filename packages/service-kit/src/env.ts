@@ -88,6 +88,8 @@ export const brokerEnvShape = {
   MEMORY_ASYNC_BACKLOG: integer(1_000, 1, 10_000_000),
   /** A directory with schema.cedarschema and default.cedar replacing the shipped policy set. */
   MEMORY_POLICY_DIR: z.string().min(1).optional(),
+  /** One log line per index and kNN query: request, principal, purpose, partitions (no text); see docs/api.md, "Query audit". */
+  MEMORY_QUERY_AUDIT: z.enum(['on', 'off']).default('off'),
 };
 const BrokerEnv = z.object(brokerEnvShape);
 
@@ -104,6 +106,7 @@ export function brokerSettingsOf(e: z.infer<typeof BrokerEnv>) {
     packetTtlMs: e.MEMORY_PACKET_TTL,
     cacheTtlMs: e.MEMORY_CACHE_TTL,
     asyncBacklogLimit: e.MEMORY_ASYNC_BACKLOG,
+    queryAudit: e.MEMORY_QUERY_AUDIT === 'on',
     ...(e.MEMORY_POLICY_DIR === undefined ? {} : { policyDir: e.MEMORY_POLICY_DIR }),
   };
 }

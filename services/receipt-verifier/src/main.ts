@@ -1,8 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { DEFAULT_MODEL_DIR, loadThreadedOnnxEmbeddingModel } from '@gm/embedding';
 import type { ReceiptKeyPair } from '@gm/policy/receipts';
 import {
-  DistributedEnv, WithElasticsearch, WithMasterKeys, WithRedis, loadPolicySetOrExit, meteredBus, openIndex, openSealedBus, openState, openSummaries, parseEnvOrExit, runService, systemClock,
+  DistributedEnv, WithElasticsearch, WithMasterKeys, WithRedis, WithSemantic, loadPolicySetOrExit, meteredBus, openIndex, openSealedBus, openState, openSummaries, openVectors, parseEnvOrExit, runService, systemClock,
 } from '@gm/service-kit';
 import { startReceiptSigner } from './receipts.ts';
 import { startReceiptVerifier } from './verifier.ts';
@@ -12,6 +13,7 @@ const Env = DistributedEnv.extend({
   ...WithRedis.shape,
   ...WithElasticsearch.shape,
   ...WithMasterKeys.shape,
+  ...WithSemantic.shape,
   /** JSON `{privateJwk, publicJwk}` (Ed25519) that signs deletion receipts, as written by generate-credentials. */
   MEMORY_RECEIPT_KEY_FILE: z.string().min(1),
   /** The broker's policy set decides the replayed reads too (see MEMORY_POLICY_DIR there). */
@@ -28,11 +30,19 @@ await runService('receipt-verifier', Env, async ({ env, log, metrics }) => {
   const state = openState(env);
   const index = openIndex(env);
   const summaries = openSummaries(env);
-  const service = await startReceiptVerifier({ bus, index, summaries, state, clock: systemClock, policySet, ...(sealed.keys ? { keys: sealed.keys } : {}) });
+  // The vectors are a copy too (issue 14): the replays probe them by kNN, with the model that made them.
+  const model = env.MEMORY_SEMANTIC === 'on' ? await loadThreadedOnnxEmbeddingModel({ dir: env.MEMORY_EMBEDDING_MODEL_DIR ?? DEFAULT_MODEL_DIR }) : undefined;
+  const semantic = model === undefined ? undefined : { model, vectors: openVectors(env, model.dimensions) };
+  const service = await startReceiptVerifier({
+    bus, index, summaries, state, clock: systemClock, policySet, ...(sealed.keys ? { keys: sealed.keys } : {}), ...(semantic === undefined ? {} : { semantic }),
+  });
   const signer = await startReceiptSigner({ bus, state, clock: systemClock, log, metrics, keys });
   return {
     handle: {
-      close: async () => { await signer.close(); await service.close(); await sealed.close(); await state.kv.close(); await index.close(); await summaries.close(); },
+      close: async () => {
+        await signer.close(); await service.close(); await sealed.close(); await state.kv.close(); await index.close(); await summaries.close();
+        await semantic?.vectors.close(); await semantic?.model.close();
+      },
     },
     ready: () => state.kv.ping(),
   };

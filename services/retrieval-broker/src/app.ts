@@ -11,6 +11,7 @@ import { commandRoutes } from './routes/commands.ts';
 import { policyRoutes } from './routes/policy.ts';
 import { searchRoutes } from './routes/search.ts';
 import { summaryRoutes } from './routes/summaries.ts';
+import { inRequestScope } from './query-audit.ts';
 
 /** Rate limits are per capability subject; the key is read unverified, so it only shapes buckets. */
 function rateLimitKey(authorization: string | undefined, ip: string): string {
@@ -74,6 +75,8 @@ export async function buildApp(deps: BrokerDeps): Promise<FastifyInstance> {
   app.setNotFoundHandler((request, reply) =>
     reply.code(404).type('application/problem+json').send(problemOf('MEM_NOT_FOUND', 'no such route', request.id)),
   );
+  // After the body is parsed (a parser's stream events would leave the scope): the query audit's request.
+  app.addHook('preHandler', (request, _reply, done) => inRequestScope(request.id, done));
   app.addHook('onResponse', async (request, reply) => {
     request.log.info(
       { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: reply.statusCode, ms: Math.round(reply.elapsedTime) },

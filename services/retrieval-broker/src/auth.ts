@@ -3,6 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import { GovernedMemoryError, type Action, type CapabilityClaims, type Clock } from '@gm/contracts';
 import type { CapabilityVerifier } from '@gm/policy';
 import { verifyCapability } from '@gm/write-edge';
+import { auditCapability } from './query-audit.ts';
 
 export function bearer(request: FastifyRequest): string {
   const header = request.headers.authorization;
@@ -11,8 +12,10 @@ export function bearer(request: FastifyRequest): string {
   return match[1];
 }
 
-export function authenticate(request: FastifyRequest, verifier: CapabilityVerifier, clock: Clock, action: Action): Promise<CapabilityClaims> {
-  return verifyCapability(verifier, clock, bearer(request), action);
+export async function authenticate(request: FastifyRequest, verifier: CapabilityVerifier, clock: Clock, action: Action): Promise<CapabilityClaims> {
+  const claims = await verifyCapability(verifier, clock, bearer(request), action);
+  auditCapability(claims.act.sub, claims.purpose);
+  return claims;
 }
 
 /** Constant-time comparison of the issuer credential (hash first so lengths match). */

@@ -20,6 +20,8 @@ export interface BrokerConfig {
   requestTimeoutMs: number;
   /** Asynchronous writes are refused while write-admission and the projections are this many messages behind. */
   asyncBacklogLimit: number;
+  /** Log every query sent to the search and vector indexes (query-audit.ts); default off. */
+  queryAudit?: boolean;
 }
 
 export interface BrokerDeps {

@@ -2,9 +2,10 @@ import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { z } from 'zod';
 import { TOPICS } from '@gm/contracts';
+import { DEFAULT_MODEL_DIR, loadThreadedOnnxEmbeddingModel } from '@gm/embedding';
 import type { SigningKeyPair } from '@gm/policy';
 import {
-  DistributedEnv, WithElasticsearch, WithMasterKeys, WithRedis, brokerEnvShape, brokerSettingsOf, loadPolicySetOrExit, meteredBus, openIndex, openSealedBus, openState, openSummaries, parseEnvOrExit, runService, systemClock,
+  DistributedEnv, WithElasticsearch, WithMasterKeys, WithRedis, WithSemantic, brokerEnvShape, brokerSettingsOf, loadPolicySetOrExit, meteredBus, openIndex, openSealedBus, openState, openSummaries, openVectors, parseEnvOrExit, runService, systemClock,
 } from '@gm/service-kit';
 import { startRetrievalBroker } from './start.ts';
 
@@ -14,6 +15,7 @@ const Env = DistributedEnv.extend({
   ...WithElasticsearch.shape,
   ...brokerEnvShape,
   ...WithMasterKeys.shape,
+  ...WithSemantic.shape,
   /** JSON `{privateJwk, publicJwk}` (Ed25519), as written by the embedded runtime or the stack launcher. */
   MEMORY_SIGNING_KEY_FILE: z.string().min(1),
   MEMORY_ISSUER_CREDENTIAL_FILE: z.string().min(1),
@@ -34,15 +36,24 @@ await runService('retrieval-broker', Env, async ({ env, log, metrics }) => {
   const state = openState(env);
   const index = openIndex(env);
   const summaries = openSummaries(env);
+  // Semantic retrieval (issue 14): the query's embedding by the same model as the vector-indexer's
+  // (in a thread of its own, so a query's inference never stalls the API), kNN in Elasticsearch.
+  const model = env.MEMORY_SEMANTIC === 'on' ? await loadThreadedOnnxEmbeddingModel({ dir: env.MEMORY_EMBEDDING_MODEL_DIR ?? DEFAULT_MODEL_DIR }) : undefined;
+  const semantic = model === undefined ? undefined : { model, vectors: openVectors(env, model.dimensions) };
   const { host, port, issuerName, policyDir: _policyDir, ...config } = brokerSettingsOf(env);
   const broker = await startRetrievalBroker({
-    bus, index, summaries, state, clock: systemClock, log, metrics, signing, issuerCredential, policySet,
+    bus, index, summaries, ...(semantic === undefined ? {} : { semantic }), state, clock: systemClock, log, metrics, signing, issuerCredential, policySet,
     issuerName, instanceId: env.MEMORY_INSTANCE_ID, host, port, config,
     ready: async () => (await state.kv.ping()) && (await index.count().then(() => true, () => false)) && (await bus.endOffsets(TOPICS.events)).length > 0,
   });
   process.stderr.write(`retrieval-broker listening on ${broker.url}\n`);
   return {
-    handle: { close: async () => { await broker.close(); await sealed.close(); await state.kv.close(); await index.close(); await summaries.close(); } },
+    handle: {
+      close: async () => {
+        await broker.close(); await sealed.close(); await state.kv.close(); await index.close(); await summaries.close();
+        await semantic?.vectors.close(); await semantic?.model.close();
+      },
+    },
     ready: async () => (await state.kv.ping()) && (await index.count().then(() => true, () => false)),
   };
 });

@@ -14,6 +14,7 @@ import { CommandGateway, type ProjectionCheck } from './command-gateway.ts';
 import { startBrokerTargets } from './deletion-targets.ts';
 import type { BrokerConfig } from './deps.ts';
 import { PolicyGateway } from './policy-gateway.ts';
+import { auditedIndex, auditedVectors } from './query-audit.ts';
 
 export interface RetrievalBrokerOptions {
   bus: Bus;
@@ -73,8 +74,11 @@ export async function startRetrievalBroker(o: RetrievalBrokerOptions): Promise<R
   }, projectionCheck(o.state), storeOutcome(o.state));
   await gateway.start();
   const { pdp, verifier } = await edgeAuthority({ state: o.state, clock: o.clock, policySet: o.policySet, publicJwk: o.signing.publicJwk, issuerName: o.issuerName });
+  // The query audit sits at the adapters: it shows what the indexes were asked.
+  const index = o.config.queryAudit === true ? auditedIndex(o.index, o.log) : o.index;
+  const semantic = o.semantic === undefined || o.config.queryAudit !== true ? o.semantic : { ...o.semantic, vectors: auditedVectors(o.semantic.vectors, o.log) };
   const app = await buildApp({
-    bus: o.bus, index: o.index, ...(o.semantic === undefined ? {} : { semantic: o.semantic }), summaries: o.summaries, state: o.state, gateway, clock: o.clock, metrics: o.metrics, log: o.log,
+    bus: o.bus, index, ...(semantic === undefined ? {} : { semantic }), summaries: o.summaries, state: o.state, gateway, clock: o.clock, metrics: o.metrics, log: o.log,
     // Policy changes wait for the policy projector as writes wait for the projections.
     policy: new PolicyGateway({ bus: o.bus, state: o.state, clock: o.clock, log: o.log }, { timeoutMs: o.config.readYourWritesTimeoutMs }),
     pdp,

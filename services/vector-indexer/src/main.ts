@@ -1,0 +1,38 @@
+import { DEFAULT_MODEL_DIR, loadThreadedOnnxEmbeddingModel } from '@gm/embedding';
+import {
+  DistributedEnv, WithElasticsearch, WithMasterKeys, WithRedis, WithSemantic, meteredBus, openSealedBus, openState, openVectors, runService, systemClock,
+} from '@gm/service-kit';
+import { startVectorIndexer } from './vector-indexer.ts';
+import { startVectorTargets } from './vector-targets.ts';
+
+/**
+ * vector-indexer as its own process (issue 14): active records ⇒ a vector in Elasticsearch,
+ * embedded by the local model; everything else removed; and the `vector` deletion target.
+ * Scaled like the other consumer groups: each instance embeds the partitions it holds.
+ */
+const Env = DistributedEnv.extend({ ...WithElasticsearch.shape, ...WithRedis.shape, ...WithMasterKeys.shape, ...WithSemantic.shape });
+
+await runService('vector-indexer', Env, async ({ env, log, metrics }) => {
+  if (env.MEMORY_SEMANTIC === 'off') {
+    // A stack without vectors runs no indexer; starting one anyway is a configuration error, said plainly.
+    throw new Error('MEMORY_SEMANTIC=off: this stack keeps no vectors, so the vector-indexer has nothing to do; do not start it');
+  }
+  // Background priority: on a busy machine the vectors lag, not the processes writes wait for.
+  const model = await loadThreadedOnnxEmbeddingModel({ dir: env.MEMORY_EMBEDDING_MODEL_DIR ?? DEFAULT_MODEL_DIR, background: true });
+  const sealed = await openSealedBus(env, 'vector-indexer', 'open', { onError: (err) => log.warn({ err }, 'key store poll failed') });
+  // Consumer lag of every group this process runs, on /metrics.
+  const bus = meteredBus(sealed.bus, metrics);
+  const vectors = openVectors(env, model.dimensions);
+  const state = openState(env);
+  const indexer = await startVectorIndexer({
+    bus, vectors, model, contentOf: async (tenantId, recordId) => (await state.contents.get(tenantId, recordId)) ?? undefined,
+  });
+  const targets = await startVectorTargets({ bus, vectors, clock: systemClock });
+  log.info({ modelId: model.modelId, dimensions: model.dimensions, background: model.background }, 'embedding model loaded');
+  return {
+    handle: {
+      close: async () => { await targets.close(); await indexer.close(); await sealed.close(); await vectors.close(); await state.kv.close(); await model.close(); },
+    },
+    ready: async () => (await state.kv.ping()) && (await vectors.count().then(() => true, () => false)),
+  };
+});
