@@ -73,6 +73,11 @@ export function computeRatios(r: Pick<BenchResult, 'raw' | 'embedded' | 'distrib
       if (!es) continue;
       out.push(ratio(`distributed search p50 @${step.records}`, step.query.p50, es.query.p50, 'ms', 'HTTP search p50 ÷ the same bool query sent to ES directly, p50, same documents'));
       out.push(ratio(`distributed search p95 @${step.records}`, step.query.p95, es.query.p95, 'ms', 'HTTP search p95 ÷ the same ES query p95'));
+      const hybrid = d.search.find((s) => s.mode === 'hybrid' && s.records === step.records);
+      if (hybrid) {
+        out.push(ratio(`distributed hybrid ÷ lexical p95 @${step.records}`, hybrid.query.p95, step.query.p95, 'ms',
+          'hybrid search p95 (query embedded, ES kNN and BM25, fused) ÷ lexical search p95 over HTTP, same records and run (issue 14 asks ≤ 2)'));
+      }
     }
   }
   const e = r.embedded;
@@ -210,7 +215,7 @@ export function formatTable(r: BenchResult): string {
     `${'latencies in ms'.padEnd(W)} ${'n'.padStart(6)} ${'p50'.padStart(9)} ${'p95'.padStart(9)} ${'p99'.padStart(9)}  notes`,
   ];
   if (r.embedded) lines.push('', ...runtimeRows('embedded runtime (SQLite, one process)', r.embedded, r.options.tenants));
-  if (r.distributed) lines.push('', ...runtimeRows('distributed runtime (Kafka, Elasticsearch, Redis; 8 processes)', r.distributed, r.options.tenants));
+  if (r.distributed) lines.push('', ...runtimeRows('distributed runtime (Kafka, Elasticsearch, Redis; 9 processes)', r.distributed, r.options.tenants));
   if (r.encryption) lines.push('', ...encryptionRows(r.encryption, r.host.cpus));
   if (r.placement) lines.push('', ...placementRows(r.placement));
   if (r.raw) lines.push('', ...rawRows(r.raw));

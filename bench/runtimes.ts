@@ -5,7 +5,8 @@ import type { RecordMeta } from '@gm/contracts';
 import { startStack } from '@gm/distributed';
 import { loadConfig, startEmbeddedRuntime, type EmbeddedRuntime, type RuntimeOptions } from '@gm/embedded';
 import type { SearchIndex, VectorIndex } from '@gm/search-index';
-import { DistributedEnv, openIndex, openState } from '@gm/service-kit';
+import { MODEL_DIMENSIONS } from '@gm/embedding';
+import { DistributedEnv, openIndex, openState, openVectors } from '@gm/service-kit';
 import type { StateStore } from '@gm/state-store';
 import { contentOf, tenantOf } from './corpus.ts';
 import {
@@ -21,7 +22,7 @@ import { seedBelowApi } from './seed.ts';
 import { progress } from './stats.ts';
 
 export interface RuntimeResult {
-  /** From the call to the API answering (embedded: in-process; distributed: eight processes). */
+  /** From the call to the API answering (embedded: in-process; distributed: nine processes). */
   startMs: number;
   write: WritePathResult;
   revocation: RevocationResult;
@@ -112,7 +113,7 @@ export async function benchDistributed(options: BenchOptions, namespace: string,
       },
     });
     const startMs = performance.now() - started;
-    progress(`distributed: eight services started in ${startMs.toFixed(0)} ms at ${stack.url}`);
+    progress(`distributed: ${stack.children.size} services started in ${startMs.toFixed(0)} ms at ${stack.url}`);
     // The seeder opens the stores exactly as the services do (same key prefix, same index).
     const env = {
       ...DistributedEnv.parse({ KAFKA_BROKERS: engines.kafkaBrokers, MEMORY_NAMESPACE: namespace }),
@@ -120,9 +121,11 @@ export async function benchDistributed(options: BenchOptions, namespace: string,
     };
     const state = openState(env);
     const index = openIndex(env);
+    // The stack keeps vectors (MEMORY_SEMANTIC on by default): the seeder writes them too, and search is measured hybrid beside lexical.
+    const vectors = openVectors(env, MODEL_DIMENSIONS);
     try {
       const issuerCredential = readFileSync(path.join(dataDir, 'issuer-credential'), 'utf8').trim();
-      return await benchApi({ url: stack.url, issuerCredential }, { index, state }, options, 'distributed', startMs, {
+      return await benchApi({ url: stack.url, issuerCredential }, { index, state, vectors }, options, 'distributed', startMs, {
         brokers: engines.kafkaBrokers.split(','), namespace,
       });
     } catch (err) {
@@ -130,6 +133,7 @@ export async function benchDistributed(options: BenchOptions, namespace: string,
       throw err;
     } finally {
       await index.close();
+      await vectors.close();
       await state.kv.close();
       await stack.stop();
       progress('distributed: services stopped');

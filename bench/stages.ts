@@ -1,6 +1,6 @@
 /**
  * `pnpm bench:stages [--writes 400] [--concurrency 8]`: where a distributed write's time goes.
- * Starts the eight services, sends writes with known ids, then reads the log back and splits
+ * Starts the nine services, sends writes with known ids, then reads the log back and splits
  * each write's latency at the append times Kafka recorded (producer CreateTime, one clock: all
  * processes run on this machine):
  *   api        request sent → WriteMemory appended to memory.commands (HTTP, auth, PDP, seal, produce)
