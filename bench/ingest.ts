@@ -86,7 +86,9 @@ async function probeVisibility(target: HttpTarget, token: string, stop: () => bo
     const started = performance.now();
     let written: Answer;
     for (;;) {
-      written = await post(`${target.url}/v1/memories`, token, writeBody(`ingest visibility ${word}`, `ingest-probe-${i % 7}`, `probe-${word}`), respondAsync ? { prefer: 'respond-async' } : {});
+      // Keyed: a 503 MEM_TIMEOUT may have landed, and the resend must get its answer, not a 409 for its own id.
+      const headers: Record<string, string> = { 'idempotency-key': `probe-${word}`, ...(respondAsync ? { prefer: 'respond-async' } : {}) };
+      written = await post(`${target.url}/v1/memories`, token, writeBody(`ingest visibility ${word}`, `ingest-probe-${i % 7}`, `probe-${word}`), headers);
       // The backlog bound (a batch load keeps the pipeline behind too): wait as told; the wait counts.
       if (written.status !== 503) break;
       await new Promise((resolve) => setTimeout(resolve, 1000 * Number(written.headers.get('retry-after') ?? 1)));

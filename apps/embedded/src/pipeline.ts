@@ -93,6 +93,7 @@ export async function startPipeline(ctx: PipelineContext, part: PipelinePart = '
         // Its content is the decrypted event's; a promote carries none, so it is the record's stored content.
         handles.push(await startVectorIndexer({
           bus, vectors, model: semantic.model, contentOf: async (tenantId, recordId) => (await state.contents.get(tenantId, recordId)) ?? undefined,
+          onRebuild: (stale) => child('vector-indexer').warn({ stale, modelId: semantic.model.modelId }, 'vectors of another model found: embedding every record again from the log'),
         }));
         handles.push(await startVectorTargets({ bus, vectors, clock }));
       }

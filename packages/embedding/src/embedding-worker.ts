@@ -6,6 +6,7 @@
 import { readlinkSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
+import type { TextUse } from './models.ts';
 import { loadOnnxEmbeddingModel, type OnnxModelOptions } from './onnx-model.ts';
 
 export interface ThreadedModelOptions extends OnnxModelOptions {
@@ -17,9 +18,9 @@ export interface ThreadedModelOptions extends OnnxModelOptions {
   background?: boolean;
 }
 
-export type ToEmbeddingWorker = { id: number; texts: string[] };
+export type ToEmbeddingWorker = { id: number; texts: string[]; use: TextUse };
 export type FromEmbeddingWorker =
-  | { kind: 'ready'; modelId: string; dimensions: number; background: boolean }
+  | { kind: 'ready'; modelId: string; dimensions: number; minSimilarity: number; background: boolean }
   | { kind: 'failed'; message: string }
   | { kind: 'vectors'; id: number; vectors: Float32Array[] }
   | { kind: 'error'; id: number; message: string };
@@ -51,12 +52,12 @@ try {
   const background = options.background === true && lowerThisThreadsPriority();
   const model = await loadOnnxEmbeddingModel(options);
   port.on('message', (request: ToEmbeddingWorker) => {
-    model.embed(request.texts).then(
+    model.embed(request.texts, request.use).then(
       (vectors) => send({ kind: 'vectors', id: request.id, vectors }, vectors.map((v) => v.buffer as ArrayBuffer)),
       (err: unknown) => send({ kind: 'error', id: request.id, message: err instanceof Error ? err.message : String(err) }),
     );
   });
-  send({ kind: 'ready', modelId: model.modelId, dimensions: model.dimensions, background });
+  send({ kind: 'ready', modelId: model.modelId, dimensions: model.dimensions, minSimilarity: model.minSimilarity, background });
 } catch (err) {
   send({ kind: 'failed', message: err instanceof Error ? err.message : String(err) });
 }

@@ -5,16 +5,20 @@
  * with other words is not near, which is exactly what the real model is for.
  */
 import { createHash } from 'node:crypto';
+import type { TextUse } from './models.ts';
 import { normalize, type EmbeddingModel } from './port.ts';
 
 export class HashingEmbeddingModel implements EmbeddingModel {
   readonly modelId: string;
+  /** Texts that share a word are near: any shared word counts. */
+  readonly minSimilarity = 0.01;
 
   constructor(readonly dimensions = 384) {
     this.modelId = `test-hashing-${dimensions}`;
   }
 
-  async embed(texts: readonly string[]): Promise<Float32Array[]> {
+  /** Both uses alike: the double is symmetric. */
+  async embed(texts: readonly string[], _use: TextUse): Promise<Float32Array[]> {
     return texts.map((text) => {
       const v = new Float32Array(this.dimensions);
       for (const word of text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []) {

@@ -1,7 +1,8 @@
 /**
- * The real model (quantized all-MiniLM-L6-v2 on ONNX Runtime's CPU provider, from the files
- * scripts/setup.sh fetched): the port's contract, and what it is for — a paraphrase in other
- * words is near, an unrelated sentence is not.
+ * The real models (quantized e5-small-v2, the default, and all-MiniLM-L6-v2 on ONNX Runtime's
+ * CPU provider, from the files scripts/setup.sh fetched): the port's contract, and what each is
+ * for — a paraphrase in other words is near, an unrelated sentence is not, on either side of the
+ * model's own similarity floor.
  */
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import os, { getPriority } from 'node:os';
@@ -9,11 +10,14 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { testEmbeddingModel } from '@gm/testing';
 import { cosine } from './port.ts';
-import { MODEL_ID, loadOnnxEmbeddingModel } from './onnx-model.ts';
+import { DEFAULT_MODEL, MODELS, MODEL_ID, modelDirOf, modelOfDir } from './models.ts';
+import { loadOnnxEmbeddingModel } from './onnx-model.ts';
 import { loadThreadedOnnxEmbeddingModel } from './threaded-model.ts';
 
-testEmbeddingModel('all-MiniLM-L6-v2 (quantized, ONNX Runtime CPU)', () => loadOnnxEmbeddingModel());
-testEmbeddingModel('all-MiniLM-L6-v2 in a thread of its own', () => loadThreadedOnnxEmbeddingModel());
+for (const spec of Object.values(MODELS)) {
+  testEmbeddingModel(`${spec.name} (quantized, ONNX Runtime CPU)`, () => loadOnnxEmbeddingModel({ dir: modelDirOf(spec) }));
+}
+testEmbeddingModel(`${DEFAULT_MODEL.name} in a thread of its own`, () => loadThreadedOnnxEmbeddingModel());
 
 describe('the ONNX embedding model', () => {
   it('in its own thread, leaves the caller\'s thread free while it embeds (ONNX Runtime computes on the calling thread)', async () => {
@@ -29,14 +33,14 @@ describe('the ONNX embedding model', () => {
           ticks += 1;
         }
       })();
-      const vectors = await model.embed(texts);
+      const vectors = await model.embed(texts, 'document');
       done = true;
       await counting;
       expect(vectors).toHaveLength(200);
       expect(ticks).toBeGreaterThan(10 * texts.length);
       // The same vectors as the model on this thread gives.
       const local = await loadOnnxEmbeddingModel();
-      const [again] = await local.embed([texts[7] ?? '']);
+      const [again] = await local.embed([texts[7] ?? ''], 'document');
       await local.close();
       expect(cosine(again as Float32Array, vectors[7] as Float32Array)).toBeCloseTo(1, 6);
     } finally {
@@ -60,8 +64,8 @@ describe('the ONNX embedding model', () => {
       expect(niceOfThreads().filter((nice) => nice === 10)).toHaveLength(before + 1);
       expect(getPriority()).toBe(0);
       // It still embeds, the same vectors.
-      const [a] = await background.embed(['the customer prefers email']);
-      const [b] = await normal.embed(['the customer prefers email']);
+      const [a] = await background.embed(['the customer prefers email'], 'query');
+      const [b] = await normal.embed(['the customer prefers email'], 'query');
       expect(cosine(a as Float32Array, b as Float32Array)).toBeCloseTo(1, 6);
     } finally {
       await background.close();
@@ -69,20 +73,34 @@ describe('the ONNX embedding model', () => {
     }
   });
 
-  it('finds a paraphrase that shares no content word near, and an unrelated sentence far', async () => {
+  for (const spec of Object.values(MODELS)) {
+    it(`${spec.name}: finds a paraphrase that shares no content word above its floor, and an unrelated question below it`, async () => {
+      const model = await loadOnnxEmbeddingModel({ dir: modelDirOf(spec) });
+      try {
+        expect(model.modelId).toBe(spec.id);
+        expect(model.dimensions).toBe(384);
+        expect(model.minSimilarity).toBe(spec.minSimilarity);
+        const [fact] = await model.embed(['Customer 42 prefers email over phone calls'], 'document');
+        const [paraphrase, unrelated] = await model.embed(['the client would rather be contacted by e-mail', 'volcanic basalt geology of Iceland'], 'query');
+        const near = cosine(fact as Float32Array, paraphrase as Float32Array);
+        const far = cosine(fact as Float32Array, unrelated as Float32Array);
+        expect(near).toBeGreaterThanOrEqual(model.minSimilarity);
+        expect(far).toBeLessThan(model.minSimilarity);
+      } finally {
+        await model.close();
+      }
+    });
+  }
+
+  it('embeds a query and a document of the same words apart where the model is asymmetric (e5: "query: " and "passage: ")', async () => {
     const model = await loadOnnxEmbeddingModel();
     try {
       expect(model.modelId).toBe(MODEL_ID);
-      expect(model.dimensions).toBe(384);
-      const [fact, paraphrase, unrelated] = await model.embed([
-        'Customer 42 prefers email over phone calls',
-        'the client would rather be contacted by e-mail',
-        'The quarterly revenue grew by eight percent',
-      ]);
-      const near = cosine(fact as Float32Array, paraphrase as Float32Array);
-      const far = cosine(fact as Float32Array, unrelated as Float32Array);
-      expect(near).toBeGreaterThan(0.4);
-      expect(near).toBeGreaterThan(far + 0.3);
+      const [asDocument] = await model.embed(['the customer prefers email'], 'document');
+      const [asQuery] = await model.embed(['the customer prefers email'], 'query');
+      const similarity = cosine(asDocument as Float32Array, asQuery as Float32Array);
+      expect(similarity).toBeLessThan(0.999);
+      expect(similarity).toBeGreaterThan(model.minSimilarity);
     } finally {
       await model.close();
     }
@@ -91,8 +109,10 @@ describe('the ONNX embedding model', () => {
   it('refuses to start without its files, naming the command that fetches them (it never downloads)', async () => {
     const empty = mkdtempSync(path.join(os.tmpdir(), 'gm-model-'));
     try {
-      await expect(loadOnnxEmbeddingModel({ dir: empty })).rejects.toThrow(/all-minilm-l6-v2-q\.onnx is missing; run `bash infra\/local\/model\.sh fetch`/);
-      await expect(loadThreadedOnnxEmbeddingModel({ dir: empty })).rejects.toThrow(/all-minilm-l6-v2-q\.onnx is missing/);
+      await expect(loadOnnxEmbeddingModel({ dir: empty })).rejects.toThrow(/holds no model \(looked for e5-small-v2-q\.onnx.*run `bash infra\/local\/model\.sh fetch`/);
+      await expect(loadThreadedOnnxEmbeddingModel({ dir: empty })).rejects.toThrow(/holds no model/);
+      // Each directory of the cache is known by its files.
+      for (const spec of Object.values(MODELS)) expect(modelOfDir(modelDirOf(spec)).id).toBe(spec.id);
     } finally {
       rmSync(empty, { recursive: true, force: true });
     }

@@ -1,26 +1,17 @@
 /**
- * The real model behind the port: quantized all-MiniLM-L6-v2 (384 dimensions) on ONNX Runtime's
- * CPU provider, from the two files infra/local/model.sh fetched (a Maven Central jar, sha256
- * pinned). Nothing here reaches the network: a missing file is an error naming the command
- * that fetches it. Mean pooling over the attention mask, then L2 normalisation, as the model
- * was trained to be used (sentence-transformers).
+ * The real models behind the port (models.ts: e5-small-v2 by default, all-MiniLM-L6-v2; both
+ * quantized, 384 dimensions) on ONNX Runtime's CPU provider, from the two files
+ * infra/local/model.sh fetched (a Maven Central jar, sha256 pinned). Nothing here reaches the
+ * network: a missing file is an error naming the command that fetches it. The model's prefix
+ * for the text's use, then mean pooling over the attention mask and L2 normalisation, as both
+ * models were trained to be used.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Tokenizer } from '@huggingface/tokenizers';
 import type { Tensor } from 'onnxruntime-node';
+import { DEFAULT_MODEL_DIR, modelOfDir } from './models.ts';
 import { normalize, type EmbeddingModel } from './port.ts';
-
-export const MODEL_VERSION = '1.19.0-beta29';
-export const MODEL_ID = `all-minilm-l6-v2-q@${MODEL_VERSION}`;
-/** The model's vector size: fixed by the model, and by the mapping of every vector index built with it. */
-export const MODEL_DIMENSIONS = 384;
-const DIMENSIONS = MODEL_DIMENSIONS;
-const ONNX_FILE = 'all-minilm-l6-v2-q.onnx';
-const TOKENIZER_FILE = 'all-minilm-l6-v2-q-tokenizer.json';
-
-/** Where infra/local/model.sh puts the model (git-ignored); MEMORY_EMBEDDING_MODEL_DIR overrides it. */
-export const DEFAULT_MODEL_DIR = path.resolve(import.meta.dirname, '../../../infra/local/.cache/models', `all-minilm-l6-v2-q-${MODEL_VERSION}`);
 
 export interface OnnxModelOptions {
   /** A directory holding the .onnx file and its tokenizer.json. */
@@ -35,20 +26,17 @@ interface TokenizerJson {
 
 export async function loadOnnxEmbeddingModel(options: OnnxModelOptions = {}): Promise<EmbeddingModel> {
   const dir = options.dir ?? DEFAULT_MODEL_DIR;
-  for (const file of [ONNX_FILE, TOKENIZER_FILE]) {
-    if (!existsSync(path.join(dir, file))) {
-      throw new Error(`embedding model: ${path.join(dir, file)} is missing; run \`bash infra/local/model.sh fetch\` (scripts/setup.sh does)`);
-    }
-  }
+  const spec = modelOfDir(dir);
+  const DIMENSIONS = spec.dimensions;
   // Loaded here, not at import: the package's other users (the hashing double) need no native binding.
   const loaded = await import('onnxruntime-node');
   // Its CommonJS build arrives as `default` under some loaders (vitest) and as the module under others (tsx).
   const ort = (loaded as unknown as { default?: typeof loaded.default }).default ?? (loaded as unknown as typeof loaded.default);
-  const tokenizerJson = JSON.parse(readFileSync(path.join(dir, TOKENIZER_FILE), 'utf8')) as TokenizerJson;
+  const tokenizerJson = JSON.parse(readFileSync(path.join(dir, spec.tokenizerFile), 'utf8')) as TokenizerJson;
   const tokenizer = new Tokenizer(tokenizerJson, {});
   // The packaging's own bound on tokens per text ([CLS] and [SEP] included).
   const maxTokens = tokenizerJson.truncation?.max_length ?? 128;
-  const session = await ort.InferenceSession.create(path.join(dir, ONNX_FILE), {
+  const session = await ort.InferenceSession.create(path.join(dir, spec.onnxFile), {
     executionProviders: ['cpu'],
     intraOpNumThreads: options.threads ?? 1,
     interOpNumThreads: 1,
@@ -86,15 +74,17 @@ export async function loadOnnxEmbeddingModel(options: OnnxModelOptions = {}): Pr
   };
 
   return {
-    modelId: MODEL_ID,
+    modelId: spec.id,
     dimensions: DIMENSIONS,
-    async embed(texts) {
+    minSimilarity: spec.minSimilarity,
+    async embed(texts, use) {
       // One text per run: the model is dynamically quantized, so its activation scales are
       // taken over the whole input tensor and a text embedded beside others came out different
       // (cosine 0.98 to itself alone). A vector must be a function of its text only, for replay
       // to rebuild the same index. One at a time: 661 texts/s on one thread here, 1,012 in 32s.
       const out: Float32Array[] = [];
-      for (const text of texts) out.push(await embedOne(text));
+      const prefix = spec.prefixes[use];
+      for (const text of texts) out.push(await embedOne(prefix + text));
       return out;
     },
     close: () => session.release(),

@@ -1,3 +1,5 @@
+import type { TextUse } from './models.ts';
+
 /**
  * The embedding port (issue 14): texts in, unit vectors out, from a model that is named and
  * sized, so that vectors of one model are never compared with another's.
@@ -6,8 +8,13 @@ export interface EmbeddingModel {
   /** Names the model and its packaging: vectors are comparable only under the same id. */
   readonly modelId: string;
   readonly dimensions: number;
-  /** One L2-normalised vector per text, in input order; [] for []. */
-  embed(texts: readonly string[]): Promise<Float32Array[]>;
+  /** The least cosine similarity at which a nearest neighbour counts as found, for this model (models.ts). */
+  readonly minSimilarity: number;
+  /**
+   * One L2-normalised vector per text, in input order; [] for []. `use` says what the texts are:
+   * a record's content is a `document`, a search (or a probe searching like one) a `query`.
+   */
+  embed(texts: readonly string[], use: TextUse): Promise<Float32Array[]>;
   close(): Promise<void>;
 }
 

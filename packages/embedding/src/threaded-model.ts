@@ -7,7 +7,7 @@
 import { Worker } from 'node:worker_threads';
 import { typeScriptWorkerExecArgv } from '@gm/thread-lock';
 import type { FromEmbeddingWorker, ThreadedModelOptions, ToEmbeddingWorker } from './embedding-worker.ts';
-import { DEFAULT_MODEL_DIR } from './onnx-model.ts';
+import { DEFAULT_MODEL_DIR } from './models.ts';
 import type { EmbeddingModel } from './port.ts';
 
 interface Pending {
@@ -25,6 +25,7 @@ interface Running {
   pending: Map<number, Pending>;
   modelId: string;
   dimensions: number;
+  minSimilarity: number;
   background: boolean;
 }
 
@@ -42,7 +43,7 @@ export async function loadThreadedOnnxEmbeddingModel(options: ThreadedModelOptio
         pending.clear();
       };
       worker.on('message', (message: FromEmbeddingWorker) => {
-        if (message.kind === 'ready') resolve({ worker, pending, modelId: message.modelId, dimensions: message.dimensions, background: message.background });
+        if (message.kind === 'ready') resolve({ worker, pending, modelId: message.modelId, dimensions: message.dimensions, minSimilarity: message.minSimilarity, background: message.background });
         else if (message.kind === 'failed') reject(new Error(message.message));
         else {
           const p = pending.get(message.id);
@@ -69,15 +70,16 @@ export async function loadThreadedOnnxEmbeddingModel(options: ThreadedModelOptio
   return {
     modelId: first.modelId,
     dimensions: first.dimensions,
+    minSimilarity: first.minSimilarity,
     background: first.background,
-    async embed(texts) {
+    async embed(texts, use) {
       if (closed) throw new Error('embedding model: closed');
       if (texts.length === 0) return [];
       const { worker, pending } = await (running ??= start());
       const id = nextId++;
       const result = new Promise<Float32Array[]>((resolve, reject) => pending.set(id, { resolve, reject }));
       worker.ref();
-      const request: ToEmbeddingWorker = { id, texts: [...texts] };
+      const request: ToEmbeddingWorker = { id, texts: [...texts], use };
       worker.postMessage(request);
       return result;
     },

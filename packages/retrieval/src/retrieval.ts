@@ -29,14 +29,6 @@ export interface SemanticLeg {
   model: EmbeddingModel;
 }
 
-/**
- * The least cosine similarity a nearest neighbour needs to count as found. kNN always answers
- * k neighbours, related or not; for all-MiniLM-L6-v2 unrelated sentences score about −0.1 to
- * 0.2 and paraphrases about 0.4 to 0.8, so a search for something never stored still finds
- * nothing instead of the k least unrelated records.
- */
-export const MIN_SIMILARITY = 0.3;
-
 export interface RetrievalDeps extends ReadPathDeps {
   metrics: Metrics;
   packetTtlMs: number;
@@ -164,7 +156,7 @@ export function searchModeOf(deps: Pick<ReadPathDeps, 'semantic'>, request: Pick
 async function queryVector(leg: SemanticLeg, request: SearchRequest): Promise<Float32Array> {
   const { model } = leg;
   if (request.embedding === undefined) {
-    const [vector] = await model.embed([request.query]);
+    const [vector] = await model.embed([request.query], 'query');
     if (vector === undefined) throw new Error('the embedding model returned no vector');
     return vector;
   }
@@ -234,13 +226,13 @@ async function searchIndex(deps: ReadPathDeps, claims: CapabilityClaims, partiti
   }));
 }
 
-/** The k nearest neighbours inside the filters that are similar enough to count (MIN_SIMILARITY). */
+/** The k nearest neighbours inside the filters that are similar enough to count (the model's `minSimilarity`). */
 async function semanticHits(
   leg: SemanticLeg, request: SearchRequest, filters: RecordQueryFilter, k: number,
 ): Promise<Array<{ recordId: string; similarity: number }>> {
   const vector = await queryVector(leg, request);
   const hits = await leg.vectors.knn({ ...filters, modelId: leg.model.modelId, vector, k });
-  return hits.filter((h) => h.similarity >= MIN_SIMILARITY);
+  return hits.filter((h) => h.similarity >= leg.model.minSimilarity);
 }
 
 /** The records of `ids` this reader may see now (isReadable), by id: one tombstone read and one record read. */

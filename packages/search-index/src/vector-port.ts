@@ -40,6 +40,8 @@ export interface VectorIndex {
   /** Whether a record has a vector (verification probes only, never the read path). */
   has(tenantId: string, recordId: string): Promise<boolean>;
   count(tenantId?: string): Promise<number>;
+  /** The models whose vectors the index holds, sorted: a start with another model rebuilds them (the vector-indexer). */
+  modelIds(): Promise<string[]>;
   clear(): Promise<void>;
   close(): Promise<void>;
 }

@@ -118,7 +118,8 @@ export async function replay(
       if (semantic) {
         const kind: ProbeKind = search === 'search_phrase' ? 'vector_phrase' : 'vector_paraphrase';
         // Embedded once per text, for all its purposes (a failure is each probe's finding).
-        const embedding = semantic.model.embed([text]).then(([vector]) => {
+        // Asked as a search asks: the probe stands for a reader looking for the content.
+        const embedding = semantic.model.embed([text], 'query').then(([vector]) => {
           if (vector === undefined) throw new Error('no embedding');
           return vector;
         });

@@ -26,6 +26,7 @@ await runService('vector-indexer', Env, async ({ env, log, metrics }) => {
   const state = openState(env);
   const indexer = await startVectorIndexer({
     bus, vectors, model, contentOf: async (tenantId, recordId) => (await state.contents.get(tenantId, recordId)) ?? undefined,
+    onRebuild: (stale) => log.warn({ stale, modelId: model.modelId }, 'vectors of another model found: embedding every record again from the log'),
   });
   const targets = await startVectorTargets({ bus, vectors, clock: systemClock });
   log.info({ modelId: model.modelId, dimensions: model.dimensions, background: model.background }, 'embedding model loaded');

@@ -55,7 +55,7 @@ describe('vector-indexer', () => {
   const write = (id: string, content: string, extra: Record<string, unknown> = {}) =>
     writeMemoryCommand({ commandId: `cmd-${++n}`, tenantId: 'acme', subjectId: 'cust-42', now: fx.clock.iso() }, { id, content, ...extra });
   const nearest = async (text: string, k = 1) => {
-    const [vector] = await model.embed([text]);
+    const [vector] = await model.embed([text], 'query');
     return (await vectors.knn({ tenantId: 'acme', partitions: [PARTITION], purpose: 'support', now: fx.clock.iso(), modelId: model.modelId, vector: vector as Float32Array, k }))
       .map((h) => h.recordId);
   };
@@ -80,5 +80,24 @@ describe('vector-indexer', () => {
     })]);
     expect(await vectors.has('acme', 'invoice')).toBe(false);
     expect(await nearest('the March bill was settled by wire', 3)).not.toContain('invoice');
+  });
+
+  it('embeds every active record again when it starts beside vectors of another model, which no search would compare', async () => {
+    // The indexer stops; what it wrote is replaced by one vector of an older model.
+    await services.pop()?.close();
+    await vectors.clear();
+    const old = new Float32Array(model.dimensions).fill(1 / Math.sqrt(model.dimensions));
+    await vectors.upsert([{
+      tenantId: 'acme', recordId: 'pref-email', partition: PARTITION, subjectId: 'cust-42', kind: 'fact', purposes: ['support'],
+      expiresAt: new Date(Date.parse(fx.clock.iso()) + 86_400_000).toISOString(), version: 1, modelId: 'an-older-model@1', vector: old,
+    }]);
+    const rebuilt: string[][] = [];
+    services.push(await startVectorIndexer({ bus: fx.bus, vectors, model, contentOf: async () => undefined, onRebuild: (stale) => rebuilt.push(stale) }));
+    await run([]);
+    expect(rebuilt).toEqual([['an-older-model@1']]);
+    expect(await vectors.modelIds()).toEqual([model.modelId]);
+    // Every record active in the log has its vector again (the deleted and the quarantined ones none).
+    expect(await nearest('the client would rather be contacted by e-mail')).toEqual(['pref-email']);
+    expect(await vectors.count('acme')).toBe(2);
   });
 });

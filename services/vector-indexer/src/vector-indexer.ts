@@ -41,12 +41,26 @@ export async function vectorizeEvents(deps: VectorIndexerDeps, events: readonly 
     });
   }
   if (present.length > 0) {
-    const vectors = await deps.model.embed(present.map((p) => p.content));
+    const vectors = await deps.model.embed(present.map((p) => p.content), 'document');
     await deps.vectors.upsert(present.map((p, i) => ({ ...p.doc, vector: vectors[i] as Float32Array })));
   }
   for (const [tenantId, ids] of removals) await deps.vectors.remove(tenantId, ids);
 }
 
-export function startVectorIndexer(deps: VectorIndexerDeps & { bus: Bus }): Promise<ServiceHandle> {
+/**
+ * Starts the group. Vectors of another model than this one (a deployment that changed its
+ * model) would never be searched again, since kNN compares only vectors of the query's model:
+ * then the group is first reset to the log's start and the index cleared, so every active
+ * record is embedded again by this model — the same rebuild as a replay. Reset before clear: a
+ * reset refused (another instance is consuming) leaves the old vectors in place, and a crash
+ * between the two only repeats both at the next start.
+ */
+export async function startVectorIndexer(deps: VectorIndexerDeps & { bus: Bus; onRebuild?: (staleModelIds: string[]) => void }): Promise<ServiceHandle> {
+  const stale = (await deps.vectors.modelIds()).filter((id) => id !== deps.model.modelId);
+  if (stale.length > 0) {
+    deps.onRebuild?.(stale);
+    await deps.bus.resetGroup(VECTOR_INDEXER_GROUP);
+    await deps.vectors.clear();
+  }
   return subscribeToMemoryEventBatches(deps.bus, VECTOR_INDEXER_GROUP, (batch) => vectorizeEvents(deps, batch.map((b) => b.event)));
 }

@@ -67,7 +67,7 @@ export const semanticSuite = (start: StartRuntime) => describe('semantic retriev
     }
     // The caller's own embedding of the other team's very content: still only its own partition answers.
     const model = await sharedOnnxEmbeddingModel();
-    const [exact] = await model.embed([PARAPHRASE]);
+    const [exact] = await model.embed([PARAPHRASE], 'query');
     const own = await search(maple, { query: 'anything', mode: 'semantic', embedding: { model: MODEL_ID, vector: Array.from(exact ?? []) } });
     expect(ids(own.body.items)).toEqual(['sem-maple']);
     // Both legs were asked inside the asker's partitions only, and the vector leg was asked at all.

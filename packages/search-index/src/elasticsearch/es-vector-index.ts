@@ -109,6 +109,14 @@ export function createElasticsearchVectorIndex(options: ElasticsearchVectorIndex
       return run('count', () => countDocuments(client, alias, tenantId));
     },
 
+    async modelIds() {
+      return run('modelIds', async () => {
+        const response = await client.search({ index: alias, size: 0, aggs: { models: { terms: { field: 'modelId', size: 100 } } } });
+        const buckets = (response.aggregations?.models as estypes.AggregationsStringTermsAggregate | undefined)?.buckets;
+        return (Array.isArray(buckets) ? buckets : []).map((b) => String(b.key)).sort();
+      });
+    },
+
     clear: () => index.clear(),
     close: () => index.close(),
   };

@@ -66,6 +66,7 @@ export function createSqliteVectorIndex(options: { file: string }): VectorIndex 
   const hasStmt = db.prepare('SELECT 1 FROM vectors WHERE tenant = ? AND record_id = ?');
   const countAll = db.prepare('SELECT COUNT(*) AS n FROM vectors');
   const countTenant = db.prepare('SELECT COUNT(*) AS n FROM vectors WHERE tenant = ?');
+  const models = db.prepare<[], { model_id: string }>('SELECT DISTINCT model_id FROM vectors ORDER BY model_id');
 
   return {
     async upsert(docs) {
@@ -115,6 +116,10 @@ export function createSqliteVectorIndex(options: { file: string }): VectorIndex 
     async count(tenantId) {
       const row = (tenantId === undefined ? countAll.get() : countTenant.get(tenantId)) as { n: number };
       return row.n;
+    },
+
+    async modelIds() {
+      return models.all().map((r) => r.model_id);
     },
 
     async clear() {

@@ -94,6 +94,15 @@ export function testVectorIndex(name: string, open: () => Promise<VectorIndexHar
       expect(await index.knn(query(unit(d, 1)))).toEqual([]);
     });
 
+    it('names the models whose vectors it holds, none once cleared', async () => {
+      const { index, dimensions: d } = await fresh();
+      expect(await index.modelIds()).toEqual([]);
+      await index.upsert([doc(d, 'a', unit(d, 0), { modelId: 'model-2' }), doc(d, 'b', unit(d, 1)), doc(d, 'c', unit(d, 2))]);
+      expect(await index.modelIds()).toEqual(['model-1', 'model-2']);
+      await index.clear();
+      expect(await index.modelIds()).toEqual([]);
+    });
+
     it('refuses a vector that is not finite numbers, writing nothing', async () => {
       const { index, dimensions: d } = await fresh();
       const bad = unit(d, 0);
