@@ -121,11 +121,12 @@ export async function benchDistributed(options: BenchOptions, namespace: string,
     };
     const state = openState(env);
     const index = openIndex(env);
-    // The stack keeps vectors (MEMORY_SEMANTIC on by default): the seeder writes them too, and search is measured hybrid beside lexical.
-    const vectors = openVectors(env, MODEL_DIMENSIONS);
+    // The stack keeps vectors unless MEMORY_SEMANTIC=off (the launcher reads the env): the seeder
+    // writes them too, and search is measured hybrid beside lexical.
+    const vectors = process.env.MEMORY_SEMANTIC === 'off' ? undefined : openVectors(env, MODEL_DIMENSIONS);
     try {
       const issuerCredential = readFileSync(path.join(dataDir, 'issuer-credential'), 'utf8').trim();
-      return await benchApi({ url: stack.url, issuerCredential }, { index, state, vectors }, options, 'distributed', startMs, {
+      return await benchApi({ url: stack.url, issuerCredential }, { index, state, ...(vectors === undefined ? {} : { vectors }) }, options, 'distributed', startMs, {
         brokers: engines.kafkaBrokers.split(','), namespace,
       });
     } catch (err) {
@@ -133,7 +134,7 @@ export async function benchDistributed(options: BenchOptions, namespace: string,
       throw err;
     } finally {
       await index.close();
-      await vectors.close();
+      await vectors?.close();
       await state.kv.close();
       await stack.stop();
       progress('distributed: services stopped');
