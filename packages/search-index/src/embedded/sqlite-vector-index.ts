@@ -94,19 +94,29 @@ export function createSqliteVectorIndex(options: { file: string }): VectorIndex 
       };
       const rows = (query.subjectId === undefined ? candidatesStmt.all(params) : subjectCandidatesStmt.all({ ...params, subject: query.subjectId })) as Row[];
       const kinds = query.kinds === undefined ? undefined : new Set(query.kinds);
-      const hits: VectorHit[] = [];
+      const k = Math.floor(query.k);
+      // The k best so far, best first: a candidate below the k-th is dropped at once, so a scan of
+      // n rows keeps k entries instead of sorting n (a partition of 100,000 sorted them all).
+      const best: VectorHit[] = [];
+      const before = (a: VectorHit, b: VectorHit): boolean => a.similarity > b.similarity || (a.similarity === b.similarity && a.recordId < b.recordId);
+      const aligned = new Float32Array(q.length);
       for (const row of rows) {
         if (kinds !== undefined && !kinds.has(row.kind)) continue;
-        // Copied out first: a Buffer's offset into its pool need not be a multiple of 4.
-        const bytes = new Uint8Array(row.vector);
-        const v = new Float32Array(bytes.buffer, 0, bytes.byteLength / 4);
-        if (v.length !== q.length) continue;
+        if (row.vector.byteLength !== q.length * 4) continue;
+        // Read in place when the Buffer's offset into its pool is a multiple of 4, else copied once into scratch.
+        const v = row.vector.byteOffset % 4 === 0
+          ? new Float32Array(row.vector.buffer, row.vector.byteOffset, q.length)
+          : (new Uint8Array(aligned.buffer).set(row.vector), aligned);
         let dot = 0;
-        for (let i = 0; i < v.length; i += 1) dot += (v[i] ?? 0) * (q[i] ?? 0);
-        hits.push({ recordId: row.record_id, partition: row.partition_key, similarity: dot });
+        for (let i = 0; i < q.length; i += 1) dot += v[i]! * q[i]!;
+        const hit = { recordId: row.record_id, partition: row.partition_key, similarity: dot };
+        if (best.length === k && !before(hit, best[k - 1]!)) continue;
+        let at = best.length;
+        while (at > 0 && before(hit, best[at - 1]!)) at -= 1;
+        best.splice(at, 0, hit);
+        if (best.length > k) best.pop();
       }
-      hits.sort((a, b) => b.similarity - a.similarity || (a.recordId < b.recordId ? -1 : a.recordId > b.recordId ? 1 : 0));
-      return hits.slice(0, Math.floor(query.k));
+      return best;
     },
 
     async has(tenantId, recordId) {
