@@ -2,4 +2,4 @@ import { startTestRuntime } from './harness.ts';
 import { governanceSuite } from './suites/governance.suite.ts';
 
 /** The two-team governance fixture on the embedded runtime; test/distributed runs it on the stack. */
-governanceSuite((env, options) => startTestRuntime(env, undefined, options));
+governanceSuite((env) => startTestRuntime(env));

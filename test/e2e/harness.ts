@@ -10,7 +10,7 @@ import {
   KEY_STORE_FILE_NAME, MASTER_KEY_FILE_NAME, loadConfig, loadOrCreateMasterKeys, masterKeyEnvOf, replayDataDir, startEmbeddedRuntime,
   type EmbeddedRuntime,
 } from '@gm/embedded';
-import type { SearchIndex, SearchQuery, VectorIndex, VectorQuery } from '@gm/search-index';
+import type { SearchIndex, VectorIndex } from '@gm/search-index';
 import type { StateStore } from '@gm/state-store';
 
 /** A clock the test moves by hand; the runtime reads every "now" from it. */
@@ -102,13 +102,11 @@ export type Digest = { projection: string; index: string };
 /** Timeout for a test that starts or restarts a runtime: seven processes take a while. */
 export const STARTUP_MS = 180_000;
 
-/** Starts a fresh runtime; env entries override the runtime's configuration. */
-export type StartRuntime = (env?: Record<string, string>, options?: StartOptions) => Promise<TestRuntime>;
-
-export interface StartOptions {
-  /** Sees every query the read path sends to the search index (embedded only: it runs in-process). */
-  observeSearch?: (query: SearchQuery | VectorQuery) => void;
-}
+/**
+ * Starts a fresh runtime; env entries override the runtime's configuration. (What the indexes
+ * are asked is seen through the query audit, MEMORY_QUERY_AUDIT, on both runtimes alike.)
+ */
+export type StartRuntime = (env?: Record<string, string>) => Promise<TestRuntime>;
 
 export interface ApiOptions {
   token?: string;
@@ -197,7 +195,7 @@ export interface EmbeddedTestRuntime extends TestRuntime {
 }
 
 export async function startTestRuntime(
-  env: Record<string, string> = {}, existing?: { dataDir: string; clock: TestClock }, options: StartOptions = {},
+  env: Record<string, string> = {}, existing?: { dataDir: string; clock: TestClock },
 ): Promise<EmbeddedTestRuntime> {
   const dataDir = existing?.dataDir ?? mkdtempSync(path.join(os.tmpdir(), 'gm-e2e-'));
   const clock = existing?.clock ?? new TestClock();
@@ -207,7 +205,7 @@ export async function startTestRuntime(
     MEMORY_DELETION_VERIFY_RETRY: '50ms', ...env,
   };
   let config = loadConfig(baseEnv);
-  const runtimeOptions = { clock, logDestination: logs, ...(options.observeSearch ? { observeSearch: options.observeSearch } : {}) };
+  const runtimeOptions = { clock, logDestination: logs };
   let runtime = await startEmbeddedRuntime(config, runtimeOptions);
   const api = apiClient(() => runtime.url);
 

@@ -3,7 +3,6 @@ import type { FastifyInstance } from 'fastify';
 import type { Bus } from '@gm/bus';
 import { TOPICS, type Clock } from '@gm/contracts';
 import { createLogger, createMetrics, mergedExposition, type Logger, type Metrics, type MetricsSnapshot } from '@gm/observability';
-import type { SearchIndex, SearchQuery, VectorIndex, VectorQuery } from '@gm/search-index';
 import { sharedOnnxEmbeddingModel } from '@gm/embedding';
 import type { SemanticLeg } from '@gm/retrieval';
 import { SUMMARY_BUILDER_GROUP } from '@gm/index-builder';
@@ -35,12 +34,6 @@ export interface EmbeddedRuntime extends Stores {
 export interface RuntimeOptions {
   clock?: Clock;
   logDestination?: NodeJS.WritableStream;
-  /**
-   * Sees every query the read path sends to the search index and to the vector index, before
-   * it runs. Tests use it to prove partition-first retrieval (§6.3): no query of either leg
-   * ever names a partition the asker was not authorised for.
-   */
-  observeSearch?: (query: SearchQuery | VectorQuery) => void;
   /**
    * Benchmarks only (`pnpm bench` measures the cost of encryption against it): services use the
    * log without sealing, so content lands in bus.db in clear and forgets destroy no usable key.
@@ -138,10 +131,9 @@ export async function startEmbeddedRuntime(config: RuntimeConfig, options: Runti
     throw err;
   }
   const sweep = transitKeySweep(stores, clock);
-  const observe = options.observeSearch;
   const broker = await startRetrievalBroker({
-    bus: edge, index: observe ? observed(index, 'search', observe) : index, summaries, state, clock, metrics,
-    ...(semantic === undefined ? {} : { semantic: observe ? { ...semantic, vectors: observed(semantic.vectors, 'knn', observe) } : semantic }),
+    bus: edge, index, summaries, state, clock, metrics,
+    ...(semantic === undefined ? {} : { semantic }),
     // The pipeline thread counts into a registry of its own: /metrics shows both as one.
     exposition: async () => mergedExposition([await metrics.registry.getMetricsAsJSON(), ...(await pipeline.metrics())]),
     log: log.child({ service: 'retrieval-broker' }),
@@ -188,22 +180,6 @@ export async function startEmbeddedRuntime(config: RuntimeConfig, options: Runti
       unlock();
     },
   };
-}
-
-/** The index with its query method (`search` or `knn`) shown to `observe` first. */
-function observed<T extends SearchIndex | VectorIndex>(index: T, method: 'search' | 'knn', observe: (query: SearchQuery | VectorQuery) => void): T {
-  const query = (q: SearchQuery | VectorQuery): unknown => {
-    observe(structuredClone(q));
-    return (index as unknown as Record<string, (q: unknown) => unknown>)[method]?.(q);
-  };
-  // Every other method stays the adapter's own (bound: adapters may be class instances).
-  return new Proxy(index, {
-    get: (target, prop, receiver) => {
-      if (prop === method) return query;
-      const value: unknown = Reflect.get(target, prop, receiver);
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
-  });
 }
 
 /** Waits (bounded) until a consumer group has committed every message of a topic written so far. */
