@@ -121,9 +121,9 @@ export async function benchDistributed(options: BenchOptions, namespace: string,
     };
     const state = openState(env);
     const index = openIndex(env);
-    // The stack keeps vectors unless MEMORY_SEMANTIC=off (the launcher reads the env): the seeder
-    // writes them too, and search is measured hybrid beside lexical.
-    const vectors = process.env.MEMORY_SEMANTIC === 'off' ? undefined : openVectors(env, MODEL_DIMENSIONS);
+    // Where the stack keeps vectors (it runs a vector-indexer unless MEMORY_SEMANTIC=off), the
+    // seeder writes them too, and search is measured hybrid beside lexical.
+    const vectors = stack.children.has('vector-indexer') ? openVectors(env, MODEL_DIMENSIONS) : undefined;
     try {
       const issuerCredential = readFileSync(path.join(dataDir, 'issuer-credential'), 'utf8').trim();
       return await benchApi({ url: stack.url, issuerCredential }, { index, state, ...(vectors === undefined ? {} : { vectors }) }, options, 'distributed', startMs, {

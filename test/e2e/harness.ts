@@ -102,6 +102,25 @@ export type Digest = { projection: string; index: string };
 /** Timeout for a test that starts or restarts a runtime: seven processes take a while. */
 export const STARTUP_MS = 180_000;
 
+/** One query the query audit logged (MEMORY_QUERY_AUDIT=on; services/retrieval-broker/src/query-audit.ts), and its log line. */
+export interface AuditedQuery {
+  leg: 'keyword' | 'vector';
+  requestId?: string;
+  principalId?: string;
+  purpose?: string;
+  partitions: string[];
+  /** The read path's time of the query (the runtime's clock). */
+  now: string;
+  /** Its line's position in the runtime's log. */
+  line: number;
+}
+
+/** Every index query the audit logged in these lines, from `from` on (the distributed stack's lines carry a `[service] ` prefix). */
+export function auditedQueries(lines: readonly string[], from = 0): AuditedQuery[] {
+  return lines.flatMap((line, at) =>
+    at >= from && line.includes('"audit":"index-query"') ? [{ ...(JSON.parse(line.slice(line.indexOf('{'))) as Omit<AuditedQuery, 'line'>), line: at }] : []);
+}
+
 /**
  * Starts a fresh runtime; env entries override the runtime's configuration. (What the indexes
  * are asked is seen through the query audit, MEMORY_QUERY_AUDIT, on both runtimes alike.)

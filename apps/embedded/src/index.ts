@@ -4,4 +4,3 @@ export * from './replay.ts';
 export * from './credentials.ts';
 export * from './master-keys.ts';
 export * from './stores.ts';
-export { EMBEDDED_DELETION_TARGETS, deletionTargetsOf } from './pipeline.ts';

@@ -4,7 +4,8 @@
  * in a worker thread of their own (pipeline-thread.ts) on their own connections to the files.
  */
 import type { Bus } from '@gm/bus';
-import type { Clock, DeletionTarget, ServiceHandle } from '@gm/contracts';
+import type { Clock, ServiceHandle } from '@gm/contracts';
+import { deletionTargetsOf } from '@gm/domain';
 import type { Logger, Metrics } from '@gm/observability';
 import type { CompiledPolicySet, SigningKeyPair } from '@gm/policy';
 import { WRITE_ADMISSION_GROUP, startWriteAdmission } from '@gm/write-admission';
@@ -21,12 +22,6 @@ import { consumedAllCommands, sweepTransitKeys, type ContentRole } from '@gm/cry
 import type { RuntimeConfig } from './config.ts';
 import type { Stores } from './stores.ts';
 
-/** The copies the embedded runtime keeps, and its keys; `vector` while semantic retrieval is on. */
-export const EMBEDDED_DELETION_TARGETS: DeletionTarget[] = ['primary', 'keyword', 'vector', 'summary', 'retrieval_cache', 'evidence_packet', 'key'];
-
-/** The deletion targets of a runtime: without vectors there is no `vector` copy to delete or to vouch for. */
-export const deletionTargetsOf = (config: Pick<RuntimeConfig, 'semantic'>): DeletionTarget[] =>
-  EMBEDDED_DELETION_TARGETS.filter((t) => t !== 'vector' || config.semantic !== undefined);
 
 export interface PipelineContext {
   stores: Stores;
@@ -100,7 +95,7 @@ export async function startPipeline(ctx: PipelineContext, part: PipelinePart = '
       handles.push(await startExpiryScheduler({ bus: redacted, state, clock, log: child('expiry-scheduler'), tickMs: config.expiryTickMs }));
       handles.push(
         await startDeletionOrchestrator({
-          bus: redacted, state, clock, log: child('deletion-orchestrator'), metrics, targets: deletionTargetsOf(config),
+          bus: redacted, state, clock, log: child('deletion-orchestrator'), metrics, targets: deletionTargetsOf(config.semantic !== undefined),
           deadlineMs: config.deletionDeadlineMs, verifyRetryMs: config.deletionVerifyRetryMs, tickMs: 250,
         }),
       );

@@ -1,5 +1,6 @@
 export * from './partition.ts';
 export * from './ttl.ts';
+export * from './deletion-targets.ts';
 export * from './memory/index.ts';
 export * from './ranking/rank.ts';
 export * from './ranking/budget.ts';

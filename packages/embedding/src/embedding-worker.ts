@@ -6,7 +6,7 @@
 import { readlinkSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
-import type { TextUse } from './models.ts';
+import type { TextUse } from './port.ts';
 import { loadOnnxEmbeddingModel, type OnnxModelOptions } from './onnx-model.ts';
 
 export interface ThreadedModelOptions extends OnnxModelOptions {

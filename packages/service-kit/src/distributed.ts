@@ -46,13 +46,16 @@ export function openState(env: DistributedEnv & z.infer<typeof WithRedis>, nowMs
   return new StateStore(kv, `gm:${env.MEMORY_NAMESPACE ? `${env.MEMORY_NAMESPACE}:` : ''}`, nowMs);
 }
 
+/** The names of a deployment's Elasticsearch indices start with this (its namespace's, or `gm`). */
+const indexPrefixOf = (env: DistributedEnv): string => (env.MEMORY_NAMESPACE ? `gm-${env.MEMORY_NAMESPACE}` : 'gm');
+
 export function openIndex(env: DistributedEnv & z.infer<typeof WithElasticsearch>): SearchIndex {
-  return createElasticsearchSearchIndex({ node: env.ELASTICSEARCH_URL, indexPrefix: env.MEMORY_NAMESPACE ? `gm-${env.MEMORY_NAMESPACE}` : 'gm' });
+  return createElasticsearchSearchIndex({ node: env.ELASTICSEARCH_URL, indexPrefix: indexPrefixOf(env) });
 }
 
 /** The summary store beside the search index: `<prefix>-summaries` under the same prefix. */
 export function openSummaries(env: DistributedEnv & z.infer<typeof WithElasticsearch>): SummaryStore {
-  return createElasticsearchSummaryStore({ node: env.ELASTICSEARCH_URL, indexPrefix: env.MEMORY_NAMESPACE ? `gm-${env.MEMORY_NAMESPACE}` : 'gm' });
+  return createElasticsearchSummaryStore({ node: env.ELASTICSEARCH_URL, indexPrefix: indexPrefixOf(env) });
 }
 
 /**
@@ -70,7 +73,7 @@ export const WithSemantic = z.object({
 
 /** The vector index beside the search index: `<prefix>-vectors` under the same prefix, `dimensions` fixed by its mapping. */
 export function openVectors(env: DistributedEnv & z.infer<typeof WithElasticsearch>, dimensions: number): VectorIndex {
-  return createElasticsearchVectorIndex({ node: env.ELASTICSEARCH_URL, indexPrefix: env.MEMORY_NAMESPACE ? `gm-${env.MEMORY_NAMESPACE}` : 'gm', dimensions });
+  return createElasticsearchVectorIndex({ node: env.ELASTICSEARCH_URL, indexPrefix: indexPrefixOf(env), dimensions });
 }
 
 /** Master keys of content encryption (issue 7): exactly one of the two (see @gm/crypto loadMasterKeys). */

@@ -1,16 +1,14 @@
 import { z } from 'zod';
 import { DeletionTarget } from '@gm/contracts';
+import { deletionTargetsOf } from '@gm/domain';
 import { DistributedEnv, WithRedis, WithSemantic, duration } from '@gm/service-kit';
-
-/** Every copy the distributed runtime keeps; `vector` while semantic retrieval is on (the vector-indexer serves it). */
-export const DEFAULT_TARGETS = ['primary', 'keyword', 'vector', 'summary', 'retrieval_cache', 'evidence_packet', 'key'] as const;
 
 export const OrchestratorEnv = DistributedEnv.extend({
   ...WithRedis.shape,
   ...WithSemantic.pick({ MEMORY_SEMANTIC: true }).shape,
   MEMORY_DELETION_DEADLINE: duration('60s'),
   MEMORY_DELETION_VERIFY_RETRY: duration('500ms', true),
-  /** Default: DEFAULT_TARGETS, without `vector` when MEMORY_SEMANTIC=off. */
+  /** Default: every copy the deployment keeps (`deletionTargetsOf`: `vector` only while MEMORY_SEMANTIC=on). */
   MEMORY_DELETION_TARGETS: z.string().optional()
     .transform((v) => (v === undefined ? undefined : v.split(',').map((t) => t.trim())))
     .pipe(z.array(DeletionTarget).min(1).optional()),
@@ -19,5 +17,5 @@ export const OrchestratorEnv = DistributedEnv.extend({
   message: '`vector` is a target only while MEMORY_SEMANTIC=on (no vector-indexer runs to serve it)', path: ['MEMORY_DELETION_TARGETS'],
 }).transform((env) => ({
   ...env,
-  MEMORY_DELETION_TARGETS: env.MEMORY_DELETION_TARGETS ?? DEFAULT_TARGETS.filter((t) => t !== 'vector' || env.MEMORY_SEMANTIC === 'on'),
+  MEMORY_DELETION_TARGETS: env.MEMORY_DELETION_TARGETS ?? deletionTargetsOf(env.MEMORY_SEMANTIC === 'on'),
 }));

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { IssueCapabilityRequest, Role, Sensitivity } from '@gm/contracts';
-import { memory, STARTUP_MS, type StartRuntime, type TestRuntime } from '../harness.ts';
+import { auditedQueries, memory, STARTUP_MS, type AuditedQuery, type StartRuntime, type TestRuntime } from '../harness.ts';
 
 /**
  * Shared memory between two teams (issue 4): every request has an expected outcome — the
@@ -45,10 +45,6 @@ export const governanceSuite = (start: StartRuntime) => describe('two teams shar
     if (visibility === 'private') return detail === principal;
     return (g.role === 'manager' && detail === 'confidential') || g.restricted.includes(detail as Sensitivity);
   };
-  interface AuditedQuery { leg: string; requestId?: string; principalId?: string; purpose?: string; partitions: string[]; now: string; line: number }
-  /** Every query the audit logged so far, with its log line's position (the distributed stack's lines carry a `[service] ` prefix). */
-  const auditedQueries = (): AuditedQuery[] => rt.logs.lines.flatMap((line, at) =>
-    line.includes('"audit":"index-query"') ? [{ ...(JSON.parse(line.slice(line.indexOf('{'))) as Omit<AuditedQuery, 'line'>), line: at }] : []);
   const violationsOf = (queries: AuditedQuery[]): string[] => queries.flatMap((q) => {
     const { principalId, purpose } = q;
     if (principalId === undefined || purpose === undefined) return [`a ${q.leg} query outside any authenticated request: ${q.partitions.join(',')}`];
@@ -143,9 +139,10 @@ export const governanceSuite = (start: StartRuntime) => describe('two teams shar
   afterAll(async () => {
     await rt.close();
     // The fixture's size and outcome mix, for the issue note; every one was asserted above.
+    const queries = auditedQueries(rt.logs.lines);
     process.stderr.write(
       `[governance] ${rt.kind}: ${outcomes.allow + outcomes.deny + outcomes.empty} requests with expected outcomes ${JSON.stringify(outcomes)}; ` +
-        `${auditedQueries().length} index queries audited, ${violationsOf(auditedQueries()).length} outside the asker's grants\n`,
+        `${queries.length} index queries audited, ${violationsOf(queries).length} outside the asker's grants\n`,
     );
   }, STARTUP_MS);
 
@@ -307,7 +304,7 @@ export const governanceSuite = (start: StartRuntime) => describe('two teams shar
   });
 
   it('sent the search index only partitions the asker held a grant for, in every request above', () => {
-    const queries = auditedQueries();
+    const queries = auditedQueries(rt.logs.lines);
     // Both legs were asked (hybrid by default), and every request's queries named their asker.
     expect(queries.filter((q) => q.leg === 'keyword').length).toBeGreaterThan(20);
     expect(queries.filter((q) => q.leg === 'vector').length).toBeGreaterThan(20);

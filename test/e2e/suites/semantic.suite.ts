@@ -8,7 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MODEL_ID, sharedOnnxEmbeddingModel } from '@gm/embedding';
-import { eventually, memory, STARTUP_MS, type StartRuntime, type TestRuntime } from '../harness.ts';
+import { auditedQueries, eventually, memory, STARTUP_MS, type StartRuntime, type TestRuntime } from '../harness.ts';
 
 const FACT = 'Customer 42 prefers email over phone calls';
 const PARAPHRASE = 'the client would rather be contacted by e-mail';
@@ -19,8 +19,7 @@ export const semanticSuite = (start: StartRuntime) => describe('semantic retriev
   let maplemark: string;
   /** The index queries the audit logged from this line of the runtime's log on. */
   let auditFrom = 0;
-  const queried = () => rt.logs.lines.slice(auditFrom).filter((line) => line.includes('"audit":"index-query"'))
-    .map((line) => JSON.parse(line.slice(line.indexOf('{'))) as { leg: 'keyword' | 'vector'; partitions: string[] });
+  const queried = () => auditedQueries(rt.logs.lines, auditFrom);
 
   type Item = { recordId: string; rank: Record<string, unknown> };
   const search = async (token: string, body: Record<string, unknown>, headers: Record<string, string> = {}) => {
