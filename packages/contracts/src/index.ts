@@ -16,3 +16,4 @@ export * from './runtime.ts';
 export * from './summary.ts';
 export * from './ingest.ts';
 export * from './json-schema.ts';
+export * from './history.ts';

@@ -1,1 +1,2 @@
 export * from './retrieval.ts';
+export * from './history.ts';

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import {
-  GovernedMemoryError, type CapabilityClaims, type EvidencePacket, type MemoryRecord, type PacketItem, type PacketValidation, type RecordMeta,
+  GovernedMemoryError, type CapabilityClaims, type EvidencePacket, type MemoryRecord, type PacketItem, type PacketValidation, type RecordMeta, type RecordStatus,
   type SearchMode, type SearchRequest,
 } from '@gm/contracts';
 import { estimateTokens, fitToBudget, rank, recordPartition, type RankInput } from '@gm/domain';
@@ -37,16 +37,23 @@ export interface RetrievalDeps extends ReadPathDeps {
 
 export const partitionOf = (m: RecordMeta): string => recordPartition(m);
 
-/** Whether a reader may see this record now: the one rule behind get, search and validate. */
-export function isReadable(meta: RecordMeta | undefined | null, claims: CapabilityClaims, partitions: Set<string>, now: Date, tombstoned: boolean): meta is RecordMeta {
+/** Whether this capability's tenant, purpose and partitions cover the record, whatever its status. */
+export const coversRecord = (meta: Pick<RecordMeta, 'tenantId' | 'purposes' | 'resource' | 'visibility' | 'sensitivity' | 'owner'>, claims: CapabilityClaims, partitions: Set<string>): boolean =>
+  meta.tenantId === claims.tenant && meta.purposes.includes(claims.purpose) && partitions.has(recordPartition(meta));
+
+/** Statuses a reader gets by id: the current record, and one a correction superseded (history stays, §3). Search returns active ones only. */
+const READABLE_BY_ID: ReadonlySet<RecordStatus> = new Set(['active', 'superseded']);
+
+/** Whether a reader may see this record now: the one rule behind get, search and validate (`byId`: a get, which also answers superseded records). */
+export function isReadable(
+  meta: RecordMeta | undefined | null, claims: CapabilityClaims, partitions: Set<string>, now: Date, tombstoned: boolean, byId = false,
+): meta is RecordMeta {
   return (
     !!meta &&
     !tombstoned &&
-    meta.tenantId === claims.tenant &&
-    meta.status === 'active' &&
+    (byId ? READABLE_BY_ID.has(meta.status) : meta.status === 'active') &&
     Date.parse(meta.expiresAt) > now.getTime() &&
-    meta.purposes.includes(claims.purpose) &&
-    partitions.has(partitionOf(meta))
+    coversRecord(meta, claims, partitions)
   );
 }
 
@@ -58,7 +65,7 @@ export async function readRecord(deps: ReadPathDeps, claims: CapabilityClaims, i
   const meta = await deps.state.records.get(claims.tenant, id);
   const partitions = new Set(await deps.pdp.authorizedPartitions({ claims, action: 'read' }));
   const tombstoned = (await deps.state.tombstones.filterTombstoned(claims.tenant, [id])).size > 0;
-  if (!isReadable(meta, claims, partitions, now, tombstoned)) return null;
+  if (!isReadable(meta, claims, partitions, now, tombstoned, true)) return null;
   const content = await deps.state.contents.get(claims.tenant, id);
   return content === null ? null : { ...meta, content };
 }

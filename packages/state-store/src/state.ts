@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { KeyValueStore } from './port.ts';
 import { AdmissionSnapshots } from './repositories/admission.ts';
 import { KeySpace } from './repositories/keys.ts';
+import { RecordHistoryStore } from './repositories/history.ts';
 import { ContentStore, IdClaims, RecordHash, Tombstones } from './repositories/records.ts';
 import { ExpirySchedule } from './repositories/schedule.ts';
 import { PacketStore } from './repositories/packets.ts';
@@ -16,6 +17,7 @@ export class StateStore {
   readonly keys: KeySpace;
   readonly records: RecordHash;
   readonly contents: ContentStore;
+  readonly history: RecordHistoryStore;
   readonly tombstones: Tombstones;
   readonly idClaims: IdClaims;
   readonly expiries: ExpirySchedule;
@@ -36,6 +38,7 @@ export class StateStore {
     this.keys = new KeySpace(prefix);
     this.records = new RecordHash(kv, this.keys);
     this.contents = new ContentStore(kv, this.keys);
+    this.history = new RecordHistoryStore(kv, this.keys);
     this.tombstones = new Tombstones(kv, this.keys);
     this.idClaims = new IdClaims(kv, this.keys);
     this.expiries = new ExpirySchedule(kv, this.keys);
@@ -54,7 +57,7 @@ export class StateStore {
 
   /**
    * sha256 over the projected state: every record's metadata, whether its primary content
-   * exists, and its tombstone; then the policy data of every tenant (grants, delegations,
+   * exists, its tombstone and its versions; then the policy data of every tenant (grants, delegations,
    * revocations, legal holds, revision). Two stores that folded the same logs agree on it.
    */
   async projectionDigest(): Promise<string> {
@@ -63,7 +66,8 @@ export class StateStore {
     for (const r of records) {
       const hasContent = (await this.contents.count(r.tenantId, [r.id])) > 0;
       const tomb = (await this.tombstones.filterTombstoned(r.tenantId, [r.id])).size > 0;
-      hash.update(`${JSON.stringify(r)}|${hasContent ? 1 : 0}|${tomb ? 1 : 0}\n`);
+      const versions = await this.history.versions(r.tenantId, r.id, r.version);
+      hash.update(`${JSON.stringify(r)}|${hasContent ? 1 : 0}|${tomb ? 1 : 0}|${JSON.stringify(versions)}\n`);
     }
     hash.update(`policy:${await this.policies.digest()}\n`);
     return hash.digest('hex');

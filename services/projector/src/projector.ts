@@ -1,7 +1,7 @@
 import type { Bus } from '@gm/bus';
 import { subscribeToMemoryEventBatches } from '@gm/service-kit';
 import { touchedRecordIds } from '@gm/domain';
-import { TOPICS, type MemoryEvent, type RecordMeta, type ServiceHandle } from '@gm/contracts';
+import { TOPICS, type MemoryEvent, type RecordMeta, type ServiceHandle, type StoredRecordVersion } from '@gm/contracts';
 import type { Logger } from '@gm/observability';
 import { recordRef, type KvWrite, type StateStore } from '@gm/state-store';
 
@@ -15,7 +15,7 @@ export interface ProjectorDeps {
 
 /**
  * Folds memory.events into the record hash (metadata only), the primary content copy, the
- * tombstones and memory.records (compacted), a batch at a time: one read of every record the
+ * tombstones, every record's versions (metadata only) and memory.records (compacted), a batch at a time: one read of every record the
  * batch touches, the fold in memory (the projector is the only writer of the record hash, so
  * the versions it read stay current), and one pipeline of writes — two round trips per batch
  * instead of several per event. Idempotent: every record write is version-guarded, so a
@@ -31,20 +31,21 @@ export async function projectEvents(state: StateStore, events: readonly MemoryEv
   /** Per record write: the index of its versioned write in `writes`, and the meta it wrote. */
   const puts: Array<{ at: number; meta: RecordMeta }> = [];
   const tenants = new Set<string>();
+  let event: MemoryEvent;
   const put = (meta: RecordMeta) => {
     const stored = current.get(recordRef(meta.tenantId, meta.id));
     // What setIfVersionAtLeast would refuse: the record hash already holds a newer version.
     if (stored !== undefined && stored.version > meta.version) return;
     current.set(recordRef(meta.tenantId, meta.id), meta);
     puts.push({ at: writes.length, meta });
-    writes.push(...state.records.putWrites(meta));
+    writes.push(...state.records.putWrites(meta), state.history.putWrite(meta.tenantId, versionOf(meta, event)));
     tenants.add(meta.tenantId);
   };
   const patch = (tenant: string, id: string, fields: Partial<RecordMeta>) => {
     const stored = current.get(recordRef(tenant, id));
     if (stored !== undefined) put({ ...stored, ...fields });
   };
-  for (const event of events) {
+  for (event of events) {
     const tenant = event.metadata.tenantId;
     switch (event.type) {
       case 'MemoryWritten': {
@@ -97,6 +98,13 @@ export async function projectEvents(state: StateStore, events: readonly MemoryEv
   for (const tenant of tenants) writes.push(state.generations.bumpWrite(tenant));
   const results = await state.kv.pipeline(writes);
   return puts.filter((p) => results[p.at] === true).map((p) => p.meta);
+}
+
+/** The version `meta` is, as the history keeps it: when, by whom and through which event, without the content's hash. */
+function versionOf(meta: RecordMeta, event: MemoryEvent): StoredRecordVersion {
+  const { contentHash: _hash, ...record } = meta;
+  const { agentId, principalId, principalKind } = event.metadata.actor;
+  return { event: event.type, at: event.metadata.now, by: { agentId, principalId, principalKind }, record };
 }
 
 /** `projectEvents` of one event (replay folds the log one event at a time). */

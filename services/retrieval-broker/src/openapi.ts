@@ -3,7 +3,7 @@ import {
   AddDelegationRequest, AddGrantRequest, DelegationCreatedResponse, DeletionAccepted, DeletionJob, EvidencePacket,
   GrantCreatedResponse, IssueCapabilityRequest, IssueCapabilityResponse, LegalHold, LegalHoldCreatedResponse, MemoryRecord,
   MutationResponse, PacketValidation, PlaceLegalHoldRequest, PolicyActionRequest, PolicyRevisionResponse, Problem, ReceiptPublicKey, ReceiptResponse,
-  AsyncWriteAccepted, CommandStatusResponse, LIMITS, SearchRequest, SubjectSummaries, VersionedRequest, WriteMemoryBatchItem, WriteMemoryBatchResponse, WriteMemoryRequest,
+  AsyncWriteAccepted, CommandStatusResponse, RecordHistory, LIMITS, SearchRequest, SubjectSummaries, VersionedRequest, WriteMemoryBatchItem, WriteMemoryBatchResponse, WriteMemoryRequest,
 } from '@gm/contracts';
 
 const schema = (s: z.ZodType) => z.toJSONSchema(s, { io: 'input', unrepresentable: 'any' });
@@ -80,8 +80,12 @@ export function openApiDocument() {
       },
       '/v1/memories/{id}': {
         parameters: [...idParam('id'), consistencyToken],
-        get: op('Read a memory', 'read', ok('200', MemoryRecord, 'the record')),
+        get: op('Read a memory', 'read', ok('200', MemoryRecord, 'the record: active, or superseded by a correction (`status: superseded`, `supersededById`)')),
         delete: op('Delete a memory', 'request_delete', mutation('202', DeletionAccepted, 'deletion job accepted')),
+      },
+      '/v1/memories/{id}/history': {
+        parameters: [...idParam('id'), consistencyToken],
+        get: op('Read the versions and supersession chain of a memory, metadata only', 'read', ok('200', RecordHistory, 'the versions and the chain this reader may see')),
       },
       '/v1/memories/{id}/promote': {
         parameters: idParam('id'),

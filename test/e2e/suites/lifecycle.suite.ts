@@ -103,10 +103,10 @@ export const lifecycleSuite = (start: StartRuntime) => describe('memory lifecycl
     });
     expect(corrected.status).toBe(201);
     expect(await search('pelican prefers')).toEqual(['pref-2']);
-    expect((await rt.api('GET', '/v1/memories/pref-1', { token: writer })).status).toBe(404);
-    const old = await rt.state.records.get('acme', 'pref-1');
-    expect(old?.status).toBe('superseded');
-    expect(old?.supersededById).toBe('pref-2');
+    // Read by id, the corrected record is still there, saying what replaced it.
+    const old = await rt.api('GET', '/v1/memories/pref-1', { token: writer });
+    expect(old.status).toBe(200);
+    expect(old.body).toMatchObject({ id: 'pref-1', status: 'superseded', supersededById: 'pref-2', content: 'Pelican Ltd prefers email' });
   });
 
   it('returns the first result for a retried Idempotency-Key, never a second record', async () => {

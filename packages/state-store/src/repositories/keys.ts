@@ -6,6 +6,8 @@ export class KeySpace {
   constructor(readonly prefix: string) {}
   record = (tenant: string, id: string) => `${this.prefix}rec:${tenant}:${id}`;
   records = () => `${this.prefix}rec:`;
+  /** Under `hist:`, not `rec:`: `records()` lists the record hash by its prefix. */
+  recordVersion = (tenant: string, id: string, version: number) => `${this.prefix}hist:${tenant}:${id}${SEP}${version}`;
   subjectRecords = (tenant: string, subject: string) => `${this.prefix}subj:${tenant}:${subject}`;
   quarantine = (tenant: string) => `${this.prefix}quar:${tenant}`;
   content = (tenant: string, id: string) => `${this.prefix}content:${tenant}:${id}`;

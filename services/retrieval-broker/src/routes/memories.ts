@@ -8,7 +8,7 @@ import { authenticate } from '../auth.ts';
 import type { BrokerDeps } from '../deps.ts';
 import { idempotencyKey, parseBody, pathId } from '../http.ts';
 import { notFound } from '../problem.ts';
-import { partitionOf, readRecord } from '../retrieval.ts';
+import { partitionOf, readHistory, readRecord } from '../retrieval.ts';
 import { PREFERENCE_APPLIED_HEADER, postAsync, prefersAsync } from '../async-writes.ts';
 import { READ_YOUR_WRITES_GROUPS } from '../command-gateway.ts';
 import { answerMutation, awaitConsistency, requestPoint } from '../consistency.ts';
@@ -99,6 +99,15 @@ export function memoryRoutes(app: FastifyInstance, deps: BrokerDeps): void {
     const record = await readRecord(deps, claims, id, deps.clock.now());
     if (record === null) throw notFound();
     return record;
+  });
+
+  app.get('/v1/memories/:id/history', async (request) => {
+    const claims = await authenticate(request, deps.verifier, deps.clock, 'read');
+    const id = pathId(request, 'id');
+    await awaitConsistency(deps, request, claims.tenant, READ_YOUR_WRITES_GROUPS);
+    const history = await readHistory(deps, claims, id);
+    if (history === null) throw notFound();
+    return history;
   });
 
   app.get('/v1/review/quarantine', async (request) => {
