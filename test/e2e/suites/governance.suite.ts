@@ -292,13 +292,15 @@ export const governanceSuite = (start: StartRuntime) => describe('two teams shar
     await expectStatus(401, 'POST', '/v1/search', fresh, { query: 'launch date' });
   });
 
-  it('answers get-by-id identically for every kind of hidden record, including restricted and other-team ones', async () => {
+  it('answers get-by-id and history identically for every kind of hidden record, including restricted and other-team ones', async () => {
     await rt.api('DELETE', '/v1/memories/board-meeting', { token: erin });
     const normalise = (text: string) => text.replace(/"requestId":"[^"]+"/, '"requestId":"-"');
     const answers = new Set<string>();
     for (const id of ['maple-launch', 'hr-grievance', 'maple-layoffs', 'board-meeting', 'maple-tool', 'never-existed']) {
-      const res = await expectStatus(404, 'GET', `/v1/memories/${id}`, bob);
-      answers.add(normalise(res.text));
+      for (const route of [`/v1/memories/${id}`, `/v1/memories/${id}/history`]) {
+        const res = await expectStatus(404, 'GET', route, bob);
+        answers.add(normalise(res.text));
+      }
     }
     expect(answers.size).toBe(1);
   });
