@@ -262,3 +262,18 @@ export const PolicyRevisionResponse = z.object({ policyRevision: z.number().int(
 export const GrantCreatedResponse = PolicyRevisionResponse.extend({ grantId: Id });
 export const DelegationCreatedResponse = PolicyRevisionResponse.extend({ delegationId: Id });
 export const LegalHoldCreatedResponse = PolicyRevisionResponse.extend({ holdId: Id });
+
+/** The answers' and bodies' types, where no type was declared beside the schema. */
+export type IssueCapabilityResponse = z.infer<typeof IssueCapabilityResponse>;
+export type MutationResponse = z.infer<typeof MutationResponse>;
+export type WriteMemoryBatchRequest = z.infer<typeof WriteMemoryBatchRequest>;
+export type VersionedRequest = z.infer<typeof VersionedRequest>;
+export type DeletionAccepted = z.infer<typeof DeletionAccepted>;
+export type WriteMemoryBatchResponse = z.infer<typeof WriteMemoryBatchResponse>;
+export type AsyncWriteAccepted = z.infer<typeof AsyncWriteAccepted>;
+export type CommandStatusResponse = z.infer<typeof CommandStatusResponse>;
+export type PolicyActionRequest = z.infer<typeof PolicyActionRequest>;
+export type PolicyRevisionResponse = z.infer<typeof PolicyRevisionResponse>;
+export type GrantCreatedResponse = z.infer<typeof GrantCreatedResponse>;
+export type DelegationCreatedResponse = z.infer<typeof DelegationCreatedResponse>;
+export type LegalHoldCreatedResponse = z.infer<typeof LegalHoldCreatedResponse>;

@@ -67,6 +67,7 @@ export type SignedReceipt = z.infer<typeof SignedReceipt>;
 
 /** GET /v1/deletion-jobs/{id}/receipt (JSON): the compact JWS and its decoded payload. */
 export const ReceiptResponse = z.object({ receipt: z.string(), payload: DeletionReceipt });
+export type ReceiptResponse = z.infer<typeof ReceiptResponse>;
 
 /** The public half of a receipt signing key (Ed25519 JWK), as published at `GET /v1/receipt-keys`. */
 export const ReceiptPublicKey = z
