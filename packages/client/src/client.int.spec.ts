@@ -162,10 +162,13 @@ describe('@gm/client against the embedded runtime', () => {
   });
 
   it('forgets: delete and forget jobs followed to verified, the receipt as JSON and as JWS, and the keys that verify it', async () => {
-    await writer.remember(memory({ id: 'd-1', subjectId: 'cust-d', content: 'Dotterel lockbox code 5521' }));
-    const { jobId } = await writer.delete('d-1');
+    // In a session, the job is there to read as soon as the deletion is accepted (the token waits for the orchestrator).
+    const session = writer.session();
+    await session.remember(memory({ id: 'd-1', subjectId: 'cust-d', content: 'Dotterel lockbox code 5521' }));
+    const { jobId } = await session.delete('d-1');
+    expect((await session.deletionJob(jobId)).recordIds).toEqual(['d-1']);
     const job = await eventually('job verified', async () => {
-      const j = await writer.deletionJob(jobId);
+      const j = await session.deletionJob(jobId);
       return j.status === 'verified' || j.status === 'failed' ? j : undefined;
     });
     expect(job.status).toBe('verified');
@@ -179,10 +182,10 @@ describe('@gm/client against the embedded runtime', () => {
     const { keys } = await writer.receiptKeys();
     expect(keys.map((k) => k.kid)).toContain(JSON.parse(Buffer.from(receipt.receipt.split('.')[0] ?? '', 'base64url').toString()).kid);
 
-    await writer.remember(memory({ id: 'f-1', subjectId: 'cust-f', content: 'Fulmar Ltd pays late' }));
-    const forget = await writer.forget('cust-f');
+    await session.remember(memory({ id: 'f-1', subjectId: 'cust-f', content: 'Fulmar Ltd pays late' }));
+    const forget = await session.forget('cust-f');
     const forgotten = await eventually('forget verified', async () => {
-      const j = await writer.deletionJob(forget.jobId);
+      const j = await session.deletionJob(forget.jobId);
       return j.status === 'verified' || j.status === 'failed' ? j : undefined;
     });
     expect(forgotten.recordIds).toEqual(['f-1']);

@@ -19,6 +19,13 @@ export const READ_YOUR_WRITES_GROUPS = ['projector', 'index-builder'] as const;
 export const SEMANTIC_READ_GROUPS = [...READ_YOUR_WRITES_GROUPS, 'vector-indexer'] as const;
 
 /**
+ * A deletion job read with a consistency token waits for the deletion-orchestrator (its group,
+ * services/deletion-orchestrator), which opens the job when it folds the event the 202 named:
+ * without the wait, the job of a deletion just accepted answers 404 for a moment.
+ */
+export const DELETION_JOB_GROUPS = ['deletion-orchestrator'] as const;
+
+/**
  * Whether the projector shows a command's result (the record hash at its version). Offsets alone
  * are not exact on Kafka: the reply's transaction marker can become visible before the events
  * partition's, so the events end read after the reply may not include the events yet (seen once

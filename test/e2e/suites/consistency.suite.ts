@@ -40,6 +40,15 @@ export const consistencySuite = (start: StartRuntime) => describe('consistency t
     expect(deleted.headers.get('consistency-token')).toMatch(/^ct1\./);
   });
 
+  it('answers the job of a just-accepted forget at once to a read that sends its token, never a 404 for it', async () => {
+    await rt.api('POST', '/v1/memories', { token: writer, body: memory({ id: 'ct-f', subjectId: 'ct-forget' }) });
+    const forget = await rt.api('POST', '/v1/subjects/ct-forget/forget', { token: writer, body: {} });
+    expect(forget.status).toBe(202);
+    const job = await rt.api('GET', `/v1/deletion-jobs/${forget.body.jobId}`, { token: writer, headers: withToken(forget.headers.get('consistency-token') ?? '') });
+    expect(job.status).toBe(200);
+    expect(job.body.recordIds).toEqual(['ct-f']);
+  });
+
   it('carries a session forward: a write that sends a token answers one that covers both', async () => {
     const first = await rt.api('POST', '/v1/memories', { token: writer, body: memory({ id: 'ct-m1', subjectId: 'ct-m-a' }) });
     const firstToken = first.headers.get('consistency-token') ?? '';

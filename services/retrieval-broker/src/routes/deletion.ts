@@ -8,7 +8,8 @@ import { idempotencyKey, pathId } from '../http.ts';
 import { notFound } from '../problem.ts';
 import { metadataFor } from '../metadata.ts';
 import { authorizedRecord } from './memories.ts';
-import { answerMutation, requestPoint } from '../consistency.ts';
+import { answerMutation, awaitConsistency, requestPoint } from '../consistency.ts';
+import { DELETION_JOB_GROUPS } from '../command-gateway.ts';
 
 export function deletionRoutes(app: FastifyInstance, deps: BrokerDeps): void {
   app.delete('/v1/memories/:id', async (request, reply) => {
@@ -48,6 +49,7 @@ export function deletionRoutes(app: FastifyInstance, deps: BrokerDeps): void {
     if (!claims.actions.includes('admin') && !claims.actions.includes('request_delete')) {
       throw new GovernedMemoryError('CAP_ACTION_DENIED', 'the capability grants neither "admin" nor "request_delete"');
     }
+    await awaitConsistency(deps, request, claims.tenant, DELETION_JOB_GROUPS);
     const job = await deps.state.jobs.get(claims.tenant, pathId(request, 'id'));
     if (!job || (!claims.actions.includes('admin') && job.requestedBy.agentId !== claims.sub)) throw notFound();
     return job;
