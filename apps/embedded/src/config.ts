@@ -3,31 +3,45 @@ import { z } from 'zod';
 import type { TtlPolicy } from '@gm/domain';
 import { DEFAULT_MODEL_DIR } from '@gm/embedding';
 import {
-  LogLevel, admissionEnvShape, admissionSettingsOf, brokerEnvShape, brokerSettingsOf, duration, integer, parseDuration, ttlPolicyOf, ttlShape,
+  WithMasterKeys, admissionEnvShape, admissionSettingsOf, brokerEnvShape, brokerSettingsOf, deletionEnvShape, expiryEnvShape, integer, logEnvShape,
+  parseDuration, ttlPolicyOf, ttlShape,
 } from '@gm/service-kit';
 
 export { parseDuration };
 
+/** The embedded runtime's environment; `pnpm docs:config` renders its table in docs/configuration.md. */
 export const EnvSchema = z.object({
   ...brokerEnvShape,
   ...admissionEnvShape,
-  MEMORY_DATA_DIR: z.string().min(1).default('.data'),
-  MEMORY_ISSUER_CREDENTIAL: z.string().min(32, 'must be at least 32 characters').optional(),
-  MEMORY_LOG_LEVEL: LogLevel.default('info'),
-  MEMORY_PARTITIONS: integer(4, 1, 256),
-  MEMORY_IDEMPOTENCY_WINDOW: duration('24h'),
-  MEMORY_EXPIRY_TICK: duration('1s', true),
-  MEMORY_DELETION_DEADLINE: duration('60s'),
-  MEMORY_DELETION_VERIFY_RETRY: duration('500ms', true),
-  /** Master keys for content encryption (issue 7); neither set = generated into the data directory. */
-  MEMORY_MASTER_KEY_FILE: z.string().min(1).optional(),
-  MEMORY_MASTER_KEY: z.string().min(1).optional(),
-  /** Where the consumer services run: a worker thread of their own, or the HTTP server's thread. */
-  MEMORY_PIPELINE: z.enum(['thread', 'inline']).default('thread'),
-  /** Semantic retrieval (issue 14): a vector per active record, embedded by the local model; off = lexical only. */
-  MEMORY_SEMANTIC: z.enum(['on', 'off']).default('on'),
-  /** The embedding model's directory (the .onnx file and its tokenizer.json); default: where setup fetches it. */
-  MEMORY_EMBEDDING_MODEL_DIR: z.string().min(1).optional(),
+  MEMORY_DATA_DIR: z.string().min(1).default('.data').meta({ description: 'data directory (created if missing)' }),
+  MEMORY_ISSUER_CREDENTIAL: z.string().min(32, 'must be at least 32 characters').optional().meta({
+    description: 'bearer credential for `POST /v1/capabilities` (≥ 32 chars)',
+    whenUnset: 'generated into `<data>/issuer-credential`',
+  }),
+  ...logEnvShape,
+  MEMORY_PARTITIONS: integer(4, 1, 256).meta({
+    description: 'partitions per topic (fixed per data directory: another count exits 2, naming the topic and both counts)',
+  }),
+  ...expiryEnvShape,
+  ...deletionEnvShape,
+  // Master keys for content encryption (issue 7); neither set = generated into the data directory (master-keys.ts).
+  MEMORY_MASTER_KEY_FILE: z.string().min(1).optional().meta({
+    description: 'JSON `{"active": id, "keys": {id: base64 of 32 bytes}}`: the master keys that wrap every subject key (distributed: every service but the orchestrator and the expiry-scheduler needs it)',
+    whenUnset: '`<data>/keys/master-keys.json`, generated at first start',
+  }),
+  MEMORY_MASTER_KEY: WithMasterKeys.shape.MEMORY_MASTER_KEY,
+  MEMORY_PIPELINE: z.enum(['thread', 'inline']).default('thread').meta({
+    description: 'embedded: where the services behind the API run — `thread`, two worker threads of their own (what writes wait for, and what follows them; see [pipeline.md](pipeline.md#where-the-embedded-stages-run)), or `inline`, the HTTP server\'s thread',
+  }),
+  // Semantic retrieval (issue 14): a vector per active record, embedded by the local model.
+  MEMORY_SEMANTIC: z.enum(['on', 'off']).default('on').meta({
+    description: 'keep a vector per active record and search in `hybrid` mode by default; `off` = lexical only, no model loaded ([embedding.md](embedding.md#search-modes)); on the distributed runtime one value for every process ([distributed.md](distributed.md))',
+  }),
+  // The .onnx file and its tokenizer.json; loadConfig resolves an unset one to DEFAULT_MODEL_DIR.
+  MEMORY_EMBEDDING_MODEL_DIR: z.string().min(1).optional().meta({
+    description: 'the model: the directory of its `.onnx` file and tokenizer, whose names say which model it is (`bash infra/local/model.sh path e5-small-v2-q` for the one with better recall on conversations, slower and less precise; [embedding.md](embedding.md#choosing-the-model)); a directory without a model stops the start with the fetch command, and a change of model re-embeds every record',
+    whenUnset: `\`${DEFAULT_MODEL_DIR}\``,
+  }),
   ...ttlShape,
 });
 

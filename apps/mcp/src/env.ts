@@ -1,17 +1,31 @@
 import { z } from 'zod';
+import { LIMITS } from '@gm/contracts';
+import { integer } from '@gm/service-kit/env';
 
-/** The MCP server's settings (docs/agents.md): exactly one capability source on stdio; HTTP sessions bring their own. */
+const capabilityMinutes = LIMITS.maxCapabilityTtlSeconds / 60;
+
+/**
+ * The MCP server's settings (docs/agents.md): exactly one capability source on stdio; HTTP
+ * sessions bring their own. `pnpm docs:config` renders them into docs/configuration.md.
+ */
 export const McpEnv = z.object({
-  MEMORY_API_URL: z.url().default('http://127.0.0.1:8080'),
-  MEMORY_MCP_TRANSPORT: z.enum(['stdio', 'http']).default('stdio'),
-  /** stdio: the capability itself, a file something else keeps renewed, or a command that prints a fresh one (each read again before expiry). */
-  MEMORY_CAPABILITY: z.string().min(1).optional(),
-  MEMORY_CAPABILITY_FILE: z.string().min(1).optional(),
-  MEMORY_CAPABILITY_COMMAND: z.string().min(1).optional(),
-  MEMORY_MCP_HOST: z.string().min(1).default('127.0.0.1'),
-  MEMORY_MCP_PORT: z.coerce.number().int().min(0).max(65535).default(8765),
-  MEMORY_MCP_MAX_SESSIONS: z.coerce.number().int().min(1).default(256),
-  MEMORY_MCP_BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).default(1_048_576),
+  MEMORY_API_URL: z.url().default('http://127.0.0.1:8080').meta({ description: 'the governed memory API the tools call' }),
+  MEMORY_MCP_TRANSPORT: z.enum(['stdio', 'http']).default('stdio').meta({
+    description: '`stdio`: one session, with the capability of one of the three variables below; `http`: streamable HTTP on `/mcp`, each session bound to the capability in its `Authorization: Bearer` header',
+  }),
+  MEMORY_CAPABILITY: z.string().min(1).optional()
+    .meta({ description: `stdio: the capability itself; the session ends with it (≤ ${capabilityMinutes} min)` }),
+  MEMORY_CAPABILITY_FILE: z.string().min(1).optional()
+    .meta({ description: 'stdio: a file something else keeps renewed; read again shortly before each expiry' }),
+  MEMORY_CAPABILITY_COMMAND: z.string().min(1).optional().meta({
+    description: 'stdio: a command that prints a fresh capability, run again shortly before each expiry (the `credential_process` pattern: the privilege stays with whoever may run the command)',
+  }),
+  MEMORY_MCP_HOST: z.string().min(1).default('127.0.0.1').meta({ description: 'http: listen address' }),
+  MEMORY_MCP_PORT: integer(8765, 0, 65535).meta({ description: 'http: listen port (0 = any free port)' }),
+  MEMORY_MCP_MAX_SESSIONS: integer(256, 1, 100_000)
+    .meta({ description: 'http: open sessions at most; an initialize beyond it is refused (503) until one closes' }),
+  MEMORY_MCP_BODY_LIMIT_BYTES: integer(1_048_576, 1024, 64 * 1_048_576)
+    .meta({ description: 'http: a request body larger than this is refused (413) before it is parsed' }),
 }).refine((e) => e.MEMORY_MCP_TRANSPORT === 'http' || [e.MEMORY_CAPABILITY, e.MEMORY_CAPABILITY_FILE, e.MEMORY_CAPABILITY_COMMAND].filter((v) => v !== undefined).length === 1, {
   message: 'stdio needs exactly one of MEMORY_CAPABILITY, MEMORY_CAPABILITY_FILE and MEMORY_CAPABILITY_COMMAND (the session\'s capability)',
   path: ['MEMORY_CAPABILITY'],

@@ -1,8 +1,12 @@
 import { z } from 'zod';
-import type { MemoryKind } from '@gm/contracts';
+import { LIMITS, type MemoryKind } from '@gm/contracts';
 import { DEFAULT_TTL_POLICY, type TtlPolicy } from '@gm/domain';
 
-/** Environment parsing shared by the embedded runtime and every distributed service. */
+/**
+ * Environment parsing shared by the embedded runtime and every distributed service. Each
+ * variable carries its documentation in `.meta()` (see env-reference.ts); `pnpm docs:config`
+ * renders the tables of docs/configuration.md and docs/distributed.md from it.
+ */
 const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
 /** "250ms", "30s", "15m", "24h", "90d" → milliseconds. */
@@ -39,6 +43,7 @@ export const integer = (fallback: number, min: number, max: number) =>
 
 export const KINDS: MemoryKind[] = ['working_note', 'fact', 'skill', 'preference'];
 export const ttlVar = (kind: MemoryKind) => `MEMORY_TTL_${kind.toUpperCase()}`;
+const KIND_PLURALS: Record<MemoryKind, string> = { working_note: 'working notes', fact: 'facts', skill: 'skills', preference: 'preferences' };
 const fmt = (s: number) => `${Math.round(s / 86400)}d`;
 
 /** "default,max" per kind, e.g. MEMORY_TTL_FACT=90d,365d. */
@@ -60,10 +65,10 @@ export const ttlShape = Object.fromEntries(
           ctx.addIssue({ code: 'custom', message: (err as Error).message });
           return z.NEVER;
         }
-      }),
+      })
+      .meta({ description: `default,max lifetime of ${KIND_PLURALS[kind]}` }),
   ]),
 );
-
 
 /** The TTL policy out of parsed MEMORY_TTL_* variables. */
 export function ttlPolicyOf(env: Record<string, unknown>): TtlPolicy {
@@ -72,24 +77,37 @@ export function ttlPolicyOf(env: Record<string, unknown>): TtlPolicy {
 
 export const LogLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
 
+/** The log level, read the same way by the embedded runtime and every service. */
+export const logEnvShape = {
+  MEMORY_LOG_LEVEL: LogLevel.default('info').meta({ description: 'pino level (`silent` … `trace`)' }),
+};
+
 /** Settings of the HTTP API, read the same way by the embedded runtime and the broker process. */
 export const brokerEnvShape = {
-  MEMORY_HOST: z.string().min(1).default('127.0.0.1'),
-  MEMORY_PORT: integer(8080, 0, 65535),
-  MEMORY_ISSUER_NAME: z.string().min(1).default('governed-memory'),
-  MEMORY_RATE_LIMIT_PER_MINUTE: integer(1200, 1, 1_000_000),
-  MEMORY_BODY_LIMIT_BYTES: integer(256 * 1024, 1024, 16 * 1024 * 1024),
-  MEMORY_REQUEST_TIMEOUT: duration('30s', true),
-  MEMORY_REPLY_TIMEOUT: duration('10s', true),
-  MEMORY_READ_YOUR_WRITES_TIMEOUT: duration('5s', true),
-  MEMORY_PACKET_TTL: duration('15m'),
-  MEMORY_CACHE_TTL: duration('60s'),
-  /** Asynchronous writes are refused (503, retriable) while the pipeline is this many messages behind. */
-  MEMORY_ASYNC_BACKLOG: integer(1_000, 1, 10_000_000),
-  /** A directory with schema.cedarschema and default.cedar replacing the shipped policy set. */
-  MEMORY_POLICY_DIR: z.string().min(1).optional(),
-  /** One log line per index and kNN query: request, principal, purpose, partitions (no text); see docs/api.md, "Query audit". */
-  MEMORY_QUERY_AUDIT: z.enum(['on', 'off']).default('off'),
+  MEMORY_HOST: z.string().min(1).default('127.0.0.1').meta({ description: 'listen address' }),
+  MEMORY_PORT: integer(8080, 0, 65535).meta({ description: 'listen port (0 = any free port)' }),
+  MEMORY_ISSUER_NAME: z.string().min(1).default('governed-memory').meta({ description: '`iss` of capabilities' }),
+  MEMORY_RATE_LIMIT_PER_MINUTE: integer(1200, 1, 1_000_000).meta({ description: 'requests per minute per capability subject' }),
+  MEMORY_BODY_LIMIT_BYTES: integer(256 * 1024, 1024, 16 * 1024 * 1024)
+    .meta({ description: `request body limit (content itself ≤ ${LIMITS.maxContentBytes / 1024} KiB)` }),
+  MEMORY_REQUEST_TIMEOUT: duration('30s', true).meta({ description: 'HTTP request timeout' }),
+  MEMORY_REPLY_TIMEOUT: duration('10s', true)
+    .meta({ description: "wait for write-admission's reply (then 503, safe to retry with the same key)" }),
+  MEMORY_READ_YOUR_WRITES_TIMEOUT: duration('5s', true).meta({
+    description: 'wait for projections after an accepted command, and the bound of a read with a consistency token (a summary read waits for the summaries, which lag up to 1 s: keep it above that)',
+  }),
+  MEMORY_PACKET_TTL: duration('15m').meta({ description: 'evidence packet lifetime' }),
+  MEMORY_CACHE_TTL: duration('60s').meta({ description: 'retrieval cache entry lifetime' }),
+  MEMORY_ASYNC_BACKLOG: integer(1_000, 1, 10_000_000).meta({
+    description: 'asynchronous writes (`Prefer: respond-async`) are refused with a retriable 503 and `Retry-After` while write-admission and the projections are this many messages behind',
+  }),
+  MEMORY_POLICY_DIR: z.string().min(1).optional().meta({
+    description: 'a directory with `schema.cedarschema` and `default.cedar` replacing `packages/policy/policies/`',
+    whenUnset: 'shipped set',
+  }),
+  MEMORY_QUERY_AUDIT: z.enum(['on', 'off']).default('off').meta({
+    description: '`on`: one log line per query the read path sends to the search or vector index — request, principal, purpose and partitions, never the text ([api.md](api.md#query-audit))',
+  }),
 };
 const BrokerEnv = z.object(brokerEnvShape);
 
@@ -111,15 +129,29 @@ export function brokerSettingsOf(e: z.infer<typeof BrokerEnv>) {
   };
 }
 
-/** write-admission's snapshots and memory bound, read the same way by the embedded runtime and the service. */
+/** write-admission's idempotency window, snapshots and memory bound, read the same way by the embedded runtime and the service. */
 export const admissionEnvShape = {
-  /** How often changed subject states and checkpoints are stored: a restart folds at most this much of the log. */
-  MEMORY_ADMISSION_SNAPSHOT_INTERVAL: duration('5s', true),
-  /** About how many records and idempotency slots write-admission keeps in memory; the rest load on demand. */
-  MEMORY_ADMISSION_MEMORY_ENTRIES: integer(500_000, 1_000, 1_000_000_000),
+  MEMORY_ADMISSION_SNAPSHOT_INTERVAL: duration('5s', true).meta({
+    description: 'how often write-admission stores its changed subject states and checkpoints (a restart folds about this much of the log; see [pipeline.md](pipeline.md#write-admission-at-start))',
+  }),
+  MEMORY_ADMISSION_MEMORY_ENTRIES: integer(500_000, 1_000, 1_000_000_000).meta({
+    description: 'about how many records, idempotency slots and deferred events write-admission keeps in memory; the other subjects are loaded from their snapshots when a command needs them',
+  }),
+  MEMORY_IDEMPOTENCY_WINDOW: duration('24h').meta({ description: 'how long an idempotency key returns its first result' }),
 };
 const AdmissionEnv = z.object(admissionEnvShape);
 
 export function admissionSettingsOf(e: z.infer<typeof AdmissionEnv>) {
   return { snapshotIntervalMs: e.MEMORY_ADMISSION_SNAPSHOT_INTERVAL, maxEntries: e.MEMORY_ADMISSION_MEMORY_ENTRIES };
 }
+
+/** The expiry-scheduler's interval, read the same way by the embedded runtime and the service. */
+export const expiryEnvShape = {
+  MEMORY_EXPIRY_TICK: duration('1s', true).meta({ description: 'expiry-scheduler interval' }),
+};
+
+/** The deletion-orchestrator's deadline and retry, read the same way by the embedded runtime and the service. */
+export const deletionEnvShape = {
+  MEMORY_DELETION_DEADLINE: duration('60s').meta({ description: 'a deletion job not verified by then fails with an alert' }),
+  MEMORY_DELETION_VERIFY_RETRY: duration('500ms', true).meta({ description: 'delay before re-running a verification that found a copy' }),
+};

@@ -111,3 +111,4 @@ export * from './distributed.ts';
 export * from './policy-set.ts';
 export * from './clocks.ts';
 export * from './metered-bus.ts';
+export * from './env-reference.ts';

@@ -1,17 +1,21 @@
 import { z } from 'zod';
 import { DeletionTarget } from '@gm/contracts';
 import { deletionTargetsOf } from '@gm/domain';
-import { DistributedEnv, WithRedis, WithSemantic, duration } from '@gm/service-kit';
+import { DistributedEnv, WithRedis, WithSemantic, deletionEnvShape } from '@gm/service-kit';
 
+/** The deletion-orchestrator's environment (main.ts); `pnpm docs:config` renders it into docs/distributed.md. */
 export const OrchestratorEnv = DistributedEnv.extend({
   ...WithRedis.shape,
   ...WithSemantic.pick({ MEMORY_SEMANTIC: true }).shape,
-  MEMORY_DELETION_DEADLINE: duration('60s'),
-  MEMORY_DELETION_VERIFY_RETRY: duration('500ms', true),
-  /** Default: every copy the deployment keeps (`deletionTargetsOf`: `vector` only while MEMORY_SEMANTIC=on). */
+  ...deletionEnvShape,
+  // Unset: every copy the deployment keeps (`deletionTargetsOf`), resolved below once MEMORY_SEMANTIC is known.
   MEMORY_DELETION_TARGETS: z.string().optional()
     .transform((v) => (v === undefined ? undefined : v.split(',').map((t) => t.trim())))
-    .pipe(z.array(DeletionTarget).min(1).optional()),
+    .pipe(z.array(DeletionTarget).min(1).optional())
+    .meta({
+      description: 'comma-separated deletion targets, the copies that must each vouch for a deletion ([deletion.md](deletion.md)); naming `vector` with `MEMORY_SEMANTIC=off` is refused at start: no vector-indexer would acknowledge it',
+      whenUnset: `\`${deletionTargetsOf(true).join(',')}\` (\`vector\` only while \`MEMORY_SEMANTIC=on\`)`,
+    }),
 }).refine((env) => env.MEMORY_SEMANTIC === 'on' || !env.MEMORY_DELETION_TARGETS?.includes('vector'), {
   // No vector-indexer runs to acknowledge it: every job would wait out its deadline and fail.
   message: '`vector` is a target only while MEMORY_SEMANTIC=on (no vector-indexer runs to serve it)', path: ['MEMORY_DELETION_TARGETS'],

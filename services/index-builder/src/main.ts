@@ -1,13 +1,10 @@
-import {
-  DistributedEnv, WithElasticsearch, WithMasterKeys, WithRedis, meteredBus, openIndex, openSealedBus, openState, openSummaries, runService, systemClock,
-} from '@gm/service-kit';
+import { meteredBus, openIndex, openSealedBus, openState, openSummaries, runService, systemClock } from '@gm/service-kit';
+import { IndexBuilderEnv } from './env.ts';
 import { startIndexBuilder, startSummaryBuilder } from './index-builder.ts';
 import { startIndexTargets } from './index-targets.ts';
 
 /** index-builder as its own process: active records ⇒ Elasticsearch, everything else removed; summaries kept in step. */
-const Env = DistributedEnv.extend({ ...WithElasticsearch.shape, ...WithRedis.shape, ...WithMasterKeys.shape });
-
-await runService('index-builder', Env, async ({ env, log, metrics }) => {
+await runService('index-builder', IndexBuilderEnv, async ({ env, log, metrics }) => {
   const sealed = await openSealedBus(env, 'index-builder', 'open', { onError: (err) => log.warn({ err }, 'key store poll failed') });
   // Consumer lag of every group this process runs, on /metrics.
   const bus = meteredBus(sealed.bus, metrics);

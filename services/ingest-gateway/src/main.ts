@@ -1,33 +1,19 @@
 import { readFileSync } from 'node:fs';
-import { hostname } from 'node:os';
-import { z } from 'zod';
 import { TOPICS } from '@gm/contracts';
 import type { SigningKeyPair } from '@gm/policy';
-import {
-  DistributedEnv, WithMasterKeys, WithRedis, brokerEnvShape, loadPolicySetOrExit, meteredBus, openSealedBus, openState, parseEnvOrExit, runService, systemClock,
-} from '@gm/service-kit';
+import { loadPolicySetOrExit, meteredBus, openSealedBus, openState, parseEnvOrExit, runService, systemClock } from '@gm/service-kit';
 import { edgeAuthority } from '@gm/write-edge';
+import { IngestGatewayEnv } from './env.ts';
 import { startIngestGateway } from './gateway.ts';
 
 /**
  * ingest-gateway as its own process: the edge of memory.ingest (issue 13), its own consumer
  * group. Scale it by adding instances, up to the topic's partition count.
  */
-const Env = DistributedEnv.extend({
-  ...WithRedis.shape,
-  ...WithMasterKeys.shape,
-  MEMORY_ISSUER_NAME: brokerEnvShape.MEMORY_ISSUER_NAME,
-  MEMORY_POLICY_DIR: brokerEnvShape.MEMORY_POLICY_DIR,
-  /** The capability signing key file (JSON `{privateJwk, publicJwk}`); only its public half is used. */
-  MEMORY_SIGNING_KEY_FILE: z.string().min(1),
-  /** Names this instance's transit keys; unique per running instance. */
-  MEMORY_INSTANCE_ID: z.string().regex(/^[A-Za-z0-9._-]+$/).default(`${hostname()}-${process.pid}`),
-});
-
-const env = parseEnvOrExit(Env, process.env, 'ingest-gateway');
+const env = parseEnvOrExit(IngestGatewayEnv, process.env, 'ingest-gateway');
 const policySet = loadPolicySetOrExit(env.MEMORY_POLICY_DIR, 'ingest-gateway');
 
-await runService('ingest-gateway', Env, async ({ env, log, metrics }) => {
+await runService('ingest-gateway', IngestGatewayEnv, async ({ env, log, metrics }) => {
   const { publicJwk } = JSON.parse(readFileSync(env.MEMORY_SIGNING_KEY_FILE, 'utf8')) as SigningKeyPair;
   // An edge like the HTTP API: it seals the content of the commands it sends and reads none back.
   const sealed = await openSealedBus(env, `ingest-gateway-${env.MEMORY_INSTANCE_ID}`, 'edge');

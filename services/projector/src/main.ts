@@ -1,12 +1,11 @@
-import { DistributedEnv, WithMasterKeys, WithRedis, meteredBus, openSealedBus, openState, runService, systemClock } from '@gm/service-kit';
+import { meteredBus, openSealedBus, openState, runService, systemClock } from '@gm/service-kit';
+import { ProjectorEnv } from './env.ts';
 import { startPrimaryTarget } from './primary-target.ts';
 import { startPolicyProjector } from './policy-projector.ts';
 import { startProjector } from './projector.ts';
 
 /** projector as its own process: record hash, primary content, tombstones, memory.records, policy data. */
-const Env = DistributedEnv.extend({ ...WithRedis.shape, ...WithMasterKeys.shape });
-
-await runService('projector', Env, async ({ env, log, metrics }) => {
+await runService('projector', ProjectorEnv, async ({ env, log, metrics }) => {
   const sealed = await openSealedBus(env, 'projector', 'open', { onError: (err) => log.warn({ err }, 'key store poll failed') });
   // Consumer lag of every group this process runs, on /metrics.
   const bus = meteredBus(sealed.bus, metrics);

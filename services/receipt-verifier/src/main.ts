@@ -1,27 +1,17 @@
 import { readFileSync } from 'node:fs';
-import { z } from 'zod';
 import { DEFAULT_MODEL_DIR, loadThreadedOnnxEmbeddingModel } from '@gm/embedding';
 import type { ReceiptKeyPair } from '@gm/policy/receipts';
 import {
-  DistributedEnv, WithElasticsearch, WithMasterKeys, WithRedis, WithSemantic, loadPolicySetOrExit, meteredBus, openIndex, openSealedBus, openState, openSummaries, openVectors, parseEnvOrExit, runService, systemClock,
+  loadPolicySetOrExit, meteredBus, openIndex, openSealedBus, openState, openSummaries, openVectors, parseEnvOrExit, runService, systemClock,
 } from '@gm/service-kit';
+import { ReceiptVerifierEnv } from './env.ts';
 import { startReceiptSigner } from './receipts.ts';
 import { startReceiptVerifier } from './verifier.ts';
 
 /** receipt-verifier as its own process: probes every copy before a job may be verified, signs receipts. */
-const Env = DistributedEnv.extend({
-  ...WithRedis.shape,
-  ...WithElasticsearch.shape,
-  ...WithMasterKeys.shape,
-  ...WithSemantic.shape,
-  /** JSON `{privateJwk, publicJwk}` (Ed25519) that signs deletion receipts, as written by generate-credentials. */
-  MEMORY_RECEIPT_KEY_FILE: z.string().min(1),
-  /** The broker's policy set decides the replayed reads too (see MEMORY_POLICY_DIR there). */
-  MEMORY_POLICY_DIR: z.string().min(1).optional(),
-});
-const policySet = loadPolicySetOrExit(parseEnvOrExit(Env, process.env, 'receipt-verifier').MEMORY_POLICY_DIR, 'receipt-verifier');
+const policySet = loadPolicySetOrExit(parseEnvOrExit(ReceiptVerifierEnv, process.env, 'receipt-verifier').MEMORY_POLICY_DIR, 'receipt-verifier');
 
-await runService('receipt-verifier', Env, async ({ env, log, metrics }) => {
+await runService('receipt-verifier', ReceiptVerifierEnv, async ({ env, log, metrics }) => {
   const keys = JSON.parse(readFileSync(env.MEMORY_RECEIPT_KEY_FILE, 'utf8')) as ReceiptKeyPair;
   // Opens content (the replays' probes) and holds the key store: it runs the `key` target.
   const sealed = await openSealedBus(env, 'receipt-verifier', 'open', { onError: (err) => log.warn({ err }, 'key store poll failed') });

@@ -1,31 +1,18 @@
 import { readFileSync } from 'node:fs';
-import { hostname } from 'node:os';
-import { z } from 'zod';
 import { TOPICS } from '@gm/contracts';
 import { DEFAULT_MODEL_DIR, loadThreadedOnnxEmbeddingModel } from '@gm/embedding';
 import type { SigningKeyPair } from '@gm/policy';
 import {
-  DistributedEnv, WithElasticsearch, WithMasterKeys, WithRedis, WithSemantic, brokerEnvShape, brokerSettingsOf, loadPolicySetOrExit, meteredBus, openIndex, openSealedBus, openState, openSummaries, openVectors, parseEnvOrExit, runService, systemClock,
+  brokerSettingsOf, loadPolicySetOrExit, meteredBus, openIndex, openSealedBus, openState, openSummaries, openVectors, parseEnvOrExit, runService, systemClock,
 } from '@gm/service-kit';
+import { RetrievalBrokerEnv } from './env.ts';
 import { startRetrievalBroker } from './start.ts';
 
 /** retrieval-broker as its own process: the HTTP API of design §9. Scale it by adding instances. */
-const Env = DistributedEnv.extend({
-  ...WithRedis.shape,
-  ...WithElasticsearch.shape,
-  ...brokerEnvShape,
-  ...WithMasterKeys.shape,
-  ...WithSemantic.shape,
-  /** JSON `{privateJwk, publicJwk}` (Ed25519), as written by the embedded runtime or the stack launcher. */
-  MEMORY_SIGNING_KEY_FILE: z.string().min(1),
-  MEMORY_ISSUER_CREDENTIAL_FILE: z.string().min(1),
-  MEMORY_INSTANCE_ID: z.string().regex(/^[A-Za-z0-9._-]+$/).default(`${hostname()}-${process.pid}`),
-});
-
-const env = parseEnvOrExit(Env, process.env, 'retrieval-broker');
+const env = parseEnvOrExit(RetrievalBrokerEnv, process.env, 'retrieval-broker');
 const policySet = loadPolicySetOrExit(env.MEMORY_POLICY_DIR, 'retrieval-broker');
 
-await runService('retrieval-broker', Env, async ({ env, log, metrics }) => {
+await runService('retrieval-broker', RetrievalBrokerEnv, async ({ env, log, metrics }) => {
   const signing = JSON.parse(readFileSync(env.MEMORY_SIGNING_KEY_FILE, 'utf8')) as SigningKeyPair;
   const issuerCredential = readFileSync(env.MEMORY_ISSUER_CREDENTIAL_FILE, 'utf8').trim();
   if (issuerCredential.length < 32) throw new Error('MEMORY_ISSUER_CREDENTIAL_FILE must hold at least 32 characters');

@@ -1,7 +1,6 @@
 import { DEFAULT_MODEL_DIR, loadThreadedOnnxEmbeddingModel } from '@gm/embedding';
-import {
-  DistributedEnv, WithElasticsearch, WithMasterKeys, WithRedis, WithSemantic, meteredBus, openSealedBus, openState, openVectors, runService, systemClock,
-} from '@gm/service-kit';
+import { meteredBus, openSealedBus, openState, openVectors, runService, systemClock } from '@gm/service-kit';
+import { VectorIndexerEnv } from './env.ts';
 import { startVectorIndexer } from './vector-indexer.ts';
 import { startVectorTargets } from './vector-targets.ts';
 
@@ -10,9 +9,7 @@ import { startVectorTargets } from './vector-targets.ts';
  * embedded by the local model; everything else removed; and the `vector` deletion target.
  * Scaled like the other consumer groups: each instance embeds the partitions it holds.
  */
-const Env = DistributedEnv.extend({ ...WithElasticsearch.shape, ...WithRedis.shape, ...WithMasterKeys.shape, ...WithSemantic.shape });
-
-await runService('vector-indexer', Env, async ({ env, log, metrics }) => {
+await runService('vector-indexer', VectorIndexerEnv, async ({ env, log, metrics }) => {
   if (env.MEMORY_SEMANTIC === 'off') {
     // A stack without vectors runs no indexer; starting one anyway is a configuration error, said plainly.
     throw new Error('MEMORY_SEMANTIC=off: this stack keeps no vectors, so the vector-indexer has nothing to do; do not start it');

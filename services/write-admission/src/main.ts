@@ -1,15 +1,10 @@
-import {
-  DistributedEnv, WithMasterKeys, WithRedis, admissionEnvShape, admissionSettingsOf, duration, meteredBus, openSealedBus, openState, runService, ttlPolicyOf, ttlShape,
-} from '@gm/service-kit';
+import { admissionSettingsOf, meteredBus, openSealedBus, openState, runService, ttlPolicyOf } from '@gm/service-kit';
 import { startTransitSweeper } from '@gm/crypto';
 import { WRITE_ADMISSION_GROUP, startWriteAdmission } from './admission.ts';
+import { WriteAdmissionEnv } from './env.ts';
 
 /** write-admission as its own process: the single writer of memory.events (design §4). */
-const Env = DistributedEnv.extend({
-  MEMORY_IDEMPOTENCY_WINDOW: duration('24h'), ...ttlShape, ...admissionEnvShape, ...WithMasterKeys.shape, ...WithRedis.shape,
-});
-
-await runService('write-admission', Env, async ({ env, log, metrics }) => {
+await runService('write-admission', WriteAdmissionEnv, async ({ env, log, metrics }) => {
   // The only service that creates keys, so the one that re-wraps KEKs after a master-key rotation.
   const sealed = await openSealedBus(env, 'write-admission', 'open', { rotate: true, onError: (err) => log.warn({ err }, 'key store poll failed') });
   if (sealed.rotation) log.info({ ...sealed.rotation }, 'subject keys re-wrapped with the active master key');

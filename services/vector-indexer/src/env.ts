@@ -1,0 +1,4 @@
+import { DistributedEnv, WithElasticsearch, WithMasterKeys, WithRedis, WithSemantic } from '@gm/service-kit';
+
+/** The vector-indexer's environment (main.ts); `pnpm docs:config` renders it into docs/distributed.md. */
+export const VectorIndexerEnv = DistributedEnv.extend({ ...WithElasticsearch.shape, ...WithRedis.shape, ...WithMasterKeys.shape, ...WithSemantic.shape });
