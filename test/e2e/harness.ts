@@ -132,6 +132,8 @@ export interface ApiOptions {
   body?: unknown;
   raw?: string;
   headers?: Record<string, string>;
+  /** `manual` answers a redirect itself instead of following it (fetch's default). */
+  redirect?: 'follow' | 'manual' | 'error';
 }
 
 /** A JSON-over-HTTP client for the API at `baseUrl()` (read per call: a restart may move it). */
@@ -142,7 +144,9 @@ export function apiClient(baseUrl: () => string): TestRuntime['api'] {
     let payload: string | undefined = options.raw;
     if (options.body !== undefined) payload = JSON.stringify(options.body);
     if (payload !== undefined && !headers['content-type']) headers['content-type'] = 'application/json';
-    const response = await fetch(`${baseUrl()}${route}`, { method, headers, ...(payload === undefined ? {} : { body: payload }) });
+    const response = await fetch(`${baseUrl()}${route}`, {
+      method, headers, ...(payload === undefined ? {} : { body: payload }), ...(options.redirect ? { redirect: options.redirect } : {}),
+    });
     const text = await response.text();
     let body: unknown = text;
     try {

@@ -100,6 +100,11 @@ describe('subject summaries over the API', () => {
     const hidden = await rt.api('GET', '/v1/subjects/cust-birch/summary', { token: mapleReader });
     expect([unknown.status, unknown.text]).toEqual([200, '{"items":[]}']);
     expect([hidden.status, hidden.text]).toEqual([200, '{"items":[]}']);
+    // A string that cannot be an id names no subject either: the same answer, never a 404.
+    for (const notAnId of ['a%20b', '%C3%BC', 'semi;colon', 'x'.repeat(128).replace(/^x/, '~')]) {
+      const res = await rt.api('GET', `/v1/subjects/${notAnId}/summary`, { token: mapleReader });
+      expect([res.status, res.text], notAnId).toEqual([200, '{"items":[]}']);
+    }
     const planner = await rt.issue({ agentId: 'plan-bot', principal: { id: 'alice', kind: 'person' }, scopes: [MAPLE, BIRCH], purpose: 'planning', actions: ['search'] });
     expect((await summaryOf('cust-birch', planner)).items).toEqual([]);
     expect((await summaryOf('cust-birch')).items).toHaveLength(1);

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { Action } from './capability.ts';
 import { LIMITS } from './limits.ts';
 import {
-  Content, Id, IsoTime, MemoryKind, Principal, PrincipalKind, Purpose, ResourceRef, Sensitivity, Trust, Visibility,
+  Content, Id, IsoTime, MemoryKind, Principal, PrincipalKind, Purpose, ResourceRef, Sensitivity, Visibility, WriteTrust,
 } from './primitives.ts';
 import { Delegation, Grant, LegalHold } from './policy.ts';
 import { Provenance, RecordStatus } from './record.ts';
@@ -42,7 +42,7 @@ export const WriteMemoryRequest = z
     kind: MemoryKind,
     content: Content,
     provenance: z.array(Provenance).min(1).max(LIMITS.maxProvenance),
-    trust: Trust,
+    trust: WriteTrust,
     confidence: z.number().min(0).max(1).default(0.5),
     expiresAt: IsoTime.optional(),
     supersedesId: Id.optional(),
@@ -62,9 +62,13 @@ export const WriteMemoryBatchRequest = z.object({ items: z.array(z.unknown()).mi
 export const WriteMemoryBatchItem = WriteMemoryRequest.extend({ idempotencyKey: Id.optional() }).strict();
 export type WriteMemoryBatchItem = z.infer<typeof WriteMemoryBatchItem>;
 
+/** POST /v1/memories/{id}/promote: the version reviewed, and optionally a wider visibility. */
 export const VersionedRequest = z
   .object({ expectedVersion: z.number().int().min(0), visibility: Visibility.optional() })
   .strict();
+
+/** POST /v1/memories/{id}/reject: the version reviewed; a rejection moves nothing, so it takes no visibility. */
+export const RejectRequest = VersionedRequest.omit({ visibility: true }).strict();
 
 export const SearchMode = z.enum(['lexical', 'semantic', 'hybrid']);
 export type SearchMode = z.infer<typeof SearchMode>;
@@ -268,6 +272,7 @@ export type IssueCapabilityResponse = z.infer<typeof IssueCapabilityResponse>;
 export type MutationResponse = z.infer<typeof MutationResponse>;
 export type WriteMemoryBatchRequest = z.infer<typeof WriteMemoryBatchRequest>;
 export type VersionedRequest = z.infer<typeof VersionedRequest>;
+export type RejectRequest = z.infer<typeof RejectRequest>;
 export type DeletionAccepted = z.infer<typeof DeletionAccepted>;
 export type WriteMemoryBatchResponse = z.infer<typeof WriteMemoryBatchResponse>;
 export type AsyncWriteAccepted = z.infer<typeof AsyncWriteAccepted>;

@@ -37,6 +37,10 @@ export type MemoryKind = z.infer<typeof MemoryKind>;
 export const Trust = z.enum(['untrusted', 'trusted', 'verified']);
 export type Trust = z.infer<typeof Trust>;
 
+/** What a writer may claim: `verified` is granted by a reviewed promotion only, never written. */
+export const WriteTrust = Trust.exclude(['verified'], { error: 'a writer claims "untrusted" or "trusted"; "verified" is granted by promotion only' });
+export type WriteTrust = z.infer<typeof WriteTrust>;
+
 export const Sha256Hex = z.string().regex(/^[0-9a-f]{64}$/);
 
 /** UTF-8 byte length; the 32 KiB bound of §5.1 is on bytes, not UTF-16 units. */

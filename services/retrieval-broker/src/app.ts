@@ -1,7 +1,9 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
 import rateLimit from '@fastify/rate-limit';
-import { GovernedMemoryError, isGovernedMemoryError } from '@gm/contracts';
+import { GovernedMemoryError, LIMITS, isGovernedMemoryError } from '@gm/contracts';
+import { apiReference } from './api-reference.ts';
 import type { BrokerDeps } from './deps.ts';
+import { clientErrorHandler, frameworkProblem, routerError } from './edge-errors.ts';
 import { problemOf } from './problem.ts';
 import { capabilityRoutes } from './routes/capabilities.ts';
 import { deletionRoutes } from './routes/deletion.ts';
@@ -26,21 +28,8 @@ function rateLimitKey(authorization: string | undefined, ip: string): string {
   }
 }
 
-/** Framework errors by their stable codes (never by message text). */
-function frameworkProblem(err: FastifyError): { status: number; code: GovernedMemoryError['code']; detail: string } {
-  switch (err.code) {
-    case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return { status: 413, code: 'MEM_PAYLOAD_TOO_LARGE', detail: 'the request body is too large' };
-    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return { status: 415, code: 'MEM_VALIDATION', detail: 'send application/json' };
-    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-    case 'FST_ERR_CTP_INVALID_JSON_BODY':
-      return { status: 400, code: 'MEM_VALIDATION', detail: 'the body is not valid JSON' };
-    default:
-      if (err.statusCode === 400) return { status: 400, code: 'MEM_VALIDATION', detail: 'the request is malformed' };
-      return { status: 500, code: 'MEM_INTERNAL', detail: 'internal error' };
-  }
-}
+/** Probes that are never rate-limited. */
+const UNLIMITED_ROUTES: ReadonlySet<string> = new Set(['/healthz', '/readyz', '/metrics']);
 
 export async function buildApp(deps: BrokerDeps): Promise<FastifyInstance> {
   const app = Fastify({
@@ -51,7 +40,12 @@ export async function buildApp(deps: BrokerDeps): Promise<FastifyInstance> {
     bodyLimit: deps.config.bodyLimitBytes,
     requestTimeout: deps.config.requestTimeoutMs,
     genReqId: () => crypto.randomUUID(),
-    return503OnClosing: true,
+    // Every id routes (Fastify's default bound is 100 characters); anything longer is a 414.
+    routerOptions: { maxParamLength: LIMITS.maxIdLength },
+    frameworkErrors: routerError,
+    clientErrorHandler: clientErrorHandler(deps.log),
+    // Answered below instead, as problem+json: Fastify's own 503 has a body of its own shape.
+    return503OnClosing: false,
   });
 
   // JSON only: a text body would otherwise reach the handlers as a string.
@@ -75,6 +69,14 @@ export async function buildApp(deps: BrokerDeps): Promise<FastifyInstance> {
   app.setNotFoundHandler((request, reply) =>
     reply.code(404).type('application/problem+json').send(problemOf('MEM_NOT_FOUND', 'no such route', request.id)),
   );
+  // While closing, every request is a retriable 503 (the error handler adds Retry-After); Fastify adds Connection: close.
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  app.addHook('onRequest', async () => {
+    if (closing) throw new GovernedMemoryError('MEM_UNAVAILABLE', 'this server is shutting down; retry', { retriable: true });
+  });
   // After the body is parsed (a parser's stream events would leave the scope): the query audit's request.
   app.addHook('preHandler', (request, _reply, done) => inRequestScope(request.id, done));
   app.addHook('onResponse', async (request, reply) => {
@@ -87,7 +89,8 @@ export async function buildApp(deps: BrokerDeps): Promise<FastifyInstance> {
   await app.register(rateLimit, {
     max: deps.config.rateLimitPerMinute,
     timeWindow: 60_000,
-    allowList: (request) => ['/healthz', '/readyz', '/metrics'].includes(request.url),
+    // By route, not URL: a probe's query string does not make it count.
+    allowList: (request) => UNLIMITED_ROUTES.has(request.routeOptions.url ?? ''),
     keyGenerator: (request) => rateLimitKey(request.headers.authorization, request.ip),
     errorResponseBuilder: () => new GovernedMemoryError('MEM_RATE_LIMITED', 'too many requests for this capability; slow down'),
   });
@@ -100,5 +103,6 @@ export async function buildApp(deps: BrokerDeps): Promise<FastifyInstance> {
   summaryRoutes(app, deps);
   deletionRoutes(app, deps);
   policyRoutes(app, deps);
+  await apiReference(app);
   return app;
 }

@@ -32,19 +32,20 @@ export const STATUS_OF: Record<ErrorCode, number> = {
 };
 
 const TITLES: Record<number, string> = {
-  400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 409: 'Conflict', 413: 'Payload Too Large',
-  415: 'Unsupported Media Type', 422: 'Unprocessable Content', 429: 'Too Many Requests', 500: 'Internal Server Error',
-  503: 'Service Unavailable',
+  400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 408: 'Request Timeout', 409: 'Conflict',
+  413: 'Payload Too Large', 414: 'URI Too Long', 415: 'Unsupported Media Type', 422: 'Unprocessable Content',
+  429: 'Too Many Requests', 431: 'Request Header Fields Too Large', 500: 'Internal Server Error', 503: 'Service Unavailable',
 };
 
-export function problemOf(code: ErrorCode, detail: string, requestId: string, status = STATUS_OF[code]): Problem {
+/** `requestId` is absent only where no request was parsed (a connection error). */
+export function problemOf(code: ErrorCode, detail: string, requestId: string | undefined, status = STATUS_OF[code]): Problem {
   return {
     type: `https://governed-memory.dev/problems/${code.toLowerCase().replaceAll('_', '-')}`,
     title: TITLES[status] ?? 'Error',
     status,
     code,
     detail,
-    requestId,
+    ...(requestId === undefined ? {} : { requestId }),
   };
 }
 

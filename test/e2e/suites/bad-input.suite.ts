@@ -57,6 +57,16 @@ export const badInputSuite = (start: StartRuntime) => describe('bad input and ho
     expect(res.text).not.toContain('Secret-ish payload');
   });
 
+  it('routes every id up to 128 characters, and answers a longer path segment 414', async () => {
+    const longest = 'i'.repeat(128);
+    expect((await rt.api('POST', '/v1/memories', { token: writer, body: memory({ id: longest }) })).status).toBe(201);
+    expect((await rt.api('GET', `/v1/memories/${longest}`, { token: writer })).body.id).toBe(longest);
+    const tooLong = await rt.api('GET', `/v1/memories/${longest}i`, { token: writer });
+    expect([tooLong.status, tooLong.body.code, tooLong.contentType]).toEqual([414, 'MEM_VALIDATION', expect.stringContaining('application/problem+json')]);
+    const undecodable = await rt.api('GET', '/v1/memories/%E0%A4%A', { token: writer });
+    expect([undecodable.status, undecodable.body.code, undecodable.contentType]).toEqual([400, 'MEM_VALIDATION', expect.stringContaining('application/problem+json')]);
+  });
+
   describe('capabilities', () => {
     it('401 without a token, with a stable code', async () => {
       const res = await rt.api('POST', '/v1/search', { body: { query: 'x' } });
@@ -140,6 +150,8 @@ export const badInputSuite = (start: StartRuntime) => describe('bad input and ho
       expect(last.status).toBe(429);
       expect(last.body.code).toBe('MEM_RATE_LIMITED');
       expect(last.contentType).toContain('application/problem+json');
+      // The probes are never limited, with a query string or without.
+      for (let i = 0; i < 5; i += 1) expect((await limited.api('GET', '/healthz?probe=1')).status).toBe(200);
     } finally {
       await limited.close();
     }

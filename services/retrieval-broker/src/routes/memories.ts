@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import {
-  GovernedMemoryError, LIVE_STATUSES, VersionedRequest, WriteMemoryBatchRequest, WriteMemoryRequest,
-  type Action, type CapabilityClaims, type MemoryCommand, type RecordMeta,
+  GovernedMemoryError, LIVE_STATUSES, RejectRequest, VersionedRequest, WriteMemoryBatchRequest, WriteMemoryRequest,
+  type Action, type CapabilityClaims, type MemoryCommand, type RecordMeta, type Visibility,
 } from '@gm/contracts';
 import { authorizesPartition } from '@gm/policy';
 import { authenticate } from '../auth.ts';
@@ -66,12 +66,14 @@ export function memoryRoutes(app: FastifyInstance, deps: BrokerDeps): void {
     return reply.code(respondAsync ? 202 : 200).send({ items: answer.items, consistencyToken });
   });
 
+  // A rejection moves nothing: its body has no visibility (422 when one is sent).
   const review = (path: string, type: 'PromoteMemory' | 'RejectQuarantined', action: 'promote' | 'review') =>
     app.post(path, async (request, reply) => {
       const claims = await authenticate(request, deps.verifier, deps.clock, action);
       const carried = requestPoint(deps, request, claims.tenant);
       const id = pathId(request, 'id');
-      const body = parseBody(VersionedRequest, request.body);
+      const body: { expectedVersion: number; visibility?: Visibility | undefined } =
+        parseBody(type === 'PromoteMemory' ? VersionedRequest : RejectRequest, request.body);
       const meta = await authorizedRecord(deps, claims, id, action);
       if (body.visibility !== undefined && body.visibility !== meta.visibility) {
         // A promotion that moves the record moves it only where this reviewer may promote to.

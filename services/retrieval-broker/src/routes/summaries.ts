@@ -1,16 +1,18 @@
 import type { FastifyInstance } from 'fastify';
+import { Id } from '@gm/contracts';
 import { authenticate } from '../auth.ts';
 import { SUMMARY_GROUPS, awaitConsistency } from '../consistency.ts';
 import type { BrokerDeps } from '../deps.ts';
-import { pathId } from '../http.ts';
 import { subjectSummaries } from '../summaries.ts';
 
 export function summaryRoutes(app: FastifyInstance, deps: BrokerDeps): void {
   // Action `search`: a summary is a derived search result, governed by the same partitions.
   app.get('/v1/subjects/:subjectId/summary', async (request) => {
     const claims = await authenticate(request, deps.verifier, deps.clock, 'search');
-    const subjectId = pathId(request, 'subjectId');
+    const subjectId = Id.safeParse((request.params as { subjectId?: unknown }).subjectId);
     await awaitConsistency(deps, request, claims.tenant, SUMMARY_GROUPS);
-    return subjectSummaries(deps, claims, subjectId, deps.clock.now());
+    // A string that is not an id names no subject: the same {items: []} as an unknown or unreadable one.
+    if (!subjectId.success) return { items: [] };
+    return subjectSummaries(deps, claims, subjectId.data, deps.clock.now());
   });
 }
