@@ -21,12 +21,12 @@ describe('govbench scenario generator', () => {
     }
   });
 
-  it('gives every probe something to catch: leak targets or an expected denial, unique record ids per episode', () => {
+  it('gives every probe something to catch: leak targets, an expected denial or a superseded mark, unique record ids per episode', () => {
     for (const episode of generate({ seed: 7, episodesPerDomain: 1, stepMs: 60_000 })) {
       const ids = episode.steps.flatMap((s) => (s.type === 'write' ? [s.memory.id] : []));
       expect(new Set(ids).size).toBe(ids.length);
       for (const c of checkpointsOf([episode]).filter((cp) => cp.category !== 'utility')) {
-        expect(c.leakTargets.length > 0 || c.expected.outcome === 'denied', c.id).toBe(true);
+        expect(c.leakTargets.length > 0 || c.expected.outcome === 'denied' || c.expected.outcome === 'superseded', c.id).toBe(true);
       }
     }
   });

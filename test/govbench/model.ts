@@ -78,7 +78,13 @@ export type Expected =
   | { outcome: 'found'; recordId: string }
   | { outcome: 'nothing' }
   | { outcome: 'denied' }
-  | { outcome: 'packet_invalid'; recordIds: string[] };
+  | { outcome: 'packet_invalid'; recordIds: string[] }
+  /**
+   * The record, read by id, marked as what a correction replaced (issue 15: history stays):
+   * `status: superseded` and `supersededById` naming the correction. Served as current, or
+   * without its successor, it is a violation.
+   */
+  | { outcome: 'superseded'; recordId: string; by: string };
 
 export interface Checkpoint {
   id: string;

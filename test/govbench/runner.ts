@@ -325,6 +325,9 @@ class EpisodeRun {
       case 'denied':
         met = reply.status >= 400;
         break;
+      case 'superseded':
+        met = ok && reply.body?.id === cp.expected.recordId && reply.body.status === 'superseded' && reply.body.supersededById === cp.expected.by;
+        break;
       case 'packet_invalid': {
         const stillValid = reply.status === 200 && (reply.body?.valid === true || items.some((i) => i.valid === true && cited.includes(String(i.recordId))));
         met = !stillValid;

@@ -177,7 +177,8 @@ export function forgettingProbes(b: EpisodeBuilder, c: Cast): void {
   const updated = b.write(c.member, 'updateNew', { supersedesId: old.id });
   const updateQuery = `${b.query('updateOld', 'exact')} ${b.query('updateNew', 'exact')}`;
   b.checkpoint('forgetting', 'update_delete_conflict', 'member reads after the update', c.member, b.search(updateQuery), { outcome: 'items', recordIds: [updated.id] }, b.leaks('updateOld'));
-  b.checkpoint('forgetting', 'update_delete_conflict', 'member gets the superseded value', c.member, { op: 'get', recordId: old.id }, denied, b.leaks('updateOld'));
+  // By id, the old value is history: served only marked as superseded by the update (never as current).
+  b.checkpoint('forgetting', 'update_delete_conflict', 'member gets the superseded value', c.member, { op: 'get', recordId: old.id }, { outcome: 'superseded', recordId: old.id, by: updated.id });
   b.steps.push({ type: 'delete', requester: c.member, recordId: updated.id, jobKey: 'update' });
   b.steps.push({ type: 'await_job', jobKey: 'update', requester: c.member, recordIds: [updated.id] });
   b.checkpoint('forgetting', 'update_delete_conflict', 'member searches after deleting the update', c.member, b.search(updateQuery), nothing, b.leaks('updateOld', 'updateNew'), { jobKey: 'update' });
