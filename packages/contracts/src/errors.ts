@@ -21,6 +21,8 @@ export const ERROR_CODES = [
   'MEM_INTERNAL',
   'MEM_INVALID_CONSISTENCY_TOKEN',
   'MEM_NOT_YET_CONSISTENT',
+  /** An Idempotency-Key used again, within its window, for a different request (IETF Idempotency-Key draft: 422). */
+  'MEM_IDEMPOTENCY_MISMATCH',
   'CAP_MISSING',
   'CAP_INVALID',
   'CAP_EXPIRED',

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { Actor } from './capability.ts';
-import { Id, IsoTime } from './primitives.ts';
+import { Id, IsoTime, Sha256Hex } from './primitives.ts';
 
 /**
  * Metadata every command and event carries. `now` is the time the command was accepted at
@@ -14,6 +14,12 @@ export const MessageMetadata = z
     actor: Actor,
     now: IsoTime,
     idempotencyKey: Id.optional(),
+    /**
+     * sha256 of what the caller asked, beside its idempotency key (write-edge `requestFingerprint`):
+     * a key used again for another request is refused (MEM_IDEMPOTENCY_MISMATCH) instead of being
+     * answered with the first request's result.
+     */
+    requestHash: Sha256Hex.optional(),
     policyRevision: z.number().int().min(0),
     /** Answered asynchronously (202): write-admission's reply asks for its outcome to be kept for GET /v1/commands/{commandId}. */
     storeOutcome: z.literal(true).optional(),

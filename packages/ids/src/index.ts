@@ -1,1 +1,2 @@
 export * from './ulid.ts';
+export * from './derived.ts';

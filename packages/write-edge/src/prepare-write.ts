@@ -87,7 +87,7 @@ export async function prepareWrite(
         ...(body.expiresAt === undefined ? {} : { expiresAt: body.expiresAt }),
         ...(body.supersedesId === undefined ? {} : { supersedesId: body.supersedesId }),
       },
-      metadata: metadataAt(deps.clock, claims, body.subjectId, idempotencyKey, policyRevision),
+      metadata: metadataAt(deps.clock, claims, body.subjectId, idempotencyKey, policyRevision, { operation: 'WriteMemory', body }),
     },
   };
 }

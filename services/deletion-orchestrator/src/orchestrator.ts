@@ -3,6 +3,7 @@ import {
   DeletionAck, MemoryEvent, TOPICS, dlqTopic, serviceActor, subjectKey,
   type Clock, type DeletionJob, type DeletionTarget, type DeletionTask, type MemoryCommand, type ServiceHandle,
 } from '@gm/contracts';
+import { derivedId } from '@gm/ids';
 import type { Logger, Metrics } from '@gm/observability';
 import { periodic } from '@gm/service-kit';
 import type { StateStore } from '@gm/state-store';
@@ -303,7 +304,7 @@ export class DeletionOrchestrator {
       type,
       data: { id, jobId: job.jobId },
       metadata: {
-        commandId: `${type === 'TombstoneMemory' ? 'tomb' : 'purge'}.${job.jobId}.${id}`.slice(0, 128),
+        commandId: derivedId(type === 'TombstoneMemory' ? 'tomb' : 'purge', job.jobId, id),
         tenantId: job.tenant,
         subjectId: job.subjectId,
         actor: serviceActor('deletion-orchestrator'),

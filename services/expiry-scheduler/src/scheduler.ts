@@ -5,6 +5,7 @@ import {
   type Clock, type CommandOf, type MemoryEvent, type ServiceHandle,
 } from '@gm/contracts';
 import { endedRecordIds } from '@gm/domain';
+import { derivedId } from '@gm/ids';
 import type { Logger } from '@gm/observability';
 import type { KvWrite, ScheduledExpiry, StateStore } from '@gm/state-store';
 
@@ -57,7 +58,7 @@ export async function sendExpiries(bus: Bus, due: ScheduledExpiry[], now: Date):
     type: 'ExpireMemory',
     data: { id: d.recordId },
     metadata: {
-      commandId: `expire.${d.dueAtMs}.${d.tenantId}.${d.recordId}`.slice(0, 128),
+      commandId: derivedId('expire', d.dueAtMs, d.tenantId, d.recordId),
       tenantId: d.tenantId,
       subjectId: d.subjectId,
       actor: serviceActor('expiry-scheduler'),

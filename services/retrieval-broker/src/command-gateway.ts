@@ -156,7 +156,7 @@ export class CommandGateway {
     const reply = new Promise<CommandReply>((resolve, reject) => {
       this.pending.set(commandId, resolve);
       timer = setTimeout(
-        () => reject(new GovernedMemoryError('MEM_TIMEOUT', 'no reply from write-admission in time; retrying with the same Idempotency-Key is safe', { retriable: true })),
+        () => reject(new GovernedMemoryError('MEM_TIMEOUT', 'no reply from write-admission in time; the command may still be decided: a retry with the same Idempotency-Key gets its result, a retry without one is a new request', { retriable: true })),
         this.options.replyTimeoutMs,
       );
     });

@@ -61,10 +61,14 @@ export const capability = (action: Action | string): readonly Failure[] => [
 
 export const ISSUER = fail('ISSUER_UNAUTHORIZED', 'the issuer credential is missing or wrong (a capability is not one)');
 export const BODY_INVALID = fail('MEM_VALIDATION', 'the body breaks the schema: a missing or unknown field, a value out of its bounds (the detail names fields and rules, never values)');
-export const IDEMPOTENCY_KEY = fail('MEM_VALIDATION', `the Idempotency-Key header is not 1–${LIMITS.maxIdLength} letters, digits and . _ : @ -`);
+/** The Idempotency-Key header: malformed, or used again for another request. */
+export const IDEMPOTENCY: readonly Failure[] = [
+  fail('MEM_VALIDATION', `the Idempotency-Key header is not 1–${LIMITS.maxIdLength} letters, digits and . _ : @ -`),
+  fail('MEM_IDEMPOTENCY_MISMATCH', 'this Idempotency-Key was used within its window (MEMORY_IDEMPOTENCY_WINDOW) for another request of this agent and subject: nothing is written; send the new request with a new key'),
+];
 export const TOKEN = fail('MEM_INVALID_CONSISTENCY_TOKEN', 'the Consistency-Token header is malformed, altered, of another deployment or for another tenant (checked before anything is sent)');
 export const NOT_YET_CONSISTENT = fail('MEM_NOT_YET_CONSISTENT', 'the projections did not pass the Consistency-Token within MEMORY_READ_YOUR_WRITES_TIMEOUT (retriable)');
-export const REPLY_TIMEOUT = fail('MEM_TIMEOUT', 'write-admission did not answer in time; retrying with the same Idempotency-Key is safe (retriable)');
+export const REPLY_TIMEOUT = fail('MEM_TIMEOUT', 'write-admission did not answer in time; the command may still be decided: a retry with the same Idempotency-Key gets its result, one without a key is a new request (retriable)');
 export const POLICY_TIMEOUT = fail('MEM_TIMEOUT', 'the policy projector did not apply the change in time; it is recorded and takes effect once applied, repeating is safe (retriable)');
 export const IMPERSONATION = fail('MEM_IMPERSONATION', 'the body names another tenant than the capability');
 export const SCOPE = fail('CAP_SCOPE_DENIED', 'the resource is outside the capability\'s scopes');

@@ -9,7 +9,7 @@ import {
 import { API_REFERENCE_PATH } from './api-reference.ts';
 import { EXAMPLES, type ExampleName } from './openapi-examples.ts';
 import {
-  ANY_REQUEST, BODY_FRAMING, BODY_INVALID, CAPABILITY, ID_TAKEN, IDEMPOTENCY_KEY, IMPERSONATION, INTERNAL, ISSUER, NOT_YET_CONSISTENT, OUTAGE,
+  ANY_REQUEST, BODY_FRAMING, BODY_INVALID, CAPABILITY, ID_TAKEN, IDEMPOTENCY, IMPERSONATION, INTERNAL, ISSUER, NOT_YET_CONSISTENT, OUTAGE,
   PATH_PARAMETER, POLICY_TIMEOUT, RATE_LIMITED, RECORD_NOT_FOUND, REPLY_TIMEOUT, REVIEW_DECISION, SCOPE, TOKEN, WRITE_DECISION, WRITE_EDGE,
   byStatus, capability, notFound, type Failure,
 } from './openapi-failures.ts';
@@ -203,7 +203,7 @@ const PATHS: Record<string, Partial<Record<'get' | 'post' | 'delete', Operation>
           examples: ['asyncWriteResponse'], headers: ASYNC_HEADERS, links: { outcome: link('getCommand', 'commandId', 'commandId', 'how far the write got') },
         }),
       },
-      failures: [...capability('write'), TOKEN, BODY_INVALID, IDEMPOTENCY_KEY, ...WRITE_EDGE, ...WRITE_DECISION, REPLY_TIMEOUT, BACKLOG, ...SERVED],
+      failures: [...capability('write'), TOKEN, BODY_INVALID, ...IDEMPOTENCY, ...WRITE_EDGE, ...WRITE_DECISION, REPLY_TIMEOUT, BACKLOG, ...SERVED],
       problemExamples: { 422: 'writeInvalid' },
     },
   },
@@ -256,7 +256,7 @@ const PATHS: Record<string, Partial<Record<'get' | 'post' | 'delete', Operation>
       parameters: [pathId('id', 'the record\'s id'), idempotencyKey, consistencyToken],
       responses: mutation('202', { schema: 'DeletionAccepted', description: 'the deletion job (an earlier one, if the record is already being deleted)', examples: ['deletionAccepted'], links: JOB_LINK }),
       failures: [
-        ...capability('request_delete'), TOKEN, RECORD_NOT_FOUND, IDEMPOTENCY_KEY, REPLY_TIMEOUT,
+        ...capability('request_delete'), TOKEN, RECORD_NOT_FOUND, ...IDEMPOTENCY, REPLY_TIMEOUT,
         { status: STATUS_OF.MEM_CONFLICT, code: 'MEM_CONFLICT', when: 'a revocation of this record is in progress; retry once it completes (retriable)' },
         notFound('the record was purged meanwhile'), ...SERVED,
       ],
@@ -277,7 +277,7 @@ const PATHS: Record<string, Partial<Record<'get' | 'post' | 'delete', Operation>
       body: { schema: 'PromoteRequest', required: true, examples: ['promoteRequest'] },
       responses: mutation('200', { schema: 'MutationResponse', description: 'promoted: active and verified', examples: ['promoteResponse'], links: { read: READ_LINK } }),
       failures: [
-        ...capability('promote'), TOKEN, RECORD_NOT_FOUND, BODY_INVALID, IDEMPOTENCY_KEY, REPLY_TIMEOUT, ...REVIEW_DECISION,
+        ...capability('promote'), TOKEN, RECORD_NOT_FOUND, BODY_INVALID, ...IDEMPOTENCY, REPLY_TIMEOUT, ...REVIEW_DECISION,
         { status: STATUS_OF.MEM_FORBIDDEN, code: 'MEM_FORBIDDEN', when: 'no grant lets this reviewer move the record to that visibility' },
         { status: STATUS_OF.MEM_INVALID_TRANSITION, code: 'MEM_INVALID_TRANSITION', when: 'the record has expired, is active and not widened, or cannot be promoted in its status' },
         ...SERVED,
@@ -291,7 +291,7 @@ const PATHS: Record<string, Partial<Record<'get' | 'post' | 'delete', Operation>
       body: { schema: 'RejectRequest', required: true, examples: ['rejectRequest'], description: 'the version reviewed; a rejection moves nothing, so `visibility` is refused (422)' },
       responses: mutation('200', { schema: 'MutationResponse', description: 'tombstoned', examples: ['rejectResponse'] }),
       failures: [
-        ...capability('review'), TOKEN, RECORD_NOT_FOUND, BODY_INVALID, IDEMPOTENCY_KEY, REPLY_TIMEOUT, ...REVIEW_DECISION,
+        ...capability('review'), TOKEN, RECORD_NOT_FOUND, BODY_INVALID, ...IDEMPOTENCY, REPLY_TIMEOUT, ...REVIEW_DECISION,
         { status: STATUS_OF.MEM_INVALID_TRANSITION, code: 'MEM_INVALID_TRANSITION', when: 'only a quarantined memory can be rejected' },
         ...SERVED,
       ],
@@ -350,7 +350,7 @@ const PATHS: Record<string, Partial<Record<'get' | 'post' | 'delete', Operation>
       operationId: 'forgetSubject', tag: 'deletion', summary: 'Forget a subject: every record about it in the tenant', auth: { action: 'request_delete' },
       parameters: [pathId('subjectId', 'the subject'), idempotencyKey, consistencyToken],
       responses: mutation('202', { schema: 'DeletionAccepted', description: 'the deletion job, the same whether the subject had records or not', examples: ['deletionAccepted'], links: JOB_LINK }),
-      failures: [...capability('request_delete'), TOKEN, notFound('the subjectId is not an id'), IDEMPOTENCY_KEY, REPLY_TIMEOUT, ...SERVED],
+      failures: [...capability('request_delete'), TOKEN, notFound('the subjectId is not an id'), ...IDEMPOTENCY, REPLY_TIMEOUT, ...SERVED],
     },
   },
   '/v1/deletion-jobs/{id}': {

@@ -124,6 +124,23 @@ export const lifecycleSuite = (start: StartRuntime) => describe('memory lifecycl
     expect(await search('ibis renews march')).toEqual([first.body.id]);
   });
 
+  it('refuses an Idempotency-Key used again for another request with 422 MEM_IDEMPOTENCY_MISMATCH, and writes nothing', async () => {
+    const headers = { 'idempotency-key': 'reused-key-1' };
+    const first = await rt.api('POST', '/v1/memories', { token: writer, headers, body: memory({ subjectId: 'cust-k', content: 'Kittiwake Ltd renews in June' }) });
+    expect(first.status).toBe(201);
+    const other = await rt.api('POST', '/v1/memories', { token: writer, headers, body: memory({ subjectId: 'cust-k', content: 'Kittiwake Ltd closes its account' }) });
+    expect(other.status).toBe(422);
+    expect(other.body.code).toBe('MEM_IDEMPOTENCY_MISMATCH');
+    // The same key on another operation of the subject (what a fuzzer found: a forget, then a write answered with the forget's result).
+    const forget = await rt.api('POST', '/v1/subjects/cust-k/forget', { token: writer, headers, body: {} });
+    expect(forget.status).toBe(422);
+    expect(forget.body.code).toBe('MEM_IDEMPOTENCY_MISMATCH');
+    expect(await search('kittiwake', { mode: 'lexical' })).toEqual([first.body.id]);
+    // The first request itself is still answered from its slot.
+    const retried = await rt.api('POST', '/v1/memories', { token: writer, headers, body: memory({ subjectId: 'cust-k', content: 'Kittiwake Ltd renews in June' }) });
+    expect(retried.body).toEqual(first.body);
+  });
+
   it('fits the token budget by skipping a long low-ranked item, not by dropping the rest', async () => {
     const long = `Heron warehouse, heron warehouse: ${'padding words that make this item long '.repeat(60)}`;
     await rt.api('POST', '/v1/memories', { token: writer, body: memory({ id: 'b-long', subjectId: 'cust-b', content: long, confidence: 0.8 }) });

@@ -38,6 +38,11 @@ export const idempotencySlot = (m: MessageMetadata): string =>
 export function decide(command: MemoryCommand, state: SubjectState, ctx: DecideContext): Decision {
   const previous = state.idempotency[idempotencySlot(command.metadata)];
   if (previous && Date.parse(command.metadata.now) - Date.parse(previous.at) <= ctx.idempotencyWindowMs) {
+    // The same key for another request: answering the first result would lose this one silently.
+    const asked = command.metadata.requestHash;
+    if (asked !== undefined && previous.requestHash !== undefined && asked !== previous.requestHash) {
+      fail('MEM_IDEMPOTENCY_MISMATCH', 'this Idempotency-Key was used for another request within its window; send this request with a new key');
+    }
     return { events: [], result: previous.result };
   }
   switch (command.type) {

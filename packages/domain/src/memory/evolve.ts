@@ -38,7 +38,8 @@ export function evolveDraft(draft: SubjectState, event: MemoryEvent): void {
     // must not hand a slot back the result it had before its window passed.
     const slot = idempotency[idempotencySlot(event.metadata)];
     if (slot !== undefined && Date.parse(slot.at) > Date.parse(event.metadata.now)) return;
-    idempotency[idempotencySlot(event.metadata)] = { result, at: event.metadata.now };
+    const { requestHash } = event.metadata;
+    idempotency[idempotencySlot(event.metadata)] = { result, at: event.metadata.now, ...(requestHash === undefined ? {} : { requestHash }) };
   };
   const update = (id: string, version: number, change: (r: RecordState) => RecordState) => {
     const r = records[id];

@@ -17,8 +17,11 @@ export interface RecordState {
 /** The state of one aggregate: every record about one subject of one tenant. */
 export interface SubjectState {
   records: Record<string, RecordState>;
-  /** `${agentId}:${key}` → first result and when it was produced. */
-  idempotency: Record<string, { result: AcceptedResult; at: string }>;
+  /**
+   * `${agentId}:${key}` → first result, when it was produced, and the fingerprint of the request
+   * that produced it (absent for keyless slots and for slots older than fingerprints).
+   */
+  idempotency: Record<string, { result: AcceptedResult; at: string; requestHash?: string }>;
   /**
    * The generation of the subject's key-encryption key new records are sealed under (absent = 1).
    * Each forget starts the next one: the forget's key target destroys the old generation.

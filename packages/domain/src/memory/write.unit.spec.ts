@@ -112,7 +112,33 @@ describe('WriteMemory: admission (§5)', () => {
 describe('WriteMemory: idempotency (§5.6)', () => {
   const first = write(T0, {}, { idempotencyKey: 'key-1' });
 
-  it('returns the first result and no events for the same key within the window, even with another payload', () => {
+  const hashed = (hash: string) => ({ idempotencyKey: 'key-h', requestHash: hash.repeat(64) });
+
+  it('returns the first result and no events for the same key and the same request within the window', () => {
+    spec
+      .given(history([write(T0, {}, hashed('a'))]))
+      .when(write(after(T0, 5 * MINUTE), { id: 'mem-2' }, hashed('a')))
+      .then(({ events, result }) => {
+        expect(events).toEqual([]);
+        expect(result).toEqual({ id: 'mem-1', version: 1, status: 'active' });
+      });
+  });
+
+  it('refuses the same key for another request within the window: nothing written, the first record untouched', () => {
+    const given = spec.given(history([write(T0, {}, hashed('a'))]));
+    given.when(write(after(T0, 5 * MINUTE), { id: 'mem-2', content: 'something else' }, hashed('b'))).thenThrows('MEM_IDEMPOTENCY_MISMATCH');
+    // The same agent's key, on another operation of the subject (a delete), is another request too.
+    given.when(deleteMemory(after(T0, MINUTE), {}, { ...hashed('c'), actor: WRITER })).thenThrows('MEM_IDEMPOTENCY_MISMATCH');
+  });
+
+  it('gives the key to a new request once its window has passed', () => {
+    spec
+      .given(history([write(T0, {}, hashed('a'))]))
+      .when(write(after(T0, IDEMPOTENCY_WINDOW_MS + SECOND), { id: 'mem-2' }, hashed('b')))
+      .then(({ result }) => expect(result).toEqual({ id: 'mem-2', version: 1, status: 'active' }));
+  });
+
+  it('returns the first result for a key whose slot has no fingerprint (a command from before fingerprints), whatever the payload', () => {
     spec
       .given(history([first]))
       .when(write(after(T0, 5 * MINUTE), { id: 'mem-2', content: 'something else' }, { idempotencyKey: 'key-1' }))

@@ -19,7 +19,7 @@ export function deletionRoutes(app: FastifyInstance, deps: BrokerDeps): void {
     const meta = await authorizedRecord(deps, claims, id, 'request_delete');
     const jobId = newUlid();
     const command: MemoryCommand = {
-      type: 'DeleteMemory', data: { id, jobId }, metadata: await metadataFor(deps, claims, meta.subjectId, idempotencyKey(request)),
+      type: 'DeleteMemory', data: { id, jobId }, metadata: await metadataFor(deps, claims, meta.subjectId, idempotencyKey(request), { operation: 'DeleteMemory', body: { id } }),
     };
     const result = await deps.gateway.send(command);
     answerMutation(deps, reply, claims.tenant, carried, result);
@@ -36,7 +36,7 @@ export function deletionRoutes(app: FastifyInstance, deps: BrokerDeps): void {
     const subjectId = pathId(request, 'subjectId');
     const jobId = newUlid();
     const command: MemoryCommand = {
-      type: 'ForgetSubject', data: { jobId }, metadata: await metadataFor(deps, claims, subjectId, idempotencyKey(request)),
+      type: 'ForgetSubject', data: { jobId }, metadata: await metadataFor(deps, claims, subjectId, idempotencyKey(request), { operation: 'ForgetSubject', body: { subjectId } }),
     };
     const result = await deps.gateway.send(command);
     answerMutation(deps, reply, claims.tenant, carried, result);

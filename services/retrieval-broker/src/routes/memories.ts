@@ -82,7 +82,7 @@ export function memoryRoutes(app: FastifyInstance, deps: BrokerDeps): void {
           throw new GovernedMemoryError('MEM_FORBIDDEN', 'no grant lets this reviewer move the record to that visibility');
         }
       }
-      const metadata = await metadataFor(deps, claims, meta.subjectId, idempotencyKey(request));
+      const metadata = await metadataFor(deps, claims, meta.subjectId, idempotencyKey(request), { operation: type, body: { id, ...body } });
       const command: MemoryCommand =
         type === 'PromoteMemory'
           ? { type, data: { id, expectedVersion: body.expectedVersion, ...(body.visibility ? { visibility: body.visibility } : {}) }, metadata }
