@@ -130,7 +130,8 @@ export type StartRuntime = (env?: Record<string, string>) => Promise<TestRuntime
 export interface ApiOptions {
   token?: string;
   body?: unknown;
-  raw?: string;
+  /** The body as sent: text, or bytes (to send what no string can hold, such as invalid UTF-8). */
+  raw?: string | Uint8Array;
   headers?: Record<string, string>;
   /** `manual` answers a redirect itself instead of following it (fetch's default). */
   redirect?: 'follow' | 'manual' | 'error';
@@ -141,7 +142,7 @@ export function apiClient(baseUrl: () => string): TestRuntime['api'] {
   return async (method, route, options = {}) => {
     const headers: Record<string, string> = { ...(options.headers ?? {}) };
     if (options.token) headers.authorization = `Bearer ${options.token}`;
-    let payload: string | undefined = options.raw;
+    let payload: string | Uint8Array | undefined = options.raw;
     if (options.body !== undefined) payload = JSON.stringify(options.body);
     if (payload !== undefined && !headers['content-type']) headers['content-type'] = 'application/json';
     const response = await fetch(`${baseUrl()}${route}`, {

@@ -241,15 +241,25 @@ export const CommandStatusResponse = z.object({
  * same rule as POST /v1/memories. Ids are client-chosen or generated.
  */
 
+/**
+ * A time bound of a grant or delegation as an administrator may set it: ISO time within
+ * 2000–2199. A date outside that is a typo (a delegation expiring in year 1091), never an intent,
+ * and would otherwise be stored as given: a grant void from the start, or one that never ends.
+ */
+export const PolicyTime = IsoTime.refine((t) => Date.parse(t) >= Date.UTC(2000, 0, 1) && Date.parse(t) < Date.UTC(2200, 0, 1), 'a time bound must lie between 2000 and 2199');
+
 /** POST /v1/grants */
 export const AddGrantRequest = Grant.omit({ grantId: true, tenant: true })
-  .extend({ grantId: Id.optional(), tenant: Id.optional() })
-  .strict();
+  .extend({ grantId: Id.optional(), tenant: Id.optional(), notBefore: PolicyTime.optional(), notAfter: PolicyTime.optional() })
+  .strict()
+  .refine((g) => g.notBefore === undefined || g.notAfter === undefined || Date.parse(g.notBefore) < Date.parse(g.notAfter), {
+    message: 'notBefore must be before notAfter (the grant would never be valid)', path: ['notAfter'],
+  });
 export type AddGrantRequest = z.infer<typeof AddGrantRequest>;
 
 /** POST /v1/delegations — the delegator is the capability's principal. */
 export const AddDelegationRequest = Delegation.omit({ delegationId: true, tenant: true, delegatorId: true })
-  .extend({ delegationId: Id.optional(), tenant: Id.optional(), delegatorId: Id.optional() })
+  .extend({ delegationId: Id.optional(), tenant: Id.optional(), delegatorId: Id.optional(), notAfter: PolicyTime.optional() })
   .strict();
 export type AddDelegationRequest = z.infer<typeof AddDelegationRequest>;
 

@@ -23,6 +23,8 @@ export const ERROR_CODES = [
   'MEM_NOT_YET_CONSISTENT',
   /** An Idempotency-Key used again, within its window, for a different request (IETF Idempotency-Key draft: 422). */
   'MEM_IDEMPOTENCY_MISMATCH',
+  /** A method the path does not serve (405, with `Allow` naming the ones it does). */
+  'MEM_METHOD_NOT_ALLOWED',
   'CAP_MISSING',
   'CAP_INVALID',
   'CAP_EXPIRED',

@@ -1,12 +1,16 @@
 import { z } from 'zod';
 import { LIMITS } from './limits.ts';
 
-/** Ids are opaque to us but bounded and printable, so they are safe in keys and logs. */
+/**
+ * Ids are opaque to us but bounded and printable, so they are safe in keys and logs. `.` and
+ * `..` are not ids: in a path they are the segments every client and proxy collapses, so such a
+ * record could be written but never addressed.
+ */
 export const Id = z
   .string()
   .min(1)
   .max(LIMITS.maxIdLength)
-  .regex(/^[A-Za-z0-9._:@-]+$/, 'ids may contain letters, digits and . _ : @ - only');
+  .regex(/^(?!\.{1,2}$)[A-Za-z0-9._:@-]+$/, 'ids may contain letters, digits and . _ : @ - only, and are not "." or ".."');
 export type Id = z.infer<typeof Id>;
 
 export const IsoTime = z.iso.datetime({ offset: true });

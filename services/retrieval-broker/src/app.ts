@@ -4,6 +4,8 @@ import { GovernedMemoryError, LIMITS, isGovernedMemoryError } from '@gm/contract
 import { apiReference } from './api-reference.ts';
 import type { BrokerDeps } from './deps.ts';
 import { clientErrorHandler, frameworkProblem, routerError } from './edge-errors.ts';
+import { strictJsonBodies } from './json-body.ts';
+import { allowedMethods } from './allowed-methods.ts';
 import { problemOf } from './problem.ts';
 import { capabilityRoutes } from './routes/capabilities.ts';
 import { deletionRoutes } from './routes/deletion.ts';
@@ -50,6 +52,7 @@ export async function buildApp(deps: BrokerDeps): Promise<FastifyInstance> {
 
   // JSON only: a text body would otherwise reach the handlers as a string.
   app.removeContentTypeParser('text/plain');
+  strictJsonBodies(app);
 
   app.setErrorHandler((err: FastifyError | GovernedMemoryError, request, reply) => {
     if (isGovernedMemoryError(err)) {
@@ -66,9 +69,15 @@ export async function buildApp(deps: BrokerDeps): Promise<FastifyInstance> {
     if (status >= 500) request.log.error({ err, reqId: request.id }, 'request failed');
     return reply.code(status).type('application/problem+json').send(problemOf(code, detail, request.id, status));
   });
-  app.setNotFoundHandler((request, reply) =>
-    reply.code(404).type('application/problem+json').send(problemOf('MEM_NOT_FOUND', 'no such route', request.id)),
-  );
+  const methodsOf = allowedMethods(app);
+  app.setNotFoundHandler((request, reply) => {
+    const allowed = methodsOf(request.url.split('?')[0] ?? '');
+    if (allowed.length > 0 && !allowed.includes(request.method)) {
+      return reply.code(405).header('allow', allowed.join(', ')).type('application/problem+json')
+        .send(problemOf('MEM_METHOD_NOT_ALLOWED', `this path answers ${allowed.join(', ')} only`, request.id));
+    }
+    return reply.code(404).type('application/problem+json').send(problemOf('MEM_NOT_FOUND', 'no such route', request.id));
+  });
   // While closing, every request is a retriable 503 (the error handler adds Retry-After); Fastify adds Connection: close.
   let closing = false;
   app.addHook('preClose', async () => {

@@ -27,6 +27,15 @@ export function frameworkProblem(err: FastifyError): EdgeProblem {
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
       return { status: 400, code: 'MEM_VALIDATION', detail: 'the body is not valid JSON' };
+    // json-body.ts: bodies read exactly as sent, or refused.
+    case 'GM_BODY_CHARSET':
+      return { status: 415, code: 'MEM_VALIDATION', detail: 'send application/json in UTF-8 (charset=utf-8 or none)' };
+    case 'GM_BODY_NOT_UTF8':
+      return { status: 400, code: 'MEM_VALIDATION', detail: 'the body is not valid UTF-8' };
+    case 'GM_BODY_DUPLICATE_KEY':
+      return { status: 400, code: 'MEM_VALIDATION', detail: 'an object of the body names a key twice' };
+    case 'GM_BODY_FORBIDDEN_KEY':
+      return { status: 400, code: 'MEM_VALIDATION', detail: 'the body names a key that would reach an object prototype (__proto__, constructor.prototype)' };
     case 'FST_ERR_BAD_URL':
       return { status: 400, code: 'MEM_VALIDATION', detail: 'a path segment is not valid percent-encoding' };
     case 'FST_ERR_MAX_PARAM_LENGTH':

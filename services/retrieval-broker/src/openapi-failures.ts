@@ -33,9 +33,10 @@ export const OUTAGE = fail('MEM_UNAVAILABLE', 'a dependency (the log, the state 
 /** Every POST and DELETE: Fastify reads a body whenever one is sent, before the handler runs. */
 export const BODY_FRAMING: readonly Failure[] = [
   fail('MEM_VALIDATION', 'a body sent as application/json is not JSON (or is empty)', 400),
+  fail('MEM_VALIDATION', 'the body is not valid UTF-8, an object names a key twice, or a key would reach an object prototype: never reinterpreted', 400),
   fail('MEM_VALIDATION', 'the request is malformed (a Content-Length that does not match the body)', 400),
   fail('MEM_PAYLOAD_TOO_LARGE', 'the body is larger than MEMORY_BODY_LIMIT_BYTES'),
-  fail('MEM_VALIDATION', 'a body of another media type than application/json', 415),
+  fail('MEM_VALIDATION', 'a body of another media type than application/json, or in another charset than UTF-8', 415),
 ];
 
 /** Every path with a parameter: the router decodes and bounds it before any route is chosen. */

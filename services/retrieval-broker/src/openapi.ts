@@ -76,7 +76,7 @@ const mutation = (status: string, a: Answer) => answer(status, { ...a, headers: 
 const idSchema = jsonSchema(Id);
 const pathId = (name: string, what: string) => ({
   name, in: 'path', required: true, schema: idSchema,
-  description: `${what}: 1–${LIMITS.maxIdLength} letters, digits and . _ : @ - (anything else names nothing: the operation's 404)`,
+  description: `${what}: 1–${LIMITS.maxIdLength} letters, digits and . _ : @ -, not \`.\` or \`..\` (anything else names nothing: the operation's 404)`,
 });
 const consistencyToken = {
   name: 'Consistency-Token', in: 'header', required: false, schema: CONSISTENCY_TOKEN_SCHEMA,

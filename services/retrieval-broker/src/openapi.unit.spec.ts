@@ -47,7 +47,7 @@ describe('the OpenAPI document', () => {
   });
 
   it('declares the constraints the server enforces on ids and headers', () => {
-    const idSchema = { type: 'string', minLength: 1, maxLength: LIMITS.maxIdLength, pattern: '^[A-Za-z0-9._:@-]+$' };
+    const idSchema = { type: 'string', minLength: 1, maxLength: LIMITS.maxIdLength, pattern: '^(?!\\.{1,2}$)[A-Za-z0-9._:@-]+$' };
     for (const { path: p, op } of operations) {
       for (const parameter of op.parameters ?? []) {
         if (parameter.name === 'Idempotency-Key') expect(parameter.schema, op.operationId).toEqual(idSchema);

@@ -21,6 +21,7 @@ export const STATUS_OF: Record<ErrorCode, number> = {
   MEM_INVALID_CONSISTENCY_TOKEN: 400,
   MEM_NOT_YET_CONSISTENT: 503,
   MEM_IDEMPOTENCY_MISMATCH: 422,
+  MEM_METHOD_NOT_ALLOWED: 405,
   CAP_MISSING: 401,
   CAP_INVALID: 401,
   CAP_EXPIRED: 401,
@@ -33,7 +34,7 @@ export const STATUS_OF: Record<ErrorCode, number> = {
 };
 
 const TITLES: Record<number, string> = {
-  400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 408: 'Request Timeout', 409: 'Conflict',
+  400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 405: 'Method Not Allowed', 408: 'Request Timeout', 409: 'Conflict',
   413: 'Payload Too Large', 414: 'URI Too Long', 415: 'Unsupported Media Type', 422: 'Unprocessable Content',
   429: 'Too Many Requests', 431: 'Request Header Fields Too Large', 500: 'Internal Server Error', 503: 'Service Unavailable',
 };

@@ -34,9 +34,24 @@ export const badInputSuite = (start: StartRuntime) => describe('bad input and ho
     ['expiresAt in the past', async () => post(JSON.stringify(memory({ expiresAt: '2020-01-01T00:00:00Z' }))), 422, 'MEM_VALIDATION'],
     ['a non-JSON content type', async () => post('subjectId=x', { 'content-type': 'text/plain' }), 415, 'MEM_VALIDATION'],
     ['a bad Idempotency-Key', async () => post(JSON.stringify(memory()), { 'idempotency-key': 'no spaces allowed' }), 422, 'MEM_VALIDATION'],
+    // Issue 16, defect 3: nothing reinterpreted. The last "trust" would win in JSON.parse and store an active record.
+    ['a duplicate key', async () => post(JSON.stringify(memory({ trust: 'untrusted' })).replace('"trust":"untrusted"', '"trust":"untrusted","trust":"trusted"')), 400, 'MEM_VALIDATION'],
+    ['a duplicate key spelt with an escape', async () => post(JSON.stringify(memory()).replace('"kind":"fact"', '"kind":"fact","\\u006bind":"skill"')), 400, 'MEM_VALIDATION'],
+    ['a __proto__ key', async () => post(JSON.stringify(memory()).replace('{', '{"__proto__":{"trust":"trusted"},')), 400, 'MEM_VALIDATION'],
+    ['invalid UTF-8', async () => post(invalidUtf8()), 400, 'MEM_VALIDATION'],
+    ['a UTF-16 charset', async () => post(JSON.stringify(memory()), { 'content-type': 'application/json; charset=utf-16' }), 415, 'MEM_VALIDATION'],
+    ['the id "."', async () => post(JSON.stringify(memory({ id: '.' }))), 422, 'MEM_VALIDATION'],
+    ['the id ".."', async () => post(JSON.stringify(memory({ id: '..' }))), 422, 'MEM_VALIDATION'],
   ];
 
-  async function post(raw: string, headers: Record<string, string> = {}) {
+  /** A write body whose "é" has a broken second byte (0xC3 0x28): JSON.parse would store U+FFFD in its place. */
+  function invalidUtf8(): Uint8Array {
+    const bytes = Buffer.from(JSON.stringify(memory({ content: 'Café au lait' })));
+    bytes[bytes.indexOf(Buffer.from('é')) + 1] = 0x28;
+    return bytes;
+  }
+
+  async function post(raw: string | Uint8Array, headers: Record<string, string> = {}) {
     const res = await rt.api('POST', '/v1/memories', { token: writer, raw, headers: { 'content-type': 'application/json', ...headers } });
     expect(res.contentType).toContain('application/problem+json');
     expect(typeof res.body.detail).toBe('string');
@@ -51,6 +66,31 @@ export const badInputSuite = (start: StartRuntime) => describe('bad input and ho
       expect((await rt.api('GET', '/healthz')).status).toBe(200);
     });
   }
+
+  it('refuses grant and delegation time bounds that could not be meant: notBefore after notAfter, a year out of range', async () => {
+    const admin = await rt.issue({ agentId: 'admin-desk', principal: { id: 'root', kind: 'person' }, actions: ['admin'] });
+    const grant = { principal: { id: 'zed', kind: 'person' }, resource: { kind: 'project', id: 'maple' }, role: 'member', purposes: ['support'] };
+    for (const bounds of [{ notBefore: '2027-01-02T00:00:00Z', notAfter: '2027-01-01T00:00:00Z' }, { notAfter: '1091-06-01T00:00:00Z' }, { notBefore: '2999-01-01T00:00:00Z' }]) {
+      const res = await rt.api('POST', '/v1/grants', { token: admin, body: { ...grant, ...bounds } });
+      expect(res.status, JSON.stringify(bounds)).toBe(422);
+      expect(res.body.code).toBe('MEM_VALIDATION');
+    }
+    const delegation = { agentId: 'helper-bot', resources: [{ kind: 'project', id: 'maple' }], purposes: ['support'], actions: ['search'], notAfter: '1091-06-01T00:00:00Z' };
+    const res = await rt.api('POST', '/v1/delegations', { token: writer, body: delegation });
+    expect(res.status).toBe(422);
+    expect((await rt.api('POST', '/v1/grants', { token: admin, body: { ...grant, notBefore: '2027-01-01T00:00:00Z', notAfter: '2027-01-02T00:00:00Z' } })).status).toBe(201);
+  });
+
+  it('answers a method a path does not serve with 405 and Allow, and an unknown path with 404', async () => {
+    const put = await rt.api('PUT', '/v1/memories', { token: writer, body: memory() });
+    expect(put.status).toBe(405);
+    expect(put.body.code).toBe('MEM_METHOD_NOT_ALLOWED');
+    expect(put.headers.get('allow')).toBe('POST');
+    const patch = await rt.api('PATCH', '/v1/memories/some-id', { token: writer, body: {} });
+    expect(patch.status).toBe(405);
+    expect(patch.headers.get('allow')?.split(', ')).toEqual(expect.arrayContaining(['DELETE', 'GET']));
+    expect((await rt.api('PUT', '/v1/nowhere', { token: writer, body: {} })).status).toBe(404);
+  });
 
   it('does not echo rejected content back in the problem detail', async () => {
     const res = await rt.api('POST', '/v1/memories', { token: writer, body: memory({ content: 'Secret-ish payload', tenantId: 'globex' }) });
