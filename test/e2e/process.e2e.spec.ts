@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { MemoryEvent, TOPICS } from '@gm/contracts';
 import { openStores, replayDataDir, systemClock } from '@gm/embedded';
-import { apiClient, capabilityIssuer, memory } from './harness.ts';
+import { apiClient, capabilityIssuer, eventually, memory } from './harness.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 /** One process, as `pnpm start` runs it (tsx as a loader, so a kill reaches the server itself). */
@@ -157,7 +157,7 @@ describe('embedded runtime as a process', () => {
       }
     };
     const lanes = [0, 1, 2, 3].map(writer);
-    while (acknowledged.size < 80) await new Promise((r) => setTimeout(r, 10));
+    await eventually('80 acknowledged writes', async () => acknowledged.size >= 80, 60_000);
     proc.child.kill('SIGKILL');
     await Promise.all(lanes);
     await proc.exited;

@@ -214,7 +214,8 @@ export const forgettingSuite = <R extends TestRuntime>(
       }
     };
     const readers = [0, 1, 2, 3].map(reader);
-    await new Promise((r) => setTimeout(r, 50));
+    // The forget is sent while the readers are reading: once each has finished a read.
+    await eventually('readers running', async () => observed.length >= 4);
     const forget = await rt.api('POST', `/v1/subjects/${subject}/forget`, { token: writer, body: {} });
     acceptedAt = performance.now();
     expect(forget.status).toBe(202);

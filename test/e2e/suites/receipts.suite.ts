@@ -260,8 +260,10 @@ export const receiptsSuite = <R extends TestRuntime>(start: () => Promise<R>, bu
       const endOfTasks = { ...taskAt, offset: taskAt.offset + 1 };
       expect(await bus.waitForCommitted(SIGNER_GROUP, endOfTasks, 30_000)).toBe(true);
       expect(await bus.waitForCommitted(ORCHESTRATOR_GROUP, ackAt, 30_000)).toBe(true);
-      // Give a stray second receipt task (from the orchestrator) time to be signed and published.
-      await new Promise((r) => setTimeout(r, 500));
+      // Whatever the orchestrator sent for the ack (a stray second receipt task, keyed by the job) is
+      // on the tasks partition by now: wait until the signer has handled everything up to its end.
+      const tasksEnd = (await bus.endOffsets(TOPICS.deletionTasks))[taskAt.partition] ?? 0;
+      expect(await bus.waitForCommitted(SIGNER_GROUP, { ...taskAt, offset: tasksEnd - 1 }, 30_000)).toBe(true);
 
       expect((await rt.state.receipts.get('acme', jobId))?.jws).toBe(first.receipt);
       const published: SignedReceipt[] = [];
