@@ -156,8 +156,10 @@ describe('a server shutting down', () => {
       socket.on('data', (chunk) => { received += String(chunk); });
       // The first request is routed before the close starts (its headers are in); the second,
       // pipelined behind its body on the same connection, arrives while the server closes.
+      // Node emits 'request' once it has parsed a request's headers: then the close may start.
+      const routed = new Promise((resolve) => rt.runtime.app.server.once('request', resolve));
       socket.write('POST /v1/search HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n');
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      await routed;
       const closing = rt.runtime.app.close();
       socket.write('{}GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
       await new Promise((resolve) => socket.once('close', resolve));

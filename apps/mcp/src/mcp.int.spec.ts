@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventually } from '@gm/testing';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -38,15 +39,6 @@ describe('the MCP server (apps/mcp)', () => {
   });
   const agentToken = async () =>
     (await issueCapability(issuer, capability('support-bot', 'alice', ['search', 'read', 'cite', 'write', 'request_delete', 'review', 'promote']))).token;
-  const eventually = async <T>(what: string, probe: () => Promise<T | undefined>, ms = 20_000): Promise<T> => {
-    const deadline = Date.now() + ms;
-    for (;;) {
-      const value = await probe();
-      if (value !== undefined) return value;
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-      await new Promise((r) => setTimeout(r, 25));
-    }
-  };
 
   beforeAll(async () => {
     dataDir = mkdtempSync(path.join(os.tmpdir(), 'gm-mcp-'));
@@ -104,7 +96,7 @@ describe('the MCP server (apps/mcp)', () => {
       const done = await eventually('forget verified', async () => {
         const status = ok(await client.callTool({ name: 'deletion_status', arguments: { jobId } }));
         return status.status === 'verified' && status.receipt !== undefined ? status : status.status === 'failed' ? status : undefined;
-      });
+      }, 20_000);
       expect(done.status).toBe('verified');
       expect(String(done.receipt).split('.')).toHaveLength(3);
       expect(ok(await client.callTool({ name: 'recall', arguments: { query: 'invoices by post', mode: 'lexical' } })).items).toEqual([]);

@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventually } from '@gm/testing';
 import { loadConfig, startEmbeddedRuntime, type EmbeddedRuntime } from '@gm/embedded';
 import { ManualClock } from '@gm/service-kit';
 import { issueCapability, issuedCapabilities, MemoryApiError, MemoryClient, MemoryNetworkError, type CapabilityRequest, type WriteMemory } from './index.ts';
@@ -25,16 +26,6 @@ describe('@gm/client against the embedded runtime', () => {
     subjectId: 'cust-42', resource: MAPLE, kind: 'fact', trust: 'trusted', content: 'Customer 42 prefers email over phone calls',
     provenance: [{ source: 'user', observedAt: new Date(clock.ms).toISOString() }], ...overrides,
   });
-  /** Polls without a fixed sleep; fails after `ms`. */
-  const eventually = async <T>(what: string, probe: () => Promise<T | undefined>, ms = 15_000): Promise<T> => {
-    const deadline = Date.now() + ms;
-    for (;;) {
-      const value = await probe();
-      if (value !== undefined) return value;
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-      await new Promise((r) => setTimeout(r, 20));
-    }
-  };
 
   beforeAll(async () => {
     dataDir = mkdtempSync(path.join(os.tmpdir(), 'gm-client-'));
@@ -167,16 +158,16 @@ describe('@gm/client against the embedded runtime', () => {
     await session.remember(memory({ id: 'd-1', subjectId: 'cust-d', content: 'Dotterel lockbox code 5521' }));
     const { jobId } = await session.delete('d-1');
     expect((await session.deletionJob(jobId)).recordIds).toEqual(['d-1']);
-    const job = await eventually('job verified', async () => {
-      const j = await session.deletionJob(jobId);
+    const settled = (id: string) => eventually(`job ${id} settled`, async () => {
+      const j = await session.deletionJob(id);
       return j.status === 'verified' || j.status === 'failed' ? j : undefined;
-    });
-    expect(job.status).toBe('verified');
+    }, 15_000);
+    expect((await settled(jobId)).status).toBe('verified');
     // The receipt is signed after the job is verified: 404 until then.
     const receipt = await eventually('receipt signed', () => writer.receipt(jobId).catch((e: unknown) => {
       if (e instanceof MemoryApiError && e.code === 'MEM_NOT_FOUND') return undefined;
       throw e;
-    }));
+    }), 15_000);
     expect(receipt.payload.jobId).toBe(jobId);
     expect(await writer.receiptJws(jobId)).toBe(receipt.receipt);
     const { keys } = await writer.receiptKeys();
@@ -184,10 +175,7 @@ describe('@gm/client against the embedded runtime', () => {
 
     await session.remember(memory({ id: 'f-1', subjectId: 'cust-f', content: 'Fulmar Ltd pays late' }));
     const forget = await session.forget('cust-f');
-    const forgotten = await eventually('forget verified', async () => {
-      const j = await session.deletionJob(forget.jobId);
-      return j.status === 'verified' || j.status === 'failed' ? j : undefined;
-    });
+    const forgotten = await settled(forget.jobId);
     expect(forgotten.recordIds).toEqual(['f-1']);
     await expect(writer.get('f-1')).rejects.toMatchObject({ code: 'MEM_NOT_FOUND' });
   });

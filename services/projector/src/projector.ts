@@ -31,21 +31,21 @@ export async function projectEvents(state: StateStore, events: readonly MemoryEv
   /** Per record write: the index of its versioned write in `writes`, and the meta it wrote. */
   const puts: Array<{ at: number; meta: RecordMeta }> = [];
   const tenants = new Set<string>();
-  let event: MemoryEvent;
-  const put = (meta: RecordMeta) => {
+  /** Writes `meta` (and the version it is, as `cause` made it) unless a newer version is stored. */
+  const put = (meta: RecordMeta, cause: MemoryEvent) => {
     const stored = current.get(recordRef(meta.tenantId, meta.id));
     // What setIfVersionAtLeast would refuse: the record hash already holds a newer version.
     if (stored !== undefined && stored.version > meta.version) return;
     current.set(recordRef(meta.tenantId, meta.id), meta);
     puts.push({ at: writes.length, meta });
-    writes.push(...state.records.putWrites(meta), state.history.putWrite(meta.tenantId, versionOf(meta, event)));
+    writes.push(...state.records.putWrites(meta), state.history.putWrite(meta.tenantId, versionOf(meta, cause)));
     tenants.add(meta.tenantId);
   };
-  const patch = (tenant: string, id: string, fields: Partial<RecordMeta>) => {
+  const patch = (tenant: string, id: string, fields: Partial<RecordMeta>, cause: MemoryEvent) => {
     const stored = current.get(recordRef(tenant, id));
-    if (stored !== undefined) put({ ...stored, ...fields });
+    if (stored !== undefined) put({ ...stored, ...fields }, cause);
   };
-  for (event of events) {
+  for (const event of events) {
     const tenant = event.metadata.tenantId;
     switch (event.type) {
       case 'MemoryWritten': {
@@ -54,39 +54,39 @@ export async function projectEvents(state: StateStore, events: readonly MemoryEv
         const stored = current.get(recordRef(tenant, meta.id));
         if (stored !== undefined && stored.version > meta.version) break;
         writes.push(state.contents.putWrite(tenant, meta.id, content));
-        put(meta);
+        put(meta, event);
         break;
       }
       case 'MemoryPromoted':
-        patch(tenant, event.data.id, event.data.record);
+        patch(tenant, event.data.id, event.data.record, event);
         break;
       case 'MemorySuperseded':
-        patch(tenant, event.data.id, { status: 'superseded', version: event.data.version, supersededById: event.data.supersededById });
+        patch(tenant, event.data.id, { status: 'superseded', version: event.data.version, supersededById: event.data.supersededById }, event);
         break;
       case 'MemoryExpired':
-        patch(tenant, event.data.id, { status: 'expired', version: event.data.version });
+        patch(tenant, event.data.id, { status: 'expired', version: event.data.version }, event);
         break;
       case 'MemoryRevocationRequested':
         // Tombstone first: the read path denies from here on, before any purge work (§3).
         writes.push(...state.tombstones.addWrites(tenant, [event.data.id]));
-        patch(tenant, event.data.id, { status: event.data.alreadyTombstoned ? 'tombstoned' : 'revocation_pending', version: event.data.version });
+        patch(tenant, event.data.id, { status: event.data.alreadyTombstoned ? 'tombstoned' : 'revocation_pending', version: event.data.version }, event);
         break;
       case 'SubjectForgotten':
         writes.push(...state.tombstones.addWrites(tenant, event.data.records.map((r) => r.id)));
         for (const r of event.data.records) {
-          patch(tenant, r.id, { status: r.alreadyTombstoned ? 'tombstoned' : 'revocation_pending', version: r.version });
+          patch(tenant, r.id, { status: r.alreadyTombstoned ? 'tombstoned' : 'revocation_pending', version: r.version }, event);
         }
         break;
       case 'MemoryTombstoned':
         writes.push(...state.tombstones.addWrites(tenant, [event.data.id]));
         // A rejected quarantine never becomes a deletion job: its only copy goes now.
         if (event.data.reason === 'rejected') writes.push(state.contents.removeWrite(tenant, [event.data.id]));
-        patch(tenant, event.data.id, { status: 'tombstoned', version: event.data.version });
+        patch(tenant, event.data.id, { status: 'tombstoned', version: event.data.version }, event);
         break;
       case 'MemoryPurged':
         // The deletion job already removed the content; removing again keeps replay identical.
         writes.push(state.contents.removeWrite(tenant, [event.data.id]));
-        patch(tenant, event.data.id, { status: 'purged', version: event.data.version });
+        patch(tenant, event.data.id, { status: 'purged', version: event.data.version }, event);
         break;
       default: {
         const never: never = event;

@@ -13,7 +13,7 @@ import {
   PATH_PARAMETER, POLICY_TIMEOUT, RATE_LIMITED, RECORD_NOT_FOUND, REPLY_TIMEOUT, REVIEW_DECISION, SCOPE, TOKEN, WRITE_DECISION, WRITE_EDGE,
   byStatus, capability, notFound, type Failure,
 } from './openapi-failures.ts';
-import { STATUS_OF } from './problem.ts';
+import { STATUS_OF, STATUS_TITLES } from './problem.ts';
 
 /*
  * OpenAPI 3.1, generated from the same zod schemas the handlers validate with. Every operation
@@ -84,18 +84,13 @@ const consistencyToken = {
 };
 const idempotencyKey = {
   name: 'Idempotency-Key', in: 'header', required: false, schema: idSchema,
-  description: 'the same key within the idempotency window answers the first result and writes nothing twice',
+  description: 'the same key within the idempotency window answers the first result and writes nothing twice; the same key for another request is 422 `MEM_IDEMPOTENCY_MISMATCH`',
 };
 const preferAsync = {
   name: 'Prefer', in: 'header', required: false, schema: { type: 'string', examples: ['respond-async'] },
   description: '`respond-async` (RFC 7240): answer 202 once the command is durably in the log, before write-admission decided it',
 };
 
-const TITLES: Record<number, string> = {
-  400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 408: 'Request Timeout', 409: 'Conflict', 413: 'Payload Too Large',
-  414: 'URI Too Long', 415: 'Unsupported Media Type', 422: 'Unprocessable Content', 429: 'Too Many Requests', 431: 'Request Header Fields Too Large',
-  500: 'Internal Server Error', 503: 'Service Unavailable',
-};
 const RETRY_AFTER = { 'Retry-After': { description: 'seconds to wait before retrying', schema: { type: 'integer', minimum: 0 } } };
 
 /** One problem+json response per status, naming each code it carries and when. */
@@ -104,7 +99,7 @@ function problemResponses(failures: readonly Failure[], problemExamples: Partial
   for (const [status, codes] of byStatus(failures)) {
     const example = problemExamples[status];
     responses[String(status)] = {
-      description: `${TITLES[status] ?? 'Error'}:\n${[...codes].map(([code, reasons]) => `- \`${code}\`: ${reasons.join('; ')}`).join('\n')}`,
+      description: `${STATUS_TITLES[status] ?? 'Error'}:\n${[...codes].map(([code, reasons]) => `- \`${code}\`: ${reasons.join('; ')}`).join('\n')}`,
       ...(status === 429 || status === 503 ? { headers: RETRY_AFTER } : {}),
       content: {
         'application/problem+json': {

@@ -33,7 +33,8 @@ export const STATUS_OF: Record<ErrorCode, number> = {
   RECEIPT_INVALID: 422,
 };
 
-const TITLES: Record<number, string> = {
+/** The reason phrase of each status the API answers: problem titles and the OpenAPI document's descriptions. */
+export const STATUS_TITLES: Record<number, string> = {
   400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 405: 'Method Not Allowed', 408: 'Request Timeout', 409: 'Conflict',
   413: 'Payload Too Large', 414: 'URI Too Long', 415: 'Unsupported Media Type', 422: 'Unprocessable Content',
   429: 'Too Many Requests', 431: 'Request Header Fields Too Large', 500: 'Internal Server Error', 503: 'Service Unavailable',
@@ -43,7 +44,7 @@ const TITLES: Record<number, string> = {
 export function problemOf(code: ErrorCode, detail: string, requestId: string | undefined, status = STATUS_OF[code]): Problem {
   return {
     type: `https://governed-memory.dev/problems/${code.toLowerCase().replaceAll('_', '-')}`,
-    title: TITLES[status] ?? 'Error',
+    title: STATUS_TITLES[status] ?? 'Error',
     status,
     code,
     detail,
