@@ -146,6 +146,14 @@ export type PacketValidation = z.infer<typeof PacketValidation>;
 export const DeletionAccepted = z.object({ jobId: Id });
 
 /**
+ * `DELETE /v1/memories/{id}?scope=`: `record` (the default) deletes the record and what was
+ * derived from it; `content` also deletes every other live record of its subject holding the
+ * same content that the requester may delete.
+ */
+export const DeletionScope = z.enum(['record', 'content']);
+export type DeletionScope = z.infer<typeof DeletionScope>;
+
+/**
  * `key`: crypto-shredding (issue 7). Runs after the verification replays found nothing: the
  * records' data keys (and, for a forget, the subject's KEK once nothing else depends on it)
  * are destroyed, then every event of the records is shown to no longer decrypt.
@@ -163,6 +171,16 @@ export const DeletionEvidence = z.object({
   ref: z.string(),
 });
 export type DeletionEvidence = z.infer<typeof DeletionEvidence>;
+
+/**
+ * Identical content the job did not delete (§8.3): another live record of the same subject
+ * holding the same bytes. It is that record's own copy, not one derived from the deleted
+ * records, so it never fails the job; the receipt names it (ids only) so that the requester
+ * can delete it too (`DELETE /v1/memories/{id}?scope=content`). Other subjects' records are
+ * never named.
+ */
+export const DeletionResidual = z.object({ recordId: Id, reason: z.enum(['identical_content']) }).strict();
+export type DeletionResidual = z.infer<typeof DeletionResidual>;
 
 export const DeletionJob = z.object({
   jobId: Id,
@@ -189,6 +207,8 @@ export const DeletionJob = z.object({
     verificationAttempts: z.number().int().min(0),
     nextVerificationAt: IsoTime.optional(),
     findings: z.array(z.string()).optional(),
+    /** The last replay's residual: identical content in other live records of the subject (DeletionResidual). */
+    residual: z.array(DeletionResidual).optional(),
     /** The replays found nothing and the `key` task (crypto-shredding) was sent; its ack finishes the job. */
     shredding: z.boolean().optional(),
   }),

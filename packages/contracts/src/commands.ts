@@ -39,7 +39,13 @@ export const PromoteMemory = command('PromoteMemory', ByIdVersioned.extend({ vis
 export const RejectQuarantined = command('RejectQuarantined', ByIdVersioned);
 export const ExpireMemory = command('ExpireMemory', ById);
 export const RevokeMemory = command('RevokeMemory', ByIdJob);
-export const DeleteMemory = command('DeleteMemory', ByIdJob);
+/**
+ * `copies`: the other records of the subject holding the same content that the requester may
+ * delete (the edge checked each): deleted in the same job where they still are live and hold it.
+ */
+export const DeleteMemory = command(
+  'DeleteMemory', ByIdJob.extend({ copies: z.array(Id).min(1).max(LIMITS.maxDeletionCopies).optional() }),
+);
 export const ForgetSubject = command('ForgetSubject', z.object({ jobId: Id }).strict());
 /** Internal: sent by the deletion-orchestrator once a job owns the record. */
 export const TombstoneMemory = command('TombstoneMemory', ByIdJob);

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DeletionEvidence, DeletionTarget } from './api.ts';
+import { DeletionEvidence, DeletionResidual, DeletionTarget } from './api.ts';
 import { Id, IsoTime } from './primitives.ts';
 
 /** One task per target of a job (deletion.tasks), keyed by jobId. */
@@ -29,6 +29,8 @@ export const DeletionAck = z
     evidence: DeletionEvidence,
     /** For verification: the probes that still found something (empty when clean). */
     findings: z.array(z.string()).optional(),
+    /** For verification: identical content in other live records of the subject, which does not fail the job. */
+    residual: z.array(DeletionResidual).optional(),
   })
   .strict();
 export type DeletionAck = z.infer<typeof DeletionAck>;

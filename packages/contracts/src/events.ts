@@ -36,9 +36,13 @@ export const MemoryExpired = event('MemoryExpired', Versioned);
  * and is now being deleted or forgotten — it stays tombstoned and its content gets purged.
  */
 const AlreadyTombstoned = z.object({ alreadyTombstoned: z.literal(true).optional() });
+/**
+ * `copies`: other live records of the subject with the same content, deleted in the same job
+ * (`DELETE ?scope=content`); each goes to `revocation_pending` at its own version.
+ */
 export const MemoryRevocationRequested = event(
   'MemoryRevocationRequested',
-  Versioned.extend({ jobId: Id, mode: DeletionMode }).extend(AlreadyTombstoned.shape),
+  Versioned.extend({ jobId: Id, mode: DeletionMode, copies: z.array(Versioned).min(1).optional() }).extend(AlreadyTombstoned.shape),
 );
 export const SubjectForgotten = event(
   'SubjectForgotten',

@@ -6,6 +6,8 @@ export const LIMITS = {
   /** Items of one POST /v1/memories:batch. */
   maxBatchItems: 500,
   maxProvenance: 32,
+  /** Other records of the subject one `DELETE ?scope=content` deletes with the named one (the rest are the receipt's residual). */
+  maxDeletionCopies: 500,
   maxQueryLength: 1024,
   maxSearchLimit: 50,
   maxTokenBudget: 32_000,

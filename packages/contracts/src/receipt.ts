@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DeletionJobStatus } from './api.ts';
+import { DeletionJobStatus, DeletionResidual } from './api.ts';
 import { Id, IsoTime, Sha256Hex } from './primitives.ts';
 
 /**
@@ -42,10 +42,13 @@ export const DeletionReceipt = z
     ),
     /**
      * The verification replays: how many probes ran, the last run's counts per probe kind (`ref`,
-     * the verification evidence), how many runs, and what still found something (path:id).
+     * the verification evidence), how many runs, what still found something (path:id), and the
+     * residual: identical content in other live records of the subject, which the job did not
+     * delete (absent in receipts signed before it was reported).
      */
     replay: z.object({
       probes: z.number().int().min(0).nullable(), ref: z.string(), attempts: z.number().int().min(0), findings: z.array(z.string()),
+      residual: z.array(DeletionResidual).optional(),
     }).strict(),
     status: DeletionJobStatus.extract(['verified', 'failed']),
     failureReason: z.string().optional(),

@@ -75,7 +75,8 @@ export async function subscribeToMemoryEventBatches(
 
 /** The ack a target worker sends for a deletion task: what is left, read back, not what was hoped. */
 export function deletionAck(
-  task: DeletionTask, verifier: string, clock: Clock, outcome: { ok: boolean; ref: string; findings?: string[] },
+  task: DeletionTask, verifier: string, clock: Clock,
+  outcome: { ok: boolean; ref: string; findings?: string[]; residual?: DeletionAck['residual'] },
 ): { topic: string; key: string; value: DeletionAck } {
   const value: DeletionAck = {
     jobId: task.jobId,
@@ -89,6 +90,7 @@ export function deletionAck(
       ref: outcome.ref,
     },
     ...(outcome.findings === undefined ? {} : { findings: outcome.findings }),
+    ...(outcome.residual === undefined ? {} : { residual: outcome.residual }),
   };
   return { topic: TOPICS.deletionAcks, key: task.jobId, value };
 }

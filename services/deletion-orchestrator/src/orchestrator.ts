@@ -56,7 +56,9 @@ export class DeletionOrchestrator {
     const event = parsed.data;
     switch (event.type) {
       case 'MemoryRevocationRequested':
-        return this.openJob(event, [event.data.id], event.data.mode, event.data.alreadyTombstoned ? [event.data.id] : [], ctx);
+        return this.openJob(
+          event, [event.data.id, ...(event.data.copies ?? []).map((c) => c.id)], event.data.mode, event.data.alreadyTombstoned ? [event.data.id] : [], ctx,
+        );
       case 'SubjectForgotten':
         return this.openJob(
           event, event.data.records.map((r) => r.id), 'forget', event.data.records.filter((r) => r.alreadyTombstoned).map((r) => r.id), ctx,
@@ -156,11 +158,12 @@ export class DeletionOrchestrator {
   private async onVerification(job: DeletionJob, ack: DeletionAck, ctx: ProcessContext): Promise<void> {
     const now = this.deps.clock.now();
     const findings = ack.findings ?? [];
+    const residual = ack.residual ?? [];
     const evidence = [...job.evidence.filter((e) => e.target !== 'verification'), ack.evidence];
     const attempts = job.progress.verificationAttempts + 1;
     if (findings.length === 0 && ack.evidence.status === 'done') {
       const clean: DeletionJob = {
-        ...job, evidence, updatedAt: now.toISOString(), progress: { ...job.progress, verificationAttempts: attempts, findings: [] },
+        ...job, evidence, updatedAt: now.toISOString(), progress: { ...job.progress, verificationAttempts: attempts, findings: [], residual },
       };
       // Keys go last: the replays above needed the content to build their probes.
       if (job.targets.includes('key')) {
@@ -175,7 +178,7 @@ export class DeletionOrchestrator {
     await this.deps.state.jobs.put({
       ...job, evidence, updatedAt: now.toISOString(),
       progress: {
-        ...job.progress, verificationAttempts: attempts, findings,
+        ...job.progress, verificationAttempts: attempts, findings, residual,
         nextVerificationAt: new Date(now.getTime() + this.deps.verifyRetryMs).toISOString(),
       },
     });

@@ -68,8 +68,9 @@ export async function projectEvents(state: StateStore, events: readonly MemoryEv
         break;
       case 'MemoryRevocationRequested':
         // Tombstone first: the read path denies from here on, before any purge work (§3).
-        writes.push(...state.tombstones.addWrites(tenant, [event.data.id]));
+        writes.push(...state.tombstones.addWrites(tenant, [event.data.id, ...(event.data.copies ?? []).map((c) => c.id)]));
         patch(tenant, event.data.id, { status: event.data.alreadyTombstoned ? 'tombstoned' : 'revocation_pending', version: event.data.version }, event);
+        for (const c of event.data.copies ?? []) patch(tenant, c.id, { status: 'revocation_pending', version: c.version }, event);
         break;
       case 'SubjectForgotten':
         writes.push(...state.tombstones.addWrites(tenant, event.data.records.map((r) => r.id)));

@@ -1,4 +1,4 @@
-import { LIVE_STATUSES, SearchRequest, type CapabilityClaims, type DeletionTask } from '@gm/contracts';
+import { LIVE_STATUSES, SearchRequest, type CapabilityClaims, type DeletionResidual, type DeletionTask, type RecordMeta } from '@gm/contracts';
 import { partitionOf, rankedResults, readRecord, validatePacket, type ReadPathDeps } from '@gm/retrieval';
 import { createHash } from 'node:crypto';
 import type { SummaryStore } from '@gm/search-index';
@@ -27,6 +27,8 @@ export interface ReplayReport {
   counts: Record<ProbeKind, number>;
   /** `path:recordId` (or `path:entryId` for caches and packets): never content or queries. */
   findings: string[];
+  /** Other live records of the deleted records' subjects that hold identical content: reported, never failing (§8.3). */
+  residual: DeletionResidual[];
   summaries: boolean;
   /** Whether the deployment keeps vectors (else the vector probes were not run: `vector=absent`). */
   vectors: boolean;
@@ -64,7 +66,32 @@ export async function replay(
   const tenant = task.tenantId;
   const ids = new Set(task.recordIds);
   const hashes = new Set([...captured.values()].flatMap((p) => [...p.contentHashes]));
-  const isJobCopy = (recordId: string, contentHash: string) => ids.has(recordId) || hashes.has(contentHash);
+  const subjects = new Set([...captured.values()].map((p) => p.meta.subjectId));
+  const residual = new Map<string, DeletionResidual>();
+  const owners = new Map<string, Promise<RecordMeta | undefined>>();
+  const ownerOf = (recordId: string) => {
+    const known = owners.get(recordId) ?? deps.state.records.get(tenant, recordId).then((meta) => meta ?? undefined);
+    owners.set(recordId, known);
+    return known;
+  };
+  /**
+   * Whether a hit is a copy of the job's records (a finding). A record is verified against
+   * itself and what was derived from it, never against other writers' records: identical bytes
+   * under another id are a copy only when no record accounts for them — the id is unknown, or
+   * its own content is different (a stray replica). A record that does hold those bytes is its
+   * own: residual when it is live and of a deleted record's subject, otherwise not ours to
+   * report (another subject's record is never named in this job's evidence).
+   */
+  const isJobCopy = async (recordId: string, contentHash: string): Promise<boolean> => {
+    if (ids.has(recordId)) return true;
+    if (!hashes.has(contentHash)) return false;
+    const owner = await ownerOf(recordId);
+    if (owner === undefined || owner.contentHash !== contentHash) return true;
+    if (LIVE_STATUSES.includes(owner.status) && subjects.has(owner.subjectId)) {
+      residual.set(recordId, { recordId, reason: 'identical_content' });
+    }
+    return false;
+  };
 
   const run = async (kind: ProbeKind, path: string, probe: () => Promise<void>) => {
     counts[kind] += 1;
@@ -131,8 +158,11 @@ export async function replay(
               tenantId: tenant, partitions: [partition], purpose, now: probes.meta.createdAt, modelId: semantic.model.modelId, vector, k: INDEX_PROBE_LIMIT,
             });
             const metas = await deps.state.records.getMany(tenant, hits.map((h) => h.recordId));
+            // A vector carries no content hash: a hit is the job's when its id is, or residual
+            // when its record holds the deleted bytes (the record hash says which).
             for (const hit of hits) {
-              if (ids.has(hit.recordId) || isJobCopy(hit.recordId, metas.get(hit.recordId)?.contentHash ?? '')) findings.add(`vector:${hit.recordId}`);
+              if (ids.has(hit.recordId)) findings.add(`vector:${hit.recordId}`);
+              else if (metas.has(hit.recordId)) await isJobCopy(hit.recordId, metas.get(hit.recordId)?.contentHash ?? '');
             }
           });
         }
@@ -141,7 +171,7 @@ export async function replay(
       await run(search, 'search', async () => {
         const request = SearchRequest.parse({ query: text.slice(0, 1024), limit: REPLAY_LIMIT });
         const { ranked } = await rankedResults(deps, reader, request, now, { fill: false });
-        for (const item of ranked) if (isJobCopy(item.recordId, sha256(item.excerpt))) findings.add(`search:${item.recordId}`);
+        for (const item of ranked) if (await isJobCopy(item.recordId, sha256(item.excerpt))) findings.add(`search:${item.recordId}`);
       });
       // (c) The index itself, in the record's own partition, for each of its purposes; time
       // set to its creation so that no expiry filter can hide a copy.
@@ -150,7 +180,7 @@ export async function replay(
           const hits = await deps.index.search({
             tenantId: tenant, partitions: [partition], purpose, text, now: probes.meta.createdAt, limit: INDEX_PROBE_LIMIT,
           });
-          for (const hit of hits) if (isJobCopy(hit.doc.recordId, hit.doc.contentHash)) findings.add(`index:${hit.doc.recordId}`);
+          for (const hit of hits) if (await isJobCopy(hit.doc.recordId, hit.doc.contentHash)) findings.add(`index:${hit.doc.recordId}`);
         });
       }
       // (f) The summaries that a reader of this partition could get.
@@ -162,8 +192,9 @@ export async function replay(
               tenantId: tenant, partitions: [partition], purpose, now: probes.meta.createdAt, text, limit: INDEX_PROBE_LIMIT,
             });
             for (const hit of hits) {
-              const source = hit.summary.derivedFrom.find((s) => isJobCopy(s.recordId, s.contentHash));
-              if (source) findings.add(`summary-search:${source.recordId}`);
+              for (const source of hit.summary.derivedFrom) {
+                if (await isJobCopy(source.recordId, source.contentHash)) findings.add(`summary-search:${source.recordId}`);
+              }
             }
           });
         }
@@ -200,17 +231,21 @@ export async function replay(
       for (const id of task.recordIds) if ((await summaries.holding(tenant, [id])).length > 0) findings.add(`summary:${id}`);
     });
   }
-  return { counts, findings: [...findings].sort(), summaries: summaries !== undefined, vectors: deps.semantic !== undefined };
+  return {
+    counts, findings: [...findings].sort(),
+    residual: [...residual.values()].sort((a, b) => (a.recordId < b.recordId ? -1 : a.recordId > b.recordId ? 1 : 0)),
+    summaries: summaries !== undefined, vectors: deps.semantic !== undefined,
+  };
 }
 
-/** The verification ack's `ref`: probe counts by kind and the number of findings, nothing else. */
+/** The verification ack's `ref`: probe counts by kind and the numbers of findings and residual records, nothing else. */
 export function replayRef(report: ReplayReport, captured: number): string {
   const total = Object.values(report.counts).reduce((a, b) => a + b, 0);
   const kinds = PROBE_KINDS
     .filter((k) => (report.summaries || !k.startsWith('summary_')) && (report.vectors || !k.startsWith('vector_')))
     .map((k) => `${k}=${report.counts[k]}`);
   return [
-    `probes=${total}`, `findings=${report.findings.length}`, `captured=${captured}`, ...kinds,
+    `probes=${total}`, `findings=${report.findings.length}`, `residual=${report.residual.length}`, `captured=${captured}`, ...kinds,
     ...(report.summaries ? [] : ['summary=absent']), ...(report.vectors ? [] : ['vector=absent']),
   ].join(';');
 }

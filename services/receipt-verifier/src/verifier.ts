@@ -67,7 +67,9 @@ export async function startReceiptVerifier(options: ReceiptVerifierOptions): Pro
       if (task.target !== 'verification') return;
       const { report, captured } = await probe(deps, task);
       const ok = report.findings.length === 0;
-      ctx.send([deletionAck(task, 'receipt-verifier', deps.clock, { ok, ref: replayRef(report, captured), findings: report.findings })]);
+      ctx.send([deletionAck(task, 'receipt-verifier', deps.clock, {
+        ok, ref: replayRef(report, captured), findings: report.findings, residual: report.residual,
+      })]);
     },
   });
   return { close: () => sub.close() };

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import {
-  AddDelegationRequest, AddGrantRequest, AsyncWriteAccepted, CommandStatusResponse, DelegationCreatedResponse, DeletionAccepted, DeletionJob,
+  AddDelegationRequest, AddGrantRequest, AsyncWriteAccepted, CommandStatusResponse, DelegationCreatedResponse, DeletionAccepted, DeletionJob, DeletionScope,
   EvidencePacket, GrantCreatedResponse, Id, IssueCapabilityRequest, IssueCapabilityResponse, LegalHold, LegalHoldCreatedResponse, LIMITS,
   MemoryRecord, MutationResponse, PacketValidation, PlaceLegalHoldRequest, PolicyActionRequest, PolicyRevisionResponse, Problem,
   ReceiptPublicKey, ReceiptResponse, RecordHistory, RejectRequest, SearchRequest, SubjectSummaries, VersionedRequest, WriteMemoryBatchItem,
@@ -248,10 +248,18 @@ const PATHS: Record<string, Partial<Record<'get' | 'post' | 'delete', Operation>
     },
     delete: {
       operationId: 'deleteMemory', tag: 'deletion', summary: 'Delete a memory', auth: { action: 'request_delete' },
-      parameters: [pathId('id', 'the record\'s id'), idempotencyKey, consistencyToken],
+      parameters: [
+        pathId('id', 'the record\'s id'),
+        {
+          name: 'scope', in: 'query', required: false, schema: jsonSchema(DeletionScope),
+          description: '`record` (default): the record and what was derived from it; other records of the subject with the same content are named in the receipt as `residual`. `content`: also every such record this capability may delete, in the same job',
+        },
+        idempotencyKey, consistencyToken,
+      ],
       responses: mutation('202', { schema: 'DeletionAccepted', description: 'the deletion job (an earlier one, if the record is already being deleted)', examples: ['deletionAccepted'], links: JOB_LINK }),
       failures: [
         ...capability('request_delete'), TOKEN, RECORD_NOT_FOUND, ...IDEMPOTENCY, REPLY_TIMEOUT,
+        { status: STATUS_OF.MEM_VALIDATION, code: 'MEM_VALIDATION', when: '`scope` is neither `record` nor `content`, or given twice' },
         { status: STATUS_OF.MEM_CONFLICT, code: 'MEM_CONFLICT', when: 'a revocation of this record is in progress; retry once it completes (retriable)' },
         notFound('the record was purged meanwhile'), ...SERVED,
       ],

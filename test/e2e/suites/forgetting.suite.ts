@@ -70,6 +70,8 @@ export const forgettingSuite = <R extends TestRuntime>(
     const ref = job.evidence?.find((e) => e.target === 'verification')?.ref ?? '';
     return Object.fromEntries(ref.split(';').map((kv) => kv.split('=') as [string, string]));
   };
+  /** The job's residual: identical content in other live records of the subject (never failing it). */
+  const residualOf = (job: ApiBody) => (job.progress as { residual?: unknown } | undefined)?.residual;
   const expectVerifiedByReplays = (job: ApiBody, records: number) => {
     expect(job.status, JSON.stringify(job.progress)).toBe('verified');
     const counts = probeCounts(job);
@@ -231,6 +233,58 @@ export const forgettingSuite = <R extends TestRuntime>(
     expectVerifiedByReplays(job, recordIds.length);
   }, CASE_MS);
 
+  it('no writer can make a deletion fail with identical content: the subject\'s own copy is residual, another subject\'s is never named', async () => {
+    const fact = 'Ibis Freight pays its carriers by wire 4471';
+    await write('twin-a', 'cust-ibis', fact);
+    await write('twin-b', 'cust-ibis', fact);
+    // Another principal writes the same bytes about another subject.
+    const res = await rt.api('POST', '/v1/memories', { token: other, body: memory({ id: 'twin-elsewhere', subjectId: 'cust-jay', content: fact }) });
+    expect(res.status, res.text).toBe(201);
+
+    const job = await settled(await deleteOne('twin-a'));
+    expectVerifiedByReplays(job, 1);
+    expect(job.recordIds).toEqual(['twin-a']);
+    expect(residualOf(job)).toEqual([{ recordId: 'twin-b', reason: 'identical_content' }]);
+    expect(Number(probeCounts(job).residual)).toBe(1);
+    expect(JSON.stringify(job)).not.toContain('twin-elsewhere');
+    const receipt = await eventually('the receipt', async () => {
+      const r = await rt.api('GET', `/v1/deletion-jobs/${job.jobId}/receipt`, { token: writer });
+      return r.status === 200 ? r.body : undefined;
+    }, SETTLE_MS);
+    const payload = receipt.payload as { status: string; replay: { residual?: unknown } };
+    expect(payload.status).toBe('verified');
+    expect(payload.replay.residual).toEqual([{ recordId: 'twin-b', reason: 'identical_content' }]);
+    expect(JSON.stringify(payload)).not.toContain('twin-elsewhere');
+    // The other records are theirs: still there for their readers.
+    expect(ids(await search('Ibis Freight carriers wire 4471', writer, { limit: 2 })).sort()).toEqual(['twin-b', 'twin-elsewhere']);
+  }, CASE_MS);
+
+  it('DELETE ?scope=content also deletes the subject\'s identical records the requester may delete, and no other', async () => {
+    const fact = 'Jacana Labs keeps its spare keys in locker 8812';
+    await write('same-1', 'cust-jacana', fact);
+    await write('same-2', 'cust-jacana', fact);
+    await write('differs', 'cust-jacana', 'Jacana Labs opens at nine');
+    // dora's private record of the same subject and content: alice's capability may not delete it.
+    const res = await rt.api('POST', '/v1/memories', { token: other, body: memory({ id: 'same-dora', subjectId: 'cust-jacana', content: fact, visibility: 'private' }) });
+    expect(res.status, res.text).toBe(201);
+
+    const bad = await rt.api('DELETE', '/v1/memories/same-1?scope=everything', { token: writer });
+    expect(bad.status).toBe(422);
+    expect(bad.body.code).toBe('MEM_VALIDATION');
+    expect((await rt.api('GET', '/v1/memories/same-1', { token: writer })).status).toBe(200);
+
+    const accepted = await rt.api('DELETE', '/v1/memories/same-1?scope=content', { token: writer });
+    expect(accepted.status, accepted.text).toBe(202);
+    const job = await settled(accepted.body.jobId);
+    expectVerifiedByReplays(job, 2);
+    expect([...(job.recordIds ?? [])].sort()).toEqual(['same-1', 'same-2']);
+    expect(residualOf(job)).toEqual([]);
+    expect(JSON.stringify(job)).not.toContain('same-dora');
+    for (const id of ['same-1', 'same-2']) expect((await rt.api('GET', `/v1/memories/${id}`, { token: writer })).status).toBe(404);
+    expect((await rt.api('GET', '/v1/memories/differs', { token: writer })).status).toBe(200);
+    expect(ids(await search('Jacana Labs spare keys locker 8812', other, { limit: 1 }))).toEqual(['same-dora']);
+  }, CASE_MS);
+
   it('keeps a job unverified while a copy survives under another id, naming only ids, and verifies once it is gone', async () => {
     await write('ghost-src', 'cust-wren', 'Wren Analytics pays its invoices through escrow 3307');
     const original = await rt.index.get('acme', 'ghost-src');
@@ -258,7 +312,7 @@ export const forgettingSuite = <R extends TestRuntime>(
   it('keeps deleted content out of logs and out of the job\'s evidence', async () => {
     const jobs = (await rt.state.jobs.open()).length;
     expect(jobs).toBe(0);
-    const forbidden = ['Wren', 'escrow', 'Osprey', 'Heron Logistics', 'Plover', 'Kestrel', 'Egret Studios', 'pit lane', 'lantern', 'gate code 5521', 'owes 9120', 'Killdeer', 'Stilt Robotics'];
+    const forbidden = ['Wren', 'escrow', 'Osprey', 'Heron Logistics', 'Plover', 'Kestrel', 'Egret Studios', 'pit lane', 'lantern', 'gate code 5521', 'owes 9120', 'Killdeer', 'Stilt Robotics', 'Ibis Freight', 'Jacana Labs', 'locker 8812'];
     for (const line of rt.logs.lines) for (const word of forbidden) expect(line).not.toContain(word);
   }, CASE_MS);
 });

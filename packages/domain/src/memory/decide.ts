@@ -259,7 +259,7 @@ function decideRevocation(command: CommandOf<'RevokeMemory' | 'DeleteMemory'>, s
       events: [
         {
           type: 'MemoryRevocationRequested',
-          data: { id: data.id, version, jobId: data.jobId, mode: 'delete', alreadyTombstoned: true },
+          data: { id: data.id, version, jobId: data.jobId, mode: 'delete', alreadyTombstoned: true, ...copiesOf(command, r, state) },
           metadata: eventMeta(command, 0),
         },
       ],
@@ -278,10 +278,27 @@ function decideRevocation(command: CommandOf<'RevokeMemory' | 'DeleteMemory'>, s
   const mode = command.type === 'RevokeMemory' ? 'revoke' : 'delete';
   return {
     events: [
-      { type: 'MemoryRevocationRequested', data: { id: data.id, version, jobId: data.jobId, mode }, metadata: eventMeta(command, 0) },
+      {
+        type: 'MemoryRevocationRequested',
+        data: { id: data.id, version, jobId: data.jobId, mode, ...(command.type === 'DeleteMemory' ? copiesOf(command, r, state) : {}) },
+        metadata: eventMeta(command, 0),
+      },
     ],
     result: { id: data.id, version, status: 'revocation_pending', jobId: data.jobId },
   };
+}
+
+/**
+ * The copies a `scope=content` deletion takes along: each named record that is still live and
+ * still holds the deleted record's content. One rewritten or deleted since the edge looked is
+ * left alone (the verification reports it as residual if it holds the content again).
+ */
+function copiesOf(command: CommandOf<'DeleteMemory'>, r: RecordState, state: SubjectState): { copies?: Array<{ id: string; version: number }> } {
+  const copies = [...new Set(command.data.copies ?? [])]
+    .map((id) => state.records[id])
+    .filter((c): c is RecordState => c !== undefined && c.meta.id !== r.meta.id && LIVE_STATUSES.includes(c.meta.status) && c.meta.contentHash === r.meta.contentHash)
+    .map((c) => ({ id: c.meta.id, version: c.meta.version + 1 }));
+  return copies.length > 0 ? { copies } : {};
 }
 
 /**

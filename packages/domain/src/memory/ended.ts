@@ -14,9 +14,10 @@ export function endedRecordIds(event: MemoryEvent): string[] {
       return [];
     case 'SubjectForgotten':
       return event.data.records.map((r) => r.id);
+    case 'MemoryRevocationRequested':
+      return [event.data.id, ...(event.data.copies ?? []).map((c) => c.id)];
     case 'MemorySuperseded':
     case 'MemoryExpired':
-    case 'MemoryRevocationRequested':
     case 'MemoryTombstoned':
     case 'MemoryPurged':
       return [event.data.id];

@@ -78,6 +78,12 @@ export function evolveDraft(draft: SubjectState, event: MemoryEvent): void {
         ...transition(r, { status, version: event.data.version }),
         deletion: { jobId: event.data.jobId, reason },
       }));
+      for (const copy of event.data.copies ?? []) {
+        update(copy.id, copy.version, (r) => ({
+          ...transition(r, { status: 'revocation_pending', version: copy.version }),
+          deletion: { jobId: event.data.jobId, reason },
+        }));
+      }
       remember({ id: event.data.id, version: event.data.version, status: 'revocation_pending', jobId: event.data.jobId }, event.data.id);
       break;
     }

@@ -1,13 +1,16 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { newUlid } from '@gm/ids';
-import { DeletionReceipt, GovernedMemoryError, type MemoryCommand } from '@gm/contracts';
+import {
+  DeletionReceipt, DeletionScope, GovernedMemoryError, LIMITS, LIVE_STATUSES, type CapabilityClaims, type MemoryCommand, type RecordMeta,
+} from '@gm/contracts';
 import { decodeReceiptPayload } from '@gm/policy/receipts';
 import { authenticate, bearer } from '../auth.ts';
 import type { BrokerDeps } from '../deps.ts';
 import { idempotencyKey, pathId } from '../http.ts';
 import { notFound } from '../problem.ts';
 import { metadataFor } from '../metadata.ts';
-import { authorizedRecord } from './memories.ts';
+import { authorizedPartitions, authorizedRecord } from './memories.ts';
+import { partitionOf } from '../retrieval.ts';
 import { answerMutation, awaitConsistency, requestPoint } from '../consistency.ts';
 import { DELETION_JOB_GROUPS } from '../command-gateway.ts';
 
@@ -16,10 +19,15 @@ export function deletionRoutes(app: FastifyInstance, deps: BrokerDeps): void {
     const claims = await authenticate(request, deps.verifier, deps.clock, 'request_delete');
     const carried = requestPoint(deps, request, claims.tenant);
     const id = pathId(request, 'id');
+    const scope = deletionScope(request);
     const meta = await authorizedRecord(deps, claims, id, 'request_delete');
     const jobId = newUlid();
+    const copies = scope === 'content' ? await deletableCopies(deps, claims, meta) : [];
+    // The fingerprint is the request (id and scope), not the copies found: a retry finds the same job.
+    const fingerprint = scope === 'content' ? { id, scope } : { id };
     const command: MemoryCommand = {
-      type: 'DeleteMemory', data: { id, jobId }, metadata: await metadataFor(deps, claims, meta.subjectId, idempotencyKey(request), { operation: 'DeleteMemory', body: { id } }),
+      type: 'DeleteMemory', data: { id, jobId, ...(copies.length > 0 ? { copies } : {}) },
+      metadata: await metadataFor(deps, claims, meta.subjectId, idempotencyKey(request), { operation: 'DeleteMemory', body: fingerprint }),
     };
     const result = await deps.gateway.send(command);
     answerMutation(deps, reply, claims.tenant, carried, result);
@@ -72,6 +80,35 @@ export function deletionRoutes(app: FastifyInstance, deps: BrokerDeps): void {
 
   /** The public keys that sign receipts (a JWKS), for verifying receipts offline. Public: no capability needed. */
   app.get('/v1/receipt-keys', async () => ({ keys: await deps.state.receipts.publicKeys() }));
+}
+
+/** `?scope=record` (the default) or `?scope=content`; anything else is refused, never read as the default. */
+function deletionScope(request: FastifyRequest): DeletionScope {
+  const raw = (request.query as Record<string, unknown> | undefined)?.scope;
+  if (raw === undefined) return 'record';
+  const parsed = DeletionScope.safeParse(raw);
+  if (!parsed.success) throw new GovernedMemoryError('MEM_VALIDATION', 'scope: "record" or "content", given once');
+  return parsed.data;
+}
+
+/**
+ * The other live records of the record's subject that hold the same content and that this
+ * capability may delete (the same rule as the record itself: a partition it may
+ * `request_delete` in, not tombstoned). The ones it may not delete stay, and the receipt names
+ * them as residual if they are live when the replays run.
+ */
+async function deletableCopies(deps: BrokerDeps, claims: CapabilityClaims, meta: RecordMeta): Promise<string[]> {
+  const ids = (await deps.state.records.idsOfSubject(claims.tenant, meta.subjectId)).filter((other) => other !== meta.id);
+  const same = [...(await deps.state.records.getMany(claims.tenant, ids)).values()]
+    .filter((m) => m.contentHash === meta.contentHash && LIVE_STATUSES.includes(m.status));
+  if (same.length === 0) return [];
+  const partitions = new Set(await authorizedPartitions(deps, claims, 'request_delete'));
+  const tombstoned = await deps.state.tombstones.filterTombstoned(claims.tenant, same.map((m) => m.id));
+  return same
+    .filter((m) => partitions.has(partitionOf(m)) && !tombstoned.has(m.id))
+    .map((m) => m.id)
+    .sort()
+    .slice(0, LIMITS.maxDeletionCopies);
 }
 
 const prefersJose = (accept: string | undefined): boolean =>
