@@ -4,6 +4,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Kafka, logLevel } from 'kafkajs';
 import { createKafkaBus } from '@gm/bus';
 import { TOPICS, type Action } from '@gm/contracts';
 import { startStack, type ServiceName, type Stack } from '@gm/distributed';
@@ -92,6 +93,34 @@ describe('distributed runtime (separate processes on Kafka, Elasticsearch, Redis
     expect(output).toContain('1 item(s): pref-2\n');
     expect(output).toContain('0 item(s)\n');
     expect(output).toMatch(/status=verified records=pref-1,pref-2,tool-1/);
+  }, 120_000);
+
+  it('leaves no consumer group behind when services restart: the durable groups stay, and each process has one key-store follower', async () => {
+    const admin = new Kafka({ clientId: `groups-${randomUUID().slice(0, 6)}`, brokers: engineEndpoint('kafka').split(','), logLevel: logLevel.NOTHING }).admin();
+    await admin.connect();
+    try {
+      // Throwaway readers (gm-reader.*) come and go with each readPartition; they delete themselves.
+      const groups = async () => (await admin.listGroups()).groups.map((g) => g.groupId)
+        .filter((g) => g.startsWith(`${namespace}.`) && !g.startsWith(`${namespace}.gm-reader.`)).map((g) => g.slice(namespace.length + 1)).sort();
+      const transient = /^(gm-keys|retrieval-broker\.replies)\./;
+      const shape = (names: string[]) => ({
+        durable: names.filter((g) => !transient.test(g)),
+        keyFollowers: names.filter((g) => g.startsWith('gm-keys.')).length,
+        replyGroups: names.filter((g) => g.startsWith('retrieval-broker.replies.')).length,
+      });
+      const before = await groups();
+      expect(shape(before).replyGroups).toBe(1);
+      for (const service of ['retrieval-broker', 'projector'] as ServiceName[]) {
+        await stack.kill(service, 'SIGTERM');
+        await stack.start(service);
+      }
+      const after = await groups();
+      expect(shape(after)).toEqual(shape(before));
+      // The restarted processes' followers are new groups; their predecessors' are gone.
+      expect(after.filter((g) => transient.test(g) && !before.includes(g))).toHaveLength(3);
+    } finally {
+      await admin.disconnect();
+    }
   }, 120_000);
 
   for (const victim of ['write-admission', 'projector', 'index-builder'] as ServiceName[]) {

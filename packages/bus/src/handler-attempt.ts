@@ -3,8 +3,18 @@
  * handler gets, what it queued, and the commit/discard hooks it registered — settled exactly
  * once, by whoever learns the fate of the transaction that carries the results.
  */
+import { GovernedMemoryError } from '@gm/contracts';
 import type { BusLogger } from './embedded/group-consumer.ts';
 import type { BatchHandler, ConsumedMessage, LogPosition, MessageHandler, OutgoingMessage, ProcessContext } from './port.ts';
+
+/** How an adapter runs attempts of one subscription. */
+export interface AttemptSettings<Encoded> {
+  encode: (m: OutgoingMessage, index: number) => Encoded;
+  logger: BusLogger;
+  /** False for a group subscribed with `sends: false`: its ctx refuses sends (SubscriptionSettings.sends). */
+  sends: boolean;
+  groupId: string;
+}
 
 export class HandlerAttempt<Encoded> {
   readonly queued: Encoded[] = [];
@@ -25,34 +35,37 @@ export class HandlerAttempt<Encoded> {
   ) {}
 
   /** Runs the handler once; a throw is recorded in `failure`, never rethrown. */
-  static run<Encoded>(
-    handler: MessageHandler, message: ConsumedMessage, encode: (m: OutgoingMessage, index: number) => Encoded, logger: BusLogger,
-  ): Promise<HandlerAttempt<Encoded>> {
-    return HandlerAttempt.invoke(message, (ctx) => handler(message, ctx), encode, logger);
+  static run<Encoded>(handler: MessageHandler, message: ConsumedMessage, settings: AttemptSettings<Encoded>): Promise<HandlerAttempt<Encoded>> {
+    return HandlerAttempt.invoke(message, (ctx) => handler(message, ctx), settings);
   }
 
   /** Runs a batch handler once on consecutive messages of one partition (at least one). */
   static runBatch<Encoded>(
-    handler: BatchHandler, messages: readonly [ConsumedMessage, ...ConsumedMessage[]], encode: (m: OutgoingMessage, index: number) => Encoded, logger: BusLogger,
+    handler: BatchHandler, messages: readonly [ConsumedMessage, ...ConsumedMessage[]], settings: AttemptSettings<Encoded>,
   ): Promise<HandlerAttempt<Encoded>> {
-    return HandlerAttempt.invoke(messages[0], (ctx) => handler(messages, ctx), encode, logger);
+    return HandlerAttempt.invoke(messages[0], (ctx) => handler(messages, ctx), settings);
   }
 
   private static async invoke<Encoded>(
-    first: ConsumedMessage, call: (ctx: ProcessContext) => Promise<void>, encode: (m: OutgoingMessage, index: number) => Encoded, logger: BusLogger,
+    first: ConsumedMessage, call: (ctx: ProcessContext) => Promise<void>, { encode, logger, sends, groupId }: AttemptSettings<Encoded>,
   ): Promise<HandlerAttempt<Encoded>> {
     const attempt = new HandlerAttempt<Encoded>(first, logger);
     const whileOpen = (what: string): void => {
       if (!attempt.open) throw new Error(`ctx.${what} was called after the handler settled; it would be lost`);
     };
+    const sending = (what: string): void => {
+      whileOpen(what);
+      // Thrown where the handler sends: no transaction could carry the send with the offset.
+      if (!sends) throw new GovernedMemoryError('MEM_VALIDATION', `ctx.${what}: group "${groupId}" was subscribed with sends: false`);
+    };
     const ctx: ProcessContext = {
       send: (messages) => {
-        whileOpen('send');
+        sending('send');
         // Encoded now: the handler sees a bad value at once, and later mutation cannot leak in.
         attempt.queued.push(...messages.map((m, i) => encode(m, i)));
       },
       sendWithPositions: (build) => {
-        whileOpen('sendWithPositions');
+        sending('sendWithPositions');
         attempt.deferred.push(build);
       },
       onCommitted: (fn) => {

@@ -60,7 +60,9 @@ export function validateSubscribeOptions(options: SubscribeOptions): void {
   // The type says exactly one; untyped callers get a clear error instead of a silent pick.
   const handlers = [options.handler, options.batchHandler].filter((h) => typeof h === 'function').length;
   if (handlers !== 1) throw invalid('exactly one of handler and batchHandler must be given');
-  const { maxAttempts, retryBackoffMs, lingerMs, lazyCommitMs, maxBatchMessages, lingerShare } = options;
+  const { maxAttempts, retryBackoffMs, lingerMs, lazyCommitMs, maxBatchMessages, lingerShare, sends, transient } = options;
+  // A transient group's per-partition transactional ids would outlive it (Kafka cannot delete them).
+  if (transient === true && sends !== false) throw invalid('a transient group must be subscribed with sends: false');
   if (lingerShare !== undefined && (!Number.isFinite(lingerShare) || lingerShare <= 0 || lingerShare > 1)) throw invalid('lingerShare must be a number in (0, 1]');
   if (maxBatchMessages !== undefined && (!Number.isInteger(maxBatchMessages) || maxBatchMessages < 1 || maxBatchMessages > MAX_BATCH_MESSAGES)) {
     throw invalid(`maxBatchMessages must be an integer from 1 to ${MAX_BATCH_MESSAGES}`);

@@ -126,6 +126,25 @@ export interface SubscriptionSettings {
    * Kafka adapter commits every batch.
    */
   lazyCommitMs?: number;
+  /**
+   * Whether the handler sends (default true). With `false`, `ctx.send` and `ctx.sendWithPositions`
+   * throw MEM_VALIDATION (the attempt fails like any throw) and every commit is a plain group
+   * commit: the Kafka adapter opens no transactional producer, so no transactional id, for the
+   * group. Its dead letters are then appended before its offset commits rather than with it: a
+   * crash or a lost partition in between may dead-letter a message twice (never lose one). The
+   * embedded bus still appends them in the same transaction.
+   */
+  sends?: boolean;
+  /**
+   * A group of this subscription alone, whose offsets nobody needs once it closed: a broadcast
+   * follower (every process reads every message for itself: the key store's, the API's replies).
+   * Subscribing first deletes what a crashed predecessor of the same name left (its offsets; on
+   * Kafka it waits out that member's session) and refuses with MEM_CONFLICT while another live
+   * member holds the group; closing deletes the group. Requires `sends: false` (a transactional id
+   * per partition would outlive the group). A process that dies without closing leaves the group
+   * to the next subscriber of its name, or to an operator (docs/operations.md).
+   */
+  transient?: boolean;
 }
 
 /**

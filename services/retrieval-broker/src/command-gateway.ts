@@ -59,8 +59,11 @@ export class CommandGateway {
       groupId: `retrieval-broker.replies.${this.options.instanceId}`,
       topics: [TOPICS.replies],
       fromBeginning: false,
-      // Nobody waits on this group, and a restarted broker has no caller left for old replies.
+      // Nobody waits on this group, and a restarted broker has no caller left for old replies:
+      // it is this instance's alone, deleted when it closes, and it never sends.
       lazyCommitMs: 100,
+      transient: true,
+      sends: false,
       handler: async (message) => {
         const parsed = CommandReply.safeParse(message.value);
         if (!parsed.success) return;

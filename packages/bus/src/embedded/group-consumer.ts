@@ -24,7 +24,7 @@
  */
 import { DEFAULT_BATCH_MESSAGES, deadLetterOf } from '../messages.ts';
 import { isDependencyOutage, retryDelayMs } from '@gm/contracts';
-import { HandlerAttempt } from '../handler-attempt.ts';
+import { HandlerAttempt, type AttemptSettings } from '../handler-attempt.ts';
 import type { BatchHandler, ConsumedMessage, LogPosition, MessageHandler, OutgoingMessage, Subscription, SubscribeOptions } from '../port.ts';
 import type { GroupCoordinator, GroupMember } from './group-coordinator.ts';
 import { lingerDelayMs } from './linger.ts';
@@ -112,6 +112,7 @@ export class GroupConsumer implements Subscription, GroupMember {
     this.lingerShare = options.lingerShare ?? 1;
     this.batchSize = options.maxBatchMessages ?? DEFAULT_BATCH_MESSAGES;
     this.lazyCommitMs = options.lazyCommitMs ?? 0;
+    this.attemptSettings = { encode: this.encode, logger: deps.logger, sends: options.sends !== false, groupId: options.groupId };
   }
 
   start(): void {
@@ -246,9 +247,12 @@ export class GroupConsumer implements Subscription, GroupMember {
     return serialized;
   };
 
+  /** How attempts of this subscription run (sends: false refuses sends in the handler, as on Kafka). */
+  private readonly attemptSettings: AttemptSettings<SerializedMessage>;
+
   private attemptOne(message: ConsumedMessage): Promise<Attempt> {
-    if (this.handler !== undefined) return HandlerAttempt.run(this.handler, message, this.encode, this.deps.logger);
-    if (this.batchHandler !== undefined) return HandlerAttempt.runBatch(this.batchHandler, [message], this.encode, this.deps.logger);
+    if (this.handler !== undefined) return HandlerAttempt.run(this.handler, message, this.attemptSettings);
+    if (this.batchHandler !== undefined) return HandlerAttempt.runBatch(this.batchHandler, [message], this.attemptSettings);
     throw new Error('subscription without a handler');
   }
 
@@ -259,7 +263,7 @@ export class GroupConsumer implements Subscription, GroupMember {
     let next = 0;
     for (const message of batch) {
       if (this.closing) break;
-      const running = HandlerAttempt.run(handler, message, this.encode, this.deps.logger);
+      const running = HandlerAttempt.run(handler, message, this.attemptSettings);
       if (from !== undefined && (await settlesWithin(running, MAX_RESULT_WAIT_MS)) === false) {
         // A slow handler: what was handled before it commits now rather than wait behind it.
         if (!this.commit(done, { topic: message.topic, partition: message.partition, from, next })) {
@@ -290,7 +294,7 @@ export class GroupConsumer implements Subscription, GroupMember {
   private async handleBatch(handler: BatchHandler, batch: readonly [ConsumedMessage, ...ConsumedMessage[]]): Promise<boolean> {
     if (this.closing) return false;
     const [first] = batch;
-    const run = batch.length === 1 ? await this.attemptOne(first) : await HandlerAttempt.runBatch(handler, batch, this.encode, this.deps.logger);
+    const run = batch.length === 1 ? await this.attemptOne(first) : await HandlerAttempt.runBatch(handler, batch, this.attemptSettings);
     const last = batch.at(-1) ?? first;
     if (!run.failed) return this.commit([run], { topic: first.topic, partition: first.partition, from: first.offset, next: last.offset + 1 });
     run.discarded();

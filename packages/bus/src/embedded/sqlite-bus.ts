@@ -82,6 +82,8 @@ class SqliteBus implements Bus {
   private readonly closingSignal = new Signal();
   private readonly consumers = new Set<GroupConsumer>();
   private closing = false;
+  /** Groups of open transient subscriptions (SubscriptionSettings.transient): deleted when they close. */
+  private readonly transientGroups = new Set<string>();
   private closed: Promise<void> | undefined;
   /**
    * Other buses of this process on the same file (another worker thread's) hear of our appends
@@ -159,6 +161,15 @@ class SqliteBus implements Bus {
     this.assertOpen();
     validateSubscribeOptions(options);
     for (const topic of options.topics) this.log.requireTopic(topic);
+    if (options.transient === true) {
+      // The group is this subscription's alone: a live member means another holder of the name.
+      if (this.coordinator.hasMembers(options.groupId)) {
+        throw new GovernedMemoryError('MEM_CONFLICT', `transient group "${options.groupId}" already has a subscription`);
+      }
+      // What a crashed predecessor committed is not ours to continue from.
+      this.log.resetGroup(options.groupId);
+      this.transientGroups.add(options.groupId);
+    }
     if (options.fromBeginning === false) {
       this.log.commitEndOffsetsIfMissing(options.groupId, options.topics);
       this.committed.notify();
@@ -179,6 +190,8 @@ class SqliteBus implements Bus {
       close: async () => {
         await consumer.close();
         this.consumers.delete(consumer);
+        // A closing bus deletes it itself, before the file closes.
+        if (options.transient === true && this.transientGroups.delete(options.groupId) && !this.closing) this.log.resetGroup(options.groupId);
       },
     };
   }
@@ -251,6 +264,8 @@ class SqliteBus implements Bus {
       this.closingSignal.notify();
       await Promise.all([...this.consumers].map((consumer) => consumer.close()));
       this.consumers.clear();
+      for (const groupId of this.transientGroups) this.log.resetGroup(groupId);
+      this.transientGroups.clear();
       this.neighbours?.close();
       this.log.close();
     })();

@@ -21,7 +21,7 @@ import type { BusLogger } from '../embedded/group-consumer.ts';
 import { partitionForKey } from '../embedded/partitioner.ts';
 import { Signal } from '../embedded/signal.ts';
 import type { Bus, ConsumedMessage, LogPosition, OutgoingMessage, SubscribeOptions, Subscription, TopicSpec } from '../port.ts';
-import { encodeMessage, Mutex, Namespace, unavailable, withMetadataRetry } from './kafka-codec.ts';
+import { encodeMessage, errorMessage, Mutex, Namespace, unavailable, withMetadataRetry } from './kafka-codec.ts';
 import { CommitWatch } from './kafka-commit-watch.ts';
 import { Groups } from './kafka-groups.ts';
 import { readRange } from './kafka-reader.ts';
@@ -77,14 +77,8 @@ class KafkaBus implements Bus {
   private readonly members = new Map<string, number>();
   private idempotent: Promise<Producer> | undefined;
   /** Single-partition produces of one turn, sent as one record batch per partition. */
-  private readonly singlePartition = new PartitionProduceGroups(async (messages) => {
-    const producer = (this.idempotent ??= this.transactions.connect());
-    // A failed connect is not cached: the next produce tries again.
-    producer.catch(() => {
-      if (this.idempotent === producer) this.idempotent = undefined;
-    });
-    return this.transactions.send(await producer, await this.transactions.route(messages));
-  });
+  private readonly singlePartition = new PartitionProduceGroups(async (messages) =>
+    this.transactions.send(await this.idempotentProducer(), await this.transactions.route(messages)));
   private transactional: Promise<Producer> | undefined;
   /** A transactional producer runs one transaction at a time. */
   private readonly transactionLock = new Mutex();
@@ -145,6 +139,8 @@ class KafkaBus implements Bus {
     validateSubscribeOptions(options);
     const topics = [...new Set(options.topics)];
     for (const topic of topics) await this.topics.count(topic);
+    const kafkaGroup = this.ns.group(options.groupId);
+    if (options.transient === true) await this.claimTransientGroup(options.groupId);
     if (options.fromBeginning === false) await this.commitEndOffsetsIfMissing(options.groupId, topics);
     const subscription = new KafkaSubscription(
       {
@@ -156,6 +152,10 @@ class KafkaBus implements Bus {
         sessionTimeoutMs: this.sessionTimeoutMs,
         committedOffset: (kafkaGroup, kafkaTopic, partition) => this.groups.committedOffset(kafkaGroup, kafkaTopic, partition),
         ensureDeadLetterTopic: (topic) => this.topics.ensureDeadLetter(topic),
+        produce: async (messages) => {
+          await this.transactions.send(await this.idempotentProducer(), await this.transactions.route(messages));
+        },
+        ...(options.transient === true ? { afterClose: () => this.deleteTransientGroup(options.groupId, kafkaGroup) } : {}),
       },
       options,
     );
@@ -272,6 +272,42 @@ class KafkaBus implements Bus {
       if (this.adminReady !== undefined) await this.adminClient.disconnect().catch(() => undefined);
     })();
     return this.closed;
+  }
+
+  private idempotentProducer(): Promise<Producer> {
+    const producer = (this.idempotent ??= this.transactions.connect());
+    // A failed connect is not cached: the next produce tries again.
+    producer.catch(() => {
+      if (this.idempotent === producer) this.idempotent = undefined;
+    });
+    return producer;
+  }
+
+  /**
+   * A transient group starts empty: what a crashed predecessor of the same name committed is
+   * deleted. Kafka refuses while members are alive, and a crashed member stays one until its
+   * session times out, so a busy group is retried for two session timeouts before it counts as
+   * another live holder of the name (MEM_CONFLICT).
+   */
+  private async claimTransientGroup(groupId: string): Promise<void> {
+    const conflict = new GovernedMemoryError('MEM_CONFLICT', `transient group "${groupId}" already has a subscription`);
+    if (this.members.has(groupId)) throw conflict;
+    const deadline = performance.now() + 2 * this.sessionTimeoutMs;
+    for (;;) {
+      const outcome = await this.groups.delete(this.ns.group(groupId)).catch((err: unknown) => {
+        throw unavailable(`subscribe ${groupId}`, err);
+      });
+      if (outcome === 'done') return;
+      if (performance.now() > deadline) throw conflict;
+      if (this.closing) throw new GovernedMemoryError('MEM_UNAVAILABLE', 'the bus is closed');
+      await Signal.any([this.closingSignal], Math.max(100, Math.floor(this.sessionTimeoutMs / 4)));
+    }
+  }
+
+  /** Deletes a transient group once its member left; what fails is logged (docs/operations.md says how to clean up). */
+  private async deleteTransientGroup(groupId: string, kafkaGroup: string): Promise<void> {
+    const outcome = await this.groups.delete(kafkaGroup).catch((err: unknown) => errorMessage(err));
+    if (outcome !== 'done') this.logger.warn({ groupId, err: outcome === 'busy' ? 'the group still has members' : outcome }, 'bus transient group not deleted');
   }
 
   /** Runs `work` with the bus's transactional producer, one transaction at a time. */

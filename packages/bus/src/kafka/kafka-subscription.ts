@@ -33,7 +33,7 @@ import { isDependencyOutage, isGovernedMemoryError, retryDelayMs } from '@gm/con
 import type { Batch, Consumer, EachBatchPayload, Kafka, Producer } from 'kafkajs';
 import type { BusLogger } from '../embedded/group-consumer.ts';
 import { Signal } from '../embedded/signal.ts';
-import { HandlerAttempt } from '../handler-attempt.ts';
+import { HandlerAttempt, type AttemptSettings } from '../handler-attempt.ts';
 import type { BatchHandler, ConsumedMessage, LogPosition, MessageHandler, Subscription, SubscribeOptions } from '../port.ts';
 import { ChunkCommitter, type Chunk, type ChunkLimits } from './kafka-chunks.ts';
 import { decodeMessage, encodeMessage, errorMessage, Mutex, type EncodedMessage, type Namespace } from './kafka-codec.ts';
@@ -50,6 +50,10 @@ export interface SubscriptionDeps {
   committedOffset(groupId: string, topic: string, partition: number): Promise<number>;
   /** Makes sure `<topic>.dlq` exists (a consumer of an undeclared topic may dead-letter). */
   ensureDeadLetterTopic(topic: string): Promise<void>;
+  /** Appends without a transaction (a `sends: false` group's dead letters), through the bus's idempotent producer. */
+  produce(messages: readonly EncodedMessage[]): Promise<void>;
+  /** Runs once the member left the group on close (a transient group deletes itself). */
+  afterClose?: () => Promise<void>;
 }
 
 type Outcome = 'committed' | 'stopped' | 'lost';
@@ -99,6 +103,12 @@ export class KafkaSubscription implements Subscription {
   private readonly retryBackoffMs: number;
   /** Messages per batch handler call (maxBatchMessages); the chunk limits still bound each transaction. */
   private readonly batchMessages: number;
+  /**
+   * False for `sends: false`: no transactional producer, no fencing by transactional id (a plain
+   * group commit is fenced by the coordinator's generation), dead letters appended before the commit.
+   */
+  private readonly sends: boolean;
+  private readonly attemptSettings: AttemptSettings<EncodedMessage>;
   /** Per partition: its transactional producer, and the work that must not interleave. */
   private readonly producers = new Map<string, Promise<Producer>>();
   private readonly locks = new Map<string, Mutex>();
@@ -127,6 +137,8 @@ export class KafkaSubscription implements Subscription {
     this.maxAttempts = options.maxAttempts ?? 5;
     this.retryBackoffMs = options.retryBackoffMs ?? 50;
     this.batchMessages = options.maxBatchMessages ?? DEFAULT_BATCH_MESSAGES;
+    this.sends = options.sends !== false;
+    this.attemptSettings = { encode: encodeMessage, logger: deps.logger, sends: this.sends, groupId: options.groupId };
     this.consumer = deps.kafka.consumer({
       groupId: deps.ns.group(options.groupId),
       readUncommitted: false,
@@ -227,6 +239,7 @@ export class KafkaSubscription implements Subscription {
       await Promise.all([...this.locks.values()].map((lock) => lock.idle()));
       await this.consumer.disconnect().catch((err: unknown) => this.deps.logger.warn({ groupId: this.groupId, err: errorMessage(err) }, 'bus consumer disconnect failed'));
       await Promise.all([...this.producers.keys()].map((key) => this.dropProducer(key)));
+      await this.deps.afterClose?.();
     })();
     return this.closed;
   }
@@ -375,7 +388,7 @@ export class KafkaSubscription implements Subscription {
     if (first === undefined || last === undefined) return false;
     const run = items.length === 1
       ? await this.attempt(first.message)
-      : await this.attemptWith(HandlerAttempt.runBatch(handler, [first.message, ...items.slice(1).map((i) => i.message)], encodeMessage, this.deps.logger));
+      : await this.attemptWith(HandlerAttempt.runBatch(handler, [first.message, ...items.slice(1).map((i) => i.message)], this.attemptSettings));
     if (!run.failed) {
       chunks.add({ queued: run.queued, attempt: run, next: last.next, offset: last.offset });
       return false;
@@ -414,7 +427,7 @@ export class KafkaSubscription implements Subscription {
 
   /** One run of the handler; a send to a topic that does not exist fails it like a throw. */
   private attempt(message: ConsumedMessage): Promise<HandlerAttempt<EncodedMessage>> {
-    return this.attemptWith(HandlerAttempt.run(this.handler, message, encodeMessage, this.deps.logger));
+    return this.attemptWith(HandlerAttempt.run(this.handler, message, this.attemptSettings));
   }
 
   private async attemptWith(running: Promise<HandlerAttempt<EncodedMessage>>): Promise<HandlerAttempt<EncodedMessage>> {
@@ -483,6 +496,13 @@ export class KafkaSubscription implements Subscription {
       await this.commitOffsetOnly(kafkaTopic, partition, lastEntry.next);
       return;
     }
+    if (!this.sends) {
+      // Only dead letters are queued here (the handler's sends were refused): appended first,
+      // so a crash before the commit dead-letters the message again rather than never.
+      await this.deps.produce(queued);
+      await this.commitOffsetOnly(kafkaTopic, partition, lastEntry.next);
+      return;
+    }
     const routed = await this.deps.transactions.route(queued);
     const producer = await this.producer(partitionKey(kafkaTopic, partition), kafkaTopic, partition);
     // What sendWithPositions asked for, built from where each entry's own sends landed.
@@ -516,6 +536,11 @@ export class KafkaSubscription implements Subscription {
   private async ownPartition(key: string, kafkaTopic: string, partition: number): Promise<number> {
     const known = this.floors.get(key);
     if (known !== undefined) return known;
+    if (!this.sends) {
+      const committed = await this.deps.committedOffset(this.deps.ns.group(this.groupId), kafkaTopic, partition);
+      this.floors.set(key, committed);
+      return committed;
+    }
     const producer = await this.producer(key, kafkaTopic, partition);
     await this.deps.transactions.fence(producer);
     const floor = await this.deps.committedOffset(this.deps.ns.group(this.groupId), kafkaTopic, partition);

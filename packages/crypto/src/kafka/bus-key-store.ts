@@ -83,6 +83,9 @@ class BusKeyStore implements KeyStore {
       groupId: `gm-keys.${randomUUID()}`,
       topics: [KEYS_TOPIC],
       fromBeginning: true,
+      // Nobody continues this group: it is deleted when the store closes, and it never sends.
+      transient: true,
+      sends: false,
       handler: async (message) => {
         try {
           this.apply(message);

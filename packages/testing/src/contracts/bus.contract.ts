@@ -451,6 +451,47 @@ export function testBus(adapterName: string, factory: () => Promise<BusFixture>)
       });
     });
 
+    describe('groups that never send, and transient groups', () => {
+      it('with sends: false, refuses a handler\'s send: the message is retried, then dead-lettered, and nothing reaches the topic', async () => {
+        await bus.ensureTopics([{ name: topic('in'), partitions: 1 }, { name: topic('out'), partitions: 1 }]);
+        await bus.produce([{ topic: topic('in'), key: 'k', value: 1 }, { topic: topic('in'), key: 'quiet', value: 2 }]);
+        const handled: string[] = [];
+        await consumeIn('g', async (m, ctx) => {
+          handled.push(m.key);
+          if (m.key === 'k') ctx.send([{ topic: topic('out'), key: 'k', value: 'leak' }]);
+        }, { sends: false, maxAttempts: 2, retryBackoffMs: 1 });
+        expect(handled).toEqual(['k', 'k', 'quiet']);
+        expect(await collect(bus, topic('out'))).toEqual([]);
+        const dlq = await collect(bus, topic('in.dlq'));
+        expect(dlq.map((m) => [m.key, m.headers['dlq.attempts']])).toEqual([['k', '2']]);
+        expect(dlq[0]?.headers['dlq.error']).toContain('sends: false');
+      });
+
+      it('refuses a transient group that could send, subscribing nothing', async () => {
+        await bus.ensureTopics([{ name: topic('in'), partitions: 1 }]);
+        await expect(subscribeIn('t', async () => undefined, { transient: true })).rejects.toMatchObject({ code: 'MEM_VALIDATION' });
+        expect(await bus.committedOffsets(group('t'), topic('in'))).toEqual([0]);
+      });
+
+      it('deletes a transient group when it closes, refuses a second live subscription of its name, and starts a new one afresh', async () => {
+        await bus.ensureTopics([{ name: topic('in'), partitions: 2 }]);
+        await bus.produce(messagesTo(topic('in'), ['a', 'b', 'c', 'd'], 'x'));
+        const transient = { transient: true, sends: false } as const;
+        const first = recorder();
+        const sub = await subscribeIn('t', first.handler, transient);
+        await caughtUpIn('t');
+        await expect(subscribeIn('t', async () => undefined, transient)).rejects.toMatchObject({ code: 'MEM_CONFLICT' });
+        await sub.close();
+        expect(first.received).toHaveLength(4);
+        // Gone with its offsets: the next subscriber of the name reads from the start again.
+        expect(await bus.committedOffsets(group('t'), topic('in'))).toEqual([0, 0]);
+        const second = recorder();
+        await consumeIn('t', second.handler, transient);
+        expect(second.received).toHaveLength(4);
+        expect(await bus.committedOffsets(group('t'), topic('in'))).toEqual([0, 0]);
+      });
+    });
+
     describe('batch subscriptions', () => {
       it('hands a batch handler consecutive messages of one partition, in order, each exactly once, and commits their sends', async () => {
         await bus.ensureTopics([{ name: topic('in'), partitions: 2 }, { name: topic('out'), partitions: 2 }]);
