@@ -1,4 +1,4 @@
-import { MemoryEvent, PolicyChange, TOPICS, type Clock } from '@gm/contracts';
+import { PolicyChange, TOPICS, readMemoryEvent, type Clock } from '@gm/contracts';
 import { indexEvent, summarizeEvent } from '@gm/index-builder';
 import { projectEvent } from '@gm/projector';
 import { scheduleFromEvent } from '@gm/expiry-scheduler';
@@ -67,12 +67,11 @@ export async function replayDataDir(
     }
     let events = 0;
     for await (const message of bus.readAll(TOPICS.events)) {
-      const parsed = MemoryEvent.safeParse(message.value);
-      if (!parsed.success) continue;
-      await projectEvent(state, parsed.data);
-      await indexEvent(index, parsed.data);
-      await summarizeEvent({ index, summaries, state }, parsed.data);
-      await scheduleFromEvent(state, parsed.data);
+      const event = readMemoryEvent(message);
+      await projectEvent(state, event);
+      await indexEvent(index, event);
+      await summarizeEvent({ index, summaries, state }, event);
+      await scheduleFromEvent(state, event);
       events += 1;
       if (events % 1000 === 0) onProgress(events);
     }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { GovernedMemoryError } from './errors.ts';
 import { DeletionMode, MessageMetadata, TombstoneReason } from './messages.ts';
 import { Content, Id, Trust, Visibility } from './primitives.ts';
 import { MemoryRecord, RecordMeta } from './record.ts';
@@ -68,3 +69,26 @@ export const MemoryEvent = z.discriminatedUnion('type', [
 export type MemoryEvent = z.infer<typeof MemoryEvent>;
 export type MemoryEventType = MemoryEvent['type'];
 export type EventOf<T extends MemoryEventType> = Extract<MemoryEvent, { type: T }>;
+
+/**
+ * The one policy for a message of memory.events that is not a memory event this version reads
+ * (a type a newer write-admission writes, a damaged log, a foreign writer): every reader stops at
+ * it. Skipping it — or dead-lettering it, which is skipping with a record — would leave the
+ * reader's state without an effect the writer meant (a purge, a supersession) and the readers'
+ * states apart. So it throws a retriable MEM_UNAVAILABLE: consumer groups retry it without limit
+ * (their lag grows and the retry warning names the offset), write-admission's fold and the
+ * verifier's reads fail the same way, and a replay stops with the offset. Upgrading the reader
+ * (or repairing the log) lets every one of them go on from there.
+ */
+export function readMemoryEvent(message: { topic: string; partition: number; offset: number; value: unknown }): MemoryEvent {
+  const parsed = MemoryEvent.safeParse(message.value);
+  if (parsed.success) return parsed.data;
+  const value = message.value as { type?: unknown } | null;
+  // The type names what arrived; nothing else of the value (it may carry content).
+  const type = typeof value?.type === 'string' && /^[A-Za-z]{1,64}$/.test(value.type) ? ` (type "${value.type}")` : '';
+  throw new GovernedMemoryError(
+    'MEM_UNAVAILABLE',
+    `${message.topic}[${message.partition}]@${message.offset}${type} is not a memory event this version reads; readers stop here until it is upgraded or the log repaired`,
+    { retriable: true },
+  );
+}

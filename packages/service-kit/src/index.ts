@@ -1,7 +1,7 @@
 export * from './run-service.ts';
 import type { BatchHandler, Bus, ConsumedMessage, MessageHandler, ProcessContext, SubscriptionSettings } from '@gm/bus';
 import {
-  MemoryEvent, TOPICS,
+  MemoryEvent, TOPICS, readMemoryEvent,
   type Clock, type DeletionAck, type DeletionTask, type ServiceHandle,
 } from '@gm/contracts';
 import type { Logger } from '@gm/observability';
@@ -38,9 +38,7 @@ export async function subscribeToMemoryEvents(
   settings: Pick<SubscriptionSettings, 'lingerMs' | 'lingerShare' | 'maxBatchMessages'> = {},
 ): Promise<ServiceHandle> {
   const handler: MessageHandler = async (message, ctx) => {
-    const parsed = MemoryEvent.safeParse(message.value);
-    if (!parsed.success) throw new Error('memory.events carries a message that is not a memory event');
-    await handle(parsed.data, message, ctx);
+    await handle(readMemoryEvent(message), message, ctx);
   };
   const sub = await bus.subscribe({ groupId, topics: [TOPICS.events], handler, ...settings });
   return { close: () => sub.close() };
@@ -62,11 +60,7 @@ export async function subscribeToMemoryEventBatches(
   settings: Pick<SubscriptionSettings, 'lingerMs' | 'lingerShare' | 'maxBatchMessages'> = {},
 ): Promise<ServiceHandle> {
   const batchHandler: BatchHandler = async (messages, ctx) => {
-    const events = messages.map((message) => {
-      const parsed = MemoryEvent.safeParse(message.value);
-      if (!parsed.success) throw new Error('memory.events carries a message that is not a memory event');
-      return { event: parsed.data, message };
-    });
+    const events = messages.map((message) => ({ event: readMemoryEvent(message), message }));
     await handle(events, ctx);
   };
   const sub = await bus.subscribe({ groupId, topics: [TOPICS.events], batchHandler, ...settings });

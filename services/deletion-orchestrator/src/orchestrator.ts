@@ -1,6 +1,6 @@
 import type { Bus, ConsumedMessage, OutgoingMessage, ProcessContext } from '@gm/bus';
 import {
-  DeletionAck, MemoryEvent, TOPICS, dlqTopic, serviceActor, subjectKey,
+  DeletionAck, MemoryEvent, TOPICS, dlqTopic, readMemoryEvent, serviceActor, subjectKey,
   type Clock, type DeletionJob, type DeletionTarget, type DeletionTask, type MemoryCommand, type ServiceHandle,
 } from '@gm/contracts';
 import { derivedId } from '@gm/ids';
@@ -51,9 +51,7 @@ export class DeletionOrchestrator {
 
   handle = async (message: ConsumedMessage, ctx: ProcessContext): Promise<void> => {
     if (message.topic === TOPICS.deletionAcks) return this.onAck(DeletionAck.parse(message.value), ctx);
-    const parsed = MemoryEvent.safeParse(message.value);
-    if (!parsed.success) throw new Error('memory.events carries a message that is not a memory event');
-    const event = parsed.data;
+    const event = readMemoryEvent(message);
     switch (event.type) {
       case 'MemoryRevocationRequested':
         return this.openJob(

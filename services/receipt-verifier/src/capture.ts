@@ -1,5 +1,5 @@
 import type { Bus } from '@gm/bus';
-import { MemoryEvent, TOPICS, isUnreadableContent, subjectKey, type RecordMeta } from '@gm/contracts';
+import { TOPICS, isUnreadableContent, readMemoryEvent, subjectKey, type RecordMeta } from '@gm/contracts';
 import type { StateStore } from '@gm/state-store';
 
 /**
@@ -86,9 +86,8 @@ export async function captureProbes(
   };
   for (const partition of partitions) {
     for await (const message of deps.bus.readPartition(TOPICS.events, partition, 0)) {
-      const parsed = MemoryEvent.safeParse(message.value);
-      if (!parsed.success || parsed.data.metadata.tenantId !== tenantId) continue;
-      const event = parsed.data;
+      const event = readMemoryEvent(message);
+      if (event.metadata.tenantId !== tenantId) continue;
       if (event.type === 'MemoryWritten' && wanted.has(event.data.record.id)) {
         const { content, ...meta } = event.data.record;
         metas.set(meta.id, meta);

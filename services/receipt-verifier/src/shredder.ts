@@ -1,5 +1,5 @@
 import type { Bus } from '@gm/bus';
-import { ERASED_CONTENT, MemoryEvent, TOPICS, subjectKey, type DeletionTask } from '@gm/contracts';
+import { ERASED_CONTENT, TOPICS, readMemoryEvent, subjectKey, type DeletionTask } from '@gm/contracts';
 import { shredRecords, type KeyStore, type Keyring, type ShredResult } from '@gm/crypto';
 import type { StateStore } from '@gm/state-store';
 
@@ -48,9 +48,8 @@ export async function proveErased(
     else readable.add(id);
   };
   for await (const message of bus.readPartition(TOPICS.events, partition, 0)) {
-    const parsed = MemoryEvent.safeParse(message.value);
-    if (!parsed.success || parsed.data.metadata.tenantId !== tenantId) continue;
-    const event = parsed.data;
+    const event = readMemoryEvent(message);
+    if (event.metadata.tenantId !== tenantId) continue;
     if (event.type === 'MemoryWritten') check(event.data.record.id, event.data.record.content);
     else if (event.type === 'MemoryPromoted') check(event.data.id, event.data.content);
   }

@@ -6,8 +6,9 @@ import {
 import { DEFAULT_TTL_POLICY, type DecideContext } from '@gm/domain';
 import { createLogger, createMetrics, type Metrics } from '@gm/observability';
 import {
-  LogSink, openEmbeddedFixture, sha256Hex, writeMemoryCommand, type EmbeddedFixture,
+  LogSink, eventually, openEmbeddedFixture, sha256Hex, writeMemoryCommand, type EmbeddedFixture,
 } from '../../../packages/testing/src/embedded-fixture.ts';
+import { subscribeToMemoryEvents } from '@gm/service-kit';
 import { WRITE_ADMISSION_GROUP, WriteAdmission, startWriteAdmission, type SnapshotOptions } from './admission.ts';
 
 const TENANT = 'acme';
@@ -225,6 +226,38 @@ describe('write-admission over the embedded bus', () => {
     expect(await eventsOf('cmd-3')).toEqual([]);
     expect(await replyTo('cmd-4')).toEqual({ commandId: 'cmd-4', outcome: 'accepted', result: { id: 'mem-r', version: 2, status: 'active' }, eventsAt: await lastEventAt('cmd-4') });
     expect((await events()).map((e) => `${e.type}:${e.metadata.commandId}`)).toEqual(['MemoryWritten:cmd-1', 'MemoryWritten:cmd-4']);
+  });
+
+  it('stops at an event it cannot read, as every reader of memory.events does: never skipped, never dead-lettered', async () => {
+    await start();
+    await send(writeMemoryCommand(meta('cmd-1', 'cust-9'), { id: 'mem-u1', content: 'Customer 9 prefers tea' }));
+    // What a newer write-admission might write: a type this version does not know.
+    const [unknown] = await fx.bus.produce([{
+      topic: TOPICS.events, key: subjectKey(TENANT, 'cust-9'),
+      value: { type: 'MemoryAnnotated', data: { id: 'mem-u1', version: 1 }, metadata: { ...meta('cmd-x', 'cust-9'), eventId: 'cmd-x:0' } },
+    }]);
+    if (unknown === undefined) throw new Error('nothing was produced');
+    const stoppedAt = (groupId: string) => eventually(`${groupId} retrying at the unknown event`, async () =>
+      fx.busWarnings.some((w) => w.msg === 'bus handler failed; retrying' && JSON.stringify(w.detail).includes(`"groupId":"${groupId}"`)
+        && JSON.stringify(w.detail).includes(`@${unknown.offset} (type \\"MemoryAnnotated\\") is not a memory event this version reads`)));
+
+    // A consumer group (the projector's helper): handles what came before, then retries the unknown one.
+    const handled: string[] = [];
+    const reader = await subscribeToMemoryEvents(fx.bus, 'spec-reader', async (event) => void handled.push(event.type));
+    try {
+      await stoppedAt('spec-reader');
+      expect(handled).toEqual(['MemoryWritten']);
+      expect((await fx.bus.committedOffsets('spec-reader', TOPICS.events))[unknown.partition]).toBe(unknown.offset);
+    } finally {
+      await reader.close();
+    }
+
+    // write-admission folds the log when it starts: it refuses to start past the same event,
+    // naming where it is, rather than decide on a state that lacks it.
+    await stop();
+    await fx.reopen();
+    await expect(start()).rejects.toThrow(`memory.events[${unknown.partition}]@${unknown.offset} (type "MemoryAnnotated") is not a memory event this version reads`);
+    expect(await fx.readTopic(dlqTopic(TOPICS.events))).toEqual([]);
   });
 
   it('processes two subjects of one partition in order, each subject in command order', async () => {

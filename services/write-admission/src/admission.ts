@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Bus, ConsumedMessage, LogPosition, OutgoingMessage, ProcessContext } from '@gm/bus';
 import {
-  GovernedMemoryError, Id, MemoryCommand, MemoryEvent, TOPICS, dlqTopic, isGovernedMemoryError, isUnreadableContent, subjectKey,
+  GovernedMemoryError, Id, MemoryCommand, MemoryEvent, TOPICS, dlqTopic, readMemoryEvent, isGovernedMemoryError, isUnreadableContent, subjectKey,
   type CommandReply, type IngestResult, type ServiceHandle,
 } from '@gm/contracts';
 import { decide, draftOf, evolveDraft, pruneIdempotency, type DecideContext, type SubjectState } from '@gm/domain';
@@ -102,9 +102,7 @@ export class WriteAdmission {
     };
     for await (const message of this.deps.bus.readPartition(TOPICS.events, partition, next)) {
       next = message.offset + 1;
-      const parsed = MemoryEvent.safeParse(message.value);
-      if (!parsed.success) continue;
-      const event = parsed.data;
+      const event = readMemoryEvent(message);
       const key = subjectKey(event.metadata.tenantId, event.metadata.subjectId);
       count += 1;
       if (event.metadata.now > newest) newest = event.metadata.now;
@@ -262,11 +260,11 @@ export class WriteAdmission {
       return state;
     }
     for await (const message of this.deps.bus.readPartition(TOPICS.events, partition, record.pendingAt)) {
-      const parsed = MemoryEvent.safeParse(message.value);
-      if (message.offset === record.pendingAt && parsed.success && parsed.data.type === 'MemoryWritten'
-        && parsed.data.data.record.id === id && parsed.data.data.record.version === record.meta.version) {
+      const event = readMemoryEvent(message);
+      if (message.offset === record.pendingAt && event.type === 'MemoryWritten'
+        && event.data.record.id === id && event.data.record.version === record.meta.version) {
         const draft = draftOf(state);
-        draft.records[id] = { ...record, pendingContent: parsed.data.data.record.content };
+        draft.records[id] = { ...record, pendingContent: event.data.record.content };
         return draft;
       }
       break;

@@ -22,6 +22,24 @@ export interface ContentCodecOptions {
   clock?: () => number;
 }
 
+/**
+ * Sealing fails closed: on memory.commands and memory.events (and their dead letters) only these
+ * types are sent. The first carry content in a slot the codec knows; the others carry none. A
+ * type in neither list — a new one added to the contracts, a typo, a value that is no message —
+ * is refused rather than written as it is, since nothing says where its content would be. A
+ * unit spec holds both lists to the contracts' unions, so a new type must be classified here.
+ */
+export const SEALED_TOPIC_TYPES = {
+  [TOPICS.commands]: {
+    content: ['WriteMemory'],
+    none: ['PromoteMemory', 'RejectQuarantined', 'ExpireMemory', 'RevokeMemory', 'DeleteMemory', 'ForgetSubject', 'TombstoneMemory', 'PurgeMemory'],
+  },
+  [TOPICS.events]: {
+    content: ['MemoryWritten', 'MemoryPromoted'],
+    none: ['MemorySuperseded', 'MemoryExpired', 'MemoryRevocationRequested', 'SubjectForgotten', 'MemoryTombstoned', 'MemoryPurged'],
+  },
+} as const satisfies Record<string, { content: readonly string[]; none: readonly string[] }>;
+
 type Json = Record<string, unknown>;
 const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
@@ -64,6 +82,31 @@ function contentSlot(messageTopic: string, value: unknown): { topic: string; roo
   return undefined;
 }
 
+/** Throws unless the value, which has no content slot, may be sent as it is. */
+function refuseUnsealable(messageTopic: string, value: unknown): void {
+  const topic = messageTopic.endsWith('.dlq') ? messageTopic.slice(0, -'.dlq'.length) : messageTopic;
+  const types = topic === TOPICS.commands || topic === TOPICS.events ? SEALED_TOPIC_TYPES[topic] : undefined;
+  if (types === undefined) return;
+  const type = isObject(value) && typeof value.type === 'string' ? value.type : undefined;
+  // Only the type is named: never a value, which may be the very content this guards.
+  const carrier = type !== undefined && (types.content as readonly string[]).includes(type);
+  // A content type sent without content (a promotion of a record already out of quarantine).
+  if (carrier && !hasContentField(value)) return;
+  if (type === undefined || !(types.none as readonly string[]).includes(type)) {
+    const what = type === undefined ? 'a value that is no typed message' : carrier ? `a ${type} whose content slot is malformed` : `an unknown message type "${type}"`;
+    throw new GovernedMemoryError('MEM_INTERNAL', `${messageTopic}: refusing to send ${what}: its content could reach the log unsealed`);
+  }
+  if (hasContentField(value)) {
+    throw new GovernedMemoryError('MEM_INTERNAL', `${messageTopic}: refusing to send a ${type} that carries a content field it should not have`);
+  }
+}
+
+const hasContentField = (value: unknown): boolean => {
+  if (Array.isArray(value)) return value.some(hasContentField);
+  if (!isObject(value)) return false;
+  return Object.entries(value).some(([key, child]) => key === 'content' || hasContentField(child));
+};
+
 export class ContentCodec {
   private readonly transit: TransitKeys | undefined;
 
@@ -71,10 +114,22 @@ export class ContentCodec {
     this.transit = options.keyring ? new TransitKeys(options.keyring, options.instanceId ?? 'local', options.clock ?? Date.now) : undefined;
   }
 
-  /** Replaces plaintext content with its envelope; other messages pass unchanged. */
+  /**
+   * Replaces plaintext content with its envelope; messages of other topics, content-free types
+   * and content already sealed pass unchanged. Anything else on a sealed topic throws
+   * MEM_INTERNAL (see SEALED_TOPIC_TYPES): no shape the codec does not know reaches the log.
+   */
   async seal(message: OutgoingMessage): Promise<OutgoingMessage> {
     const found = contentSlot(message.topic, message.value);
-    if (found === undefined || typeof found.slot.holder.content !== 'string') return message;
+    if (found === undefined) {
+      refuseUnsealable(message.topic, message.value);
+      return message;
+    }
+    const { content } = found.slot.holder;
+    if (typeof content !== 'string') {
+      if (Envelope.safeParse(content).success) return message;
+      throw new GovernedMemoryError('MEM_INTERNAL', `${message.topic}: refusing to send content that is neither text nor a sealed envelope`);
+    }
     const { holder, aad, kekGeneration } = found.slot;
     const plaintext = holder.content as string;
     if (found.topic === TOPICS.commands) {

@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import type { OutgoingMessage } from '@gm/bus';
 import {
-  ERASED_CONTENT, MemoryPromoted, MemoryWritten, SEALED_CONTENT, TOPICS,
+  ERASED_CONTENT, MemoryCommand, MemoryEvent, MemoryPromoted, MemoryWritten, SEALED_CONTENT, TOPICS,
   type EventOf,
 } from '@gm/contracts';
 import { createSqliteKeyStore } from '../embedded/sqlite-key-store.ts';
@@ -16,7 +16,7 @@ import type { KeyStore } from '../key-store.ts';
 import { openKeyring, type Keyring } from '../keyring.ts';
 import { kekId } from '../keys.ts';
 import { masterKeys, type MasterKeys } from '../master-keys.ts';
-import { ContentCodec } from './content-codec.ts';
+import { ContentCodec, SEALED_TOPIC_TYPES } from './content-codec.ts';
 import { ACTOR, HASH, SUBJECT, T0, TENANT, commandContent, commandMetadata, writeCommand as fixtureCommand, writtenContent } from './fixtures.ts';
 import { sweepTransitKeys } from './transit.ts';
 
@@ -297,10 +297,14 @@ describe('ContentCodec: messages it leaves alone', () => {
   };
   const untouched: Array<[string, string, unknown]> = [
     ['another topic', TOPICS.replies, { type: 'WriteMemory', data: { id: 'r1', content: SECRET }, metadata: metadata() }],
-    ['a WriteMemory on memory.events', TOPICS.events, writeCommand('r1').value],
-    ['a MemoryWritten on memory.commands', TOPICS.commands, written('r1').value],
     ['another command type', TOPICS.commands, { type: 'PromoteMemory', data: { id: 'r1', expectedVersion: 1 }, metadata: metadata() }],
     ['another event type', TOPICS.events, { type: 'MemoryExpired', data: { id: 'r1', version: 2 }, metadata: { ...metadata(), eventId: 'e' } }],
+    ['a MemoryPromoted without content', TOPICS.events, withoutContent(promoted('r1', 2).value)],
+  ];
+  /** Shapes sealing cannot place: refused on the way in (fail closed), passed as they are on the way out. */
+  const unsealable: Array<[string, string, unknown]> = [
+    ['a WriteMemory on memory.events', TOPICS.events, writeCommand('r1').value],
+    ['a MemoryWritten on memory.commands', TOPICS.commands, written('r1').value],
     ['null', TOPICS.commands, null],
     ['a string', TOPICS.events, SECRET],
     ['an array', TOPICS.commands, [writeCommand('r1').value]],
@@ -308,7 +312,10 @@ describe('ContentCodec: messages it leaves alone', () => {
     ['no tenant', TOPICS.commands, { type: 'WriteMemory', data: { id: 'r1', content: SECRET }, metadata: { subjectId: SUBJECT } }],
     ['a command without an id', TOPICS.commands, { type: 'WriteMemory', data: { content: SECRET }, metadata: metadata() }],
     ['a MemoryWritten without a record version', TOPICS.events, { type: 'MemoryWritten', data: { record: { id: 'r1', content: SECRET } }, metadata: metadata() }],
-    ['a MemoryPromoted without content', TOPICS.events, withoutContent(promoted('r1', 2).value)],
+    ['a content-free type carrying content', TOPICS.events, { type: 'MemoryExpired', data: { id: 'r1', version: 2, content: SECRET }, metadata: { ...metadata(), eventId: 'e' } }],
+    ['a new event type the codec was never told of', `${TOPICS.events}.dlq`, { type: 'MemoryAnnotated', data: { id: 'r1', version: 2, note: SECRET }, metadata: { ...metadata(), eventId: 'e' } }],
+    ['a new command type', TOPICS.commands, { type: 'AnnotateMemory', data: { id: 'r1', note: SECRET }, metadata: metadata() }],
+    ['content that is a number', TOPICS.commands, { ...(writeCommand('r1').value as object), data: { ...(writeCommand('r1').value as { data: object }).data, content: 42 } }],
   ];
 
   it('seals what is forwarded to a dead-letter topic like its topic, and opens it again', async () => {
@@ -327,6 +334,22 @@ describe('ContentCodec: messages it leaves alone', () => {
     expect(await codec.open(topic, value)).toBe(value);
     expect(await new ContentCodec({ mode: 'redact' }).open(topic, value)).toBe(value);
     expect(value).toEqual(raw);
+  });
+
+  it.each(unsealable)('refuses to seal %s (MEM_INTERNAL, naming no content), and opens it unchanged', async (_name, topic, raw) => {
+    const { codec } = await openCodec();
+    const value = deepFreeze(structuredClone(raw));
+    const refusal = codec.seal({ topic, key: 'k', value });
+    await expect(refusal).rejects.toEqual(code('MEM_INTERNAL'));
+    await expect(refusal).rejects.not.toThrow(SECRET);
+    expect(await codec.open(topic, value)).toBe(value);
+  });
+
+  it('classifies every command and event type of the contracts, content or none, and nothing else', () => {
+    const typesOf = (union: { options: ReadonlyArray<{ shape: { type: { value: string } } }> }) => union.options.map((o) => o.shape.type.value).sort();
+    const classified = (topic: keyof typeof SEALED_TOPIC_TYPES) => [...SEALED_TOPIC_TYPES[topic].content, ...SEALED_TOPIC_TYPES[topic].none].sort();
+    expect(classified(TOPICS.commands)).toEqual(typesOf(MemoryCommand));
+    expect(classified(TOPICS.events)).toEqual(typesOf(MemoryEvent));
   });
 
   it('plaintext content (a log written before issue 7) opens as it is', async () => {
