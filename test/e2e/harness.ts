@@ -1,3 +1,4 @@
+import { expect } from 'vitest';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -300,6 +301,21 @@ export async function startTestRuntime(
 }
 
 export const provenance = (observedAt = '2026-11-30T07:00:00.000Z') => [{ source: 'user' as const, observedAt }];
+
+/**
+ * Asserts the key target's evidence: `base` plus what the key store still holds of the destroyed
+ * keys — nothing on the embedded SQLite store (after at least one WAL checkpoint per key, more
+ * when a reader was in the way), the old records until compaction on Kafka's memory.keys.
+ */
+export function expectKeyEvidence(rt: Pick<TestRuntime, 'kind'>, ref: string | undefined, base: string, keys: number): void {
+  if (rt.kind === 'distributed') {
+    expect(ref).toBe(`${base};key_residue=until_compaction`);
+    return;
+  }
+  const checkpoints = /^(.*);key_residue=none;wal_checkpoints=(\d+)$/.exec(ref ?? '');
+  expect(checkpoints?.[1], `key evidence ${ref}`).toBe(base);
+  expect(Number(checkpoints?.[2])).toBeGreaterThanOrEqual(keys);
+}
 
 export function memory(overrides: Record<string, unknown> = {}) {
   return {

@@ -7,6 +7,19 @@ export type KeyLookup =
   | { status: 'missing' };
 
 /**
+ * Where a destroyed key's old bytes may still be once `tombstone` returned: what the `key`
+ * target's evidence reports (design §8.5).
+ * - `none`: nowhere in the store's files (SQLite: secure_delete zeroed the old row, and a
+ *   TRUNCATE checkpoint emptied the WAL that still held it — `checkpoints` says how many it took).
+ * - `until_compaction`: the log still holds the old record until compaction drops it (the
+ *   compacted `memory.keys`: within `max.compaction.lag.ms`, 1 h).
+ */
+export interface TombstoneOutcome {
+  residue: 'none' | 'until_compaction';
+  checkpoints?: number;
+}
+
+/**
  * The key store port: wrapped keys by key id. Embedded: a SQLite table; distributed: the
  * compacted topic `memory.keys`. Both must pass `testKeyStore` (packages/testing).
  *
@@ -23,9 +36,10 @@ export interface KeyStore {
   get(keyId: string): Promise<KeyLookup>;
   /**
    * Destroys the key for good. Idempotent; also valid for an id never written (a subject
-   * forgotten before its first write can then never get that KEK).
+   * forgotten before its first write can then never get that KEK). Resolves only once the
+   * destroy is as final as the store can make it, saying what is left.
    */
-  tombstone(keyId: string): Promise<void>;
+  tombstone(keyId: string): Promise<TombstoneOutcome>;
   /** Every present key (destroyed ones excluded), for master-key rotation and the open check. */
   all(): Promise<WrappedKey[]>;
   /**

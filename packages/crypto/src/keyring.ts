@@ -1,7 +1,7 @@
 import { GovernedMemoryError } from '@gm/contracts';
 import { decryptContent, encryptContent, type ContentAad, type Envelope, type SecretKey } from './envelope.ts';
 import { CryptoError, isCryptoError } from './errors.ts';
-import type { KeyStore } from './key-store.ts';
+import type { KeyStore, TombstoneOutcome } from './key-store.ts';
 import { dataKeyId, generateKey, isKekId, kekId, unwrapKey, wrapKey, type WrappedKey } from './keys.ts';
 import { masterKeys as checkMasterKeys, type MasterKey, type MasterKeys } from './master-keys.ts';
 
@@ -173,23 +173,23 @@ export class Keyring {
   }
 
   /** Crypto-shreds one KEK generation of a subject: every data key under it becomes unreadable. */
-  async forgetSubject(tenantId: string, subjectId: string, kekGeneration = 1): Promise<string> {
+  async forgetSubject(tenantId: string, subjectId: string, kekGeneration = 1): Promise<TombstoneOutcome> {
     return this.destroyKey(kekId(tenantId, subjectId, kekGeneration));
   }
 
-  /** Destroys a key by id (a KEK or a data key) for good; idempotent. */
-  async destroyKey(kid: string): Promise<string> {
-    await this.store.tombstone(kid);
-    this.drop(kid);
-    return kid;
+  /** Destroys a key by id (a KEK or a data key) for good; idempotent. Says what the store still holds. */
+  async destroyKey(kid: string): Promise<TombstoneOutcome> {
+    // Dropped from the cache even when the store must be retried: the row is destroyed already.
+    try {
+      return await this.store.tombstone(kid);
+    } finally {
+      this.drop(kid);
+    }
   }
 
   /** Crypto-shreds one record (one generation of its data key); its siblings stay readable. */
-  async destroyDataKey(tenantId: string, recordId: string, generation = 1): Promise<string> {
-    const kid = dataKeyId(tenantId, recordId, generation);
-    await this.store.tombstone(kid);
-    this.drop(kid);
-    return kid;
+  async destroyDataKey(tenantId: string, recordId: string, generation = 1): Promise<TombstoneOutcome> {
+    return this.destroyKey(dataKeyId(tenantId, recordId, generation));
   }
 
   /**

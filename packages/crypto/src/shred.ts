@@ -1,4 +1,4 @@
-import type { KeyStore } from './key-store.ts';
+import type { KeyStore, TombstoneOutcome } from './key-store.ts';
 import type { Keyring } from './keyring.ts';
 import { dataKeyId, isKekId } from './keys.ts';
 
@@ -16,6 +16,10 @@ export interface ShredResult {
   keks: number;
   /** KEKs kept because they still wrap data keys of other records (e.g. records under legal hold). */
   keksKept: number;
+  /** What the key store still holds of the destroyed keys: the worst of their tombstones. */
+  keyResidue: TombstoneOutcome['residue'];
+  /** SQLite: WAL checkpoints the tombstones took (one each when no reader was in the way). */
+  checkpoints: number;
 }
 
 /**
@@ -27,7 +31,11 @@ export interface ShredResult {
  */
 export async function shredRecords(keyring: Keyring, store: KeyStore, request: ShredRequest): Promise<ShredResult> {
   const kids = request.recordIds.map((id) => dataKeyId(request.tenantId, id));
-  const result: ShredResult = { dataKeys: 0, keks: 0, keksKept: 0 };
+  const result: ShredResult = { dataKeys: 0, keks: 0, keksKept: 0, keyResidue: 'none', checkpoints: 0 };
+  const destroyed = (outcome: TombstoneOutcome): void => {
+    if (outcome.residue !== 'none') result.keyResidue = outcome.residue;
+    result.checkpoints += outcome.checkpoints ?? 0;
+  };
   if (request.subjectKeys) {
     const keks = new Set<string>();
     for (const kid of kids) {
@@ -47,13 +55,13 @@ export async function shredRecords(keyring: Keyring, store: KeyStore, request: S
           result.keksKept += 1;
           continue;
         }
-        await keyring.destroyKey(kek);
+        destroyed(await keyring.destroyKey(kek));
         result.keks += 1;
       }
     }
   }
   for (const kid of kids) {
-    await keyring.destroyKey(kid);
+    destroyed(await keyring.destroyKey(kid));
     result.dataKeys += 1;
   }
   return result;

@@ -46,7 +46,7 @@ describe('shredRecords', () => {
     const { keyring, store } = await open();
     const read = await writeAll(keyring, [rec('alice', 'r1'), rec('alice', 'r2')]);
     const result = await shredRecords(keyring, store, { tenantId: TENANT, recordIds: ['r1'], subjectKeys: false });
-    expect(result).toEqual({ dataKeys: 1, keks: 0, keksKept: 0 });
+    expect(result).toEqual({ dataKeys: 1, keks: 0, keksKept: 0, keyResidue: 'none', checkpoints: 1 });
     expect(await read(store, 'r1')).toBe('KEY_DESTROYED');
     expect(await read(store, 'r2')).toBe(text(rec('alice', 'r2')));
     expect(await status(store, kekId(TENANT, 'alice'))).toBe('present');
@@ -58,7 +58,7 @@ describe('shredRecords', () => {
     const { keyring, store } = await open();
     const read = await writeAll(keyring, [rec('alice', 'r1'), rec('alice', 'r2'), rec('bob', 'b1')]);
     const result = await shredRecords(keyring, store, { tenantId: TENANT, recordIds: ['r1', 'r2'], subjectKeys: true });
-    expect(result).toEqual({ dataKeys: 2, keks: 1, keksKept: 0 });
+    expect(result).toEqual({ dataKeys: 2, keks: 1, keksKept: 0, keyResidue: 'none', checkpoints: 3 });
     expect(await status(store, kekId(TENANT, 'alice'))).toBe('destroyed');
     expect(await read(store, 'r1')).toBe('KEY_DESTROYED');
     expect(await read(store, 'r2')).toBe('KEY_DESTROYED');
@@ -70,7 +70,7 @@ describe('shredRecords', () => {
     const { keyring, store } = await open();
     const read = await writeAll(keyring, [rec('alice', 'r1'), rec('alice', 'r2'), rec('alice', 'held')]);
     const result = await shredRecords(keyring, store, { tenantId: TENANT, recordIds: ['r1', 'r2'], subjectKeys: true });
-    expect(result).toEqual({ dataKeys: 2, keks: 0, keksKept: 1 });
+    expect(result).toEqual({ dataKeys: 2, keks: 0, keksKept: 1, keyResidue: 'none', checkpoints: 2 });
     expect(await status(store, kekId(TENANT, 'alice'))).toBe('present');
     expect(await read(store, 'held')).toBe(text(rec('alice', 'held')));
     expect(await read(store, 'r1')).toBe('KEY_DESTROYED');
@@ -81,7 +81,7 @@ describe('shredRecords', () => {
     const { keyring, store } = await open();
     const read = await writeAll(keyring, [rec('alice', 'r1'), { ...rec('alice', 'r2'), kekGeneration: 2 }]);
     const result = await shredRecords(keyring, store, { tenantId: TENANT, recordIds: ['r1', 'r2'], subjectKeys: true });
-    expect(result).toEqual({ dataKeys: 2, keks: 2, keksKept: 0 });
+    expect(result).toEqual({ dataKeys: 2, keks: 2, keksKept: 0, keyResidue: 'none', checkpoints: 4 });
     expect(await status(store, kekId(TENANT, 'alice', 1))).toBe('destroyed');
     expect(await status(store, kekId(TENANT, 'alice', 2))).toBe('destroyed');
     expect(await read(store, 'r2')).toBe('KEY_DESTROYED');
@@ -91,15 +91,15 @@ describe('shredRecords', () => {
     const { keyring, store } = await open();
     await writeAll(keyring, [rec('alice', 'r1'), rec('alice', 'r2')]);
     const request = { tenantId: TENANT, recordIds: ['r1', 'r2'], subjectKeys: true };
-    expect(await shredRecords(keyring, store, request)).toEqual({ dataKeys: 2, keks: 1, keksKept: 0 });
-    expect(await shredRecords(keyring, store, request)).toEqual({ dataKeys: 2, keks: 0, keksKept: 0 });
-    expect(await shredRecords(keyring, store, { ...request, subjectKeys: false })).toEqual({ dataKeys: 2, keks: 0, keksKept: 0 });
+    expect(await shredRecords(keyring, store, request)).toEqual({ dataKeys: 2, keks: 1, keksKept: 0, keyResidue: 'none', checkpoints: 3 });
+    expect(await shredRecords(keyring, store, request)).toEqual({ dataKeys: 2, keks: 0, keksKept: 0, keyResidue: 'none', checkpoints: 2 });
+    expect(await shredRecords(keyring, store, { ...request, subjectKeys: false })).toEqual({ dataKeys: 2, keks: 0, keksKept: 0, keyResidue: 'none', checkpoints: 2 });
   });
 
   it('a record that never got a key (written before issue 7) is shredded too: no key can be made for it later', async () => {
     const { keyring, store } = await open();
     const result = await shredRecords(keyring, store, { tenantId: TENANT, recordIds: ['legacy'], subjectKeys: true });
-    expect(result).toEqual({ dataKeys: 1, keks: 0, keksKept: 0 });
+    expect(result).toEqual({ dataKeys: 1, keks: 0, keksKept: 0, keyResidue: 'none', checkpoints: 1 });
     await expect(keyring.encrypt('late write', rec('alice', 'legacy'))).rejects.toMatchObject({ reason: 'KEY_DESTROYED' });
   });
 

@@ -21,7 +21,7 @@ describe('buildReceipt: what a finished job may claim', () => {
   it('a verified delete whose keys were destroyed is purged; hashes come from the record state; the event log holds no content', () => {
     const keyEvidence = {
       target: 'key', status: 'done' as const, completedAt: '2026-11-30T08:00:02.500Z', verifier: 'receipt-verifier',
-      ref: 'data_keys=2;keks=0;keks_kept=0;events=2;undecryptable=2',
+      ref: 'data_keys=2;keks=0;keks_kept=0;events=2;undecryptable=2;key_residue=none;wal_checkpoints=2',
     };
     const r = buildReceipt(job({ targets: ['primary', 'keyword', 'key'], evidence: [...job().evidence, keyEvidence] }), records, now);
     expect(r).toMatchObject({

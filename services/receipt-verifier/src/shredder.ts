@@ -29,7 +29,11 @@ export async function shredAndProve(deps: ShredderDeps, task: DeletionTask): Pro
     tenantId: task.tenantId, recordIds: task.recordIds, subjectKeys: job.mode === 'forget',
   });
   const { proof, readable } = await proveErased(deps.bus, task.tenantId, job.subjectId, task.recordIds);
-  const ref = `data_keys=${shred.dataKeys};keks=${shred.keks};keks_kept=${shred.keksKept};events=${proof.events};undecryptable=${proof.undecryptable}`;
+  // key_residue: none = no copy of the destroyed keys left in the key store's files (SQLite,
+  // after `checkpoints` WAL checkpoints); until_compaction = memory.keys still holds the old
+  // records until compaction (design §8.5).
+  const ref = `data_keys=${shred.dataKeys};keks=${shred.keks};keks_kept=${shred.keksKept};events=${proof.events};undecryptable=${proof.undecryptable}`
+    + `;key_residue=${shred.keyResidue}${shred.keyResidue === 'none' ? `;wal_checkpoints=${shred.checkpoints}` : ''}`;
   return { ok: readable.length === 0, ref, findings: readable.map((id) => `event_log_readable:${id}`) };
 }
 

@@ -115,7 +115,7 @@ export const EXAMPLES = {
       evidence('summary', 'index-builder', 'holding=0;rebuilt=1;removed=0;remaining=0'),
       evidence('primary', 'projector', 'removed=1;remaining=0'),
       evidence('verification', 'receipt-verifier', 'probes=18;findings=0'),
-      evidence('key', 'receipt-verifier', 'data_keys=1;keks=0;keks_kept=0;events=1;undecryptable=1'),
+      evidence('key', 'receipt-verifier', 'data_keys=1;keks=0;keks_kept=0;events=1;undecryptable=1;key_residue=none;wal_checkpoints=1'),
     ],
     updatedAt: AT,
     progress: { tombstoned: ['mem-cust-42-tz'], verificationAttempts: 1, findings: [], shredding: true },

@@ -108,6 +108,22 @@ describe('sqlite key store', () => {
     expect(await reopened.get(c.kid)).toEqual({ status: 'present', wrapped: c });
   });
 
+  it('retries the checkpoint itself while a short reader finishes, and says how many it took', async () => {
+    const h = await sqliteHarness();
+    onTestFinished(() => h.cleanup());
+    const wrapped = wrapKey('kek', generateKey(kekId('t1', 'eve')), { kid: 'm1', key: randomBytes(32) });
+    await h.store.put(wrapped.kid, wrapped);
+    const reader = new Database(join(h.dir, 'keys.db'));
+    reader.exec('BEGIN');
+    reader.prepare('SELECT count(*) FROM crypto_keys').get();
+    // The first checkpoint runs inside the call, under the reader; the reader ends before the next.
+    const destroying = h.store.tombstone(wrapped.kid);
+    reader.exec('COMMIT');
+    reader.close();
+    expect(await destroying).toEqual({ residue: 'none', checkpoints: 2 });
+    expect((await filesIn(h.dir)).includes(wrapped.ct)).toBe(false);
+  });
+
   it('does not report a destroy as done while a reader pins the WAL frames that hold the old key', async () => {
     const h = await sqliteHarness();
     onTestFinished(() => h.cleanup());
@@ -121,7 +137,7 @@ describe('sqlite key store', () => {
     reader.exec('COMMIT');
     reader.close();
     // The retry a caller makes (the deletion's key target) empties it.
-    await h.store.tombstone(wrapped.kid);
+    expect(await h.store.tombstone(wrapped.kid)).toEqual({ residue: 'none', checkpoints: 1 });
     const after = await filesIn(h.dir);
     expect(after.includes(wrapped.ct)).toBe(false);
     expect(await h.store.get(wrapped.kid)).toEqual({ status: 'destroyed' });

@@ -23,6 +23,10 @@ export interface SqliteKeyStoreOptions {
  * (a later put is refused). secure_delete zeroes the freed bytes of the old value inside the
  * file, and a TRUNCATE checkpoint after each tombstone drops the WAL frames that still held it.
  */
+/** Checkpoints a tombstone tries (10, 20, 40, 80 ms apart) before it reports the WAL still pinned. */
+const CHECKPOINT_ATTEMPTS = 5;
+const CHECKPOINT_RETRY_MS = 10;
+
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS crypto_keys (
   key_id TEXT PRIMARY KEY,
@@ -104,16 +108,22 @@ export function createSqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
     },
     async tombstone(keyId) {
       ensureOpen();
-      underLock(writeLock, () => {
-        destroy.run(keyId);
-        // Another connection (the other thread's) may be reading: if the WAL could not be
-        // emptied, frames with the old value remain, and the destroy must not count as done.
-        const [result] = db.pragma('wal_checkpoint(TRUNCATE)') as Array<{ busy: number }>;
-        if (result !== undefined && result.busy !== 0) {
-          throw new GovernedMemoryError('MEM_UNAVAILABLE', `key ${keyId} is destroyed, but the WAL still holds its old frames; retry`, { retriable: true });
-        }
-      });
+      underLock(writeLock, () => destroy.run(keyId));
       listeners.emit(keyId);
+      // Another connection (the other thread's) may be reading: while it pins the WAL, the
+      // checkpoint cannot empty it, frames with the old value remain, and the destroy must not
+      // count as done. Readers are short, so it is retried here a few times before the caller
+      // (the deletion's key target) is told to retry.
+      for (let checkpoints = 1; ; checkpoints += 1) {
+        const [result] = underLock(writeLock, () => db.pragma('wal_checkpoint(TRUNCATE)') as Array<{ busy: number; log: number }>);
+        // log -1: not in WAL mode (a `:memory:` store), so there is no WAL to hold anything.
+        if (result !== undefined && result.busy === 0 && (result.log === 0 || result.log === -1)) return { residue: 'none', checkpoints };
+        if (checkpoints >= CHECKPOINT_ATTEMPTS) {
+          throw new GovernedMemoryError('MEM_UNAVAILABLE', `key ${keyId} is destroyed, but the WAL still holds its old frames after ${checkpoints} checkpoints; retry`, { retriable: true });
+        }
+        await new Promise((resolve) => setTimeout(resolve, CHECKPOINT_RETRY_MS * 2 ** (checkpoints - 1)));
+        ensureOpen();
+      }
     },
     async all() {
       ensureOpen();

@@ -146,12 +146,13 @@ describe('keyring over memory.keys on Kafka', () => {
     for (const [i, aad] of aads.entries()) expect(await reader.decrypt(envs[i] as Envelope, aad)).toBe(`note ${aad.recordId}`);
   });
 
-  it('writes a destroyed marker as the newest record of a destroyed key, on a compacted topic', async () => {
+  it('writes a destroyed marker as the newest record of a destroyed key, on a compacted topic, and says the old record awaits compaction', async () => {
     const h = await open();
     const keyring = await openKeyring({ masterKeys: keys, store: h.store });
     onTestFinished(() => keyring.close());
     await keyring.encrypt('x', { tenantId: 't1', subjectId: 'alice', recordId: 'r1', version: 1 });
-    const kid = await keyring.forgetSubject('t1', 'alice');
+    expect(await keyring.forgetSubject('t1', 'alice')).toEqual({ residue: 'until_compaction' });
+    const kid = kekId('t1', 'alice', 1);
     const records: unknown[] = [];
     for await (const m of h.bus.readAll(KEYS_TOPIC)) if (m.key === kid) records.push(m.value);
     expect(records.at(-1)).toEqual({ v: 1, destroyed: true });

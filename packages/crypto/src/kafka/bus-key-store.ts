@@ -4,7 +4,7 @@ import { keysTopicSpec, type Bus, type ConsumedMessage, type Subscription } from
 import { TOPICS } from '@gm/contracts';
 import { z } from 'zod';
 import { WrappedKey } from '../keys.ts';
-import type { KeyLookup, KeyStore } from '../key-store.ts';
+import type { KeyLookup, KeyStore, TombstoneOutcome } from '../key-store.ts';
 import { checkPut, Listeners } from '../key-store-shared.ts';
 
 export const KEYS_TOPIC = TOPICS.keys;
@@ -231,10 +231,11 @@ class BusKeyStore implements KeyStore {
     return this.keys.get(keyId) ?? { status: 'missing' };
   }
 
-  async tombstone(keyId: string): Promise<void> {
+  async tombstone(keyId: string): Promise<TombstoneOutcome> {
     this.ensureOpen();
-    if (this.keys.get(keyId)?.status === 'destroyed') return;
-    await this.append(keyId, { v: 1, destroyed: true });
+    // The record that held the key stays in the log until compaction passes it (keysTopicSpec).
+    if (this.keys.get(keyId)?.status !== 'destroyed') await this.append(keyId, { v: 1, destroyed: true });
+    return { residue: 'until_compaction' };
   }
 
   async all(): Promise<WrappedKey[]> {
