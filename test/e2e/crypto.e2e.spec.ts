@@ -1,3 +1,6 @@
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERASED_CONTENT, TOPICS } from '@gm/contracts';
 import { eventually, memory, startTestRuntime, STARTUP_MS, type EmbeddedTestRuntime } from './harness.ts';
@@ -50,4 +53,36 @@ describe('transit keys of memory.commands', () => {
     expect((await rt.api('POST', '/v1/memories', { token: writer, body: memory({ id: 'tk-2', subjectId: 'cust-tk2', content: 'Later fact' }) })).status).toBe(201);
     expect((await commandContents()).get('tk-2')).toBe('Later fact');
   });
+});
+
+/** The master key beside the ciphertext protects nothing against a copy of the directory: said at start. */
+describe('where the master key lives', () => {
+  const warning = 'the master key is inside the data directory';
+  const warned = (rt: EmbeddedTestRuntime) => rt.logs.lines.filter((l) => l.includes(warning)).map((l) => JSON.parse(l) as Record<string, unknown>);
+
+  it('warns at start when the master key is the default file inside the data directory, naming the file and the remedy, and not when it lives elsewhere', async () => {
+    const beside = await startTestRuntime();
+    let keyFile: string;
+    try {
+      const [line] = warned(beside);
+      expect(line).toMatchObject({ level: 40, masterKeyFile: beside.masterKeyFile(), dataDir: beside.dataDir });
+      expect(String(line?.msg)).toContain('MEMORY_MASTER_KEY_FILE');
+      keyFile = path.join(mkdtempSync(path.join(os.tmpdir(), 'gm-key-')), 'master-keys.json');
+      copyFileSync(beside.masterKeyFile(), keyFile);
+    } finally {
+      await beside.close();
+    }
+    const elsewhere = await startTestRuntime({ MEMORY_MASTER_KEY_FILE: keyFile });
+    try {
+      expect(warned(elsewhere)).toEqual([]);
+      // A file named by the env var but inside the data directory is still beside the data.
+      const inside = path.join(elsewhere.dataDir, 'my-key.json');
+      copyFileSync(keyFile, inside);
+      await elsewhere.restartWith({ MEMORY_MASTER_KEY_FILE: inside });
+      expect(warned(elsewhere)).toHaveLength(1);
+    } finally {
+      await elsewhere.close();
+      rmSync(path.dirname(keyFile), { recursive: true, force: true });
+    }
+  }, 2 * STARTUP_MS);
 });

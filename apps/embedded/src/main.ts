@@ -4,6 +4,7 @@ import { isPartitionCountMismatch } from '@gm/bus';
 
 const rotated = (r: RotationResult | undefined): string => (r === undefined ? '' : ` — re-wrapped ${r.rewrapped} subject keys`);
 import { ConfigError, loadConfig } from './config.ts';
+import { masterKeyBesideData } from './master-keys.ts';
 import { startEmbeddedRuntime } from './runtime.ts';
 
 /** `pnpm start`: the embedded runtime — every service in this process on local, durable stores. */
@@ -66,7 +67,8 @@ async function main(): Promise<void> {
       credentialHint,
       `signing key (pub): ${runtime.credentials.publicKeyFile}`,
       `receipt key (pub): ${runtime.credentials.receiptPublicKeyFile}`,
-      `master keys:       ${runtime.masterKeySource} (active "${runtime.crypto.masterKeys.active}")${rotated(runtime.crypto.rotation)}`,
+      `master keys:       ${runtime.masterKeySource} (active "${runtime.crypto.masterKeys.active}")${rotated(runtime.crypto.rotation)}`
+        + (masterKeyBesideData(config.dataDir, runtime.masterKeySource) ? ' — inside the data directory: fine for a trial, not for production (docs/encryption.md#threat-model)' : ''),
       `pipeline:          ${config.pipeline === 'thread' ? 'its own thread' : 'the HTTP thread'} (MEMORY_PIPELINE=${config.pipeline})`,
       `started in ${Math.round(performance.now() - started)} ms — Ctrl-C to stop`,
       '',

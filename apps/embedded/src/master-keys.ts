@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, realpathSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { CryptoError, loadMasterKeys, type MasterKeys } from '@gm/crypto';
 
@@ -10,6 +10,19 @@ export const MASTER_KEY_FILE_NAME = 'master-keys.json';
  * SqliteKeyStoreOptions.synchronous). A separate file cost a second fsync per write.
  */
 export const KEY_STORE_FILE_NAME = 'bus.db';
+
+/**
+ * True when the master key file lies inside the data directory (the default): then whoever gets
+ * a copy of the directory — a stolen disk, a backup, a snapshot — gets the key with the
+ * ciphertext, and encryption at rest protects nothing against that (docs/encryption.md, "Threat
+ * model"). Compared after resolving links, so a symlink into the directory counts as inside.
+ */
+export function masterKeyBesideData(dataDir: string, source: string): boolean {
+  if (source === 'MEMORY_MASTER_KEY') return false;
+  const real = (p: string): string => (existsSync(p) ? realpathSync(p) : path.resolve(p));
+  const relative = path.relative(real(dataDir), real(source));
+  return relative !== '' && !relative.startsWith('..') && !path.isAbsolute(relative);
+}
 
 /**
  * The master keys of the embedded runtime: MEMORY_MASTER_KEY_FILE or MEMORY_MASTER_KEY when set;

@@ -15,6 +15,7 @@ import { loadOrCreateCredentials, type Credentials } from './credentials.ts';
 import { lockDataDir } from './lock.ts';
 import { logView, startPipeline, transitKeySweep, type PipelineContext, type PipelinePart } from './pipeline.ts';
 import { startPipelineThread, type PipelineThread } from './pipeline-thread.ts';
+import { masterKeyBesideData } from './master-keys.ts';
 import { masterKeyEnvOf, openStores, type Stores } from './stores.ts';
 
 export { systemClock };
@@ -117,6 +118,13 @@ export async function startEmbeddedRuntime(config: RuntimeConfig, options: Runti
     throw err;
   }
   const { index, summaries, state } = stores;
+  if (masterKeyBesideData(config.dataDir, stores.masterKeySource)) {
+    log.warn(
+      { masterKeyFile: stores.masterKeySource, dataDir: config.dataDir },
+      'the master key is inside the data directory: a copy of the directory is a copy of the key, and encryption at rest does not protect it; '
+        + 'set MEMORY_MASTER_KEY_FILE (a file elsewhere) or MEMORY_MASTER_KEY (docs/encryption.md#threat-model)',
+    );
+  }
   const plaintextLog = options.plaintextLogForBenchmark === true;
   const edge = meteredBus(logView(stores, 'edge', plaintextLog), metrics);
   let pipeline: RunningPipeline;
