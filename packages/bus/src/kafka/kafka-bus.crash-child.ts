@@ -3,7 +3,8 @@
  * namespace, forwarding every message to `out` inside its consume transaction, until the
  * parent kills the process with SIGKILL mid-stream — a crash, not a shutdown. Its handler
  * never finishes value 60, so whenever the kill comes, the stream is not done: what it
- * handled after its last commit dies with it.
+ * handled after its last commit dies with it. It prints `committed <value>` on stdout as each
+ * result commits (ctx.onCommitted), so the parent kills it on an event, not on a poll.
  * Usage: node --import tsx kafka-bus.crash-child.ts <brokers> <topicPrefix>
  */
 import { createKafkaBus } from './kafka-bus.ts';
@@ -19,6 +20,7 @@ await bus.subscribe({
   topics: ['in'],
   handler: async (message, ctx) => {
     ctx.send([{ topic: 'out', key: message.key, value: message.value }]);
+    ctx.onCommitted(() => process.stdout.write(`committed ${String(message.value)}\n`));
     if (message.value === STALL_AT) await new Promise(() => undefined);
   },
 });
