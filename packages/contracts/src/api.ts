@@ -197,10 +197,16 @@ export const DeletionJob = z.object({
   evidence: z.array(DeletionEvidence),
   failureReason: z.string().optional(),
   /**
-   * The subject was on legal hold when the job opened: records are tombstoned (reads deny) and
-   * every derived copy is removed, but the primary content is kept (no purge).
+   * The subject was on legal hold when the job opened, or was put on hold before the job purged
+   * (then what the targets already removed stays removed, and the sealed event log keeps the
+   * content): records are tombstoned (reads deny) and every derived copy is removed, but the
+   * content is kept — no purge, no key destroyed.
    */
   legalHold: z.object({ holdId: Id, reason: z.string() }).optional(),
+  /** Opened when the legal hold that made `jobId` keep its content was released: purges what it kept. */
+  continues: z.object({ jobId: Id, holdId: Id }).optional(),
+  /** This job kept content for a legal hold, and this job purges it since the hold's release. */
+  continuedBy: Id.optional(),
   updatedAt: IsoTime,
   progress: z.object({
     tombstoned: z.array(Id),
@@ -265,8 +271,10 @@ export const CommandStatusResponse = z.object({
  * A time bound of a grant or delegation as an administrator may set it: ISO time within
  * 2000–2199. A date outside that is a typo (a delegation expiring in year 1091), never an intent,
  * and would otherwise be stored as given: a grant void from the start, or one that never ends.
+ * The year as written is checked, by a pattern, so the published schema says it too: a client
+ * (or a fuzzer) generating from the OpenAPI document stays inside what is accepted.
  */
-export const PolicyTime = IsoTime.refine((t) => Date.parse(t) >= Date.UTC(2000, 0, 1) && Date.parse(t) < Date.UTC(2200, 0, 1), 'a time bound must lie between 2000 and 2199');
+export const PolicyTime = IsoTime.regex(/^2[01]\d\d-/, 'a time bound must lie between 2000 and 2199');
 
 /** POST /v1/grants */
 export const AddGrantRequest = Grant.omit({ grantId: true, tenant: true })

@@ -1,4 +1,4 @@
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import rateLimit from '@fastify/rate-limit';
 import { GovernedMemoryError, LIMITS, isGovernedMemoryError } from '@gm/contracts';
 import { apiReference } from './api-reference.ts';
@@ -54,7 +54,19 @@ export async function buildApp(deps: BrokerDeps): Promise<FastifyInstance> {
   app.removeContentTypeParser('text/plain');
   strictJsonBodies(app);
 
+  const methodsOf = allowedMethods(app);
+  /** 405 with `Allow` for a method the path does not serve; false when the path serves it or does not exist. */
+  const refuseMethod = (request: FastifyRequest, reply: FastifyReply): boolean => {
+    const allowed = methodsOf(request.url.split('?')[0] ?? '');
+    if (allowed.length === 0 || allowed.includes(request.method)) return false;
+    void reply.code(405).header('allow', allowed.join(', ')).type('application/problem+json')
+      .send(problemOf('MEM_METHOD_NOT_ALLOWED', `this path answers ${allowed.join(', ')} only`, request.id));
+    return true;
+  };
   app.setErrorHandler((err: FastifyError | GovernedMemoryError, request, reply) => {
+    // Fastify checks a body method's Content-Type before routing: an undeclared QUERY without
+    // one fails there, and is still a method the path does not serve.
+    if (!isGovernedMemoryError(err) && err.code === 'FST_ERR_ROUTE_MISSING_CONTENT_TYPE' && refuseMethod(request, reply)) return reply;
     if (isGovernedMemoryError(err)) {
       const body = problemOf(err.code, err.message, request.id);
       // A retriable 503 (the projections behind a token, a dependency briefly down) is load, not a fault: no stack.
@@ -69,13 +81,8 @@ export async function buildApp(deps: BrokerDeps): Promise<FastifyInstance> {
     if (status >= 500) request.log.error({ err, reqId: request.id }, 'request failed');
     return reply.code(status).type('application/problem+json').send(problemOf(code, detail, request.id, status));
   });
-  const methodsOf = allowedMethods(app);
   app.setNotFoundHandler((request, reply) => {
-    const allowed = methodsOf(request.url.split('?')[0] ?? '');
-    if (allowed.length > 0 && !allowed.includes(request.method)) {
-      return reply.code(405).header('allow', allowed.join(', ')).type('application/problem+json')
-        .send(problemOf('MEM_METHOD_NOT_ALLOWED', `this path answers ${allowed.join(', ')} only`, request.id));
-    }
+    if (refuseMethod(request, reply)) return reply;
     return reply.code(404).type('application/problem+json').send(problemOf('MEM_NOT_FOUND', 'no such route', request.id));
   });
   // While closing, every request is a retriable 503 (the error handler adds Retry-After); Fastify adds Connection: close.

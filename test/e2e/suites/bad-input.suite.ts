@@ -1,3 +1,4 @@
+import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { memory, STARTUP_MS, type StartRuntime, type TestRuntime } from '../harness.ts';
 
@@ -90,6 +91,22 @@ export const badInputSuite = (start: StartRuntime) => describe('bad input and ho
     expect(patch.status).toBe(405);
     expect(patch.headers.get('allow')?.split(', ')).toEqual(expect.arrayContaining(['DELETE', 'GET']));
     expect((await rt.api('PUT', '/v1/nowhere', { token: writer, body: {} })).status).toBe(404);
+    // QUERY (a body method Fastify checks for a Content-Type before routing) and TRACE, bodiless.
+    // fetch refuses to send TRACE, so these go through node:http.
+    for (const method of ['QUERY', 'TRACE']) {
+      const res = await new Promise<{ status?: number; allow?: string; body: string }>((resolve, reject) => {
+        const req = request(`${rt.url}/v1/receipt-keys`, { method, headers: { authorization: `Bearer ${writer}` } }, (r) => {
+          let body = '';
+          r.on('data', (c: Buffer) => (body += c.toString()));
+          r.on('end', () => resolve({ status: r.statusCode, allow: r.headers.allow, body }));
+        });
+        req.on('error', reject);
+        req.end();
+      });
+      expect(res.status, method).toBe(405);
+      expect(res.allow, method).toBe('GET, HEAD');
+      expect((JSON.parse(res.body) as { code: string }).code).toBe('MEM_METHOD_NOT_ALLOWED');
+    }
   });
 
   it('does not echo rejected content back in the problem detail', async () => {
