@@ -1,10 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ConsumedMessage, LogPosition } from '@gm/bus';
 import {
-  CommandReply, DeletionTask, MemoryCommand, MemoryEvent, TOPICS, dlqTopic, subjectKey,
+  CommandReply, DeletionTask, MemoryCommand, MemoryEvent, PolicyChange, TOPICS, dlqTopic, subjectKey,
   type DeletionJob, type DeletionTarget, type MemoryCommandType, type ServiceHandle,
 } from '@gm/contracts';
 import { DEFAULT_TTL_POLICY } from '@gm/domain';
+import { derivedId } from '@gm/ids';
 import { createLogger, createMetrics, type Logger, type Metrics } from '@gm/observability';
 import { deletionAck } from '@gm/service-kit';
 import {
@@ -501,6 +502,89 @@ describe('deletion orchestrator with the embedded services', () => {
     // The log line names the hold by id; its reason stays out of the logs.
     expect(e.logs.records().find((r) => r.msg === 'deletion job opened' && r.jobId === 'job-lh1')).toMatchObject({ legalHold: 'hold-1' });
     expect(e.logs.lines.join('\n')).not.toContain('litigation');
+  });
+
+  describe('legal holds in each order of hold, job and release', () => {
+    const holdChange = (e: Env, holdId: string, subjectId: string) => ({
+      type: 'LegalHoldPlaced' as const,
+      data: { hold: { holdId, tenant: TENANT, subjectId, reason: 'litigation 2026-31' } },
+      metadata: { changeId: `chg-${holdId}`, tenant: TENANT, requestedBy: { agentId: 'admin', principalId: 'carol' }, occurredAt: e.fx.clock.iso() },
+    });
+    /** What the policy projector and the orchestrator both read: the change on its topic, folded into the state. */
+    const release = async (e: Env, holdId: string): Promise<void> => {
+      const change = PolicyChange.parse({
+        type: 'LegalHoldReleased', data: { holdId },
+        metadata: { changeId: `chg-release-${holdId}`, tenant: TENANT, requestedBy: { agentId: 'admin', principalId: 'dora' }, occurredAt: e.fx.clock.iso() },
+      });
+      const [at] = await e.fx.bus.produce([{ topic: TOPICS.policyChanges, key: TENANT, value: change }]);
+      await committed(e, ORCHESTRATOR_GROUP, at);
+    };
+    const releaseJobOf = (jobId: string, holdId: string) => derivedId('release', jobId, holdId);
+    const purgedAfterRelease = async (e: Env, jobId: string, holdId: string, recordIds: string[]): Promise<DeletionJob> => {
+      const continued = await jobWhen(e, releaseJobOf(jobId, holdId), 'finished', (j) => j.status === 'verified' || j.status === 'failed');
+      expect(continued).toMatchObject({ status: 'verified', continues: { jobId, holdId }, recordIds, requestedBy: { agentId: 'admin', principalId: 'dora' } });
+      expect(continued.legalHold).toBeUndefined();
+      expect(await commandsOf(e, 'PurgeMemory', continued.jobId)).toEqual([...recordIds].sort());
+      await caughtUp(e, WRITE_ADMISSION_GROUP, TOPICS.commands);
+      await projected(e);
+      for (const id of recordIds) {
+        expect((await e.fx.state.records.get(TENANT, id))?.status, id).toBe('purged');
+        expect(await e.fx.state.contents.get(TENANT, id), id).toBeNull();
+      }
+      return continued;
+    };
+
+    it('hold, then job, then release: the job keeps the content, and the release purges it in a job of its own', async () => {
+      const e = await setup();
+      await e.fx.state.policies.apply(holdChange(e, 'hold-a', 'cust-ha-1'));
+      await start(e, ...PIPELINE, ...TARGET_WORKERS, 'verifier');
+      await deleteOne(e, 'ha-1', 'job-ha');
+      const kept = await jobWhen(e, 'job-ha', 'finished', (j) => j.status === 'verified' || j.status === 'failed');
+      expect(kept).toMatchObject({ status: 'verified', legalHold: { holdId: 'hold-a' } });
+      expect(await e.fx.state.contents.get(TENANT, 'ha-1')).not.toBeNull();
+
+      await release(e, 'hold-a');
+      const continued = await purgedAfterRelease(e, 'job-ha', 'hold-a', ['ha-1']);
+      expect((await job(e, 'job-ha'))?.continuedBy).toBe(continued.jobId);
+      // Released once: a redelivered release opens nothing more.
+      expect(await e.fx.state.jobs.heldBy(TENANT, 'hold-a')).toEqual([]);
+    });
+
+    it('job, then hold before its purge, then release: the purge waits for the release', async () => {
+      const e = await setup();
+      // The targets are not running yet: the job tombstones and waits for their acks.
+      await start(e, ...PIPELINE);
+      await deleteOne(e, 'hb-1', 'job-hb');
+      await jobWhen(e, 'job-hb', 'tombstoned', (j) => j.progress.tombstoned.includes('hb-1'));
+      await e.fx.state.policies.apply(holdChange(e, 'hold-b', 'cust-hb-1'));
+      await start(e, ...TARGET_WORKERS, 'verifier');
+      const kept = await jobWhen(e, 'job-hb', 'finished', (j) => j.status === 'verified' || j.status === 'failed');
+      expect(kept).toMatchObject({ status: 'verified', legalHold: { holdId: 'hold-b', reason: 'litigation 2026-31' } });
+      await caughtUp(e, WRITE_ADMISSION_GROUP, TOPICS.commands);
+      expect(await commandsOf(e, 'PurgeMemory', 'job-hb')).toEqual([]);
+      expect((await e.fx.state.records.get(TENANT, 'hb-1'))?.status).toBe('tombstoned');
+      expect(e.logs.records().find((r) => r.msg === 'legal hold placed during the deletion job: its content is kept')).toMatchObject({ jobId: 'job-hb', legalHold: 'hold-b' });
+
+      await release(e, 'hold-b');
+      await purgedAfterRelease(e, 'job-hb', 'hold-b', ['hb-1']);
+    });
+
+    it('hold, job, a second forget while held, then release: the forget takes the kept record in, and the release purges both', async () => {
+      const e = await setup();
+      await e.fx.state.policies.apply(holdChange(e, 'hold-c', 'cust-hc-1'));
+      await start(e, ...PIPELINE, ...TARGET_WORKERS, 'verifier');
+      await deleteOne(e, 'hc-1', 'job-hc');
+      await jobWhen(e, 'job-hc', 'verified', (j) => j.status === 'verified');
+      const reply = await send(e, MemoryCommand.parse({ type: 'ForgetSubject', data: { jobId: 'job-hc-forget' }, metadata: meta(e, 'cmd-hc-forget', 'cust-hc-1') }));
+      expect(reply).toMatchObject({ outcome: 'accepted', result: { jobId: 'job-hc-forget' } });
+      const forgot = await jobWhen(e, 'job-hc-forget', 'finished', (j) => j.status === 'verified' || j.status === 'failed');
+      // The record the first job kept is in the forget (it was out of reach before): kept again, for the hold.
+      expect(forgot).toMatchObject({ status: 'verified', mode: 'forget', recordIds: ['hc-1'], legalHold: { holdId: 'hold-c' } });
+
+      await release(e, 'hold-c');
+      await purgedAfterRelease(e, 'job-hc', 'hold-c', ['hc-1']);
+      await purgedAfterRelease(e, 'job-hc-forget', 'hold-c', ['hc-1']);
+    });
   });
 
   it('asks again for the receipt of a finished job until one is stored', async () => {

@@ -1,6 +1,6 @@
 import type { Bus, ConsumedMessage, OutgoingMessage, ProcessContext } from '@gm/bus';
 import {
-  DeletionAck, MemoryEvent, TOPICS, dlqTopic, readMemoryEvent, serviceActor, subjectKey,
+  DeletionAck, MemoryEvent, PolicyChange, TOPICS, dlqTopic, readMemoryEvent, serviceActor, subjectKey,
   type Clock, type DeletionJob, type DeletionTarget, type DeletionTask, type MemoryCommand, type ServiceHandle,
 } from '@gm/contracts';
 import { derivedId } from '@gm/ids';
@@ -51,6 +51,7 @@ export class DeletionOrchestrator {
 
   handle = async (message: ConsumedMessage, ctx: ProcessContext): Promise<void> => {
     if (message.topic === TOPICS.deletionAcks) return this.onAck(DeletionAck.parse(message.value), ctx);
+    if (message.topic === TOPICS.policyChanges) return this.onPolicyChange(PolicyChange.parse(message.value), ctx);
     const event = readMemoryEvent(message);
     switch (event.type) {
       case 'MemoryRevocationRequested':
@@ -121,8 +122,12 @@ export class DeletionOrchestrator {
     const job = await this.deps.state.jobs.get(tenant, jobId);
     if (!job || job.status !== 'invalidating' || job.progress.tombstoned.includes(recordId)) return;
     const tombstoned = [...job.progress.tombstoned, recordId];
-    const next = { ...job, progress: { ...job.progress, tombstoned }, updatedAt: this.deps.clock.now().toISOString() };
-    if (job.recordIds.every((id) => tombstoned.includes(id))) ctx.send(this.tasksFor(next));
+    let next: DeletionJob = { ...job, progress: { ...job.progress, tombstoned }, updatedAt: this.deps.clock.now().toISOString() };
+    if (job.recordIds.every((id) => tombstoned.includes(id))) {
+      // A hold placed since the job opened: the tasks keep the primary content.
+      next = await this.heldNow(next);
+      ctx.send(this.tasksFor(next));
+    }
     await this.deps.state.jobs.put(next);
   }
 
@@ -140,11 +145,68 @@ export class DeletionOrchestrator {
         return;
       }
       if (job.status === 'invalidating' && fanOutTargets(job).every((t) => evidence.some((e) => e.target === t))) {
-        if (!retainsPrimary(job)) ctx.send(job.recordIds.map((id) => this.command(job, 'PurgeMemory', id, now)));
-        return this.startVerification(next, ctx);
+        // The last moment a hold placed meanwhile can still keep the record: before its purge.
+        const held = await this.heldNow(next);
+        if (!retainsPrimary(held)) ctx.send(held.recordIds.map((id) => this.command(held, 'PurgeMemory', id, now)));
+        return this.startVerification(held, ctx);
       }
       await this.deps.state.jobs.put(next);
     });
+  }
+
+  /**
+   * The job as it must go on now: a delete or forget whose subject was put on legal hold since
+   * the job opened keeps its content from here on (no purge, no key destroyed), and records the
+   * hold; what the targets removed already stays removed. Read at each step that removes more.
+   */
+  private async heldNow(job: DeletionJob): Promise<DeletionJob> {
+    if (job.mode === 'revoke' || job.legalHold !== undefined) return job;
+    const hold = await this.deps.state.policies.holdOf(job.tenant, job.subjectId);
+    if (!hold) return job;
+    this.deps.log.info({ jobId: job.jobId, tenant: job.tenant, legalHold: hold.holdId, status: job.status }, 'legal hold placed during the deletion job: its content is kept');
+    return { ...job, legalHold: { holdId: hold.holdId, reason: hold.reason }, targets: job.targets.filter((t) => t !== 'key') };
+  }
+
+  /**
+   * A released legal hold: every job that kept content for it gets a job that purges what it
+   * kept (its records are tombstoned already, so it starts at the fan-out), unless another hold
+   * of the subject still applies — then the new job keeps it for that one.
+   */
+  private async onPolicyChange(change: PolicyChange, ctx: ProcessContext): Promise<void> {
+    if (change.type !== 'LegalHoldReleased') return;
+    const { tenant } = change.metadata;
+    const { holdId } = change.data;
+    // The policy projector drops the hold as well; dropping it here first means no step of the
+    // jobs below can read the released hold back from a projection that lags.
+    await this.deps.state.policies.apply(change);
+    for (const held of await this.deps.state.jobs.heldBy(tenant, holdId)) {
+      const jobId = derivedId('release', held.jobId, holdId);
+      await this.withJob(jobId, async () => {
+        const existing = await this.deps.state.jobs.get(tenant, jobId);
+        if (existing) {
+          // Redelivered: re-sending is safe (tasks and commands are idempotent).
+          ctx.send(this.pendingSends(existing));
+          return;
+        }
+        const now = this.deps.clock.now();
+        const job = await this.heldNow({
+          jobId, tenant, subjectId: held.subjectId, recordIds: held.recordIds, mode: held.mode,
+          requestedBy: change.metadata.requestedBy, requestedAt: change.metadata.occurredAt, policyRevision: held.policyRevision,
+          targets: this.deps.targets, status: 'invalidating', deadline: new Date(now.getTime() + this.deps.deadlineMs).toISOString(),
+          evidence: [], continues: { jobId: held.jobId, holdId }, updatedAt: now.toISOString(),
+          progress: { tombstoned: held.recordIds, verificationAttempts: 0 },
+        });
+        ctx.send(this.tasksFor(job));
+        await this.deps.state.jobs.put(job);
+        this.deps.log.info({ jobId, tenant, continues: held.jobId, releasedHold: holdId, records: job.recordIds.length, legalHold: job.legalHold?.holdId }, 'deletion job opened for a released legal hold');
+      });
+      // The kept job points to the one that purges for it (GET /v1/deletion-jobs/{id} shows the way).
+      await this.withJob(held.jobId, async () => {
+        const current = await this.deps.state.jobs.get(tenant, held.jobId);
+        if (current && current.continuedBy === undefined) await this.deps.state.jobs.put({ ...current, continuedBy: jobId });
+      });
+      await this.deps.state.jobs.releasedFrom(tenant, holdId, held.jobId);
+    }
   }
 
   private async startVerification(job: DeletionJob, ctx: ProcessContext): Promise<void> {
@@ -163,14 +225,16 @@ export class DeletionOrchestrator {
       const clean: DeletionJob = {
         ...job, evidence, updatedAt: now.toISOString(), progress: { ...job.progress, verificationAttempts: attempts, findings: [], residual },
       };
-      // Keys go last: the replays above needed the content to build their probes.
-      if (job.targets.includes('key')) {
-        const shredding: DeletionJob = { ...clean, progress: { ...clean.progress, shredding: true } };
+      // Keys go last: the replays above needed the content to build their probes. A hold placed
+      // meanwhile keeps them, and with them the content in the sealed event log.
+      const held = await this.heldNow(clean);
+      if (held.targets.includes('key')) {
+        const shredding: DeletionJob = { ...held, progress: { ...held.progress, shredding: true } };
         await this.deps.state.jobs.put(shredding);
         ctx.send([this.task(shredding, 'key')]);
         return;
       }
-      return this.complete(clean, ctx);
+      return this.complete(held, ctx);
     }
     // Not clean yet (a copy is still being removed): try again until the deadline.
     await this.deps.state.jobs.put({
@@ -329,7 +393,7 @@ const QUIET_COMMIT_MS = 100;
 export async function startDeletionOrchestrator(deps: OrchestratorDeps): Promise<ServiceHandle> {
   const orchestrator = new DeletionOrchestrator(deps);
   const sub = await deps.bus.subscribe({
-    groupId: ORCHESTRATOR_GROUP, topics: [TOPICS.events, TOPICS.deletionAcks], handler: orchestrator.handle,
+    groupId: ORCHESTRATOR_GROUP, topics: [TOPICS.events, TOPICS.deletionAcks, TOPICS.policyChanges], handler: orchestrator.handle,
     // Most events (every write) are nothing to a deletion: their offsets need not commit one by one.
     lazyCommitMs: QUIET_COMMIT_MS,
   });

@@ -201,6 +201,19 @@ export const receiptsSuite = <R extends TestRuntime>(start: () => Promise<R>, bu
       // The hold's reason is in the job and the receipt for the admin, never in the logs.
       expect(rt.logs.lines.join('\n')).not.toContain(reason);
       expect(rt.logs.lines.join('\n')).not.toContain('Zanzibar');
+
+      // Released: what the hold kept is purged, in a job of its own with a receipt of its own.
+      expect((await rt.api('DELETE', '/v1/legal-holds/hold-rc-1', { token: admin })).status).toBe(202);
+      const continuedBy = await eventually('the kept job points to its purge', async () => {
+        const res = await rt.api('GET', `/v1/deletion-jobs/${jobId}`, { token: admin });
+        return typeof res.body.continuedBy === 'string' ? res.body.continuedBy : undefined;
+      }, 30_000);
+      const purge = await finished(continuedBy);
+      expect(purge).toMatchObject({ status: 'verified', mode: 'forget', recordIds: ['rc-hold-1', 'rc-hold-2'], continues: { jobId, holdId: 'hold-rc-1' } });
+      expect(purge.legalHold).toBeUndefined();
+      const purged = await verifyReceipt((await receiptOf(continuedBy)).receipt, keys);
+      expect(purged.payload).toMatchObject({ jobId: continuedBy, retention: 'purged', eventLog: { holdsContent: false } });
+      expect(await rt.state.contents.count('acme', ['rc-hold-1', 'rc-hold-2'])).toBe(0);
     });
 
     it('verifies a receipt offline with memctl and rejects a tampered one', async () => {

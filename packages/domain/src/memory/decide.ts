@@ -247,7 +247,12 @@ function decideExpire(command: CommandOf<'ExpireMemory'>, state: SubjectState): 
 }
 
 /** Revoked earlier: tombstoned with its content retained for audit, not yet erased. */
-const isRetained = (r: RecordState): boolean => r.meta.status === 'tombstoned' && r.deletion?.reason === 'revoked';
+/**
+ * Tombstoned but not purged: its content is still kept — for audit (a revocation), for a legal
+ * hold (its job kept it), or until its job purges it. A later delete or forget takes it in, so
+ * content a released hold kept is never out of reach of a new request.
+ */
+const isRetained = (r: RecordState): boolean => r.meta.status === 'tombstoned';
 
 function decideRevocation(command: CommandOf<'RevokeMemory' | 'DeleteMemory'>, state: SubjectState): Decision {
   const { data } = command;

@@ -92,7 +92,7 @@ describe('ForgetSubject (§3, right to be forgotten)', () => {
     purge(T1, { id: 'mem-purged', jobId: 'job-p' }),
   ]);
 
-  it('emits exactly one SubjectForgotten listing every live record at version +1, and no purged one', () => {
+  it('emits exactly one SubjectForgotten listing every live record at version +1, every tombstoned one whose content is still kept, and no purged one', () => {
     const given = spec.given(everyStatus);
     expect(given.state.records['mem-old']?.meta.status).toBe('superseded');
     expect(given.state.records['mem-expired']?.meta.status).toBe('expired');
@@ -105,6 +105,8 @@ describe('ForgetSubject (§3, right to be forgotten)', () => {
         { id: 'mem-new', version: 2 },
         { id: 'mem-old', version: 3 },
         { id: 'mem-quarantined', version: 2 },
+        // Tombstoned, not purged (its job runs, or a legal hold kept it): the forget takes it in.
+        { id: 'mem-tombstoned', version: 4, alreadyTombstoned: true },
       ]);
       expect(result).toEqual({ jobId: 'job-forget' });
     });
@@ -114,14 +116,13 @@ describe('ForgetSubject (§3, right to be forgotten)', () => {
     const given = spec.given(everyStatus);
     given.when(forget(T2, { jobId: 'job-forget' })).then(({ events }) => {
       const state = fold(events, given.state);
-      for (const { id, version } of forgotten(events).data.records) {
+      for (const { id, version, alreadyTombstoned } of forgotten(events).data.records) {
         expect(state.records[id]).toMatchObject({
-          meta: { status: 'revocation_pending', version },
+          meta: { status: alreadyTombstoned ? 'tombstoned' : 'revocation_pending', version },
           deletion: { jobId: 'job-forget', reason: 'forgotten' },
         });
       }
       expect(state.records['mem-pending']?.deletion?.jobId).toBe('job-pending');
-      expect(state.records['mem-tombstoned']?.meta.status).toBe('tombstoned');
       expect(state.records['mem-purged']?.meta.status).toBe('purged');
     });
   });

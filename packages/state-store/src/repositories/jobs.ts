@@ -12,6 +12,22 @@ export class DeletionJobs {
     const member = `${job.tenant}${SEP}${job.jobId}`;
     if (job.status === 'verified' || job.status === 'failed') await this.kv.srem(this.keys.openJobs(), [member]);
     else await this.kv.sadd(this.keys.openJobs(), [member]);
+    if (job.legalHold !== undefined) await this.kv.sadd(this.keys.jobsHeldBy(job.tenant, job.legalHold.holdId), [job.jobId]);
+  }
+
+  /** The jobs that kept content for this hold and were not released from it yet. */
+  async heldBy(tenantId: string, holdId: string): Promise<DeletionJob[]> {
+    const jobs: DeletionJob[] = [];
+    for (const jobId of (await this.kv.smembers(this.keys.jobsHeldBy(tenantId, holdId))).sort()) {
+      const job = await this.get(tenantId, jobId);
+      if (job) jobs.push(job);
+    }
+    return jobs;
+  }
+
+  /** The job no longer waits on this hold (its release was handled). */
+  async releasedFrom(tenantId: string, holdId: string, jobId: string): Promise<void> {
+    await this.kv.srem(this.keys.jobsHeldBy(tenantId, holdId), [jobId]);
   }
 
   async get(tenantId: string, jobId: string): Promise<DeletionJob | null> {
