@@ -145,6 +145,7 @@ export async function startDistributedTestRuntime(env: Record<string, string> = 
       return { log: crypto.view(raw, 'open'), close: async () => { crypto.close(); await store.close(); await raw.close(); } };
     },
     masterKeyFile: () => masterKeyEnv().MEMORY_MASTER_KEY_FILE ?? '',
+    receiptKeyFile: () => stack.env.MEMORY_RECEIPT_KEY_FILE ?? '',
     async close() {
       await stack.stop();
       await Promise.all([state.kv.close(), index.close(), summaries.close(), vectors.close()]);

@@ -95,6 +95,8 @@ export interface TestRuntime {
   logReader(): Promise<{ log: Bus; close(): Promise<void> }>;
   /** The master key file the runtime uses now (JSON {active, keys}). */
   masterKeyFile(): string;
+  /** The receipt signing key file (JSON {privateJwk, publicJwk, retired?}): embedded, in the data directory; distributed, the receipt-verifier's. */
+  receiptKeyFile(): string;
   close(): Promise<void>;
 }
 
@@ -293,6 +295,7 @@ export async function startTestRuntime(
       return { log: crypto.view(runtime.bus, 'open'), close: async () => { crypto.close(); await store.close(); } };
     },
     masterKeyFile: () => config.masterKeyFile ?? path.join(dataDir, 'keys', MASTER_KEY_FILE_NAME),
+    receiptKeyFile: () => runtime.credentials.receiptKeyFile,
     async close() {
       await runtime.close();
       if (!existing) rmSync(dataDir, { recursive: true, force: true });

@@ -19,6 +19,10 @@ const USAGE = `memctl — command line for governed memory
                  exit 1 if it does not verify. Key: --key, else <data-dir>/keys/receipt-signing.public.jwk.json,
                  else <url>/v1/receipt-keys
   memctl replay  [--data-dir DIR]      rebuild projections from the logs (service stopped) and compare digests
+  memctl receipt-key rotate [--file KEY_FILE]
+                 a new receipt signing key in <data-dir>/keys/receipt-signing.jwk.json (or KEY_FILE, the
+                 receipt-verifier's MEMORY_RECEIPT_KEY_FILE); the old public key stays published, so old
+                 receipts keep verifying. Takes effect when the runtime (the receipt-verifier) restarts
 
 Administration (a capability with "admin"; see docs/api.md):
   memctl grant add --principal ID [--principal-kind KIND] --resource KIND:ID --role member|reviewer|manager|admin
@@ -46,7 +50,7 @@ const options = {
   'idempotency-key': { type: 'string' }, query: { type: 'string' }, limit: { type: 'string' }, budget: { type: 'string' },
   'expected-version': { type: 'string' }, role: { type: 'string' }, purposes: { type: 'string' }, restricted: { type: 'string' },
   'not-before': { type: 'string' }, 'not-after': { type: 'string' }, reason: { type: 'string' },
-  job: { type: 'string' }, out: { type: 'string' }, key: { type: 'string' }, help: { type: 'boolean', short: 'h' },
+  job: { type: 'string' }, out: { type: 'string' }, key: { type: 'string' }, file: { type: 'string' }, help: { type: 'boolean', short: 'h' },
 } as const;
 
 type Values = ReturnType<typeof parseArgs<{ options: typeof options; allowPositionals: true }>>['values'];
@@ -284,6 +288,26 @@ async function run(argv: string[]): Promise<void> {
         return;
       }
       throw new UsageError('did you mean: memctl hold add|list|remove');
+    case 'receipt-key': {
+      if (sub !== 'rotate') throw new UsageError('did you mean: memctl receipt-key rotate');
+      // Loaded only here: jose, not the runtime.
+      const { rotateReceiptKeyFile } = await import('@gm/policy/receipt-keys');
+      const file = path.resolve(values.file ?? path.join(dataDir, 'keys', 'receipt-signing.jwk.json'));
+      if (!existsSync(file)) throw new UsageError(`${file} does not exist (--file names the receipt key file)`);
+      // The public half beside it (the embedded data directory's) becomes the JWKS of every key.
+      const publicFile = file.endsWith('.jwk.json') ? file.replace(/\.jwk\.json$/, '.public.jwk.json') : undefined;
+      const outcome = await rotateReceiptKeyFile(file, publicFile !== undefined && existsSync(publicFile) ? publicFile : undefined);
+      process.stdout.write(
+        [
+          `receipt key rotated in ${file}`,
+          `signs from the next start:  kid ${outcome.kid}`,
+          `still published (old receipts verify): ${outcome.retiredKids.map((k) => `kid ${k}`).join(', ')}`,
+          'restart the runtime (distributed: the receipt-verifier) to sign with the new key',
+          '',
+        ].join('\n'),
+      );
+      return;
+    }
     case 'replay': {
       // Loaded only here: the runtime's modules make every other command slow to start.
       const { loadConfig, masterKeyEnvOf, replayDataDir } = await import('@gm/embedded');

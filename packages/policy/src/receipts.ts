@@ -6,8 +6,11 @@ import type { SigningKeyPair } from './capabilities.ts';
 
 const ALG = 'EdDSA';
 
-/** The receipt signing key pair: Ed25519 JWKs, the same shape as the capability key. */
-export type ReceiptKeyPair = SigningKeyPair;
+/**
+ * The receipt signing key pair: Ed25519 JWKs, the same shape as the capability key, and the
+ * public halves of the pairs it was rotated from (receipt-keys.ts), still published.
+ */
+export type ReceiptKeyPair = SigningKeyPair & { retired?: JWK[] };
 
 /** The public JWK of a receipt key, with its kid (RFC 7638 thumbprint), alg and use. */
 export async function receiptPublicKey(publicJwk: JWK): Promise<ReceiptPublicKey> {

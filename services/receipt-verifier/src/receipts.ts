@@ -5,6 +5,7 @@ import {
   type Clock, type DeletionJob, type DeletionReceipt, type RecordMeta, type ServiceHandle,
 } from '@gm/contracts';
 import type { Logger, Metrics } from '@gm/observability';
+import { publishedReceiptKeys } from '@gm/policy/receipt-keys';
 import { ReceiptSigner, type ReceiptKeyPair } from '@gm/policy/receipts';
 import type { StateStore } from '@gm/state-store';
 
@@ -133,7 +134,8 @@ export function receiptHandler(deps: ReceiptSignerDeps, signer: ReceiptSigner) {
 
 export async function startReceiptSigner(deps: ReceiptSignerDeps): Promise<ServiceHandle> {
   const signer = await ReceiptSigner.create(deps.keys);
-  await deps.state.receipts.publishKey(signer.publicKey);
+  // Its own public key, and those of the keys it was rotated from: old receipts keep verifying.
+  for (const key of await publishedReceiptKeys(deps.keys)) await deps.state.receipts.publishKey(key);
   const sub = await deps.bus.subscribe({ groupId: RECEIPT_SIGNER_GROUP, topics: [TOPICS.deletionTasks], handler: receiptHandler(deps, signer) });
   return { close: () => sub.close() };
 }

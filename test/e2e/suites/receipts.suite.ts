@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -285,4 +285,39 @@ export const receiptsSuite = <R extends TestRuntime>(start: () => Promise<R>, bu
       }
       expect(published.map((p) => p.jws)).toEqual([first.receipt]);
     });
+
+    it('rotates the receipt key: new receipts carry the new kid, and receipts signed before keep verifying against the published keys', async () => {
+      const deleteAndReceipt = async (id: string) => {
+        await write(id, 'cust-rotate', `Rotation record ${id} about the Quokka account`);
+        const del = await rt.api('DELETE', `/v1/memories/${id}`, { token: writer });
+        expect(del.status).toBe(202);
+        return receiptOf(String(del.body.jobId));
+      };
+      const before = await deleteAndReceipt('rc-rot-1');
+      const oldKid = (await verifyReceipt(before.receipt, keys)).kid;
+
+      const rotated = await memctl('receipt-key', 'rotate', '--file', rt.receiptKeyFile());
+      expect(rotated.code, rotated.stderr).toBe(0);
+      expect(rotated.stdout).toContain(`still published (old receipts verify): kid ${oldKid}`);
+      const newKid = /signs from the next start: {2}kid (\S+)/.exec(rotated.stdout)?.[1];
+      expect(newKid).toBeDefined();
+      expect(newKid).not.toBe(oldKid);
+      // The private half never leaves the key file; the file stays the owner's alone.
+      expect(statSync(rt.receiptKeyFile()).mode & 0o777).toBe(0o600);
+      await rt.restart();
+
+      const after = await deleteAndReceipt('rc-rot-2');
+      const published = (await rt.api<{ keys: ReceiptPublicKey[] }>('GET', '/v1/receipt-keys')).body.keys;
+      expect(published.map((k) => k.kid).sort()).toEqual([oldKid, newKid].sort());
+      expect((await verifyReceipt(after.receipt, published)).kid).toBe(newKid);
+      // The receipt signed before the rotation: still valid, by the old key, online and offline.
+      expect((await verifyReceipt(before.receipt, published)).kid).toBe(oldKid);
+      await expect(verifyReceipt(before.receipt, published.filter((k) => k.kid === newKid))).rejects.toMatchObject({ code: 'RECEIPT_INVALID' });
+      const file = path.join(tmp, 'before-rotation.jws');
+      writeFileSync(file, `${before.receipt}\n`);
+      const offline = await memctl('receipt', 'verify', file, '--key', `${rt.url}/v1/receipt-keys`);
+      expect(offline.code, offline.stderr).toBe(0);
+      expect(offline.stdout).toContain(`kid ${oldKid}`);
+      keys = published;
+    }, STARTUP_MS);
   });
