@@ -8,15 +8,16 @@ CRED=$(cat "$DATA/issuer-credential")
 json() { node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>{const v=JSON.parse(s);const f=new Function("v","return "+process.argv[1]);console.log(f(v))})' "$1"; }
 cap() { curl -sf -X POST "$B/v1/capabilities" -H "authorization: Bearer $CRED" -H 'content-type: application/json' -d "$1" | json v.token; }
 
-echo '# 0. an administrator grants alice membership of project maple and bob its reviewer role'
+echo '# 0. root becomes the administrator of project maple (its first admin grant, on the issuer word), then grants alice membership and bob the reviewer role'
 ADMIN=$(cap '{"tenant":"acme","agentId":"admin-console","principal":{"id":"root","kind":"person"},"scopes":[{"kind":"project","id":"maple"}],"purpose":"support","actions":["admin"]}')
 grant() { curl -sf -X POST "$B/v1/grants" -H "authorization: Bearer $ADMIN" -H 'content-type: application/json' -d "$1" | json '"grant " + v.grantId + " at policy revision " + v.policyRevision'; }
+grant '{"grantId":"root-maple","principal":{"id":"root","kind":"person"},"resource":{"kind":"project","id":"maple"},"role":"admin","purposes":["support"]}'
 grant '{"grantId":"alice-maple","principal":{"id":"alice","kind":"person"},"resource":{"kind":"project","id":"maple"},"role":"member","purposes":["support"]}'
 grant '{"grantId":"bob-maple","principal":{"id":"bob","kind":"person"},"resource":{"kind":"project","id":"maple"},"role":"reviewer","purposes":["support"]}'
 
 echo '# 1. issue a capability for a support agent acting for alice, and one for a reviewer'
 AGENT=$(cap '{"tenant":"acme","agentId":"support-bot","principal":{"id":"alice","kind":"person"},"scopes":[{"kind":"project","id":"maple"}],"purpose":"support","actions":["search","read","cite","write","request_delete"]}')
-REVIEWER=$(cap '{"tenant":"acme","agentId":"review-desk","principal":{"id":"bob","kind":"person"},"scopes":[{"kind":"project","id":"maple"}],"purpose":"support","actions":["review","promote","admin"]}')
+REVIEWER=$(cap '{"tenant":"acme","agentId":"review-desk","principal":{"id":"bob","kind":"person"},"scopes":[{"kind":"project","id":"maple"}],"purpose":"support","actions":["review","promote"]}')
 H=(-H "authorization: Bearer $AGENT" -H 'content-type: application/json')
 
 echo '# 2. write a trusted fact'
@@ -43,8 +44,8 @@ curl -s -X POST "$B/v1/search" "${H[@]}" -d '{"query":"customer 42 email prefers
 
 echo "# 8. the deletion job $JOB"
 for _ in $(seq 1 300); do
-  STATUS=$(curl -s "$B/v1/deletion-jobs/$JOB" -H "authorization: Bearer $REVIEWER" | json v.status)
+  STATUS=$(curl -s "$B/v1/deletion-jobs/$JOB" -H "authorization: Bearer $AGENT" | json v.status)
   [ "$STATUS" = verified ] || [ "$STATUS" = failed ] && break
   sleep 0.1
 done
-curl -s "$B/v1/deletion-jobs/$JOB" -H "authorization: Bearer $REVIEWER" | json '"status=" + v.status + " records=" + v.recordIds.join(",") + " evidence=" + v.evidence.map(e => e.target + ":" + e.status).join(" ")'
+curl -s "$B/v1/deletion-jobs/$JOB" -H "authorization: Bearer $AGENT" | json '"status=" + v.status + " records=" + v.recordIds.join(",") + " evidence=" + v.evidence.map(e => e.target + ":" + e.status).join(" ")'

@@ -175,6 +175,26 @@ export function capabilityIssuer(api: TestRuntime['api'], issuerCredential: () =
     return String(response.body.token);
   };
   const granted = new Set<string>();
+  const HARNESS_ADMIN = { id: 'harness-admin', kind: 'service' as const };
+  const adminCapability = (tenant: string, scopes: IssueCapabilityRequest['scopes'], purpose: string) =>
+    post({ tenant, agentId: 'harness-admin', principal: HARNESS_ADMIN, scopes, purpose, actions: ['admin'] });
+  /** Per tenant and resource: the purposes harness-admin's own admin grant covers. */
+  const administered = new Map<string, string[]>();
+  /**
+   * Admin routes are decided by Cedar: harness-admin holds an admin grant on every resource it
+   * grants on. The first one of a resource is the bootstrap (the issuer vouches for it); a new
+   * purpose rewrites it, with a capability of a purpose it already holds.
+   */
+  const administer = async (tenant: string, resource: IssueCapabilityRequest['scopes'][number], purpose: string) => {
+    const key = `${tenant}/${resource.kind}:${resource.id}`;
+    const purposes = administered.get(key) ?? [];
+    if (purposes.includes(purpose)) return;
+    const token = await adminCapability(tenant, [resource], purposes[0] ?? purpose);
+    const body = { grantId: `h.${tenant}.harness-admin.${resource.kind}.${resource.id}.admin`, principal: HARNESS_ADMIN, resource, role: 'admin', purposes: [...purposes, purpose] };
+    const response = await api('POST', '/v1/grants', { token, body });
+    if (response.status !== 201) throw new Error(`harness-admin grant failed: ${response.status} ${response.text}`);
+    administered.set(key, body.purposes);
+  };
   const grantRoles = async (request: IssueCapabilityRequest) => {
     const principal = request.principal ?? { id: request.agentId, kind: 'agent' as const };
     const roles = ROLE_ACTIONS.filter(([, actions]) => actions.some((a) => request.actions.includes(a))).map(([role]) => role);
@@ -182,10 +202,8 @@ export function capabilityIssuer(api: TestRuntime['api'], issuerCredential: () =
       .map((g) => ({ ...g, grantId: `h.${request.tenant}.${principal.id}.${g.resource.kind}.${g.resource.id}.${g.role}.${request.purpose}` }))
       .filter((g) => !granted.has(g.grantId));
     if (wanted.length === 0) return;
-    const admin = await post({
-      tenant: request.tenant, agentId: 'harness-admin', principal: { id: 'harness-admin', kind: 'service' },
-      scopes: request.scopes, purpose: request.purpose, actions: ['admin'],
-    });
+    for (const resource of request.scopes) await administer(request.tenant, resource, request.purpose);
+    const admin = await adminCapability(request.tenant, request.scopes, request.purpose);
     for (const g of wanted) {
       const body = { grantId: g.grantId, principal, resource: g.resource, role: g.role, purposes: [request.purpose] };
       const response = await api('POST', '/v1/grants', { token: admin, body });

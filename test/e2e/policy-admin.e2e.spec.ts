@@ -53,6 +53,48 @@ describe('policy administration over the API', () => {
     expect((await rt.api('DELETE', '/v1/grants/g-alice', { token: admin })).status).toBe(404);
   });
 
+  it('decides administration with Cedar: an admin capability without an admin grant changes nothing, past the bootstrap', async () => {
+    const oak = { kind: 'project', id: 'oak' } as const;
+    // An "admin" capability straight from the issuer, for a principal with no admin grant.
+    const stranger = await rt.issue({ agentId: 'rogue-desk', principal: { id: 'mallory', kind: 'person' }, scopes: [maple, oak], actions: ['admin', 'revoke'] }, { grants: false });
+    const end = await policyLogEnd();
+    const grant = { principal: { id: 'mallory', kind: 'person' }, resource: maple, role: 'member', purposes: ['support'] };
+    for (const [method, route, body] of [
+      ['POST', '/v1/grants', grant],
+      // maple has an administrator (carol): its first admin grant is long given, so no bootstrap.
+      ['POST', '/v1/grants', { ...grant, role: 'admin' }],
+      ['POST', '/v1/agents/support-bot/revoke', {}],
+      ['POST', '/v1/legal-holds', { subjectId: 'cust-42', reason: 'r' }],
+      ['GET', '/v1/legal-holds', undefined],
+    ] as const) {
+      const res = await rt.api(method, route, { token: stranger, ...(body === undefined ? {} : { body }) });
+      expect([route, res.status, res.body.code]).toEqual([route, 403, 'CAP_SCOPE_DENIED']);
+    }
+    expect(await policyLogEnd()).toBe(end);
+    // Nor can it see another requester's deletion job (an administrator could).
+    const writer = await rt.issue({ agentId: 'support-bot', principal: { id: 'alice', kind: 'person' } });
+    expect((await rt.api('POST', '/v1/memories', { token: writer, body: memory({ id: 'adm-job', subjectId: 'cust-adm', content: 'A record to delete' }) })).status).toBe(201);
+    const job = String((await rt.api('DELETE', '/v1/memories/adm-job', { token: writer })).body.jobId);
+    expect((await rt.api('GET', `/v1/deletion-jobs/${job}`, { token: stranger })).status).toBe(404);
+    expect((await rt.api('GET', `/v1/deletion-jobs/${job}`, { token: admin })).status).toBe(200);
+
+    // The bootstrap: oak has no administrator yet, so its first admin grant is taken on the issuer's word…
+    const first = await rt.api('POST', '/v1/grants', { token: stranger, body: { grantId: 'g-mallory-oak', ...grant, resource: oak, role: 'admin' } });
+    expect(first.status, first.text).toBe(201);
+    expect(rt.logs.lines.some((l) => l.includes('admin bootstrap') && l.includes('g-mallory-oak'))).toBe(true);
+    // …and from then on Cedar decides on it: mallory administers oak, for its purpose only, and not maple.
+    expect((await rt.api('POST', '/v1/grants', { token: stranger, body: { ...grant, resource: oak } })).status).toBe(201);
+    expect((await rt.api('POST', '/v1/grants', { token: stranger, body: grant })).status).toBe(403);
+    const otherPurpose = await rt.issue({ agentId: 'rogue-desk', principal: { id: 'mallory', kind: 'person' }, scopes: [oak], purpose: 'billing', actions: ['admin'] }, { grants: false });
+    expect((await rt.api('POST', '/v1/grants', { token: otherPurpose, body: { ...grant, resource: oak } })).body.code).toBe('CAP_SCOPE_DENIED');
+    // A second issuer-vouched stranger gets no bootstrap on oak: it has an administrator now.
+    const second = await rt.issue({ agentId: 'other-desk', principal: { id: 'trent', kind: 'person' }, scopes: [oak], actions: ['admin'] }, { grants: false });
+    expect((await rt.api('POST', '/v1/grants', { token: second, body: { ...grant, principal: { id: 'trent', kind: 'person' }, resource: oak, role: 'admin' } })).status).toBe(403);
+    // Removing mallory's admin grant takes the right away at the next request.
+    expect((await rt.api('DELETE', '/v1/grants/g-mallory-oak', { token: stranger })).status).toBe(202);
+    expect((await rt.api('POST', '/v1/grants', { token: stranger, body: { ...grant, resource: oak } })).status).toBe(403);
+  });
+
   it('rejects unknown fields (422), another tenant (403) and missing rights (403), producing nothing', async () => {
     const plain = await rt.issue({ agentId: 'plain-bot' });
     const end = await policyLogEnd();

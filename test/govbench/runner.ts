@@ -141,6 +141,14 @@ class EpisodeRun {
       key: 'admin', agentId: 'govbench-admin', principal: 'govbench-root', scopes: this.episode.resources, purpose: 'admin', actions: ['admin', 'revoke'],
     });
     this.admin = admin.token;
+    // Administration is decided by Cedar: govbench-root administers the episode's resources, each
+    // by its first admin grant (the bootstrap, on the issuer's word).
+    for (const resource of this.episode.resources) {
+      const reply = await this.call('POST', '/v1/grants', admin.token, {
+        grantId: `${this.tenant}.admin.${resource.kind}.${resource.id}`, principal: { id: 'govbench-root', kind: 'person' }, resource, role: 'admin', purposes: ['admin'],
+      });
+      if (reply.status !== 201) return this.setupError(`admin grant on ${resource.kind}:${resource.id}`, reply);
+    }
     for (const step of this.episode.steps) await this.step(step);
   }
 

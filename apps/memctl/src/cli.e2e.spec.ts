@@ -33,6 +33,8 @@ describe('memctl administration', () => {
       'capability', 'issue', '--tenant', 'acme', '--agent', 'admin-desk', '--principal', 'carol', '--scope', 'project:maple',
       '--purpose', 'support', '--actions', 'admin,revoke',
     )).trim();
+    // carol becomes maple's administrator: its first admin grant, on the issuer's word.
+    await memctl('grant', 'add', '--id', 'g-carol', '--principal', 'carol', '--resource', 'project:maple', '--role', 'admin', '--purposes', 'support');
   }, CLI_TEST_MS);
   afterAll(async () => {
     await rt.close();
@@ -41,9 +43,9 @@ describe('memctl administration', () => {
 
   it('adds and removes grants', async () => {
     expect(await json('grant', 'add', '--id', 'g-1', '--principal', 'alice', '--resource', 'project:maple', '--role', 'member', '--purposes', 'support'))
-      .toEqual({ grantId: 'g-1', policyRevision: 1 });
+      .toEqual({ grantId: 'g-1', policyRevision: 2 });
     expect((await rt.state.policies.grant('acme', 'g-1'))?.principal).toEqual({ id: 'alice', kind: 'person' });
-    expect(await json('grant', 'remove', '--id', 'g-1')).toEqual({ policyRevision: 2 });
+    expect(await json('grant', 'remove', '--id', 'g-1')).toEqual({ policyRevision: 3 });
     expect(await rt.state.policies.grant('acme', 'g-1')).toBeNull();
   }, CLI_TEST_MS);
 
@@ -64,6 +66,6 @@ describe('memctl administration', () => {
     expect(await json('hold', 'list')).toEqual({ items: [{ holdId: 'h-1', tenant: 'acme', subjectId: 'cust-42', reason: 'litigation' }] });
     await json('hold', 'remove', '--id', 'h-1');
     expect(await rt.state.policies.isOnHold('acme', 'cust-42')).toBeNull();
-    expect(await rt.state.policyRevisions.current('acme')).toBe(8); // one per change, both tests
+    expect(await rt.state.policyRevisions.current('acme')).toBe(9); // one per change, both tests and carol's admin grant
   }, CLI_TEST_MS);
 });

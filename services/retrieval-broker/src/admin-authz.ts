@@ -1,11 +1,17 @@
-import { GovernedMemoryError, type CapabilityClaims, type Delegation, type ResourceRef } from '@gm/contracts';
-import { inScope, requireAction } from '@gm/policy';
+import { GovernedMemoryError, type CapabilityClaims, type Delegation, type Grant, type ResourceRef } from '@gm/contracts';
+import { partitionKey } from '@gm/domain';
+import { inScope, requireAction, type PolicyDecisionPoint } from '@gm/policy';
 
 /*
- * Who may change policy. Until the Cedar PDP decides these (it will replace the bodies of
- * the functions below, not their callers), the rules are:
- * - grants, legal holds, agent revocation: action `admin`; a grant's resource must be in the
- *   capability's scopes (legal holds are per subject, not per resource: `admin` suffices);
+ * Who may change policy (design §6.2, rule 7). Administration is decided by the Cedar PDP like
+ * every other action: the capability must carry `admin` (and the resource must be in its
+ * scopes), and its principal must hold an `admin` grant that the policy set lets it use for
+ * this purpose, now. The one exception is the bootstrap: a resource that has no admin grant yet
+ * may get its first one on the issuer's word (an `admin` capability, which only the issuer
+ * credential mints) — otherwise nobody could ever start. From that grant on, Cedar decides.
+ * - grants: admin on the grant's resource;
+ * - legal holds, agent revocation, and reading any deletion job of the tenant: admin on at least
+ *   one resource (they are per subject or per agent, not per resource);
  * - delegations: the delegator is always the capability's principal. A capability with
  *   `admin` may delegate any action on resources in its scopes; the principal's *own*
  *   capability (its agent is the principal itself) may delegate at most its own actions on
@@ -14,10 +20,58 @@ import { inScope, requireAction } from '@gm/policy';
  *   caller's own agent (a caller may always revoke its own capabilities).
  */
 
-export function authorizeAdmin(claims: CapabilityClaims, resources: ResourceRef[] = []): void {
+export interface AdminDeps {
+  pdp: PolicyDecisionPoint;
+  /** The tenant's grants as the policy projector holds them (for the bootstrap). */
+  grants(tenant: string): Promise<Grant[]>;
+}
+
+const teamPartition = (tenant: string, resource: ResourceRef): string =>
+  partitionKey({ tenantId: tenant, resource, visibility: 'team', sensitivity: 'normal', ownerPrincipalId: '' });
+
+const notAdmin = (what: string) => new GovernedMemoryError('CAP_SCOPE_DENIED', `the principal holds no admin grant ${what} for this purpose`);
+
+/** The partitions this capability may administer (Cedar's answer for action `admin`). */
+async function adminPartitions(deps: AdminDeps, claims: CapabilityClaims): Promise<string[]> {
   requireAction(claims, 'admin');
+  return deps.pdp.authorizedPartitions({ claims, action: 'admin' });
+}
+
+/** Administration of these resources (a grant's): Cedar's `admin` on each. */
+export async function authorizeAdmin(deps: AdminDeps, claims: CapabilityClaims, resources: ResourceRef[]): Promise<void> {
   for (const resource of resources) {
     if (!inScope(claims, resource)) throw new GovernedMemoryError('CAP_SCOPE_DENIED', 'the resource is outside the capability\'s scopes');
+  }
+  const allowed = new Set(await adminPartitions(deps, claims));
+  const denied = resources.find((r) => !allowed.has(teamPartition(claims.tenant, r)));
+  if (denied !== undefined) throw notAdmin(`on ${denied.kind}:${denied.id}`);
+}
+
+/** Tenant-wide administration (legal holds, agent revocation, every deletion job): Cedar's `admin` on some resource. */
+export async function authorizeTenantAdmin(deps: AdminDeps, claims: CapabilityClaims): Promise<void> {
+  if ((await adminPartitions(deps, claims)).length === 0) throw notAdmin('in this tenant');
+}
+
+/** The same question without throwing: may this capability read every deletion job of its tenant? */
+export async function isTenantAdmin(deps: AdminDeps, claims: CapabilityClaims): Promise<boolean> {
+  if (!claims.actions.includes('admin')) return false;
+  return (await deps.pdp.authorizedPartitions({ claims, action: 'admin' })).length > 0;
+}
+
+/**
+ * Adding a grant: Cedar's `admin` on its resource — or the bootstrap, the first admin grant of a
+ * resource nobody administers yet, on the issuer's word. Says which it was.
+ */
+export async function authorizeGrant(deps: AdminDeps, claims: CapabilityClaims, grant: Pick<Grant, 'resource' | 'role'>): Promise<'cedar' | 'bootstrap'> {
+  try {
+    await authorizeAdmin(deps, claims, [grant.resource]);
+    return 'cedar';
+  } catch (err) {
+    if (grant.role !== 'admin' || !(err instanceof GovernedMemoryError) || err.code !== 'CAP_SCOPE_DENIED' || !inScope(claims, grant.resource)) throw err;
+    const administered = (await deps.grants(claims.tenant))
+      .some((g) => g.role === 'admin' && g.resource.kind === grant.resource.kind && g.resource.id === grant.resource.id);
+    if (administered) throw err;
+    return 'bootstrap';
   }
 }
 

@@ -111,6 +111,11 @@ export const governanceSuite = (start: StartRuntime) => describe('two teams shar
     // Readers race a revocation below: no rate limit may stand in for a denial.
     rt = await start({ MEMORY_RATE_LIMIT_PER_MINUTE: '100000', MEMORY_QUERY_AUDIT: 'on' });
     admin = await rt.issue({ agentId: 'policy-admin', principal: { id: 'root', kind: 'person' }, scopes: ALL, actions: ['admin', 'revoke'] }, { grants: false });
+    // root administers every resource of the fixture: each one's first admin grant is the bootstrap.
+    for (const resource of ALL) {
+      const res = await rt.api('POST', '/v1/grants', { token: admin, body: { principal: { id: 'root', kind: 'person' }, resource, role: 'admin', purposes: ['support'] } });
+      expect(res.status, res.text).toBe(201);
+    }
     aliceMapleGrant = (await grant({ principal: { id: 'alice', kind: 'person' }, resource: MAPLE, role: 'member', purposes: ['support'] })).grantId;
     await grant({ principal: { id: 'bob', kind: 'person' }, resource: MAPLEMARK, role: 'member', purposes: ['support'] });
     await grant({ principal: { id: 'carol', kind: 'person' }, resource: MAPLE, role: 'member', purposes: ['support'] });

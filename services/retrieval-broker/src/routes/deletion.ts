@@ -10,6 +10,7 @@ import { idempotencyKey, pathId } from '../http.ts';
 import { notFound } from '../problem.ts';
 import { metadataFor } from '../metadata.ts';
 import { authorizedPartitions, authorizedRecord } from './memories.ts';
+import { isTenantAdmin } from '../admin-authz.ts';
 import { partitionOf } from '../retrieval.ts';
 import { answerMutation, awaitConsistency, requestPoint } from '../consistency.ts';
 import { DELETION_JOB_GROUPS } from '../command-gateway.ts';
@@ -59,7 +60,9 @@ export function deletionRoutes(app: FastifyInstance, deps: BrokerDeps): void {
     }
     await awaitConsistency(deps, request, claims.tenant, DELETION_JOB_GROUPS);
     const job = await deps.state.jobs.get(claims.tenant, pathId(request, 'id'));
-    if (!job || (!claims.actions.includes('admin') && job.requestedBy.agentId !== claims.sub)) throw notFound();
+    // Every job of the tenant for an administrator (Cedar: admin on some resource), its own for a requester.
+    if (!job) throw notFound();
+    if (job.requestedBy.agentId !== claims.sub && !(await isTenantAdmin({ pdp: deps.pdp, grants: (t) => deps.state.policies.grants(t) }, claims))) throw notFound();
     return job;
   };
 

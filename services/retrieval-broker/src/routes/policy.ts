@@ -5,7 +5,9 @@ import {
   type CapabilityClaims,
 } from '@gm/contracts';
 import { inScope } from '@gm/policy';
-import { authorizeAdmin, authorizeCapabilityRevocation, authorizeDelegation, mayRevokeDelegation } from '../admin-authz.ts';
+import {
+  authorizeAdmin, authorizeCapabilityRevocation, authorizeDelegation, authorizeGrant, authorizeTenantAdmin, mayRevokeDelegation, type AdminDeps,
+} from '../admin-authz.ts';
 import { bearer } from '../auth.ts';
 import type { BrokerDeps } from '../deps.ts';
 import { parseBody, pathId } from '../http.ts';
@@ -27,26 +29,29 @@ const notFound = (what: string) => new GovernedMemoryError('MEM_NOT_FOUND', `no 
  */
 export function policyRoutes(app: FastifyInstance, deps: BrokerDeps): void {
   const verify = (request: Parameters<typeof bearer>[0]) => deps.verifier.verify(bearer(request), deps.clock.now());
+  const admin: AdminDeps = { pdp: deps.pdp, grants: (tenant) => deps.state.policies.grants(tenant) };
 
   app.post('/v1/grants', async (request, reply) => {
     const claims = await verify(request);
     const req = parseBody(AddGrantRequest, request.body);
     checkTenant(claims, req);
-    authorizeAdmin(claims, [req.resource]);
+    const by = await authorizeGrant(admin, claims, req);
     const { tenant: _tenant, grantId: requested, ...rest } = req;
     const grantId = requested ?? newUlid();
     const existing = await deps.state.policies.grant(claims.tenant, grantId);
     // Re-adding an id rewrites the grant; an id of a grant on a resource outside this admin's scopes is not its to rewrite.
     if (existing && !inScope(claims, existing.resource)) throw new GovernedMemoryError('MEM_ID_TAKEN', 'this grant id is in use');
     const policyRevision = await deps.policy.submit(claims, 'GrantAdded', { grant: { ...rest, grantId, tenant: claims.tenant } });
+    // Ids and the decision only: who vouched for a resource's first administrator is audit.
+    if (by === 'bootstrap') request.log.info({ grantId, tenant: claims.tenant, principal: rest.principal.id, agent: claims.sub }, 'admin bootstrap: the first admin grant of a resource, on the issuer\'s word');
     return reply.code(201).send({ grantId, policyRevision });
   });
 
   app.delete('/v1/grants/:id', async (request, reply) => {
     const claims = await verify(request);
-    authorizeAdmin(claims);
     const grant = await deps.state.policies.grant(claims.tenant, pathId(request, 'id'));
     if (!grant || !inScope(claims, grant.resource)) throw notFound('grant');
+    await authorizeAdmin(admin, claims, [grant.resource]);
     const policyRevision = await deps.policy.submit(claims, 'GrantRemoved', { grantId: grant.grantId });
     return reply.code(202).send({ policyRevision });
   });
@@ -102,7 +107,7 @@ export function policyRoutes(app: FastifyInstance, deps: BrokerDeps): void {
   app.post('/v1/agents/:id/revoke', async (request, reply) => {
     const claims = await verify(request);
     checkTenant(claims, parseBody(PolicyActionRequest, request.body));
-    authorizeAdmin(claims);
+    await authorizeTenantAdmin(admin, claims);
     const policyRevision = await deps.policy.submit(claims, 'AgentRevoked', { agentId: pathId(request, 'id') });
     return reply.code(202).send({ policyRevision });
   });
@@ -111,7 +116,7 @@ export function policyRoutes(app: FastifyInstance, deps: BrokerDeps): void {
     const claims = await verify(request);
     const req = parseBody(PlaceLegalHoldRequest, request.body);
     checkTenant(claims, req);
-    authorizeAdmin(claims);
+    await authorizeTenantAdmin(admin, claims);
     const holdId = req.holdId ?? newUlid();
     if (await deps.state.policies.legalHold(claims.tenant, holdId)) throw new GovernedMemoryError('MEM_ID_TAKEN', 'this legal hold id is in use');
     const hold = { holdId, tenant: claims.tenant, subjectId: req.subjectId, reason: req.reason };
@@ -121,13 +126,13 @@ export function policyRoutes(app: FastifyInstance, deps: BrokerDeps): void {
 
   app.get('/v1/legal-holds', async (request) => {
     const claims = await verify(request);
-    authorizeAdmin(claims);
+    await authorizeTenantAdmin(admin, claims);
     return { items: await deps.state.policies.legalHolds(claims.tenant) };
   });
 
   app.delete('/v1/legal-holds/:id', async (request, reply) => {
     const claims = await verify(request);
-    authorizeAdmin(claims);
+    await authorizeTenantAdmin(admin, claims);
     const hold = await deps.state.policies.legalHold(claims.tenant, pathId(request, 'id'));
     if (!hold) throw notFound('legal hold');
     const policyRevision = await deps.policy.submit(claims, 'LegalHoldReleased', { holdId: hold.holdId });
