@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TOPICS } from '@gm/contracts';
-import { replayDataDir } from '@gm/embedded';
-import { memory, startTestRuntime, type EmbeddedTestRuntime } from './harness.ts';
+import { loadConfig, replayDataDir } from '@gm/embedded';
+import { eventually, memory, startTestRuntime, type EmbeddedTestRuntime } from './harness.ts';
 
 /**
  * Administration over the HTTP API of the embedded runtime (issue 4): grants, delegations,
@@ -93,6 +93,31 @@ describe('policy administration over the API', () => {
     // Removing mallory's admin grant takes the right away at the next request.
     expect((await rt.api('DELETE', '/v1/grants/g-mallory-oak', { token: stranger })).status).toBe(202);
     expect((await rt.api('POST', '/v1/grants', { token: stranger, body: { ...grant, resource: oak } })).status).toBe(403);
+  });
+
+  it('MEMORY_BOOTSTRAP_ADMINS grants administrators at start; with MEMORY_ADMIN_BOOTSTRAP=configured the issuer\'s word adds none', async () => {
+    const admins = [{ tenant: 'acme', principal: { id: 'root', kind: 'person' }, resource: maple, purposes: ['support'] }];
+    const configured = await startTestRuntime({ MEMORY_ADMIN_BOOTSTRAP: 'configured', MEMORY_BOOTSTRAP_ADMINS: JSON.stringify(admins) });
+    try {
+      // Produced at start; the policy projector applies it.
+      await eventually('the bootstrap admin grant applied', async () => (await configured.state.policies.grant('acme', 'bootstrap.root.project.maple')) ?? undefined);
+      const root = await configured.issue({ agentId: 'ops-desk', principal: { id: 'root', kind: 'person' }, actions: ['admin'] }, { grants: false });
+      const member = { principal: { id: 'alice', kind: 'person' }, resource: maple, role: 'member', purposes: ['support'] };
+      expect((await configured.api('POST', '/v1/grants', { token: root, body: member })).status).toBe(201);
+      // No first admin grant on the issuer's word: oak stays without an administrator.
+      const oak = { kind: 'project', id: 'oak' } as const;
+      const stranger = await configured.issue({ agentId: 'rogue-desk', principal: { id: 'mallory', kind: 'person' }, scopes: [oak], actions: ['admin'] }, { grants: false });
+      const claim = await configured.api('POST', '/v1/grants', { token: stranger, body: { ...member, principal: { id: 'mallory', kind: 'person' }, resource: oak, role: 'admin' } });
+      expect([claim.status, claim.body.code]).toEqual([403, 'CAP_SCOPE_DENIED']);
+      // A restart produces nothing more: the grant is there as configured.
+      const before = await configured.state.policyRevisions.current('acme');
+      await configured.restart();
+      expect(await configured.state.policyRevisions.current('acme')).toBe(before);
+    } finally {
+      await configured.close();
+    }
+    // A bootstrap list that does not parse stops the start, naming the variable.
+    expect(() => loadConfig({ MEMORY_BOOTSTRAP_ADMINS: '[{"tenant":"acme","principal":"root"}]' })).toThrow(/MEMORY_BOOTSTRAP_ADMINS/);
   });
 
   it('rejects unknown fields (422), another tenant (403) and missing rights (403), producing nothing', async () => {

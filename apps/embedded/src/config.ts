@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { TtlPolicy } from '@gm/domain';
 import { DEFAULT_MODEL_DIR } from '@gm/embedding';
 import {
-  WithMasterKeys, admissionEnvShape, admissionSettingsOf, brokerEnvShape, brokerSettingsOf, deletionEnvShape, expiryEnvShape, integer, logEnvShape,
+  WithMasterKeys, type BootstrapAdmin, admissionEnvShape, admissionSettingsOf, brokerEnvShape, brokerSettingsOf, deletionEnvShape, expiryEnvShape, integer, logEnvShape,
   parseDuration, ttlPolicyOf, ttlShape,
 } from '@gm/service-kit';
 
@@ -63,6 +63,9 @@ export interface RuntimeConfig {
   asyncBacklogLimit: number;
   /** MEMORY_QUERY_AUDIT: a log line per index and kNN query (retrieval-broker's query-audit.ts). */
   queryAudit: boolean;
+  /** MEMORY_ADMIN_BOOTSTRAP and MEMORY_BOOTSTRAP_ADMINS (retrieval-broker's admin-authz.ts). */
+  adminBootstrap: 'issuer' | 'configured';
+  bootstrapAdmins: BootstrapAdmin[];
   policyDir?: string;
   idempotencyWindowMs: number;
   admission: { snapshotIntervalMs: number; maxEntries: number };

@@ -67,6 +67,8 @@ describe('loadConfig defaults', () => {
       pipeline: 'thread',
       asyncBacklogLimit: 1_000,
       queryAudit: false,
+      adminBootstrap: 'issuer',
+      bootstrapAdmins: [],
     });
   });
 
@@ -105,6 +107,8 @@ describe('loadConfig overrides', () => {
       MEMORY_PIPELINE: 'inline',
       MEMORY_ASYNC_BACKLOG: '2500',
       MEMORY_QUERY_AUDIT: 'on',
+      MEMORY_ADMIN_BOOTSTRAP: 'configured',
+      MEMORY_BOOTSTRAP_ADMINS: '[{"tenant":"acme","principal":{"id":"root","kind":"person"},"resource":{"kind":"project","id":"maple"},"purposes":["support","audit"]}]',
       MEMORY_SEMANTIC: 'on',
       MEMORY_EMBEDDING_MODEL_DIR: '/opt/models/minilm',
     });
@@ -137,6 +141,8 @@ describe('loadConfig overrides', () => {
       pipeline: 'inline',
       asyncBacklogLimit: 2500,
       queryAudit: true,
+      adminBootstrap: 'configured',
+      bootstrapAdmins: [{ tenant: 'acme', principal: { id: 'root', kind: 'person' }, resource: { kind: 'project', id: 'maple' }, purposes: ['support', 'audit'] }],
       semantic: { modelDir: '/opt/models/minilm' },
     });
   });

@@ -156,7 +156,7 @@ export async function startEmbeddedRuntime(config: RuntimeConfig, options: Runti
       replyTimeoutMs: config.replyTimeoutMs, readYourWritesTimeoutMs: config.readYourWritesTimeoutMs,
       packetTtlMs: config.packetTtlMs, cacheTtlMs: config.cacheTtlMs, rateLimitPerMinute: config.rateLimitPerMinute,
       bodyLimitBytes: config.bodyLimitBytes, requestTimeoutMs: config.requestTimeoutMs, asyncBacklogLimit: config.asyncBacklogLimit,
-      queryAudit: config.queryAudit,
+      queryAudit: config.queryAudit, adminBootstrap: config.adminBootstrap, bootstrapAdmins: config.bootstrapAdmins,
     },
     ready: async () => (await state.kv.ping()) && (await stores.bus.endOffsets(TOPICS.events)).length > 0,
   });

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { LIMITS, type MemoryKind } from '@gm/contracts';
+import { Id, LIMITS, PrincipalKind, Purpose, ResourceRef, type MemoryKind } from '@gm/contracts';
 import { DEFAULT_TTL_POLICY, type TtlPolicy } from '@gm/domain';
 
 /**
@@ -83,6 +83,29 @@ export const logEnvShape = {
 };
 
 /** Settings of the HTTP API, read the same way by the embedded runtime and the broker process. */
+/** One administrator of MEMORY_BOOTSTRAP_ADMINS. */
+export const BootstrapAdmin = z.object({
+  tenant: Id, principal: z.object({ id: Id, kind: PrincipalKind }).strict(), resource: ResourceRef, purposes: z.array(Purpose).min(1).max(32),
+}).strict();
+export type BootstrapAdmin = z.infer<typeof BootstrapAdmin>;
+
+/** MEMORY_BOOTSTRAP_ADMINS: JSON text, parsed and checked here, so a typo stops the start (exit 2) instead of granting nothing. */
+const bootstrapAdmins = z.string().transform((text, ctx): BootstrapAdmin[] => {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    ctx.addIssue({ code: 'custom', message: 'must be a JSON list of {tenant, principal, resource, purposes}' });
+    return z.NEVER;
+  }
+  const admins = z.array(BootstrapAdmin).min(1).max(100).safeParse(parsed);
+  if (!admins.success) {
+    ctx.addIssue({ code: 'custom', message: `must be a JSON list of {tenant, principal: {id, kind}, resource: {kind, id}, purposes}: ${admins.error.issues[0]?.message ?? 'invalid'}` });
+    return z.NEVER;
+  }
+  return admins.data;
+});
+
 export const brokerEnvShape = {
   MEMORY_HOST: z.string().min(1).default('127.0.0.1').meta({ description: 'listen address' }),
   MEMORY_PORT: integer(8080, 0, 65535).meta({ description: 'listen port (0 = any free port)' }),
@@ -105,6 +128,13 @@ export const brokerEnvShape = {
     description: 'a directory with `schema.cedarschema` and `default.cedar` replacing `packages/policy/policies/`',
     whenUnset: 'shipped set',
   }),
+  MEMORY_BOOTSTRAP_ADMINS: bootstrapAdmins.optional().meta({
+    description: 'administrators the broker grants at start, before anyone can: a JSON list of `{"tenant", "principal": {"id", "kind"}, "resource": {"kind", "id"}, "purposes": [...]}`, each an `admin` grant with id `bootstrap.<principal>.<kind>.<id>`, added once ([api.md](api.md#administration-grants-delegations-revocation-legal-holds))',
+    whenUnset: 'none',
+  }),
+  MEMORY_ADMIN_BOOTSTRAP: z.enum(['issuer', 'configured']).default('issuer').meta({
+    description: "how a resource gets its first administrator: `issuer` — an `admin` capability (the issuer's word) may add the first admin grant of a resource that has none, and `MEMORY_BOOTSTRAP_ADMINS` too; `configured` — only `MEMORY_BOOTSTRAP_ADMINS`, and every other admin grant needs Cedar's `admin`",
+  }),
   MEMORY_QUERY_AUDIT: z.enum(['on', 'off']).default('off').meta({
     description: '`on`: one log line per query the read path sends to the search or vector index — request, principal, purpose and partitions, never the text ([api.md](api.md#query-audit))',
   }),
@@ -125,6 +155,8 @@ export function brokerSettingsOf(e: z.infer<typeof BrokerEnv>) {
     cacheTtlMs: e.MEMORY_CACHE_TTL,
     asyncBacklogLimit: e.MEMORY_ASYNC_BACKLOG,
     queryAudit: e.MEMORY_QUERY_AUDIT === 'on',
+    adminBootstrap: e.MEMORY_ADMIN_BOOTSTRAP,
+    bootstrapAdmins: e.MEMORY_BOOTSTRAP_ADMINS ?? [],
     ...(e.MEMORY_POLICY_DIR === undefined ? {} : { policyDir: e.MEMORY_POLICY_DIR }),
   };
 }

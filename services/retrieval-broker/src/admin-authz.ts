@@ -1,6 +1,10 @@
 import { GovernedMemoryError, type CapabilityClaims, type Delegation, type Grant, type ResourceRef } from '@gm/contracts';
 import { partitionKey } from '@gm/domain';
+import type { Logger } from '@gm/observability';
 import { inScope, requireAction, type PolicyDecisionPoint } from '@gm/policy';
+import type { StateStore } from '@gm/state-store';
+import type { BrokerConfig } from './deps.ts';
+import type { PolicyGateway } from './policy-gateway.ts';
 
 /*
  * Who may change policy (design §6.2, rule 7). Administration is decided by the Cedar PDP like
@@ -24,6 +28,8 @@ export interface AdminDeps {
   pdp: PolicyDecisionPoint;
   /** The tenant's grants as the policy projector holds them (for the bootstrap). */
   grants(tenant: string): Promise<Grant[]>;
+  /** `configured`: no first admin grant on the issuer's word (MEMORY_ADMIN_BOOTSTRAP); default `issuer`. */
+  bootstrap?: 'issuer' | 'configured';
 }
 
 const teamPartition = (tenant: string, resource: ResourceRef): string =>
@@ -59,6 +65,28 @@ export async function isTenantAdmin(deps: AdminDeps, claims: CapabilityClaims): 
 }
 
 /**
+ * The administrators of MEMORY_BOOTSTRAP_ADMINS, granted at start as `bootstrap.<principal>.<kind>.<id>`:
+ * produced once (a grant already there as configured is left alone), not waited for — the
+ * policy projector applies them when it runs. Answers how many were produced.
+ */
+export async function grantBootstrapAdmins(
+  admins: NonNullable<BrokerConfig['bootstrapAdmins']>, state: StateStore, policy: PolicyGateway, log: Logger,
+): Promise<number> {
+  let produced = 0;
+  for (const admin of admins) {
+    const grantId = `bootstrap.${admin.principal.id}.${admin.resource.kind}.${admin.resource.id}`;
+    const existing = await state.policies.grant(admin.tenant, grantId);
+    const purposes = [...new Set(admin.purposes)].sort();
+    if (existing && existing.role === 'admin' && [...existing.purposes].sort().join() === purposes.join()) continue;
+    const grant = { grantId, tenant: admin.tenant, principal: admin.principal, resource: admin.resource, role: 'admin' as const, purposes, restricted: [] };
+    await policy.produce(admin.tenant, { agentId: 'bootstrap', principalId: 'operator' }, 'GrantAdded', { grant });
+    log.info({ tenant: admin.tenant, grantId, principal: admin.principal.id }, 'bootstrap admin grant produced (MEMORY_BOOTSTRAP_ADMINS)');
+    produced += 1;
+  }
+  return produced;
+}
+
+/**
  * Adding a grant: Cedar's `admin` on its resource — or the bootstrap, the first admin grant of a
  * resource nobody administers yet, on the issuer's word. Says which it was.
  */
@@ -67,7 +95,7 @@ export async function authorizeGrant(deps: AdminDeps, claims: CapabilityClaims, 
     await authorizeAdmin(deps, claims, [grant.resource]);
     return 'cedar';
   } catch (err) {
-    if (grant.role !== 'admin' || !(err instanceof GovernedMemoryError) || err.code !== 'CAP_SCOPE_DENIED' || !inScope(claims, grant.resource)) throw err;
+    if (deps.bootstrap === 'configured' || grant.role !== 'admin' || !(err instanceof GovernedMemoryError) || err.code !== 'CAP_SCOPE_DENIED' || !inScope(claims, grant.resource)) throw err;
     const administered = (await deps.grants(claims.tenant))
       .some((g) => g.role === 'admin' && g.resource.kind === grant.resource.kind && g.resource.id === grant.resource.id);
     if (administered) throw err;

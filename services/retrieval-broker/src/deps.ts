@@ -1,5 +1,5 @@
 import type { Bus } from '@gm/bus';
-import type { Clock } from '@gm/contracts';
+import type { Clock, PrincipalKind, ResourceRef } from '@gm/contracts';
 import type { Logger, Metrics } from '@gm/observability';
 import type { CapabilityIssuer, CapabilityVerifier, PolicyDecisionPoint } from '@gm/policy';
 import type { SearchIndex, SummaryStore } from '@gm/search-index';
@@ -22,6 +22,10 @@ export interface BrokerConfig {
   asyncBacklogLimit: number;
   /** Log every query sent to the search and vector indexes (query-audit.ts); default off. */
   queryAudit?: boolean;
+  /** How a resource gets its first administrator (admin-authz.ts); default `issuer`. */
+  adminBootstrap?: 'issuer' | 'configured';
+  /** Administrators granted at start (MEMORY_BOOTSTRAP_ADMINS). */
+  bootstrapAdmins?: ReadonlyArray<{ tenant: string; principal: { id: string; kind: PrincipalKind }; resource: ResourceRef; purposes: string[] }>;
 }
 
 export interface BrokerDeps {

@@ -1,4 +1,4 @@
-import type { Bus } from '@gm/bus';
+import type { Bus, LogPosition } from '@gm/bus';
 import { newUlid } from '@gm/ids';
 import {
   GovernedMemoryError, PolicyChange, TOPICS,
@@ -25,13 +25,7 @@ export class PolicyGateway {
 
   async submit<T extends PolicyChangeType>(claims: CapabilityClaims, type: T, data: ChangeData<T>): Promise<number> {
     const tenant = claims.tenant;
-    const changeId = newUlid();
-    const change = PolicyChange.parse({
-      type, data,
-      metadata: { changeId, tenant, requestedBy: { agentId: claims.sub, principalId: claims.act.sub }, occurredAt: this.deps.clock.now().toISOString() },
-    });
-    const [position] = await this.deps.bus.produce([{ topic: TOPICS.policyChanges, key: tenant, value: change }]);
-    if (!position) throw new GovernedMemoryError('MEM_INTERNAL', 'the bus returned no position for a policy change');
+    const { changeId, position } = await this.produce(tenant, { agentId: claims.sub, principalId: claims.act.sub }, type, data);
     const applied = await this.deps.bus.waitForCommitted(POLICY_PROJECTOR_GROUP, position, this.options.timeoutMs);
     if (!applied) {
       throw new GovernedMemoryError('MEM_TIMEOUT', 'the policy change is recorded and takes effect once applied; repeating it is safe', { retriable: true });
@@ -40,5 +34,16 @@ export class PolicyGateway {
     if (revision === null) throw new GovernedMemoryError('MEM_INTERNAL', 'the policy change was not applied');
     this.deps.log.info({ tenant, changeId, type, policyRevision: revision, agentId: claims.sub }, 'policy change applied');
     return revision;
+  }
+
+  /** Records a change without waiting for the projector (a start-up bootstrap: the projector may not run yet). */
+  async produce<T extends PolicyChangeType>(
+    tenant: string, requestedBy: { agentId: string; principalId: string }, type: T, data: ChangeData<T>,
+  ): Promise<{ changeId: string; position: LogPosition }> {
+    const changeId = newUlid();
+    const change = PolicyChange.parse({ type, data, metadata: { changeId, tenant, requestedBy, occurredAt: this.deps.clock.now().toISOString() } });
+    const [position] = await this.deps.bus.produce([{ topic: TOPICS.policyChanges, key: tenant, value: change }]);
+    if (!position) throw new GovernedMemoryError('MEM_INTERNAL', 'the bus returned no position for a policy change');
+    return { changeId, position };
   }
 }

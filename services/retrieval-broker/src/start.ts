@@ -13,6 +13,7 @@ import { ConsistencyTokens } from './consistency-token.ts';
 import { CommandGateway, type ProjectionCheck } from './command-gateway.ts';
 import { startBrokerTargets } from './deletion-targets.ts';
 import type { BrokerConfig } from './deps.ts';
+import { grantBootstrapAdmins } from './admin-authz.ts';
 import { PolicyGateway } from './policy-gateway.ts';
 import { auditedIndex, auditedVectors } from './query-audit.ts';
 
@@ -77,10 +78,12 @@ export async function startRetrievalBroker(o: RetrievalBrokerOptions): Promise<R
   // The query audit sits at the adapters: it shows what the indexes were asked.
   const index = o.config.queryAudit === true ? auditedIndex(o.index, o.log) : o.index;
   const semantic = o.semantic === undefined || o.config.queryAudit !== true ? o.semantic : { ...o.semantic, vectors: auditedVectors(o.semantic.vectors, o.log) };
+  const policy = new PolicyGateway({ bus: o.bus, state: o.state, clock: o.clock, log: o.log }, { timeoutMs: o.config.readYourWritesTimeoutMs });
+  await grantBootstrapAdmins(o.config.bootstrapAdmins ?? [], o.state, policy, o.log);
   const app = await buildApp({
     bus: o.bus, index, ...(semantic === undefined ? {} : { semantic }), summaries: o.summaries, state: o.state, gateway, clock: o.clock, metrics: o.metrics, log: o.log,
     // Policy changes wait for the policy projector as writes wait for the projections.
-    policy: new PolicyGateway({ bus: o.bus, state: o.state, clock: o.clock, log: o.log }, { timeoutMs: o.config.readYourWritesTimeoutMs }),
+    policy,
     pdp,
     verifier,
     issuer: await CapabilityIssuer.create(o.signing.privateJwk, o.issuerName),

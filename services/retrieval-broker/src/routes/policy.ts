@@ -29,7 +29,7 @@ const notFound = (what: string) => new GovernedMemoryError('MEM_NOT_FOUND', `no 
  */
 export function policyRoutes(app: FastifyInstance, deps: BrokerDeps): void {
   const verify = (request: Parameters<typeof bearer>[0]) => deps.verifier.verify(bearer(request), deps.clock.now());
-  const admin: AdminDeps = { pdp: deps.pdp, grants: (tenant) => deps.state.policies.grants(tenant) };
+  const admin: AdminDeps = { pdp: deps.pdp, grants: (tenant) => deps.state.policies.grants(tenant), bootstrap: deps.config.adminBootstrap ?? 'issuer' };
 
   app.post('/v1/grants', async (request, reply) => {
     const claims = await verify(request);
