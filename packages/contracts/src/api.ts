@@ -182,6 +182,18 @@ export type DeletionEvidence = z.infer<typeof DeletionEvidence>;
 export const DeletionResidual = z.object({ recordId: Id, reason: z.enum(['identical_content']) }).strict();
 export type DeletionResidual = z.infer<typeof DeletionResidual>;
 
+/**
+ * GET /v1/deletion-jobs: a tenant's jobs (an administrator's view) or the caller's own, oldest
+ * first from `since`; `cursor` continues a listing (the `nextCursor` of its previous page).
+ */
+export const DeletionJobListQuery = z.object({
+  status: z.enum(['invalidating', 'verifying', 'verified', 'failed']).optional(),
+  since: IsoTime.optional(),
+  cursor: z.string().regex(/^[A-Za-z0-9_-]{1,400}$/, 'not a cursor of this listing').optional(),
+  limit: z.string().regex(/^(100|[1-9][0-9]?)$/, 'a whole number from 1 to 100').transform(Number).optional(),
+}).strict();
+export type DeletionJobListQuery = z.infer<typeof DeletionJobListQuery>;
+
 export const DeletionJob = z.object({
   jobId: Id,
   tenant: Id,
@@ -220,6 +232,9 @@ export const DeletionJob = z.object({
   }),
 });
 export type DeletionJob = z.infer<typeof DeletionJob>;
+
+export const DeletionJobList = z.object({ items: z.array(DeletionJob), nextCursor: z.string().optional() });
+export type DeletionJobList = z.infer<typeof DeletionJobList>;
 
 export const Problem = z.object({
   type: z.string(),

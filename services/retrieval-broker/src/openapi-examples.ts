@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import {
-  AddGrantRequest, AsyncWriteAccepted, CommandStatusResponse, DeletionAccepted, DeletionJob, EvidencePacket, GrantCreatedResponse,
+  AddGrantRequest, AsyncWriteAccepted, CommandStatusResponse, DeletionAccepted, DeletionJob, DeletionJobList, EvidencePacket, GrantCreatedResponse,
   IssueCapabilityRequest, IssueCapabilityResponse, MemoryRecord, MutationResponse, PacketValidation, PlaceLegalHoldRequest, Problem,
   LegalHoldCreatedResponse, ReceiptResponse, RecordHistory, RejectRequest, SearchRequest, SubjectSummaries, VersionedRequest,
   WriteMemoryBatchItem, WriteMemoryBatchResponse, WriteMemoryRequest,
@@ -42,6 +42,26 @@ const problem = (status: number, code: string, title: string, detail: string) =>
   ({ type: `https://governed-memory.dev/problems/${code.toLowerCase().replaceAll('_', '-')}`, title, status, code, detail, requestId: '6e7c6943-d3bf-465b-868e-872860d0c28a' });
 
 const evidence = (target: string, verifier: string, ref: string) => ({ target, status: 'done', completedAt: AT, verifier, ref }) as const;
+
+/** A verified delete, as GET /v1/deletion-jobs/{id} and the listing show it. */
+const VERIFIED_JOB: z.input<typeof DeletionJob> = {
+  jobId: JOB_ID, tenant: 'acme', subjectId: 'cust-42', recordIds: ['mem-cust-42-tz'], mode: 'delete',
+  requestedBy: { agentId: 'support-bot', principalId: 'alice' }, requestedAt: AT, policyRevision: 2,
+  targets: ['primary', 'keyword', 'vector', 'summary', 'retrieval_cache', 'evidence_packet', 'key'], status: 'verified',
+  deadline: '2026-11-30T08:01:00.000Z',
+  evidence: [
+    evidence('retrieval_cache', 'retrieval-broker', 'invalidated=1;remaining=0'),
+    evidence('evidence_packet', 'retrieval-broker', 'invalidated=1;remaining=0'),
+    evidence('vector', 'vector-indexer', 'removed=0;remaining=0'),
+    evidence('keyword', 'index-builder', 'removed=0;remaining=0'),
+    evidence('summary', 'index-builder', 'holding=0;rebuilt=1;removed=0;remaining=0'),
+    evidence('primary', 'projector', 'removed=1;remaining=0'),
+    evidence('verification', 'receipt-verifier', 'probes=18;findings=0'),
+    evidence('key', 'receipt-verifier', 'data_keys=1;keks=0;keks_kept=0;events=1;undecryptable=1;key_residue=none;wal_checkpoints=1'),
+  ],
+  updatedAt: AT,
+  progress: { tombstoned: ['mem-cust-42-tz'], verificationAttempts: 1, findings: [], shredding: true },
+};
 
 export const EXAMPLES = {
   issueCapabilityRequest: example(IssueCapabilityRequest, 'a support agent acting for alice, for 15 minutes', {
@@ -102,23 +122,9 @@ export const EXAMPLES = {
   }),
   noSummaries: example(SubjectSummaries, 'an unknown subject, an unreadable one, or not an id: alike', { items: [] }),
   deletionAccepted: example(DeletionAccepted, 'the deletion job', { jobId: JOB_ID }),
-  deletionJob: example(DeletionJob, 'verified: every copy removed, the replays found nothing, the keys destroyed', {
-    jobId: JOB_ID, tenant: 'acme', subjectId: 'cust-42', recordIds: ['mem-cust-42-tz'], mode: 'delete',
-    requestedBy: { agentId: 'support-bot', principalId: 'alice' }, requestedAt: AT, policyRevision: 2,
-    targets: ['primary', 'keyword', 'vector', 'summary', 'retrieval_cache', 'evidence_packet', 'key'], status: 'verified',
-    deadline: '2026-11-30T08:01:00.000Z',
-    evidence: [
-      evidence('retrieval_cache', 'retrieval-broker', 'invalidated=1;remaining=0'),
-      evidence('evidence_packet', 'retrieval-broker', 'invalidated=1;remaining=0'),
-      evidence('vector', 'vector-indexer', 'removed=0;remaining=0'),
-      evidence('keyword', 'index-builder', 'removed=0;remaining=0'),
-      evidence('summary', 'index-builder', 'holding=0;rebuilt=1;removed=0;remaining=0'),
-      evidence('primary', 'projector', 'removed=1;remaining=0'),
-      evidence('verification', 'receipt-verifier', 'probes=18;findings=0'),
-      evidence('key', 'receipt-verifier', 'data_keys=1;keks=0;keks_kept=0;events=1;undecryptable=1;key_residue=none;wal_checkpoints=1'),
-    ],
-    updatedAt: AT,
-    progress: { tombstoned: ['mem-cust-42-tz'], verificationAttempts: 1, findings: [], shredding: true },
+  deletionJob: example(DeletionJob, 'verified: every copy removed, the replays found nothing, the keys destroyed', VERIFIED_JOB),
+  deletionJobList: example(DeletionJobList, 'one page of the tenant\'s jobs, with where the next one starts', {
+    items: [VERIFIED_JOB], nextCursor: 'WzE3OTYyOTk5OTk5OTksIjAxTThWSE5OMEI1MERFOTVaWk1OOUg3QkVIIl0',
   }),
   receipt: example(ReceiptResponse, 'the signed receipt (JWS shortened) and its payload', {
     receipt: 'eyJhbGciOiJFZERTQSIsInR5cCI6InJlY2VpcHQrandzIiwia2lkIjoiN2ZWcHJ1NjJCOXBJN3Y5RlFTWTZvNWl2c0xIUi1INnk3UTlndm40UnZUbyJ9.eyJyZWNlaXB0SWQiOi….7kddXCKJiFgUpyxOorybnWgCAk9cJlQeZM',

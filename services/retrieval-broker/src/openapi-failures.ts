@@ -73,6 +73,8 @@ export const REPLY_TIMEOUT = fail('MEM_TIMEOUT', 'write-admission did not answer
 export const POLICY_TIMEOUT = fail('MEM_TIMEOUT', 'the policy projector did not apply the change in time; it is recorded and takes effect once applied, repeating is safe (retriable)');
 export const IMPERSONATION = fail('MEM_IMPERSONATION', 'the body names another tenant than the capability');
 export const SCOPE = fail('CAP_SCOPE_DENIED', 'the resource is outside the capability\'s scopes');
+/** Administration is Cedar's: the principal needs an admin grant that applies (admin-authz.ts). */
+export const NOT_ADMIN = fail('CAP_SCOPE_DENIED', 'the principal holds no admin grant that applies here (the resource, the capability\'s purpose, its time bounds); a resource\'s first admin grant is the bootstrap');
 export const ID_TAKEN = (what: string) => fail('MEM_ID_TAKEN', `this ${what} id is in use`);
 export const notFound = (when: string) => fail('MEM_NOT_FOUND', when);
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import {
-  AddDelegationRequest, AddGrantRequest, AsyncWriteAccepted, CommandStatusResponse, DelegationCreatedResponse, DeletionAccepted, DeletionJob, DeletionScope,
+  AddDelegationRequest, AddGrantRequest, AsyncWriteAccepted, CommandStatusResponse, DelegationCreatedResponse, DeletionAccepted, DeletionJob, DeletionJobList, DeletionJobListQuery, DeletionScope,
   EvidencePacket, GrantCreatedResponse, Id, IssueCapabilityRequest, IssueCapabilityResponse, LegalHold, LegalHoldCreatedResponse, LIMITS,
   MemoryRecord, MutationResponse, PacketValidation, PlaceLegalHoldRequest, PolicyActionRequest, PolicyRevisionResponse, Problem,
   ReceiptPublicKey, ReceiptResponse, RecordHistory, RejectRequest, SearchRequest, SubjectSummaries, VersionedRequest, WriteMemoryBatchItem,
@@ -11,7 +11,7 @@ import { EXAMPLES, type ExampleName } from './openapi-examples.ts';
 import {
   ANY_REQUEST, BODY_FRAMING, BODY_INVALID, CAPABILITY, ID_TAKEN, IDEMPOTENCY, IMPERSONATION, INTERNAL, ISSUER, NOT_YET_CONSISTENT, OUTAGE,
   PATH_PARAMETER, POLICY_TIMEOUT, RATE_LIMITED, RECORD_NOT_FOUND, REPLY_TIMEOUT, REVIEW_DECISION, SCOPE, TOKEN, WRITE_DECISION, WRITE_EDGE,
-  byStatus, capability, notFound, type Failure,
+  NOT_ADMIN, byStatus, capability, notFound, type Failure,
 } from './openapi-failures.ts';
 import { STATUS_OF, STATUS_TITLES } from './problem.ts';
 
@@ -32,7 +32,7 @@ const SCHEMAS = {
   // The handler checks the envelope first and each item on its own; documented as items of the write body.
   WriteMemoryBatchRequest: z.object({ items: z.array(WriteMemoryBatchItem).min(1).max(LIMITS.maxBatchItems) }).strict(),
   WriteMemoryBatchResponse, MemoryRecord, RecordHistory, PromoteRequest: VersionedRequest, RejectRequest, SearchRequest, EvidencePacket,
-  PacketValidation, SubjectSummaries, DeletionAccepted, DeletionJob, ReceiptResponse, ReceiptKeys: z.object({ keys: z.array(ReceiptPublicKey) }),
+  PacketValidation, SubjectSummaries, DeletionAccepted, DeletionJob, DeletionJobList, ReceiptResponse, ReceiptKeys: z.object({ keys: z.array(ReceiptPublicKey) }),
   QuarantinedMemories: z.object({ items: z.array(MemoryRecord) }), AddGrantRequest, GrantCreatedResponse, AddDelegationRequest,
   DelegationCreatedResponse, PolicyActionRequest, PolicyRevisionResponse, PlaceLegalHoldRequest, LegalHoldCreatedResponse,
   LegalHolds: z.object({ items: z.array(LegalHold) }), Problem,
@@ -356,6 +356,26 @@ const PATHS: Record<string, Partial<Record<'get' | 'post' | 'delete', Operation>
       failures: [...capability('request_delete'), TOKEN, notFound('the subjectId is not an id'), ...IDEMPOTENCY, REPLY_TIMEOUT, ...SERVED],
     },
   },
+  '/v1/deletion-jobs': {
+    get: {
+      operationId: 'listDeletionJobs', tag: 'deletion', summary: 'Deletion jobs, oldest first: every job of the tenant for an administrator, the caller\'s own otherwise',
+      auth: { action: 'admin (with an admin grant) for every job, or request_delete for its own' },
+      parameters: [
+        { name: 'status', in: 'query', required: false, schema: jsonSchema(DeletionJobListQuery.shape.status.unwrap()), description: 'only jobs in this status' },
+        { name: 'since', in: 'query', required: false, schema: { type: 'string', format: 'date-time' }, description: 'only jobs requested at or after this time' },
+        { name: 'cursor', in: 'query', required: false, schema: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,400}$' }, description: 'the `nextCursor` of the previous page' },
+        { name: 'limit', in: 'query', required: false, schema: { type: 'string', pattern: '^(100|[1-9][0-9]?)$' }, description: 'jobs per page, 1–100 (50)' },
+      ],
+      responses: answer('200', {
+        schema: 'DeletionJobList', description: 'a page of jobs; `nextCursor` while there may be more', examples: ['deletionJobList'],
+      }),
+      failures: [
+        ...CAPABILITY, { ...adminOnly, when: 'the capability grants neither "admin" nor "request_delete"' },
+        { status: STATUS_OF.MEM_VALIDATION, code: 'MEM_VALIDATION', when: 'an unknown query parameter, a status that is not one, a time that is not ISO, a cursor that is not this listing\'s, a limit outside 1–100' },
+        ...SERVED,
+      ],
+    },
+  },
   '/v1/deletion-jobs/{id}': {
     get: {
       operationId: 'getDeletionJob', tag: 'deletion', summary: 'A deletion job with its per-target evidence', auth: { action: 'admin, or request_delete for its own jobs' },
@@ -395,7 +415,7 @@ const PATHS: Record<string, Partial<Record<'get' | 'post' | 'delete', Operation>
       operationId: 'addGrant', tag: 'administration', summary: 'Add a grant (its resource in the capability\'s scopes)', auth: { action: 'admin' },
       body: { schema: 'AddGrantRequest', required: true, examples: ['grantRequest'] },
       responses: policyChange('201', 'GrantCreatedResponse', 'added (re-adding an id rewrites that grant)', { remove: link('removeGrant', 'id', 'grantId', 'remove it') }),
-      failures: [...CAPABILITY, BODY_INVALID, IMPERSONATION, adminOnly, SCOPE, { ...ID_TAKEN('grant'), when: 'the grant id is in use on a resource outside the capability\'s scopes' }, POLICY_TIMEOUT, ...SERVED],
+      failures: [...CAPABILITY, BODY_INVALID, IMPERSONATION, adminOnly, SCOPE, NOT_ADMIN, { ...ID_TAKEN('grant'), when: 'the grant id is in use on a resource outside the capability\'s scopes' }, POLICY_TIMEOUT, ...SERVED],
     },
   },
   '/v1/grants/{id}': {
@@ -403,7 +423,7 @@ const PATHS: Record<string, Partial<Record<'get' | 'post' | 'delete', Operation>
       operationId: 'removeGrant', tag: 'administration', summary: 'Remove a grant', auth: { action: 'admin' },
       parameters: [pathId('id', 'the grantId')],
       responses: policyChange('202', 'PolicyRevisionResponse', 'removed'),
-      failures: [...capability('admin'), notFound('no grant with this id on a resource in the capability\'s scopes'), POLICY_TIMEOUT, ...SERVED],
+      failures: [...capability('admin'), NOT_ADMIN, notFound('no grant with this id on a resource in the capability\'s scopes'), POLICY_TIMEOUT, ...SERVED],
     },
   },
   '/v1/delegations': {
@@ -446,7 +466,7 @@ const PATHS: Record<string, Partial<Record<'get' | 'post' | 'delete', Operation>
       parameters: [pathId('id', 'the agentId')],
       body: { schema: 'PolicyActionRequest', required: false, description: 'none, or `{tenant}` to have it checked' },
       responses: policyChange('202', 'PolicyRevisionResponse', 'revoked'),
-      failures: [...CAPABILITY, BODY_INVALID, IMPERSONATION, adminOnly, notFound('the agent id is not an id'), POLICY_TIMEOUT, ...SERVED],
+      failures: [...CAPABILITY, BODY_INVALID, IMPERSONATION, adminOnly, NOT_ADMIN, notFound('the agent id is not an id'), POLICY_TIMEOUT, ...SERVED],
     },
   },
   '/v1/legal-holds': {
@@ -454,12 +474,12 @@ const PATHS: Record<string, Partial<Record<'get' | 'post' | 'delete', Operation>
       operationId: 'placeLegalHold', tag: 'administration', summary: 'Place a legal hold on a subject', auth: { action: 'admin' },
       body: { schema: 'PlaceLegalHoldRequest', required: true, examples: ['legalHoldRequest'] },
       responses: policyChange('201', 'LegalHoldCreatedResponse', 'placed', { release: link('releaseLegalHold', 'id', 'holdId', 'release it') }),
-      failures: [...CAPABILITY, BODY_INVALID, IMPERSONATION, adminOnly, ID_TAKEN('legal hold'), POLICY_TIMEOUT, ...SERVED],
+      failures: [...CAPABILITY, BODY_INVALID, IMPERSONATION, adminOnly, NOT_ADMIN, ID_TAKEN('legal hold'), POLICY_TIMEOUT, ...SERVED],
     },
     get: {
       operationId: 'listLegalHolds', tag: 'administration', summary: 'Legal holds of the tenant', auth: { action: 'admin' },
       responses: answer('200', { schema: 'LegalHolds', description: 'the holds' }),
-      failures: [...capability('admin'), ...SERVED],
+      failures: [...capability('admin'), NOT_ADMIN, ...SERVED],
     },
   },
   '/v1/legal-holds/{id}': {
@@ -467,7 +487,7 @@ const PATHS: Record<string, Partial<Record<'get' | 'post' | 'delete', Operation>
       operationId: 'releaseLegalHold', tag: 'administration', summary: 'Release a legal hold', auth: { action: 'admin' },
       parameters: [pathId('id', 'the holdId')],
       responses: policyChange('202', 'PolicyRevisionResponse', 'released'),
-      failures: [...capability('admin'), notFound('no legal hold with this id in the tenant'), POLICY_TIMEOUT, ...SERVED],
+      failures: [...capability('admin'), NOT_ADMIN, notFound('no legal hold with this id in the tenant'), POLICY_TIMEOUT, ...SERVED],
     },
   },
   '/healthz': {

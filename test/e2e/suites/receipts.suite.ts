@@ -286,6 +286,39 @@ export const receiptsSuite = <R extends TestRuntime>(start: () => Promise<R>, bu
       expect(published.map((p) => p.jws)).toEqual([first.receipt]);
     });
 
+    it('lists deletion jobs: the tenant\'s for an administrator, its own for a requester, by status and time, page by page', async () => {
+      const since = new Date(rt.now()).toISOString();
+      const other = await rt.issue({ agentId: 'other-bot', principal: { id: 'alice', kind: 'person' } });
+      const jobs: string[] = [];
+      for (const [i, token] of [writer, writer, other].entries()) {
+        const id = `rc-list-${i}`;
+        expect((await rt.api('POST', '/v1/memories', { token, body: memory({ id, subjectId: 'cust-list', content: `Listed record ${i} about Kestrel` }) })).status).toBe(201);
+        const del = await rt.api('DELETE', `/v1/memories/${id}`, { token });
+        jobs.push(String(del.body.jobId));
+        await finished(String(del.body.jobId));
+      }
+      type Page = { items: Array<{ jobId: string; status: string }>; nextCursor?: string; code?: string };
+      const list = (token: string, query: string) => rt.api<Page>('GET', `/v1/deletion-jobs?${query}`, { token });
+      // The administrator pages through the tenant's jobs since then, two at a time, oldest first.
+      const first = await list(admin, `since=${encodeURIComponent(since)}&limit=2`);
+      expect(first.status).toBe(200);
+      expect(first.body.items.map((j) => j.jobId)).toEqual(jobs.slice(0, 2));
+      const second = await list(admin, `since=${encodeURIComponent(since)}&limit=2&cursor=${first.body.nextCursor}`);
+      expect(second.body.items.map((j) => j.jobId)).toEqual(jobs.slice(2));
+      expect(second.body.nextCursor).toBeUndefined();
+      // A requester sees only what its agent asked for; a status filter narrows it.
+      expect((await list(writer, `since=${encodeURIComponent(since)}`)).body.items.map((j) => j.jobId)).toEqual(jobs.slice(0, 2));
+      expect((await list(other, `since=${encodeURIComponent(since)}&status=verified`)).body.items.map((j) => j.jobId)).toEqual(jobs.slice(2));
+      expect((await list(other, `since=${encodeURIComponent(since)}&status=failed`)).body.items).toEqual([]);
+      // Bad parameters change nothing and say what is wrong.
+      for (const query of ['status=done', 'since=yesterday', 'limit=0', 'limit=101', 'cursor=bm90LWEtY3Vyc29y', 'sneaky=1', 'status=verified&status=failed']) {
+        const bad = await list(admin, query);
+        expect([query, bad.status, bad.body.code]).toEqual([query, 422, 'MEM_VALIDATION']);
+      }
+      const plain = await rt.issue({ agentId: 'plain-reader', actions: ['search'] });
+      expect((await list(plain, '')).status).toBe(403);
+    });
+
     it('rotates the receipt key: new receipts carry the new kid, and receipts signed before keep verifying against the published keys', async () => {
       const deleteAndReceipt = async (id: string) => {
         await write(id, 'cust-rotate', `Rotation record ${id} about the Quokka account`);

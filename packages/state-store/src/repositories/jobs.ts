@@ -2,6 +2,10 @@ import { DeletionJob } from '@gm/contracts';
 import type { KeyValueStore, KvWrite } from '../port.ts';
 import { SEP, type KeySpace } from './keys.ts';
 
+/** Index slices a listing reads before it answers what it has (with a cursor to go on). */
+const LIST_SLICE = 200;
+const LIST_SLICES = 10;
+
 /** Deletion job state (§8.1). Open jobs are indexed so a restarted orchestrator resumes them. */
 export class DeletionJobs {
   constructor(private readonly kv: KeyValueStore, private readonly keys: KeySpace) {}
@@ -9,10 +13,46 @@ export class DeletionJobs {
   async put(job: DeletionJob): Promise<void> {
     await this.kv.set(this.keys.job(job.tenant, job.jobId), JSON.stringify(job));
     await this.kv.set(this.keys.jobIndex(job.jobId), job.tenant);
+    await this.kv.zadd(this.keys.jobsOf(job.tenant), Date.parse(job.requestedAt), job.jobId);
     const member = `${job.tenant}${SEP}${job.jobId}`;
     if (job.status === 'verified' || job.status === 'failed') await this.kv.srem(this.keys.openJobs(), [member]);
     else await this.kv.sadd(this.keys.openJobs(), [member]);
     if (job.legalHold !== undefined) await this.kv.sadd(this.keys.jobsHeldBy(job.tenant, job.legalHold.holdId), [job.jobId]);
+  }
+
+  /**
+   * A tenant's jobs requested at or after `sinceMs`, oldest first, that `keep` accepts: at most
+   * `limit`, and where to go on (`after`: the last job looked at, its request time and id). Reads
+   * the index in slices, so a filter that keeps few jobs still answers in bounded steps.
+   */
+  async list(
+    tenantId: string, options: { sinceMs: number; after?: { ms: number; jobId: string }; limit: number; keep: (job: DeletionJob) => boolean },
+  ): Promise<{ jobs: DeletionJob[]; next?: { ms: number; jobId: string } }> {
+    const jobs: DeletionJob[] = [];
+    let from = options.after?.ms ?? options.sinceMs;
+    let skipThrough = options.after;
+    for (let slices = 0; slices < LIST_SLICES; slices += 1) {
+      const slice = await this.kv.zrangeByScore(this.keys.jobsOf(tenantId), from, Number.MAX_SAFE_INTEGER, LIST_SLICE);
+      // Members of the score the last page ended on, up to its job, were answered already.
+      const fresh = slice.filter((m) => skipThrough === undefined || m.score > skipThrough.ms || m.member > skipThrough.jobId);
+      const raws = await this.kv.mget(fresh.map((m) => this.keys.job(tenantId, m.member)));
+      for (const [i, raw] of raws.entries()) {
+        const member = fresh[i];
+        if (raw === null || member === undefined) continue;
+        const job = DeletionJob.parse(JSON.parse(raw));
+        if (options.keep(job)) jobs.push(job);
+        if (jobs.length === options.limit) return { jobs, next: { ms: member.score, jobId: member.member } };
+      }
+      const last = slice.at(-1);
+      if (slice.length < LIST_SLICE || last === undefined) return { jobs };
+      // Known limit: a page boundary inside more than a slice of jobs requested in the same
+      // millisecond cannot move past them (the index reads by time, then id, from the start of
+      // that millisecond); it takes over 200 deletions requested in one millisecond.
+      from = last.score;
+      skipThrough = { ms: last.score, jobId: last.member };
+    }
+    // Enough read for one answer: the caller goes on from the last job looked at.
+    return { jobs, ...(skipThrough ? { next: skipThrough } : {}) };
   }
 
   /** The jobs that kept content for this hold and were not released from it yet. */

@@ -26,6 +26,8 @@ export class KeySpace {
   job = (tenant: string, jobId: string) => `${this.prefix}job:${tenant}:${jobId}`;
   jobIndex = (jobId: string) => `${this.prefix}job-index:${jobId}`;
   openJobs = () => `${this.prefix}jobs-open`;
+  /** A tenant's jobs by the time they were requested (score: epoch ms), for listing. */
+  jobsOf = (tenant: string) => `${this.prefix}jobs-of:${tenant}`;
   /** Jobs that kept content for a legal hold: what releasing the hold must purge. */
   jobsHeldBy = (tenant: string, holdId: string) => `${this.prefix}jobs-held:${tenant}:${holdId}`;
   policyRevision = (tenant: string) => `${this.prefix}rev:${tenant}`;

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { newUlid } from '@gm/ids';
 import {
-  DeletionReceipt, DeletionScope, GovernedMemoryError, LIMITS, LIVE_STATUSES, type CapabilityClaims, type MemoryCommand, type RecordMeta,
+  DeletionJobListQuery, DeletionReceipt, DeletionScope, GovernedMemoryError, LIMITS, LIVE_STATUSES, type CapabilityClaims, type MemoryCommand, type RecordMeta,
 } from '@gm/contracts';
 import { decodeReceiptPayload } from '@gm/policy/receipts';
 import { authenticate, bearer } from '../auth.ts';
@@ -69,6 +69,30 @@ export function deletionRoutes(app: FastifyInstance, deps: BrokerDeps): void {
   app.get('/v1/deletion-jobs/:id', async (request) => visibleJob(request));
 
   /**
+   * The tenant's jobs for an administrator (Cedar: admin on some resource), the caller's own
+   * (its agent requested them) otherwise; oldest first from `since`, `limit` a page (50), and a
+   * cursor while there is more. Jobs requested before this listing existed are not indexed.
+   */
+  app.get('/v1/deletion-jobs', async (request) => {
+    const claims = await deps.verifier.verify(bearer(request), deps.clock.now());
+    if (!claims.actions.includes('admin') && !claims.actions.includes('request_delete')) {
+      throw new GovernedMemoryError('CAP_ACTION_DENIED', 'the capability grants neither "admin" nor "request_delete"');
+    }
+    const parsed = DeletionJobListQuery.safeParse(request.query ?? {});
+    if (!parsed.success) {
+      throw new GovernedMemoryError('MEM_VALIDATION', `query: ${parsed.error.issues.map((i) => `${i.path.join('.') || 'query'}: ${i.message}`).join('; ')}`);
+    }
+    const query = parsed.data;
+    const admin = await isTenantAdmin({ pdp: deps.pdp, grants: (t) => deps.state.policies.grants(t) }, claims);
+    const after = query.cursor === undefined ? undefined : readCursor(query.cursor);
+    const { jobs, next } = await deps.state.jobs.list(claims.tenant, {
+      sinceMs: query.since === undefined ? 0 : Date.parse(query.since), ...(after ? { after } : {}), limit: query.limit ?? 50,
+      keep: (job) => (admin || job.requestedBy.agentId === claims.sub) && (query.status === undefined || job.status === query.status),
+    });
+    return { items: jobs, ...(next ? { nextCursor: writeCursor(next) } : {}) };
+  });
+
+  /**
    * The job's signed receipt (§8.4), once the receipt-verifier made it (404 before): JSON
    * `{receipt: <compact JWS>, payload}` by default, the bare JWS with `Accept: application/jose`.
    * The payload is decoded from the stored JWS, so it is exactly what was signed.
@@ -86,6 +110,18 @@ export function deletionRoutes(app: FastifyInstance, deps: BrokerDeps): void {
 }
 
 /** `?scope=record` (the default) or `?scope=content`; anything else is refused, never read as the default. */
+/** A listing's position, opaque to clients: the last job it looked at. */
+const writeCursor = (at: { ms: number; jobId: string }): string => Buffer.from(JSON.stringify([at.ms, at.jobId]), 'utf8').toString('base64url');
+function readCursor(cursor: string): { ms: number; jobId: string } {
+  try {
+    const [ms, jobId] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as [unknown, unknown];
+    if (typeof ms === 'number' && Number.isSafeInteger(ms) && typeof jobId === 'string' && jobId.length <= LIMITS.maxIdLength) return { ms, jobId };
+  } catch {
+    // answered below
+  }
+  throw new GovernedMemoryError('MEM_VALIDATION', 'cursor: not a cursor of this listing');
+}
+
 function deletionScope(request: FastifyRequest): DeletionScope {
   const raw = (request.query as Record<string, unknown> | undefined)?.scope;
   if (raw === undefined) return 'record';
