@@ -81,6 +81,11 @@ describe('distributed runtime (separate processes on Kafka, Elasticsearch, Redis
   });
 
   it('runs the README walkthrough against the separate processes', async () => {
+    // The walkthrough's root bootstraps maple's administration on a fresh memory; this stack's
+    // earlier tests made harness-admin maple's administrator, which grants root the role first.
+    await capabilityIssuer(apiClient(() => stack.url), () => readFileSync(path.join(dataDir, 'issuer-credential'), 'utf8').trim())({
+      agentId: 'admin-console', principal: { id: 'root', kind: 'person' }, actions: ['admin'],
+    });
     const output = await new Promise<string>((resolve, reject) => {
       const child = spawn('bash', ['scripts/walkthrough.sh', stack.url, dataDir], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
       let out = '';

@@ -46,6 +46,8 @@ describe('the MCP server (apps/mcp)', () => {
     issuer = { baseUrl: runtime.url, issuerCredential: runtime.credentials.issuerCredential };
     const bootstrap = await issueCapability(issuer, { ...capability('mcp-test-admin', 'mcp-test-admin', ['admin']), principal: { id: 'mcp-test-admin', kind: 'service' } });
     const admin = new MemoryClient({ baseUrl: runtime.url, capability: bootstrap.token });
+    // mcp-test-admin takes maple's first admin grant (the bootstrap), then grants the roles.
+    await admin.addGrant({ principal: { id: 'mcp-test-admin', kind: 'service' }, resource: MAPLE, role: 'admin', purposes: ['support'] });
     // Alice holds reviewer rights too: what stops her agent promoting its own memory is the rule, not a missing grant.
     for (const [principal, role] of [['alice', 'member'], ['alice', 'reviewer'], ['bob', 'member'], ['bob', 'reviewer']] as const) {
       await admin.addGrant({ principal: { id: principal, kind: 'person' }, resource: MAPLE, role, purposes: ['support'] });

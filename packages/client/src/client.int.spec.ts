@@ -31,10 +31,11 @@ describe('@gm/client against the embedded runtime', () => {
     dataDir = mkdtempSync(path.join(os.tmpdir(), 'gm-client-'));
     runtime = await startEmbeddedRuntime(loadConfig({ MEMORY_PORT: '0', MEMORY_DATA_DIR: dataDir, MEMORY_LOG_LEVEL: 'error', MEMORY_DELETION_VERIFY_RETRY: '50ms' }), { clock });
     issuer = { baseUrl: runtime.url, issuerCredential: runtime.credentials.issuerCredential };
-    // Capabilities carry no rights of their own (Cedar PDP): an issuer-vouched admin grants the roles first.
+    // Capabilities carry no rights of their own (Cedar PDP, administration too): sdk-admin takes
+    // maple's first admin grant (the bootstrap, on the issuer's word), then grants the roles.
     const bootstrap = await issueCapability(issuer, { ...capability('sdk-admin', 'sdk-admin', ['admin', 'revoke']), principal: { id: 'sdk-admin', kind: 'service' } });
     admin = new MemoryClient({ baseUrl: runtime.url, capability: bootstrap.token });
-    for (const [principal, role] of [['alice', 'member'], ['bob', 'member'], ['bob', 'reviewer'], ['sdk-admin', 'admin']] as const) {
+    for (const [principal, role] of [['sdk-admin', 'admin'], ['alice', 'member'], ['bob', 'member'], ['bob', 'reviewer']] as const) {
       await admin.addGrant({ principal: { id: principal, kind: principal === 'sdk-admin' ? 'service' : 'person' }, resource: MAPLE, role, purposes: ['support'] });
     }
     writer = new MemoryClient({ baseUrl: runtime.url, capability: issuedCapabilities(issuer, capability('support-bot', 'alice', ['search', 'read', 'cite', 'write', 'request_delete'])) });
