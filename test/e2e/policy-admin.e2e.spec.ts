@@ -71,6 +71,12 @@ describe('policy administration over the API', () => {
       expect([route, res.status, res.body.code]).toEqual([route, 403, 'CAP_SCOPE_DENIED']);
     }
     expect(await policyLogEnd()).toBe(end);
+    // Delegations: beyond its own actions, or someone else's, only an administrator (Cedar) may.
+    const delegation = { agentId: 'helper-2', resources: [maple], purposes: ['support'], actions: ['search'] };
+    expect((await rt.api('POST', '/v1/delegations', { token: stranger, body: delegation })).body.code).toBe('CAP_ACTION_DENIED');
+    expect((await rt.api('POST', '/v1/delegations', { token: admin, body: { ...delegation, delegationId: 'd-cedar' } })).status).toBe(201);
+    expect((await rt.api('POST', '/v1/delegations/d-cedar/revoke', { token: stranger, body: {} })).status).toBe(404);
+    expect((await rt.api('POST', '/v1/delegations/d-cedar/revoke', { token: admin, body: {} })).status).toBe(202);
     // Nor can it see another requester's deletion job (an administrator could).
     const writer = await rt.issue({ agentId: 'support-bot', principal: { id: 'alice', kind: 'person' } });
     expect((await rt.api('POST', '/v1/memories', { token: writer, body: memory({ id: 'adm-job', subjectId: 'cust-adm', content: 'A record to delete' }) })).status).toBe(201);

@@ -106,11 +106,23 @@ export async function authorizeGrant(deps: AdminDeps, claims: CapabilityClaims, 
 /** Whether the capability speaks for its principal itself rather than as a delegated agent. */
 const actsForItself = (claims: CapabilityClaims): boolean => claims.sub === claims.act.sub;
 
-export function authorizeDelegation(claims: CapabilityClaims, delegation: Pick<Delegation, 'resources' | 'actions'>): void {
+/** Cedar's `admin` on every one of these resources (false without the `admin` action). */
+async function administers(deps: AdminDeps, claims: CapabilityClaims, resources: readonly ResourceRef[]): Promise<boolean> {
+  if (!claims.actions.includes('admin')) return false;
+  const allowed = new Set(await deps.pdp.authorizedPartitions({ claims, action: 'admin' }));
+  return resources.every((r) => allowed.has(teamPartition(claims.tenant, r)));
+}
+
+/**
+ * A delegation: within the capability's scopes; beyond the principal's own actions only for an
+ * administrator of every delegated resource (Cedar). What the agent may then do is bounded at
+ * each use by the delegator's grants anyway (policy rule 8).
+ */
+export async function authorizeDelegation(deps: AdminDeps, claims: CapabilityClaims, delegation: Pick<Delegation, 'resources' | 'actions'>): Promise<void> {
   for (const resource of delegation.resources) {
     if (!inScope(claims, resource)) throw new GovernedMemoryError('CAP_SCOPE_DENIED', 'a delegated resource is outside the capability\'s scopes');
   }
-  if (claims.actions.includes('admin')) return;
+  if (await administers(deps, claims, delegation.resources)) return;
   if (!actsForItself(claims)) {
     throw new GovernedMemoryError('CAP_ACTION_DENIED', 'a delegated agent cannot delegate further; the principal\'s own capability or "admin" is needed');
   }
@@ -119,10 +131,10 @@ export function authorizeDelegation(claims: CapabilityClaims, delegation: Pick<D
   }
 }
 
-/** May this capability revoke that delegation? (the delegator itself, or an admin of all its resources) */
-export function mayRevokeDelegation(claims: CapabilityClaims, delegation: Delegation): boolean {
-  if (claims.actions.includes('admin')) return delegation.resources.every((r) => inScope(claims, r));
-  return actsForItself(claims) && claims.act.sub === delegation.delegatorId;
+/** May this capability revoke that delegation? (the delegator itself, or an administrator of all its resources: Cedar) */
+export async function mayRevokeDelegation(deps: AdminDeps, claims: CapabilityClaims, delegation: Delegation): Promise<boolean> {
+  if (actsForItself(claims) && claims.act.sub === delegation.delegatorId) return true;
+  return delegation.resources.every((r) => inScope(claims, r)) && (await administers(deps, claims, delegation.resources));
 }
 
 /** A caller may always revoke its own capabilities; others' need `revoke`. */

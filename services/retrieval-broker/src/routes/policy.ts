@@ -63,7 +63,7 @@ export function policyRoutes(app: FastifyInstance, deps: BrokerDeps): void {
     if (req.delegatorId !== undefined && req.delegatorId !== claims.act.sub) {
       throw new GovernedMemoryError('MEM_IMPERSONATION', 'the delegator is the capability\'s principal');
     }
-    authorizeDelegation(claims, req);
+    await authorizeDelegation(admin, claims, req);
     const { tenant: _tenant, delegatorId: _delegator, delegationId: requested, ...rest } = req;
     const delegationId = requested ?? newUlid();
     const existing = await deps.state.policies.delegation(claims.tenant, delegationId);
@@ -78,7 +78,7 @@ export function policyRoutes(app: FastifyInstance, deps: BrokerDeps): void {
     const claims = await verify(request);
     checkTenant(claims, parseBody(PolicyActionRequest, request.body));
     const delegation = await deps.state.policies.delegation(claims.tenant, pathId(request, 'id'));
-    if (!delegation || !mayRevokeDelegation(claims, delegation)) throw notFound('delegation');
+    if (!delegation || !(await mayRevokeDelegation(admin, claims, delegation))) throw notFound('delegation');
     const policyRevision = await deps.policy.submit(claims, 'DelegationRevoked', { delegationId: delegation.delegationId });
     return reply.code(202).send({ policyRevision });
   });
