@@ -42,7 +42,7 @@ export async function rotateReceiptKeyFile(file: string, publicFile?: string): P
   const tmp = `${file}.rotating`;
   writeFileSync(tmp, JSON.stringify(rotated), { mode: 0o600 });
   renameSync(tmp, file);
-  const published = await Promise.all([next.publicJwk, ...retired].map((jwk) => receiptPublicKey(jwk)));
+  const published = await publishedReceiptKeys(rotated);
   if (publicFile !== undefined) writeFileSync(publicFile, `${JSON.stringify({ keys: published })}\n`);
   const [now, ...earlier] = published;
   return { previousKid: earlier[0]?.kid ?? '', kid: now?.kid ?? '', retiredKids: earlier.map((k) => k.kid) };

@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { generateSigningKeyPair } from './capabilities.ts';
 import { publishedReceiptKeys, readReceiptKeyFile, rotateReceiptKeyFile } from './receipt-keys.ts';
 import { ReceiptSigner, receiptPublicKey, verifyReceipt } from './receipts.ts';
-import type { DeletionReceipt } from '@gm/contracts';
+import { sampleReceipt } from './receipt-fixtures.ts';
 
 const dirs: string[] = [];
 afterEach(() => dirs.splice(0).forEach((d) => rmSync(d, { recursive: true, force: true })));
@@ -21,15 +21,7 @@ async function keyFile(): Promise<{ file: string; publicFile: string; dir: strin
   return { file, publicFile, dir };
 }
 
-const receipt = (receiptId: string): DeletionReceipt => ({
-  receiptId, jobId: `job-${receiptId}`, tenant: 'acme', mode: 'delete', subjectId: 'cust-1', recordIds: ['m-1'],
-  contentHashes: [{ recordId: 'm-1', sha256: 'a'.repeat(64) }],
-  requestedBy: { agentId: 'bot', principalId: 'alice' }, requestedAt: '2026-11-30T08:00:00.000Z', completedAt: '2026-11-30T08:00:01.000Z',
-  policyRevision: 3, targets: [{ target: 'primary', status: 'done', completedAt: '2026-11-30T08:00:01.000Z', ref: 'removed=1;remaining=0' }],
-  replay: { probes: 6, ref: 'probes=6;findings=0', attempts: 1, findings: [] }, status: 'verified', retention: 'purged',
-  eventLog: { holdsContent: false, note: 'ciphertext only' },
-  issuedAt: '2026-11-30T08:00:02.000Z', issuer: 'test',
-});
+const receipt = (receiptId: string) => sampleReceipt(receiptId, `job-${receiptId}`);
 
 describe('receipt key rotation', () => {
   it('keeps every earlier public key, publishes them all, and writes the file whole and private', async () => {

@@ -1,18 +1,10 @@
 import { CompactSign, importJWK } from 'jose';
 import { describe, expect, it } from 'vitest';
-import type { DeletionReceipt } from '@gm/contracts';
+import { sampleReceipt } from './receipt-fixtures.ts';
 import { generateSigningKeyPair } from './capabilities.ts';
 import { ReceiptSigner, decodeReceiptPayload, verifyReceipt } from './receipts.ts';
 
-const receipt: DeletionReceipt = {
-  receiptId: 'rcpt_1', jobId: 'job-1', tenant: 'acme', mode: 'delete', subjectId: 'cust-1', recordIds: ['m-1'],
-  contentHashes: [{ recordId: 'm-1', sha256: 'a'.repeat(64) }],
-  requestedBy: { agentId: 'bot', principalId: 'alice' }, requestedAt: '2026-11-30T08:00:00.000Z', completedAt: '2026-11-30T08:00:01.000Z',
-  policyRevision: 3, targets: [{ target: 'primary', status: 'done', completedAt: '2026-11-30T08:00:01.000Z', ref: 'removed=1;remaining=0' }],
-  replay: { probes: 6, ref: 'probes=6;findings=0', attempts: 1, findings: [] }, status: 'verified', retention: 'purged',
-  eventLog: { holdsContent: true, note: 'memory.events still holds the content' },
-  issuedAt: '2026-11-30T08:00:02.000Z', issuer: 'test',
-};
+const receipt = sampleReceipt();
 
 describe('deletion receipts (Ed25519 compact JWS)', () => {
   it('signs with typ receipt+jws and a kid, and verifies with the public key alone', async () => {

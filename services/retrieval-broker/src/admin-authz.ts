@@ -3,7 +3,7 @@ import { partitionKey } from '@gm/domain';
 import type { Logger } from '@gm/observability';
 import { inScope, requireAction, type PolicyDecisionPoint } from '@gm/policy';
 import type { StateStore } from '@gm/state-store';
-import type { BrokerConfig } from './deps.ts';
+import type { BrokerConfig, BrokerDeps } from './deps.ts';
 import type { PolicyGateway } from './policy-gateway.ts';
 
 /*
@@ -31,6 +31,11 @@ export interface AdminDeps {
   /** `configured`: no first admin grant on the issuer's word (MEMORY_ADMIN_BOOTSTRAP); default `issuer`. */
   bootstrap?: 'issuer' | 'configured';
 }
+
+/** What the admin checks read, from the broker's dependencies. */
+export const adminDepsOf = (deps: Pick<BrokerDeps, 'pdp' | 'state' | 'config'>): AdminDeps => ({
+  pdp: deps.pdp, grants: (tenant) => deps.state.policies.grants(tenant), bootstrap: deps.config.adminBootstrap ?? 'issuer',
+});
 
 const teamPartition = (tenant: string, resource: ResourceRef): string =>
   partitionKey({ tenantId: tenant, resource, visibility: 'team', sensitivity: 'normal', ownerPrincipalId: '' });

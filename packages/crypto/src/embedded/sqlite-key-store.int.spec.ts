@@ -108,34 +108,35 @@ describe('sqlite key store', () => {
     expect(await reopened.get(c.kid)).toEqual({ status: 'present', wrapped: c });
   });
 
-  it('retries the checkpoint itself while a short reader finishes, and says how many it took', async () => {
+  /** A stored KEK, and another connection in the middle of a read: the checkpoint cannot empty the WAL under it. */
+  async function keyUnderReader(subject: string) {
     const h = await sqliteHarness();
     onTestFinished(() => h.cleanup());
-    const wrapped = wrapKey('kek', generateKey(kekId('t1', 'eve')), { kid: 'm1', key: randomBytes(32) });
+    const wrapped = wrapKey('kek', generateKey(kekId('t1', subject)), { kid: 'm1', key: randomBytes(32) });
     await h.store.put(wrapped.kid, wrapped);
     const reader = new Database(join(h.dir, 'keys.db'));
     reader.exec('BEGIN');
     reader.prepare('SELECT count(*) FROM crypto_keys').get();
+    const endRead = () => {
+      reader.exec('COMMIT');
+      reader.close();
+    };
+    return { h, wrapped, endRead };
+  }
+
+  it('retries the checkpoint itself while a short reader finishes, and says how many it took', async () => {
+    const { h, wrapped, endRead } = await keyUnderReader('eve');
     // The first checkpoint runs inside the call, under the reader; the reader ends before the next.
     const destroying = h.store.tombstone(wrapped.kid);
-    reader.exec('COMMIT');
-    reader.close();
+    endRead();
     expect(await destroying).toEqual({ residue: 'none', checkpoints: 2 });
     expect((await filesIn(h.dir)).includes(wrapped.ct)).toBe(false);
   });
 
   it('does not report a destroy as done while a reader pins the WAL frames that hold the old key', async () => {
-    const h = await sqliteHarness();
-    onTestFinished(() => h.cleanup());
-    const wrapped = wrapKey('kek', generateKey(kekId('t1', 'dee')), { kid: 'm1', key: randomBytes(32) });
-    await h.store.put(wrapped.kid, wrapped);
-    // Another connection in the middle of a read: the checkpoint cannot empty the WAL under it.
-    const reader = new Database(join(h.dir, 'keys.db'));
-    reader.exec('BEGIN');
-    reader.prepare('SELECT count(*) FROM crypto_keys').get();
+    const { h, wrapped, endRead } = await keyUnderReader('dee');
     await expect(h.store.tombstone(wrapped.kid)).rejects.toMatchObject({ code: 'MEM_UNAVAILABLE', retriable: true });
-    reader.exec('COMMIT');
-    reader.close();
+    endRead();
     // The retry a caller makes (the deletion's key target) empties it.
     expect(await h.store.tombstone(wrapped.kid)).toEqual({ residue: 'none', checkpoints: 1 });
     const after = await filesIn(h.dir);

@@ -10,14 +10,17 @@ const LIST_SLICES = 10;
 export class DeletionJobs {
   constructor(private readonly kv: KeyValueStore, private readonly keys: KeySpace) {}
 
+  /** The job and its indexes in one round trip (every write is idempotent: a retry repeats it whole). */
   async put(job: DeletionJob): Promise<void> {
-    await this.kv.set(this.keys.job(job.tenant, job.jobId), JSON.stringify(job));
-    await this.kv.set(this.keys.jobIndex(job.jobId), job.tenant);
-    await this.kv.zadd(this.keys.jobsOf(job.tenant), Date.parse(job.requestedAt), job.jobId);
     const member = `${job.tenant}${SEP}${job.jobId}`;
-    if (job.status === 'verified' || job.status === 'failed') await this.kv.srem(this.keys.openJobs(), [member]);
-    else await this.kv.sadd(this.keys.openJobs(), [member]);
-    if (job.legalHold !== undefined) await this.kv.sadd(this.keys.jobsHeldBy(job.tenant, job.legalHold.holdId), [job.jobId]);
+    const finished = job.status === 'verified' || job.status === 'failed';
+    await this.kv.pipeline([
+      { op: 'set', key: this.keys.job(job.tenant, job.jobId), value: JSON.stringify(job) },
+      { op: 'set', key: this.keys.jobIndex(job.jobId), value: job.tenant },
+      { op: 'zadd', key: this.keys.jobsOf(job.tenant), score: Date.parse(job.requestedAt), member: job.jobId },
+      finished ? { op: 'srem', key: this.keys.openJobs(), members: [member] } : { op: 'sadd', key: this.keys.openJobs(), members: [member] },
+      ...(job.legalHold === undefined ? [] : [{ op: 'sadd' as const, key: this.keys.jobsHeldBy(job.tenant, job.legalHold.holdId), members: [job.jobId] }]),
+    ]);
   }
 
   /**
@@ -57,12 +60,9 @@ export class DeletionJobs {
 
   /** The jobs that kept content for this hold and were not released from it yet. */
   async heldBy(tenantId: string, holdId: string): Promise<DeletionJob[]> {
-    const jobs: DeletionJob[] = [];
-    for (const jobId of (await this.kv.smembers(this.keys.jobsHeldBy(tenantId, holdId))).sort()) {
-      const job = await this.get(tenantId, jobId);
-      if (job) jobs.push(job);
-    }
-    return jobs;
+    const ids = (await this.kv.smembers(this.keys.jobsHeldBy(tenantId, holdId))).sort();
+    const raws = await this.kv.mget(ids.map((jobId) => this.keys.job(tenantId, jobId)));
+    return raws.flatMap((raw) => (raw === null ? [] : [DeletionJob.parse(JSON.parse(raw))]));
   }
 
   /** The job no longer waits on this hold (its release was handled). */

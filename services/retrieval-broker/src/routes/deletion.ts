@@ -10,7 +10,7 @@ import { idempotencyKey, pathId } from '../http.ts';
 import { notFound } from '../problem.ts';
 import { metadataFor } from '../metadata.ts';
 import { authorizedPartitions, authorizedRecord } from './memories.ts';
-import { isTenantAdmin } from '../admin-authz.ts';
+import { adminDepsOf, isTenantAdmin } from '../admin-authz.ts';
 import { partitionOf } from '../retrieval.ts';
 import { answerMutation, awaitConsistency, requestPoint } from '../consistency.ts';
 import { DELETION_JOB_GROUPS } from '../command-gateway.ts';
@@ -52,17 +52,24 @@ export function deletionRoutes(app: FastifyInstance, deps: BrokerDeps): void {
     return reply.code(202).send({ jobId: result.jobId ?? jobId });
   });
 
-  /** Admins see every job of their tenant; a requester sees its own jobs. */
-  const visibleJob = async (request: FastifyRequest) => {
+  const admin = adminDepsOf(deps);
+  /** Who may read deletion jobs at all: an administrator, or a requester (its own). */
+  const jobReader = async (request: FastifyRequest): Promise<CapabilityClaims> => {
     const claims = await deps.verifier.verify(bearer(request), deps.clock.now());
     if (!claims.actions.includes('admin') && !claims.actions.includes('request_delete')) {
       throw new GovernedMemoryError('CAP_ACTION_DENIED', 'the capability grants neither "admin" nor "request_delete"');
     }
+    return claims;
+  };
+
+  /** Admins see every job of their tenant; a requester sees its own jobs. */
+  const visibleJob = async (request: FastifyRequest) => {
+    const claims = await jobReader(request);
     await awaitConsistency(deps, request, claims.tenant, DELETION_JOB_GROUPS);
     const job = await deps.state.jobs.get(claims.tenant, pathId(request, 'id'));
     // Every job of the tenant for an administrator (Cedar: admin on some resource), its own for a requester.
     if (!job) throw notFound();
-    if (job.requestedBy.agentId !== claims.sub && !(await isTenantAdmin({ pdp: deps.pdp, grants: (t) => deps.state.policies.grants(t) }, claims))) throw notFound();
+    if (job.requestedBy.agentId !== claims.sub && !(await isTenantAdmin(admin, claims))) throw notFound();
     return job;
   };
 
@@ -74,20 +81,17 @@ export function deletionRoutes(app: FastifyInstance, deps: BrokerDeps): void {
    * cursor while there is more. Jobs requested before this listing existed are not indexed.
    */
   app.get('/v1/deletion-jobs', async (request) => {
-    const claims = await deps.verifier.verify(bearer(request), deps.clock.now());
-    if (!claims.actions.includes('admin') && !claims.actions.includes('request_delete')) {
-      throw new GovernedMemoryError('CAP_ACTION_DENIED', 'the capability grants neither "admin" nor "request_delete"');
-    }
+    const claims = await jobReader(request);
     const parsed = DeletionJobListQuery.safeParse(request.query ?? {});
     if (!parsed.success) {
       throw new GovernedMemoryError('MEM_VALIDATION', `query: ${parsed.error.issues.map((i) => `${i.path.join('.') || 'query'}: ${i.message}`).join('; ')}`);
     }
     const query = parsed.data;
-    const admin = await isTenantAdmin({ pdp: deps.pdp, grants: (t) => deps.state.policies.grants(t) }, claims);
+    const everyJob = await isTenantAdmin(admin, claims);
     const after = query.cursor === undefined ? undefined : readCursor(query.cursor);
     const { jobs, next } = await deps.state.jobs.list(claims.tenant, {
       sinceMs: query.since === undefined ? 0 : Date.parse(query.since), ...(after ? { after } : {}), limit: query.limit ?? 50,
-      keep: (job) => (admin || job.requestedBy.agentId === claims.sub) && (query.status === undefined || job.status === query.status),
+      keep: (job) => (everyJob || job.requestedBy.agentId === claims.sub) && (query.status === undefined || job.status === query.status),
     });
     return { items: jobs, ...(next ? { nextCursor: writeCursor(next) } : {}) };
   });

@@ -6,7 +6,7 @@ import {
 } from '@gm/contracts';
 import { inScope } from '@gm/policy';
 import {
-  authorizeAdmin, authorizeCapabilityRevocation, authorizeDelegation, authorizeGrant, authorizeTenantAdmin, mayRevokeDelegation, type AdminDeps,
+  adminDepsOf, authorizeAdmin, authorizeCapabilityRevocation, authorizeDelegation, authorizeGrant, authorizeTenantAdmin, mayRevokeDelegation,
 } from '../admin-authz.ts';
 import { bearer } from '../auth.ts';
 import type { BrokerDeps } from '../deps.ts';
@@ -29,7 +29,7 @@ const notFound = (what: string) => new GovernedMemoryError('MEM_NOT_FOUND', `no 
  */
 export function policyRoutes(app: FastifyInstance, deps: BrokerDeps): void {
   const verify = (request: Parameters<typeof bearer>[0]) => deps.verifier.verify(bearer(request), deps.clock.now());
-  const admin: AdminDeps = { pdp: deps.pdp, grants: (tenant) => deps.state.policies.grants(tenant), bootstrap: deps.config.adminBootstrap ?? 'issuer' };
+  const admin = adminDepsOf(deps);
 
   app.post('/v1/grants', async (request, reply) => {
     const claims = await verify(request);
