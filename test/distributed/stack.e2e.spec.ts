@@ -6,8 +6,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Kafka, logLevel } from 'kafkajs';
 import { createKafkaBus } from '@gm/bus';
-import { TOPICS, type Action } from '@gm/contracts';
-import { startStack, type ServiceName, type Stack } from '@gm/distributed';
+import { TOPICS, type Action, type OpsOverview } from '@gm/contracts';
+import { servicesOf, startStack, type ServiceName, type Stack } from '@gm/distributed';
 import { engineEndpoint } from '@gm/testing';
 import { apiClient, capabilityIssuer, eventually, memory } from '../e2e/harness.ts';
 
@@ -78,6 +78,21 @@ describe('distributed runtime (separate processes on Kafka, Elasticsearch, Redis
         expect(text, `${group} ${partition}`).toMatch(new RegExp(`^gm_consumer_lag\\{group="${group}",topic="${topic.replace('.', '\\.')}",partition="${partition}"\\} \\d+$`, 'm'));
       }
     }
+  });
+
+  it('aggregates every service\'s metrics in the ops overview, for an administrator', async () => {
+    const admin = await issue(['admin']);
+    const res = await fetch(`${stack.url}/v1/ops/overview`, { headers: { authorization: `Bearer ${admin}` } });
+    expect(res.status).toBe(200);
+    const overview = (await res.json()) as OpsOverview;
+    // The broker reads the /metrics of each service the stack started before it, and its own.
+    expect(overview.sources.length).toBe(servicesOf({ ...process.env, ...stack.env }).length);
+    expect(overview.sources.every((s) => s.ok)).toBe(true);
+    const groups = overview.consumers.map((c) => c.group);
+    for (const group of ['write-admission', 'projector', 'summary-builder', 'deletion-orchestrator', 'receipt-verifier', 'retrieval-broker.deletion']) expect(groups).toContain(group);
+    expect(overview.consumers.find((c) => c.group === 'projector')?.partitions).toHaveLength(4);
+    // The warm-up write, counted by write-admission in its own process.
+    expect(overview.counters.writes).toBeGreaterThanOrEqual(1);
   });
 
   it('runs the README walkthrough against the separate processes', async () => {

@@ -75,12 +75,17 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     ...options.env,
   };
   const children = new Map<ServiceName, ChildProcess[]>();
+  /** Each running service's /metrics, from its ready line. */
+  const metricsUrls = new Map<ChildProcess, string>();
   let url = '';
 
   const start = (service: ServiceName) =>
     new Promise<void>((resolve, reject) => {
+      // The broker's ops overview reads every service started before it (unless the env names its own list).
+      const opsEnv = service === 'retrieval-broker' && env.MEMORY_OPS_METRICS_URLS === undefined && metricsUrls.size > 0
+        ? { MEMORY_OPS_METRICS_URLS: [...metricsUrls.values()].join(',') } : {};
       const child = spawn(process.execPath, ['--import', 'tsx', `services/${service}/src/main.ts`], {
-        cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'],
+        cwd: ROOT, env: { ...process.env, ...env, ...opsEnv }, stdio: ['ignore', 'pipe', 'pipe'],
       });
       // stdout carries the JSON logs: forwarded line by line, so a failed start explains itself.
       let logBuffer = '';
@@ -111,6 +116,8 @@ export async function startStack(options: StackOptions): Promise<Stack> {
           options.onLine?.(service, line);
           const listening = /retrieval-broker listening on (\S+)/.exec(line);
           if (listening?.[1]) url = listening[1];
+          const health = new RegExp(`^${service} ready: health on (\\S+)`).exec(line);
+          if (health?.[1] && service !== 'retrieval-broker') metricsUrls.set(child, `${health[1]}/metrics`);
           if (!ready && line.startsWith(`${service} ready`)) {
             ready = true;
             resolve();
@@ -118,6 +125,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
         }
       });
       child.on('exit', (code) => {
+        metricsUrls.delete(child);
         if (!ready) reject(new Error(`${service} exited with ${code} before it was ready:\n${[...recent, buffer, logBuffer].join('\n')}`));
       });
     });

@@ -152,6 +152,7 @@ export async function startEmbeddedRuntime(config: RuntimeConfig, options: Runti
     instanceId: 'embedded',
     host: config.host,
     port: config.port,
+    ...(config.consoleDir === undefined ? {} : { consoleDir: config.consoleDir }),
     config: {
       replyTimeoutMs: config.replyTimeoutMs, readYourWritesTimeoutMs: config.readYourWritesTimeoutMs,
       packetTtlMs: config.packetTtlMs, cacheTtlMs: config.cacheTtlMs, rateLimitPerMinute: config.rateLimitPerMinute,

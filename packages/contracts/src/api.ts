@@ -236,6 +236,26 @@ export type DeletionJob = z.infer<typeof DeletionJob>;
 export const DeletionJobList = z.object({ items: z.array(DeletionJob), nextCursor: z.string().optional() });
 export type DeletionJobList = z.infer<typeof DeletionJobList>;
 
+/**
+ * GET /v1/ops/overview (administrators): consumer lag, dead letters and throughput, from the
+ * services' metrics and the dead-letter topics (services/retrieval-broker/src/ops/overview.ts).
+ */
+export const OpsOverview = z.object({
+  at: IsoTime,
+  consumers: z.array(z.object({
+    group: z.string(), topic: z.string(), lag: z.number().int().min(0),
+    partitions: z.array(z.object({ partition: z.number().int().min(0), lag: z.number().int().min(0) })),
+  })),
+  deadLetters: z.array(z.object({ topic: z.string(), parked: z.number().int().min(0) })),
+  /** Summed over every source, since each process started. */
+  counters: z.object({ writes: z.number().min(0), searches: z.number().min(0), deadLettered: z.number().min(0) }),
+  /** Oldest first, a reading every few seconds over the last minutes. */
+  history: z.array(z.object({ at: IsoTime, lag: z.number().min(0), writesPerSecond: z.number().min(0), searchesPerSecond: z.number().min(0) })),
+  /** Each exposition read: `local` (this process) and any scraped URL; `ok: false` is one that did not answer. */
+  sources: z.array(z.object({ source: z.string(), ok: z.boolean() })),
+});
+export type OpsOverview = z.infer<typeof OpsOverview>;
+
 export const Problem = z.object({
   type: z.string(),
   title: z.string(),

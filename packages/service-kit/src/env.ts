@@ -135,6 +135,10 @@ export const brokerEnvShape = {
   MEMORY_ADMIN_BOOTSTRAP: z.enum(['issuer', 'configured']).default('issuer').meta({
     description: "how a resource gets its first administrator: `issuer` — an `admin` capability (the issuer's word) may add the first admin grant of a resource that has none, and `MEMORY_BOOTSTRAP_ADMINS` too; `configured` — only `MEMORY_BOOTSTRAP_ADMINS`, and every other admin grant needs Cedar's `admin`",
   }),
+  MEMORY_CONSOLE_DIR: z.string().min(1).optional().meta({
+    description: 'the built review and compliance console served at `/console/` ([console.md](console.md))',
+    whenUnset: '`apps/console/dist` (built by `scripts/setup.sh`)',
+  }),
   MEMORY_QUERY_AUDIT: z.enum(['on', 'off']).default('off').meta({
     description: '`on`: one log line per query the read path sends to the search or vector index — request, principal, purpose and partitions, never the text ([api.md](api.md#query-audit))',
   }),
@@ -158,6 +162,7 @@ export function brokerSettingsOf(e: z.infer<typeof BrokerEnv>) {
     adminBootstrap: e.MEMORY_ADMIN_BOOTSTRAP,
     bootstrapAdmins: e.MEMORY_BOOTSTRAP_ADMINS ?? [],
     ...(e.MEMORY_POLICY_DIR === undefined ? {} : { policyDir: e.MEMORY_POLICY_DIR }),
+    ...(e.MEMORY_CONSOLE_DIR === undefined ? {} : { consoleDir: e.MEMORY_CONSOLE_DIR }),
   };
 }
 

@@ -12,6 +12,8 @@ import { deletionRoutes } from './routes/deletion.ts';
 import { healthRoutes } from './routes/health.ts';
 import { memoryRoutes } from './routes/memories.ts';
 import { commandRoutes } from './routes/commands.ts';
+import { consoleRoutes } from './routes/console.ts';
+import { opsRoutes } from './routes/ops.ts';
 import { policyRoutes } from './routes/policy.ts';
 import { searchRoutes } from './routes/search.ts';
 import { summaryRoutes } from './routes/summaries.ts';
@@ -119,6 +121,8 @@ export async function buildApp(deps: BrokerDeps): Promise<FastifyInstance> {
   summaryRoutes(app, deps);
   deletionRoutes(app, deps);
   policyRoutes(app, deps);
+  opsRoutes(app, deps);
+  consoleRoutes(app, deps);
   await apiReference(app);
   return app;
 }

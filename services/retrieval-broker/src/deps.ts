@@ -9,6 +9,7 @@ import type { CommandGateway } from './command-gateway.ts';
 import type { PipelineBacklog } from './backlog.ts';
 import type { ConsistencyTokens } from './consistency-token.ts';
 import type { PolicyGateway } from './policy-gateway.ts';
+import type { OpsOverviewReader } from './ops/overview.ts';
 
 export interface BrokerConfig {
   replyTimeoutMs: number;
@@ -51,6 +52,10 @@ export interface BrokerDeps {
   /** /metrics when `metrics` is not all there is (the embedded pipeline thread keeps its own); default: `metrics`. */
   exposition?(): Promise<{ contentType: string; text: string }>;
   config: BrokerConfig;
+  /** GET /v1/ops/overview's readings (ops/overview.ts). */
+  ops: OpsOverviewReader;
+  /** The built console served at /console/ (routes/console.ts); default apps/console/dist. */
+  consoleDir?: string;
   /** Whether every dependency answers (readiness). */
   ready(): Promise<boolean>;
 }

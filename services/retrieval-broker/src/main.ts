@@ -27,10 +27,11 @@ await runService('retrieval-broker', RetrievalBrokerEnv, async ({ env, log, metr
   // (in a thread of its own, so a query's inference never stalls the API), kNN in Elasticsearch.
   const model = env.MEMORY_SEMANTIC === 'on' ? await loadThreadedOnnxEmbeddingModel({ dir: env.MEMORY_EMBEDDING_MODEL_DIR ?? DEFAULT_MODEL_DIR }) : undefined;
   const semantic = model === undefined ? undefined : { model, vectors: openVectors(env, model.dimensions) };
-  const { host, port, issuerName, policyDir: _policyDir, ...config } = brokerSettingsOf(env);
+  const { host, port, issuerName, policyDir: _policyDir, consoleDir, ...config } = brokerSettingsOf(env);
   const broker = await startRetrievalBroker({
     bus, index, summaries, ...(semantic === undefined ? {} : { semantic }), state, clock: systemClock, log, metrics, signing, issuerCredential, policySet,
     issuerName, instanceId: env.MEMORY_INSTANCE_ID, host, port, config,
+    ...(consoleDir === undefined ? {} : { consoleDir }), opsMetricsUrls: env.MEMORY_OPS_METRICS_URLS ?? [],
     ready: async () => (await state.kv.ping()) && (await index.count().then(() => true, () => false)) && (await bus.endOffsets(TOPICS.events)).length > 0,
   });
   process.stderr.write(`retrieval-broker listening on ${broker.url}\n`);

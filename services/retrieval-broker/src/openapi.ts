@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import {
-  AddDelegationRequest, AddGrantRequest, AsyncWriteAccepted, CommandStatusResponse, DelegationCreatedResponse, DeletionAccepted, DeletionJob, DeletionJobList, DeletionJobListQuery, DeletionScope,
+  AddDelegationRequest, AddGrantRequest, AsyncWriteAccepted, CommandStatusResponse, DelegationCreatedResponse, DeletionAccepted, DeletionJob, DeletionJobList, DeletionJobListQuery, DeletionScope, OpsOverview,
   EvidencePacket, GrantCreatedResponse, Id, IssueCapabilityRequest, IssueCapabilityResponse, LegalHold, LegalHoldCreatedResponse, LIMITS,
   MemoryRecord, MutationResponse, PacketValidation, PlaceLegalHoldRequest, PolicyActionRequest, PolicyRevisionResponse, Problem,
   ReceiptPublicKey, ReceiptResponse, RecordHistory, RejectRequest, SearchRequest, SubjectSummaries, VersionedRequest, WriteMemoryBatchItem,
@@ -32,7 +32,7 @@ const SCHEMAS = {
   // The handler checks the envelope first and each item on its own; documented as items of the write body.
   WriteMemoryBatchRequest: z.object({ items: z.array(WriteMemoryBatchItem).min(1).max(LIMITS.maxBatchItems) }).strict(),
   WriteMemoryBatchResponse, MemoryRecord, RecordHistory, PromoteRequest: VersionedRequest, RejectRequest, SearchRequest, EvidencePacket,
-  PacketValidation, SubjectSummaries, DeletionAccepted, DeletionJob, DeletionJobList, ReceiptResponse, ReceiptKeys: z.object({ keys: z.array(ReceiptPublicKey) }),
+  PacketValidation, SubjectSummaries, DeletionAccepted, DeletionJob, DeletionJobList, ReceiptResponse, ReceiptKeys: z.object({ keys: z.array(ReceiptPublicKey) }), OpsOverview,
   QuarantinedMemories: z.object({ items: z.array(MemoryRecord) }), AddGrantRequest, GrantCreatedResponse, AddDelegationRequest,
   DelegationCreatedResponse, PolicyActionRequest, PolicyRevisionResponse, PlaceLegalHoldRequest, LegalHoldCreatedResponse,
   LegalHolds: z.object({ items: z.array(LegalHold) }), Problem,
@@ -501,6 +501,13 @@ const PATHS: Record<string, Partial<Record<'get' | 'post' | 'delete', Operation>
       operationId: 'getReadiness', tag: 'operations', summary: 'Readiness', auth: 'public', unlimited: true,
       responses: { ...answer('200', { schema: 'Readiness', description: 'ready: every dependency answers' }), ...answer('503', { schema: 'Readiness', description: '`not_ready`: a dependency does not answer' }) },
       failures: [],
+    },
+  },
+  '/v1/ops/overview': {
+    get: {
+      operationId: 'getOpsOverview', tag: 'operations', summary: 'Consumer lag per group and partition, dead letters and throughput, with the last minutes\' history', auth: { action: 'admin' },
+      responses: answer('200', { schema: 'OpsOverview', description: 'the deployment\'s numbers now; `sources` names any metrics URL that did not answer' }),
+      failures: [...capability('admin'), NOT_ADMIN, ...SERVED],
     },
   },
   '/metrics': {

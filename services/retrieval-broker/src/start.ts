@@ -15,6 +15,7 @@ import { startBrokerTargets } from './deletion-targets.ts';
 import type { BrokerConfig } from './deps.ts';
 import { grantBootstrapAdmins } from './admin-authz.ts';
 import { PolicyGateway } from './policy-gateway.ts';
+import { OpsOverviewReader, scrapedSource, type OpsSource } from './ops/overview.ts';
 import { auditedIndex, auditedVectors } from './query-audit.ts';
 
 export interface RetrievalBrokerOptions {
@@ -37,6 +38,10 @@ export interface RetrievalBrokerOptions {
   host: string;
   port: number;
   config: BrokerConfig;
+  /** Other services' /metrics URLs the ops overview reads besides this process's (MEMORY_OPS_METRICS_URLS). */
+  opsMetricsUrls?: readonly string[];
+  /** See BrokerDeps.consoleDir. */
+  consoleDir?: string;
   /** The validated Cedar policy set (loadPolicySet): loaded by the caller so that a bad one stops it before anything opens. */
   policySet: CompiledPolicySet;
   ready(): Promise<boolean>;
@@ -80,6 +85,11 @@ export async function startRetrievalBroker(o: RetrievalBrokerOptions): Promise<R
   const semantic = o.semantic === undefined || o.config.queryAudit !== true ? o.semantic : { ...o.semantic, vectors: auditedVectors(o.semantic.vectors, o.log) };
   const policy = new PolicyGateway({ bus: o.bus, state: o.state, clock: o.clock, log: o.log }, { timeoutMs: o.config.readYourWritesTimeoutMs });
   await grantBootstrapAdmins(o.config.bootstrapAdmins ?? [], o.state, policy, o.log);
+  const local: OpsSource = {
+    name: 'local',
+    read: async () => (o.exposition === undefined ? o.metrics.registry.metrics() : (await o.exposition()).text),
+  };
+  const ops = new OpsOverviewReader([local, ...(o.opsMetricsUrls ?? []).map((url) => scrapedSource(url))], o.bus);
   const app = await buildApp({
     bus: o.bus, index, ...(semantic === undefined ? {} : { semantic }), summaries: o.summaries, state: o.state, gateway, clock: o.clock, metrics: o.metrics, log: o.log,
     // Policy changes wait for the policy projector as writes wait for the projections.
@@ -91,6 +101,8 @@ export async function startRetrievalBroker(o: RetrievalBrokerOptions): Promise<R
     tokens: new ConsistencyTokens(o.issuerCredential),
     backlog: new PipelineBacklog(o.bus, o.config.asyncBacklogLimit),
     config: o.config,
+    ops,
+    ...(o.consoleDir === undefined ? {} : { consoleDir: o.consoleDir }),
     ready: o.ready,
     ...(o.exposition === undefined ? {} : { exposition: o.exposition }),
   });
