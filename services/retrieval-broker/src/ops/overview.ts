@@ -122,7 +122,8 @@ export class OpsOverviewReader {
       writesPerSecond: rate(counters.writes, previous?.writes), searchesPerSecond: rate(counters.searches, previous?.searches),
     });
     this.previous = { atMs, ...counters };
-    while (this.history.length > 0 && atMs - Date.parse(this.history[0]!.at) > this.options.windowMs) this.history.shift();
+    const oldest = atMs - this.options.windowMs;
+    while (this.history[0] !== undefined && Date.parse(this.history[0].at) < oldest) this.history.shift();
   }
 
   /** Messages parked on each topic's dead-letter topic since it began (the log's count: it survives restarts, unlike a counter). */

@@ -20,12 +20,12 @@ export function parseExposition(text: string, keep: (name: string) => boolean): 
   for (const raw of text.split('\n')) {
     const line = raw.trim();
     if (line === '' || line.startsWith('#')) continue;
-    const match = SERIES.exec(line);
-    if (!match || !keep(match[1]!)) continue;
-    const value = Number(match[3]);
-    const labels = parseLabels(match[2] ?? '');
+    const [, name, labelText, valueText] = SERIES.exec(line) ?? [];
+    if (name === undefined || !keep(name)) continue;
+    const value = Number(valueText);
+    const labels = parseLabels(labelText ?? '');
     if (labels === undefined || Number.isNaN(value)) continue;
-    samples.push({ name: match[1]!, labels, value });
+    samples.push({ name, labels, value });
   }
   return samples;
 }
@@ -35,9 +35,9 @@ function parseLabels(text: string): Record<string, string> | undefined {
   LABEL.lastIndex = 0;
   while (LABEL.lastIndex < text.length) {
     const at = LABEL.lastIndex;
-    const match = LABEL.exec(text);
-    if (!match) return text.slice(at).trim() === '' ? labels : undefined;
-    labels[match[1]!] = unescapeLabel(match[2]!);
+    const [, name, value] = LABEL.exec(text) ?? [];
+    if (name === undefined || value === undefined) return text.slice(at).trim() === '' ? labels : undefined;
+    labels[name] = unescapeLabel(value);
   }
   return labels;
 }

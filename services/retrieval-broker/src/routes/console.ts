@@ -54,7 +54,8 @@ export function consoleRoutes(app: FastifyInstance, deps: Pick<BrokerDeps, 'cons
     const found = files.get(wanted === '' ? 'index.html' : wanted);
     // A missing asset is a 404; any other path is the app itself (its router reads the hash).
     if (found === undefined && path.extname(wanted) !== '') throw new GovernedMemoryError('MEM_NOT_FOUND', 'no such console file');
-    const file = found ?? files.get('index.html')!;
+    const file = found ?? files.get('index.html');
+    if (file === undefined) throw new GovernedMemoryError('MEM_NOT_FOUND', 'no such console file');
     return reply.headers(SECURITY_HEADERS).type(file.type).send(file.body);
   });
 }

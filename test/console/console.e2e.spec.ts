@@ -1,0 +1,199 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Browser, Page } from 'puppeteer-core';
+import type { OpsOverview } from '@gm/contracts';
+import { eventually, memory, startTestRuntime, type ApiBody, type EmbeddedTestRuntime } from '../e2e/harness.ts';
+import { buildConsole, fill, inPage, launchBrowser, screenshot, signIn, textOnceItContains } from './browser.ts';
+
+/**
+ * The review and compliance console (apps/console, issue 17) in Debian's Chromium, against the
+ * embedded runtime: what a reviewer, a compliance officer and an SRE do there, and that the
+ * console shows only what the server allows.
+ */
+describe('the console in a browser', () => {
+  let rt: EmbeddedTestRuntime;
+  let browser: Browser;
+  let page: Page;
+  let consoleDir: string;
+  let writer: string;
+
+  beforeAll(async () => {
+    consoleDir = await buildConsole();
+    rt = await startTestRuntime({ MEMORY_CONSOLE_DIR: consoleDir });
+    browser = await launchBrowser();
+    writer = await rt.issue({ agentId: 'support-bot', principal: { id: 'alice', kind: 'person' }, actions: ['write', 'read', 'search', 'request_delete'] });
+  }, 180_000);
+  afterAll(async () => {
+    await browser?.close();
+    await rt?.close();
+    rmSync(consoleDir, { recursive: true, force: true });
+  });
+
+  /** A fresh page each test: nothing carries over but what the server holds. */
+  const open = async (token: string): Promise<Page> => {
+    await page?.close();
+    page = await browser.newPage();
+    await page.setViewport({ width: 1280, height: 900 });
+    await signIn(page, rt.url, token);
+    return page;
+  };
+  const queueRow = (id: string) => `[data-testid="queue-row"][data-record-id="${id}"]`;
+  const search = async (token: string, query: string) =>
+    (await rt.api('POST', '/v1/search', { token, body: { query } })).body.items.map((i) => i.recordId);
+
+  it('lets a reviewer promote a quarantined write, which an agent then finds', async () => {
+    const written = await rt.api('POST', '/v1/memories', {
+      token: writer, body: memory({ id: 'cq-1', subjectId: 'cust-cq', trust: 'untrusted', content: 'Capybara account wants invoices in euros' }),
+    });
+    expect(written.status).toBe(201);
+    expect(await search(writer, 'capybara invoices')).toEqual([]);
+    const reviewer = await rt.issue({ agentId: 'review-desk', principal: { id: 'carol', kind: 'person' }, actions: ['review', 'promote', 'read'] });
+    const p = await open(reviewer);
+    await p.click('[data-testid="nav-review"]');
+    await p.waitForSelector(queueRow('cq-1'));
+    const rowText = await p.$eval(queueRow('cq-1'), (el) => el.textContent ?? '');
+    // Provenance, trust and who wrote it, beside the content.
+    for (const shown of ['Capybara account wants invoices in euros', 'untrusted', 'support-bot']) expect(rowText).toContain(shown);
+    await screenshot(p, 'review-queue');
+    await p.click(`${queueRow('cq-1')} [data-testid="promote"]`);
+    await textOnceItContains(p, '[data-testid="review-status"]', 'cq-1');
+    await p.waitForSelector(queueRow('cq-1'), { hidden: true });
+    expect(await search(writer, 'capybara invoices')).toEqual(['cq-1']);
+  });
+
+  it('shows the refusal when the writer agent tries to promote its own write', async () => {
+    await rt.api('POST', '/v1/memories', { token: writer, body: memory({ id: 'cq-self', subjectId: 'cust-cq', trust: 'untrusted', content: 'Self-promoted claim about refunds' }) });
+    const self = await rt.issue({ agentId: 'support-bot', principal: { id: 'dave', kind: 'person' }, actions: ['review', 'promote'] });
+    const p = await open(self);
+    await p.click('[data-testid="nav-review"]');
+    await p.waitForSelector(queueRow('cq-self'));
+    await p.click(`${queueRow('cq-self')} [data-testid="promote"]`);
+    const alert = await textOnceItContains(p, '[data-testid="problem"]', 'MEM_SELF_PROMOTION');
+    expect(alert).toMatch(/another reviewer/i);
+    // Still in the queue: nothing changed.
+    const queue = await rt.api<{ items: Array<{ id: string; version: number }> }>('GET', '/v1/review/quarantine', { token: self });
+    expect(queue.body.items.find((r) => r.id === 'cq-self')?.version).toBe(1);
+  });
+
+  it('shows the newer version when a record changed since the queue was read', async () => {
+    await rt.api('POST', '/v1/memories', { token: writer, body: memory({ id: 'cq-race', subjectId: 'cust-cq', trust: 'untrusted', content: 'Racing note about delivery windows' }) });
+    const reviewer = await rt.issue({ agentId: 'review-desk', principal: { id: 'carol', kind: 'person' }, actions: ['review', 'promote', 'read'] });
+    const other = await rt.issue({ agentId: 'review-bot', principal: { id: 'erin', kind: 'person' }, actions: ['review'] });
+    const p = await open(reviewer);
+    await p.click('[data-testid="nav-review"]');
+    await p.waitForSelector(queueRow('cq-race'));
+    // The writer corrects it meanwhile (still untrusted, so still quarantined): the page's version 1 is stale.
+    const corrected = await rt.api('POST', '/v1/memories', {
+      token: writer, body: memory({ id: 'cq-race', subjectId: 'cust-cq', trust: 'untrusted', content: 'Corrected note about delivery windows', expectedVersion: 1 }),
+    });
+    expect(corrected.body).toMatchObject({ version: 2, status: 'quarantined' });
+    await p.click(`${queueRow('cq-race')} [data-testid="promote"]`);
+    const conflict = await textOnceItContains(p, '[data-testid="conflict"]', 'Corrected note about delivery windows');
+    expect(await p.$eval('[data-testid="conflict"]', (el) => el.getAttribute('data-current-version'))).toBe('2');
+    expect(await p.$eval('[data-testid="problem"]', (el) => el.textContent ?? '')).toContain('MEM_CONFLICT');
+    expect(conflict).toContain('2');
+    await screenshot(p, 'review-conflict');
+    const queue = await rt.api<{ items: Array<{ id: string; version: number }> }>('GET', '/v1/review/quarantine', { token: other });
+    expect(queue.body.items.find((r) => r.id === 'cq-race')?.version).toBe(2);
+  });
+
+  it('shows no queue to a capability without review rights', async () => {
+    const agent = await rt.issue({ agentId: 'support-bot', principal: { id: 'alice', kind: 'person' }, actions: ['search', 'read'] });
+    const p = await open(agent);
+    expect(await p.$('[data-testid="nav-review"]')).toBeNull();
+    // Even asked for directly, the server refuses and the page says so.
+    await p.goto(`${rt.url}/console/#/review`);
+    await signIn(p, rt.url, agent);
+    await inPage(p, "window.location.hash = '#/review'");
+    await textOnceItContains(p, '[data-testid="problem"]', 'CAP_ACTION_DENIED');
+    expect(await p.$$('[data-testid="queue-row"]')).toHaveLength(0);
+    await screenshot(p, 'review-refused');
+  });
+
+  it('follows a forget to verified, verifies its receipt in the page and shows a tampered one invalid', async () => {
+    await rt.api('POST', '/v1/memories', { token: writer, body: memory({ id: 'cf-1', subjectId: 'cust-cf', content: 'Coati clinic notes a latex allergy' }) });
+    const forget = await rt.api('POST', '/v1/subjects/cust-cf/forget', { token: writer, body: {} });
+    expect(forget.status).toBe(202);
+    const jobId = String(forget.body.jobId);
+    await eventually('the forget verified with its receipt', async () => {
+      const receipt = await rt.api('GET', `/v1/deletion-jobs/${jobId}/receipt`, { token: writer });
+      return receipt.status === 200;
+    }, 60_000);
+    const officer = await rt.issue({ agentId: 'compliance-desk', principal: { id: 'frank', kind: 'person' }, actions: ['admin', 'request_delete'] });
+    const p = await open(officer);
+    await p.click('[data-testid="nav-jobs"]');
+    const jobRow = `[data-testid="job-row"][data-job-id="${jobId}"]`;
+    await p.waitForSelector(jobRow);
+    await screenshot(p, 'deletion-jobs');
+    await p.click(`${jobRow} a`);
+    await textOnceItContains(p, '[data-testid="job-status"]', 'verified');
+    const verdict = await textOnceItContains(p, '[data-testid="receipt-verdict"]', 'valid');
+    expect(verdict).not.toContain('invalid');
+    // Per-target evidence is listed.
+    const page = await p.$eval('main', (el) => el.textContent ?? '');
+    for (const target of ['primary', 'keyword', 'key', 'verification']) expect(page).toContain(target);
+    await screenshot(p, 'deletion-job-receipt');
+
+    // The download is the compact JWS itself, saved as <jobId>.jws.
+    const downloads = mkdtempSync(path.join(os.tmpdir(), 'gm-downloads-'));
+    const cdp = await p.createCDPSession();
+    await cdp.send('Browser.setDownloadBehavior', { behavior: 'allow', downloadPath: downloads });
+    await p.click('[data-testid="download-jws"]');
+    const file = path.join(downloads, `${jobId}.jws`);
+    const downloaded = await eventually('the receipt downloaded', async () => existsSync(file) && readFileSync(file, 'utf8'));
+    const stored = await rt.api('GET', `/v1/deletion-jobs/${jobId}/receipt`, { token: officer });
+    const jws = String((stored.body as ApiBody & { receipt: string }).receipt);
+    expect(downloaded).toBe(jws);
+    rmSync(downloads, { recursive: true, force: true });
+
+    // One changed claim (the job says "failed"), the signature kept: invalid.
+    const [header, payload = '', signature] = jws.split('.');
+    const claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as Record<string, unknown>;
+    const tampered = `${header}.${Buffer.from(JSON.stringify({ ...claims, status: 'failed' })).toString('base64url')}.${signature}`;
+    for (const [jwsText, expected] of [[tampered, 'invalid'], [jws, 'valid']] as const) {
+      await fill(p, '[data-testid="pasted-receipt"]', jwsText);
+      await p.click('[data-testid="verify-pasted"]');
+      const pasted = await textOnceItContains(p, '[data-testid="pasted-verdict"]', expected);
+      if (expected === 'valid') expect(pasted).not.toContain('invalid');
+    }
+    await screenshot(p, 'receipt-tampered');
+  }, 120_000);
+
+  it('draws consumer lag and throughput for an administrator', async () => {
+    const sre = await rt.issue({ agentId: 'sre-desk', principal: { id: 'sam', kind: 'person' }, actions: ['admin'] });
+    const p = await open(sre);
+    await p.click('[data-testid="nav-ops"]');
+    const points = (at: number) => `Number(document.querySelector('[data-testid="ops-chart"]')?.getAttribute('data-points') ?? 0) >= ${at}`;
+    await p.waitForFunction(points(1), { timeout: 30_000 });
+    // Writes while the page watches: the next readings count them (the page polls every 2 s).
+    const batch = Array.from({ length: 20 }, (_, n) => memory({ id: `co-${n}`, subjectId: 'cust-co', content: `Ocelot note ${n}` }));
+    expect((await rt.api('POST', '/v1/memories:batch', { token: writer, body: { items: batch } })).status).toBe(200);
+    await p.waitForFunction(points(3), { timeout: 30_000 });
+    const overview = await rt.api<OpsOverview>('GET', '/v1/ops/overview', { token: sre });
+    expect(overview.body.history.some((h) => h.writesPerSecond > 0)).toBe(true);
+    expect(await p.$('[data-testid="ops-chart"] canvas')).not.toBeNull();
+    const text = await p.$eval('main', (el) => el.textContent ?? '');
+    for (const group of ['write-admission', 'projector', 'index-builder']) expect(text).toContain(group);
+    await screenshot(p, 'operations');
+  });
+
+  it('keeps the capability and every content out of the URL and the browser\'s storage', async () => {
+    const reviewer = await rt.issue({ agentId: 'review-desk', principal: { id: 'carol', kind: 'person' }, actions: ['review', 'promote', 'read'] });
+    await rt.api('POST', '/v1/memories', { token: writer, body: memory({ id: 'cq-priv', subjectId: 'cust-cq', trust: 'untrusted', content: 'Pangolin secret pricing' }) });
+    const p = await open(reviewer);
+    await p.click('[data-testid="nav-review"]');
+    await p.waitForSelector(queueRow('cq-priv'));
+    const stored = await inPage<Record<string, string>>(p,
+      '({ url: window.location.href, local: JSON.stringify({ ...localStorage }), session: JSON.stringify({ ...sessionStorage }), cookies: document.cookie })');
+    for (const value of Object.values(stored)) {
+      expect(value).not.toContain(reviewer.slice(-20));
+      expect(value).not.toContain('Pangolin');
+    }
+    // A reload forgets the capability: back to sign-in.
+    await p.reload();
+    await p.waitForSelector('[data-testid="capability-input"]');
+    expect(readFileSync(`${consoleDir}/index.html`, 'utf8')).not.toContain('<script>');
+  });
+});
