@@ -36,7 +36,7 @@ export async function verifyReceiptJws(jws: string, keys: readonly PublicJwk[]):
   if (header.alg !== ALG || header.typ !== RECEIPT_TYPE) {
     return invalid(`unexpected header (alg ${String(header.alg)}, typ ${String(header.typ)}): a receipt is ${ALG}, ${RECEIPT_TYPE}`, payload ?? undefined);
   }
-  // RFC 7515 §4.1.11: extensions the verifier does not understand make the JWS invalid.
+  // RFC 7515 section 4.1.11: extensions the verifier does not understand make the JWS invalid.
   if (header.crit !== undefined) return invalid('the header names critical extensions this verifier does not know', payload ?? undefined);
   const signature = decodeBase64Url(signaturePart);
   if (signature === null || signature.length !== ED25519_SIGNATURE_BYTES) return invalid('the signature is not a base64url Ed25519 signature', payload ?? undefined);
