@@ -40,8 +40,9 @@ describe('the console in a browser', () => {
     return page;
   };
   const queueRow = (id: string) => `[data-testid="queue-row"][data-record-id="${id}"]`;
+  /** What an agent's keyword search finds (lexical: exact words, so one record's promotion is all that changes the answer). */
   const search = async (token: string, query: string) =>
-    (await rt.api('POST', '/v1/search', { token, body: { query } })).body.items.map((i) => i.recordId);
+    (await rt.api('POST', '/v1/search', { token, body: { query, mode: 'lexical' } })).body.items.map((i) => i.recordId);
 
   it('lets a reviewer promote a quarantined write, which an agent then finds', async () => {
     const written = await rt.api('POST', '/v1/memories', {
@@ -177,6 +178,48 @@ describe('the console in a browser', () => {
     const text = await p.$eval('main', (el) => el.textContent ?? '');
     for (const group of ['write-admission', 'projector', 'index-builder']) expect(text).toContain(group);
     await screenshot(p, 'operations');
+  });
+
+  it('works from the keyboard alone, and names every control for a screen reader', async () => {
+    await rt.api('POST', '/v1/memories', { token: writer, body: memory({ id: 'cq-kb', subjectId: 'cust-cq', trust: 'untrusted', content: 'Kinkajou account prefers paper invoices' }) });
+    const reviewer = await rt.issue({ agentId: 'review-desk', principal: { id: 'carol', kind: 'person' }, actions: ['review', 'promote', 'read'] });
+    await page?.close();
+    page = await browser.newPage();
+    const p = page;
+    await p.goto(`${rt.url}/console/`);
+    await p.waitForSelector('[data-testid="capability-input"]');
+    /** Tabs forward until the focused element matches, as a keyboard user would (bounded: a trap fails the test). */
+    const tabTo = async (selector: string) => {
+      for (let presses = 0; presses < 60; presses += 1) {
+        await p.keyboard.press('Tab');
+        if (await inPage<boolean>(p, `document.activeElement?.matches(${JSON.stringify(selector)}) ?? false`)) return;
+      }
+      throw new Error(`Tab never reached ${selector}`);
+    };
+    await tabTo('[data-testid="capability-input"]');
+    await p.keyboard.type(reviewer);
+    await tabTo('[data-testid="sign-in"]');
+    await p.keyboard.press('Enter');
+    await tabTo('[data-testid="nav-review"]');
+    await p.keyboard.press('Enter');
+    await p.waitForSelector(queueRow('cq-kb'));
+    await tabTo(`${queueRow('cq-kb')} [data-testid="promote"]`);
+    await p.keyboard.press('Enter');
+    await textOnceItContains(p, '[data-testid="review-status"]', 'cq-kb');
+    expect(await search(writer, 'kinkajou')).toEqual(['cq-kb']);
+
+    // Every button, link, field and select has a name (the accessibility tree Chromium builds).
+    await p.click('[data-testid="nav-jobs"]');
+    await p.waitForSelector('[data-testid="status-filter"]');
+    type AxNode = { role: string; name?: string; children?: AxNode[] };
+    const unnamed: string[] = [];
+    const walk = (node: AxNode | null | undefined) => {
+      if (!node) return;
+      if (['button', 'link', 'textbox', 'combobox', 'checkbox', 'radio'].includes(node.role) && !(node.name ?? '').trim()) unnamed.push(node.role);
+      node.children?.forEach(walk);
+    };
+    walk((await p.accessibility.snapshot()) as AxNode | null);
+    expect(unnamed).toEqual([]);
   });
 
   it('keeps the capability and every content out of the URL and the browser\'s storage', async () => {

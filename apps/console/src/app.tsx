@@ -42,7 +42,9 @@ export function App() {
     );
   }
   const pages = pagesFor(session.view);
-  const shown = route.page === 'home' ? { page: pages[0] ?? 'jobs' } : route;
+  // The landing route is the first page the capability suggests, at the same place in the tree
+  // as that page's own route: following its nav link keeps the page (no second load).
+  const shown: Route = route.page === 'home' ? { page: pages[0] ?? 'jobs' } : route;
   const active: Page | null = shown.page === 'job' ? 'jobs' : shown.page === 'review' || shown.page === 'jobs' || shown.page === 'ops' ? shown.page : null;
   return (
     <>
@@ -59,7 +61,7 @@ export function App() {
         <CapabilitySummary view={session.view} />
       </header>
       <main id="main">
-        <RoutedPage route={route} first={pages[0] ?? 'jobs'} />
+        <RoutedPage route={shown} first={pages[0] ?? 'jobs'} />
       </main>
     </>
   );
@@ -76,7 +78,7 @@ function RoutedPage({ route, first }: { route: Route; first: Page }) {
     case 'ops':
       return <OpsPage />;
     case 'home':
-      // The landing route shows the first page the capability suggests, without rewriting the URL.
+      // App resolves the landing route before it gets here; the URL is never rewritten.
       return <RoutedPage route={{ page: first }} first={first} />;
     case 'unknown':
       return (

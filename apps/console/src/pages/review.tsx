@@ -211,8 +211,8 @@ function QueueRow({ record, busy, onDecide }: { record: MemoryRecord; busy: bool
               <option key={v} value={v}>{v}{v === record.visibility ? ' (current)' : ''}</option>
             ))}
           </select>
-          <button type="button" data-testid="promote" disabled={busy} onClick={() => onDecide(record, 'promote', visibility)}>Promote</button>
-          <button type="button" data-testid="reject" class="secondary" disabled={busy} onClick={() => onDecide(record, 'reject', visibility)}>Reject</button>
+          <button type="button" data-testid="promote" aria-label={`Promote ${record.id}`} disabled={busy} onClick={() => onDecide(record, 'promote', visibility)}>Promote</button>
+          <button type="button" data-testid="reject" class="secondary" aria-label={`Reject ${record.id}`} disabled={busy} onClick={() => onDecide(record, 'reject', visibility)}>Reject</button>
         </div>
       </td>
     </tr>
