@@ -162,6 +162,62 @@ describe('the console in a browser', () => {
     await screenshot(p, 'receipt-tampered');
   }, 120_000);
 
+  it('shows a legal hold keeping content, and the job that purges it once the hold is released', async () => {
+    const officer = await rt.issue({ agentId: 'compliance-desk', principal: { id: 'frank', kind: 'person' }, actions: ['admin', 'request_delete'] });
+    await rt.api('POST', '/v1/memories', { token: writer, body: memory({ id: 'ch-1', subjectId: 'cust-ch', content: 'Held note about the Tapir contract' }) });
+    expect((await rt.api('POST', '/v1/legal-holds', { token: officer, body: { holdId: 'hold-ch', subjectId: 'cust-ch', reason: 'litigation 2026-17' } })).status).toBe(201);
+    const forget = await rt.api('POST', '/v1/subjects/cust-ch/forget', { token: writer, body: {} });
+    const jobId = String(forget.body.jobId);
+    await eventually('the held forget verified', async () => (await rt.api('GET', `/v1/deletion-jobs/${jobId}/receipt`, { token: officer })).status === 200, 60_000);
+
+    const p = await open(officer);
+    await p.goto(`${rt.url}/console/#/jobs/${jobId}`);
+    await textOnceItContains(p, '[data-testid="job-status"]', 'verified');
+    expect(await p.$eval('[data-testid="hold-id"]', (el) => el.textContent)).toBe('hold-ch');
+    expect(await p.$eval('[data-testid="retention"]', (el) => el.getAttribute('data-retained'))).toBe('true');
+    expect(await textOnceItContains(p, '[data-testid="receipt-verdict"]', 'valid')).not.toContain('invalid');
+    await screenshot(p, 'deletion-job-held');
+
+    // Released through the API: the page links the continuation, whose receipt says purged.
+    expect((await rt.api('DELETE', '/v1/legal-holds/hold-ch', { token: officer })).status).toBe(202);
+    const continuedBy = await eventually('the continuation job', async () => {
+      const job = await rt.api('GET', `/v1/deletion-jobs/${jobId}`, { token: officer });
+      return typeof job.body.continuedBy === 'string' ? job.body.continuedBy : undefined;
+    }, 30_000);
+    await eventually('the purge verified', async () => (await rt.api('GET', `/v1/deletion-jobs/${continuedBy}/receipt`, { token: officer })).status === 200, 60_000);
+    await p.reload();
+    await signIn(p, rt.url, officer);
+    await inPage(p, `window.location.hash = ${JSON.stringify(`#/jobs/${jobId}`)}`);
+    await p.waitForSelector('[data-testid="job-continued-by"]');
+    await p.click('[data-testid="job-continued-by"]');
+    await textOnceItContains(p, '[data-testid="job-continues"]', jobId);
+    expect(await p.$eval('[data-testid="retention"]', (el) => el.getAttribute('data-retained'))).toBe('false');
+    expect(await textOnceItContains(p, '[data-testid="receipt-verdict"]', 'valid')).not.toContain('invalid');
+  }, 120_000);
+
+  it('pages through the jobs list and filters it by status', async () => {
+    const officer = await rt.issue({ agentId: 'compliance-desk', principal: { id: 'frank', kind: 'person' }, actions: ['admin', 'request_delete'] });
+    const jobIds: string[] = [];
+    for (let n = 0; n < 11; n += 1) jobIds.push(String((await rt.api('POST', `/v1/subjects/cust-page-${n}/forget`, { token: writer, body: {} })).body.jobId));
+    await eventually('every job verified', async () => {
+      const listed = await rt.api<{ items: Array<{ jobId: string; status: string }> }>('GET', '/v1/deletion-jobs?status=verified&limit=100', { token: officer });
+      return jobIds.every((id) => listed.body.items.some((j) => j.jobId === id));
+    }, 60_000);
+    const p = await open(officer);
+    await p.click('[data-testid="nav-jobs"]');
+    await p.waitForSelector('[data-testid="job-row"]');
+    await p.select('[data-testid="status-filter"]', 'verified');
+    // A select applies at once (Apply is for the time field).
+    await p.select('[data-testid="limit-filter"]', '10');
+    await p.waitForSelector('[data-testid="jobs-more"]');
+    expect(await p.$$eval('[data-testid="job-row"]', (rows) => rows.length)).toBe(10);
+    const total = (await rt.api<{ items: unknown[] }>('GET', '/v1/deletion-jobs?status=verified&limit=100', { token: officer })).body.items.length;
+    await p.click('[data-testid="jobs-more"]');
+    await p.waitForFunction(`document.querySelectorAll('[data-testid="job-row"]').length === ${Math.min(total, 20)}`);
+    const statuses = await p.$$eval('[data-testid="job-row"] [data-testid="job-status"]', (els) => els.map((el) => el.textContent));
+    expect(new Set(statuses)).toEqual(new Set(['verified']));
+  }, 120_000);
+
   it('draws consumer lag and throughput for an administrator', async () => {
     const sre = await rt.issue({ agentId: 'sre-desk', principal: { id: 'sam', kind: 'person' }, actions: ['admin'] });
     const p = await open(sre);

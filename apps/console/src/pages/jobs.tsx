@@ -77,7 +77,8 @@ export function JobsPage() {
   );
 }
 
-function FilterForm({ filter, onChange }: { filter: Filter; onChange: (filter: Filter) => void }) {
+/** Changes go through `onChange` as updates of the latest filter: two quick picks never undo each other. */
+function FilterForm({ filter, onChange }: { filter: Filter; onChange: (update: (filter: Filter) => Filter) => void }) {
   const [since, setSince] = useState('');
   const [sinceError, setSinceError] = useState<string | null>(null);
 
@@ -85,7 +86,7 @@ function FilterForm({ filter, onChange }: { filter: Filter; onChange: (filter: F
     event.preventDefault();
     if (since === '') {
       setSinceError(null);
-      onChange({ ...filter, since: '' });
+      onChange((f) => ({ ...f, since: '' }));
       return;
     }
     const ms = Date.parse(since);
@@ -94,11 +95,12 @@ function FilterForm({ filter, onChange }: { filter: Filter; onChange: (filter: F
       return;
     }
     setSinceError(null);
-    onChange({ ...filter, since: new Date(ms).toISOString() });
+    const iso = new Date(ms).toISOString();
+    onChange((f) => ({ ...f, since: iso }));
   };
 
-  const pickStatus = (value: string) => onChange({ ...filter, status: JOB_STATUS_FILTERS.find((s) => s === value) ?? '' });
-  const pickLimit = (value: string) => onChange({ ...filter, limit: PAGE_SIZES.find((n) => String(n) === value) ?? 50 });
+  const pickStatus = (value: string) => onChange((f) => ({ ...f, status: JOB_STATUS_FILTERS.find((s) => s === value) ?? '' }));
+  const pickLimit = (value: string) => onChange((f) => ({ ...f, limit: PAGE_SIZES.find((n) => String(n) === value) ?? 50 }));
 
   return (
     <form class="filters" onSubmit={apply}>
