@@ -52,4 +52,20 @@ describe('the operations overview', () => {
     expect(refused.status).toBe(403);
     expect(refused.body.code).toBe('CAP_SCOPE_DENIED');
   });
+
+  it('is only for the operating tenants\' administrators when MEMORY_OPS_TENANTS names them', async () => {
+    const hosted = await startTestRuntime({ MEMORY_OPS_TENANTS: 'ops-team' });
+    try {
+      const tenantAdmin = await hosted.issue({ agentId: 'acme-admin', principal: { id: 'ann', kind: 'person' }, actions: ['admin'] });
+      const refused = await hosted.api('GET', '/v1/ops/overview', { token: tenantAdmin });
+      expect(refused.status).toBe(403);
+      expect(refused.body.code).toBe('CAP_SCOPE_DENIED');
+      const operator = await hosted.issue({
+        tenant: 'ops-team', agentId: 'sre-desk', principal: { id: 'sam', kind: 'person' }, actions: ['admin'], scopes: [{ kind: 'project', id: 'platform' }],
+      });
+      expect((await hosted.api('GET', '/v1/ops/overview', { token: operator })).status).toBe(200);
+    } finally {
+      await hosted.close();
+    }
+  });
 });

@@ -67,6 +67,8 @@ export interface RuntimeConfig {
   adminBootstrap: 'issuer' | 'configured';
   bootstrapAdmins: BootstrapAdmin[];
   policyDir?: string;
+  /** MEMORY_OPS_TENANTS: whose administrators may read GET /v1/ops/overview (absent: every tenant's). */
+  opsTenants?: string[];
   /** MEMORY_CONSOLE_DIR: the built console served at /console/ (default apps/console/dist). */
   consoleDir?: string;
   idempotencyWindowMs: number;

@@ -158,6 +158,7 @@ export async function startEmbeddedRuntime(config: RuntimeConfig, options: Runti
       packetTtlMs: config.packetTtlMs, cacheTtlMs: config.cacheTtlMs, rateLimitPerMinute: config.rateLimitPerMinute,
       bodyLimitBytes: config.bodyLimitBytes, requestTimeoutMs: config.requestTimeoutMs, asyncBacklogLimit: config.asyncBacklogLimit,
       queryAudit: config.queryAudit, adminBootstrap: config.adminBootstrap, bootstrapAdmins: config.bootstrapAdmins,
+      ...(config.opsTenants === undefined ? {} : { opsTenants: config.opsTenants }),
     },
     ready: async () => (await state.kv.ping()) && (await stores.bus.endOffsets(TOPICS.events)).length > 0,
   });

@@ -135,6 +135,18 @@ export const brokerEnvShape = {
   MEMORY_ADMIN_BOOTSTRAP: z.enum(['issuer', 'configured']).default('issuer').meta({
     description: "how a resource gets its first administrator: `issuer` — an `admin` capability (the issuer's word) may add the first admin grant of a resource that has none, and `MEMORY_BOOTSTRAP_ADMINS` too; `configured` — only `MEMORY_BOOTSTRAP_ADMINS`, and every other admin grant needs Cedar's `admin`",
   }),
+  MEMORY_OPS_TENANTS: z.string().min(1)
+    .transform((text, ctx) => {
+      const tenants = text.split(',').map((t) => t.trim()).filter((t) => t !== '');
+      for (const tenant of tenants) if (!Id.safeParse(tenant).success) ctx.addIssue({ code: 'custom', message: `not a tenant id: ${tenant}` });
+      if (tenants.length === 0) ctx.addIssue({ code: 'custom', message: 'names no tenant' });
+      return tenants;
+    })
+    .optional()
+    .meta({
+      description: "comma-separated tenants whose administrators may read `GET /v1/ops/overview`, the deployment's lag and throughput (a host serving several tenants names its own) ([console.md](console.md#operations))",
+      whenUnset: 'the administrators of every tenant',
+    }),
   MEMORY_CONSOLE_DIR: z.string().min(1).optional().meta({
     description: 'the built review and compliance console served at `/console/` ([console.md](console.md))',
     whenUnset: '`apps/console/dist` (built by `scripts/setup.sh`)',
@@ -163,6 +175,7 @@ export function brokerSettingsOf(e: z.infer<typeof BrokerEnv>) {
     bootstrapAdmins: e.MEMORY_BOOTSTRAP_ADMINS ?? [],
     ...(e.MEMORY_POLICY_DIR === undefined ? {} : { policyDir: e.MEMORY_POLICY_DIR }),
     ...(e.MEMORY_CONSOLE_DIR === undefined ? {} : { consoleDir: e.MEMORY_CONSOLE_DIR }),
+    ...(e.MEMORY_OPS_TENANTS === undefined ? {} : { opsTenants: e.MEMORY_OPS_TENANTS }),
   };
 }
 

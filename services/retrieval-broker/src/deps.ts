@@ -25,6 +25,8 @@ export interface BrokerConfig {
   queryAudit?: boolean;
   /** How a resource gets its first administrator (admin-authz.ts); default `issuer`. */
   adminBootstrap?: 'issuer' | 'configured';
+  /** Tenants whose administrators may read the ops overview (MEMORY_OPS_TENANTS); absent = every tenant's. */
+  opsTenants?: readonly string[];
   /** Administrators granted at start (MEMORY_BOOTSTRAP_ADMINS). */
   bootstrapAdmins?: ReadonlyArray<{ tenant: string; principal: { id: string; kind: PrincipalKind }; resource: ResourceRef; purposes: string[] }>;
 }
