@@ -1,6 +1,7 @@
 import { isCryptoError, type RotationResult } from '@gm/crypto';
 import { PolicySetError } from '@gm/policy';
 import { isPartitionCountMismatch } from '@gm/bus';
+import { DEFAULT_CONSOLE_DIR, consoleBuiltIn } from '@gm/retrieval-broker';
 
 const rotated = (r: RotationResult | undefined): string => (r === undefined ? '' : ` — re-wrapped ${r.rewrapped} subject keys`);
 import { ConfigError, loadConfig } from './config.ts';
@@ -69,6 +70,7 @@ async function main(): Promise<void> {
       `receipt key (pub): ${runtime.credentials.receiptPublicKeyFile}`,
       `master keys:       ${runtime.masterKeySource} (active "${runtime.crypto.masterKeys.active}")${rotated(runtime.crypto.rotation)}`
         + (masterKeyBesideData(config.dataDir, runtime.masterKeySource) ? ' — inside the data directory: fine for a trial, not for production (docs/encryption.md#threat-model)' : ''),
+      `console:           ${consoleBuiltIn(config.consoleDir ?? DEFAULT_CONSOLE_DIR) ? `${runtime.url}/console/` : 'not built (pnpm --filter @gm/console build)'}`,
       `pipeline:          ${config.pipeline === 'thread' ? 'its own thread' : 'the HTTP thread'} (MEMORY_PIPELINE=${config.pipeline})`,
       `started in ${Math.round(performance.now() - started)} ms — Ctrl-C to stop`,
       '',

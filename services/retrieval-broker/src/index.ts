@@ -8,3 +8,4 @@ export * from './start.ts';
 export * from './policy-gateway.ts';
 export * from './admin-authz.ts';
 export * from './consistency-token.ts';
+export { DEFAULT_CONSOLE_DIR, consoleBuiltIn } from './routes/console.ts';

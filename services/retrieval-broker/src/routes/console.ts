@@ -38,13 +38,16 @@ function loadFiles(dir: string): Map<string, { type: string; body: Buffer }> {
   return files;
 }
 
+/** Whether `dir` holds a built console (its index.html). */
+export const consoleBuiltIn = (dir: string): boolean => existsSync(path.join(dir, 'index.html'));
+
 /**
  * The review and compliance console (apps/console) at /console/: static files that speak only
  * the public API (docs/console.md). Absent when it was not built: /console/ then says how to build it.
  */
 export function consoleRoutes(app: FastifyInstance, deps: Pick<BrokerDeps, 'consoleDir'>): void {
   const dir = deps.consoleDir ?? DEFAULT_CONSOLE_DIR;
-  const files = existsSync(path.join(dir, 'index.html')) ? loadFiles(dir) : undefined;
+  const files = consoleBuiltIn(dir) ? loadFiles(dir) : undefined;
   app.get('/console', async (_request, reply) => reply.redirect('/console/', 302));
   app.get('/console/*', async (request, reply) => {
     if (files === undefined) {
