@@ -51,7 +51,8 @@ export function consoleRoutes(app: FastifyInstance, deps: Pick<BrokerDeps, 'cons
   app.get('/console', async (_request, reply) => reply.redirect('/console/', 302));
   app.get('/console/*', async (request, reply) => {
     if (files === undefined) {
-      throw new GovernedMemoryError('MEM_NOT_FOUND', `the console is not built in ${dir}: run pnpm --filter @gm/console build (scripts/setup.sh does)`);
+      // The detail names no server path: anyone may ask.
+      throw new GovernedMemoryError('MEM_NOT_FOUND', 'the console is not built on this server: run pnpm --filter @gm/console build (scripts/setup.sh does), or set MEMORY_CONSOLE_DIR');
     }
     const wanted = (request.params as { '*': string })['*'];
     const found = files.get(wanted === '' ? 'index.html' : wanted);
