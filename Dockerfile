@@ -5,7 +5,7 @@ RUN apt-get update && apt-get install -y --no-install-recommends python3 make g+
 WORKDIR /app
 COPY . .
 # better-sqlite3 builds against the headers of this Node (the embedded runtime needs it too).
-RUN npm_config_nodedir=/usr/local bash scripts/setup.sh
+RUN npm_config_nodedir=/usr/local GM_BROWSER=0 bash scripts/setup.sh
 ENV NODE_ENV=production
 USER node
 CMD ["node", "--import", "tsx", "apps/embedded/src/main.ts"]

@@ -76,3 +76,15 @@ bash infra/local/model.sh fetch
 # The review and compliance console (apps/console), served by the API at /console/ (docs/console.md).
 echo "== console"
 pnpm --filter @gm/console build
+
+# The console's browser tests (part of `pnpm test`) drive Debian's Chromium; `pnpm start` does
+# not need it. GM_BROWSER=0 skips it (the Dockerfile does: an image runs no tests).
+if [ "${GM_BROWSER:-1}" != 0 ] && ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "== chromium (apt-get, for the console's browser tests)"
+    DEBIAN_FRONTEND=noninteractive apt-get -q -o DPkg::Lock::Timeout=300 update
+    DEBIAN_FRONTEND=noninteractive apt-get -q -y -o DPkg::Lock::Timeout=300 --no-install-recommends install chromium
+  else
+    echo "== chromium is missing: the console's browser tests in pnpm test will fail until it is installed (apt-get install chromium as root, or CHROMIUM_PATH=...)" >&2
+  fi
+fi

@@ -10,12 +10,12 @@ const CONSOLE_ROOT = path.join(ROOT, 'apps/console');
 /** Where the tests leave one screenshot per page (the issue's note shows them). */
 export const SCREENSHOTS = path.join(ROOT, 'test-results/console');
 
-/** Debian's Chromium (.ci/run installs it); CHROMIUM_PATH names another. No browser is downloaded. */
+/** Debian's Chromium (scripts/setup.sh installs it); CHROMIUM_PATH names another. No browser is downloaded. */
 export function chromiumPath(): string {
   const candidates = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser'].filter((p): p is string => p !== undefined);
   const found = candidates.find((p) => existsSync(p));
   if (found === undefined) {
-    throw new Error(`no Chromium at ${candidates.join(', ')}: install Debian's (apt-get install chromium, as .ci/run does) or set CHROMIUM_PATH`);
+    throw new Error(`no Chromium at ${candidates.join(', ')}: install Debian's (apt-get install chromium, as scripts/setup.sh does as root) or set CHROMIUM_PATH`);
   }
   return found;
 }
