@@ -82,8 +82,10 @@ pnpm --filter @gm/console build
 if [ "${GM_BROWSER:-1}" != 0 ] && ! command -v chromium >/dev/null 2>&1; then
   if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "== chromium (apt-get, for the console's browser tests)"
-    DEBIAN_FRONTEND=noninteractive apt-get -q -o DPkg::Lock::Timeout=300 update
-    DEBIAN_FRONTEND=noninteractive apt-get -q -y -o DPkg::Lock::Timeout=300 --no-install-recommends install chromium
+    # Not fatal: `pnpm start` runs without it, and the tests say what is missing.
+    { DEBIAN_FRONTEND=noninteractive apt-get -q -o DPkg::Lock::Timeout=300 update \
+      && DEBIAN_FRONTEND=noninteractive apt-get -q -y -o DPkg::Lock::Timeout=300 --no-install-recommends install chromium; } \
+      || echo "== chromium could not be installed: the console's browser tests in pnpm test will fail until it is" >&2
   else
     echo "== chromium is missing: the console's browser tests in pnpm test will fail until it is installed (apt-get install chromium as root, or CHROMIUM_PATH=...)" >&2
   fi
