@@ -84,7 +84,7 @@ if [ "${GM_BROWSER:-1}" != 0 ] && ! command -v chromium >/dev/null 2>&1; then
     echo "== chromium (apt-get, for the console's browser tests)"
     # Not fatal: `pnpm start` runs without it, and the tests say what is missing.
     { DEBIAN_FRONTEND=noninteractive apt-get -q -o DPkg::Lock::Timeout=300 update \
-      && DEBIAN_FRONTEND=noninteractive apt-get -q -y -o DPkg::Lock::Timeout=300 --no-install-recommends install chromium; } \
+      && DEBIAN_FRONTEND=noninteractive apt-get -q -y -o DPkg::Lock::Timeout=300 install chromium; } \
       || echo "== chromium could not be installed: the console's browser tests in pnpm test will fail until it is" >&2
   else
     echo "== chromium is missing: the console's browser tests in pnpm test will fail until it is installed (apt-get install chromium as root, or CHROMIUM_PATH=...)" >&2
