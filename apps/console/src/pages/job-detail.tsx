@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, ApiProblem, asProblem, encodeId } from '../api.ts';
 import type { DeletionJob, DeletionReceipt, Problem, ReceiptResponse } from '../api-types.ts';
+import { ColumnHeads } from '../components/column-heads.tsx';
 import { ProblemAlert } from '../components/problem-alert.tsx';
 import { Time } from '../components/time.tsx';
 import { hrefOf } from '../router.ts';
@@ -177,15 +178,7 @@ function Evidence({ job }: { job: DeletionJob }) {
       <h2>Evidence per target</h2>
       <div class="table-wrap">
         <table data-testid="job-evidence">
-          <thead>
-            <tr>
-              <th scope="col">Target</th>
-              <th scope="col">Status</th>
-              <th scope="col">Completed</th>
-              <th scope="col">Verifier</th>
-              <th scope="col">Ref</th>
-            </tr>
-          </thead>
+          <ColumnHeads columns={['Target', 'Status', 'Completed', 'Verifier', 'Ref']} />
           <tbody>
             {job.evidence.map((e, i) => (
               <tr key={`${e.target}-${i}`} data-target={e.target}>

@@ -1,6 +1,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, asProblem } from '../api.ts';
 import { JOB_STATUS_FILTERS, type DeletionJob, type DeletionJobList, type JobStatusFilter, type Problem } from '../api-types.ts';
+import { ColumnHeads } from '../components/column-heads.tsx';
 import { ProblemAlert } from '../components/problem-alert.tsx';
 import { Time } from '../components/time.tsx';
 import { hrefOf } from '../router.ts';
@@ -140,18 +141,7 @@ function ListingView({ listing }: { listing: Listing }) {
     <div class="table-wrap">
       <table data-testid="jobs">
         <caption>{listing.items.length} deletion {listing.items.length === 1 ? 'job' : 'jobs'}, oldest first</caption>
-        <thead>
-          <tr>
-            <th scope="col">Job</th>
-            <th scope="col">Status</th>
-            <th scope="col">Mode</th>
-            <th scope="col">Subject</th>
-            <th scope="col">Records</th>
-            <th scope="col">Requested by</th>
-            <th scope="col">Requested</th>
-            <th scope="col">Updated</th>
-          </tr>
-        </thead>
+        <ColumnHeads columns={['Job', 'Status', 'Mode', 'Subject', 'Records', 'Requested by', 'Requested', 'Updated']} />
         <tbody>
           {listing.items.map((job) => (
             <tr key={job.jobId} data-testid="job-row" data-job-id={job.jobId}>

@@ -2,6 +2,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, ApiProblem, asProblem } from '../api.ts';
 import type { OpsOverview, Problem } from '../api-types.ts';
 import { OpsChart } from '../components/ops-chart.tsx';
+import { ColumnHeads } from '../components/column-heads.tsx';
 import { ProblemAlert } from '../components/problem-alert.tsx';
 import { Time } from '../components/time.tsx';
 import { formatNumber } from '../format.ts';
@@ -73,7 +74,7 @@ function OverviewView({ overview }: { overview: OpsOverview }) {
       ) : (
         <div class="table-wrap">
           <table data-testid="ops-dead-letters">
-            <thead><tr><th scope="col">Topic</th><th scope="col">Parked messages</th></tr></thead>
+            <ColumnHeads columns={['Topic', 'Parked messages']} />
             <tbody>
               {overview.deadLetters.map((d) => (
                 <tr key={d.topic} data-topic={d.topic} class={d.parked > 0 ? 'warn' : undefined}>
@@ -102,14 +103,7 @@ function ConsumersTable({ consumers }: { consumers: OpsOverview['consumers'] }) 
   return (
     <div class="table-wrap">
       <table data-testid="ops-consumers">
-        <thead>
-          <tr>
-            <th scope="col">Group</th>
-            <th scope="col">Topic</th>
-            <th scope="col">Total lag</th>
-            <th scope="col">Lag per partition</th>
-          </tr>
-        </thead>
+        <ColumnHeads columns={['Group', 'Topic', 'Total lag', 'Lag per partition']} />
         <tbody>
           {consumers.map((c) => (
             <tr key={`${c.group} ${c.topic}`} data-testid="consumer-row" data-group={c.group} data-topic={c.topic}>

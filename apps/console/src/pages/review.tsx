@@ -1,6 +1,7 @@
 import { useCallback, useEffect, useState } from 'preact/hooks';
 import { api, ApiProblem, asProblem, encodeId } from '../api.ts';
 import { VISIBILITIES, type MemoryRecord, type MutationResponse, type Problem, type QuarantineList, type Visibility } from '../api-types.ts';
+import { ColumnHeads } from '../components/column-heads.tsx';
 import { ProblemAlert } from '../components/problem-alert.tsx';
 import { Time } from '../components/time.tsx';
 
@@ -145,18 +146,7 @@ function QueueView({ queue, busy, onDecide }: QueueProps) {
     <div class="table-wrap">
       <table data-testid="queue">
         <caption>{queue.items.length} quarantined {queue.items.length === 1 ? 'memory' : 'memories'}, oldest first</caption>
-        <thead>
-          <tr>
-            <th scope="col">Content</th>
-            <th scope="col">Kind</th>
-            <th scope="col">Provenance</th>
-            <th scope="col">Trust</th>
-            <th scope="col">Written by</th>
-            <th scope="col">Created</th>
-            <th scope="col">Version</th>
-            <th scope="col">Decision</th>
-          </tr>
-        </thead>
+        <ColumnHeads columns={['Content', 'Kind', 'Provenance', 'Trust', 'Written by', 'Created', 'Version', 'Decision']} />
         <tbody>
           {queue.items.map((record) => (
             <QueueRow key={`${record.id}@${record.version}`} record={record} busy={busy === record.id} onDecide={onDecide} />
