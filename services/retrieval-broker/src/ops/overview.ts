@@ -50,10 +50,13 @@ export function scrapedSource(url: string, timeoutMs = DEFAULTS.scrapeTimeoutMs)
 
 type History = OpsOverview['history'][number];
 
+/** What one scrape of the sources gives; the dead letters are read separately, per answer. */
+type Scrape = Pick<OpsOverview, 'consumers' | 'counters' | 'sources'> & { atMs: number };
+
 export class OpsOverviewReader {
   private readonly history: History[] = [];
   private previous: { atMs: number; writes: number; searches: number } | undefined;
-  private reading: Promise<OpsOverview> | undefined;
+  private scraping: Promise<Scrape> | undefined;
   private timer: NodeJS.Timeout | undefined;
   private readonly options: OpsOverviewOptions;
 
@@ -65,29 +68,38 @@ export class OpsOverviewReader {
     this.options = { ...DEFAULTS, ...options };
   }
 
-  /** The overview now; from the first call on, a reading every `intervalMs` keeps the history. */
+  /** The overview now; from the first call on, a scrape every `intervalMs` keeps the history. */
   async read(): Promise<OpsOverview> {
     if (this.timer === undefined) {
-      // Unref'd: an overview someone once looked at never keeps a process alive.
-      this.timer = setInterval(() => void this.sample().catch(() => undefined), this.options.intervalMs);
+      // Unref'd: an overview someone once looked at never keeps a process alive. The timer only
+      // extends the history: the dead-letter topics are read for an answer, not on every tick.
+      this.timer = setInterval(() => void this.scrape().catch(() => undefined), this.options.intervalMs);
       this.timer.unref();
     }
-    return this.sample();
+    const { atMs, consumers, counters, sources } = await this.scrape();
+    return {
+      at: new Date(atMs).toISOString(),
+      consumers,
+      deadLetters: await this.parked(),
+      counters,
+      history: this.history.map((point) => ({ ...point })),
+      sources,
+    };
   }
 
   close(): void {
     clearInterval(this.timer);
   }
 
-  /** One reading at a time: concurrent callers share it. */
-  private sample(): Promise<OpsOverview> {
-    this.reading ??= this.readOnce().finally(() => {
-      this.reading = undefined;
+  /** One scrape at a time: concurrent callers (and the timer) share it. */
+  private scrape(): Promise<Scrape> {
+    this.scraping ??= this.scrapeOnce().finally(() => {
+      this.scraping = undefined;
     });
-    return this.reading;
+    return this.scraping;
   }
 
-  private async readOnce(): Promise<OpsOverview> {
+  private async scrapeOnce(): Promise<Scrape> {
     const atMs = this.options.now();
     const scraped = await Promise.all(this.sources.map(async (source) => {
       try {
@@ -101,25 +113,19 @@ export class OpsOverviewReader {
     const counters = { writes: total('gm_writes_total'), searches: total('gm_search_seconds_count'), deadLettered: total('gm_dead_letters_total') };
     const consumers = consumersOf(samples);
     this.remember(atMs, consumers.reduce((sum, c) => sum + c.lag, 0), counters);
-    return {
-      at: new Date(atMs).toISOString(),
-      consumers,
-      deadLetters: await this.parked(),
-      counters,
-      history: this.history.map((point) => ({ ...point })),
-      sources: scraped.map(({ source, ok }) => ({ source, ok })),
-    };
+    return { atMs, consumers, counters, sources: scraped.map(({ source, ok }) => ({ source, ok })) };
   }
 
   private remember(atMs: number, lag: number, counters: { writes: number; searches: number }): void {
     const previous = this.previous;
     if (previous !== undefined && atMs - previous.atMs < MIN_SPACING_MS) return;
     // A counter that went down is a restarted process: that interval's rate is unknown, read as 0.
-    const rate = (now: number, before: number | undefined) =>
-      previous === undefined || before === undefined || now < before ? 0 : round((now - before) / ((atMs - previous.atMs) / 1000));
+    const rate = (now: number, before: number, seconds: number) => (now < before ? 0 : round((now - before) / seconds));
+    const seconds = previous === undefined ? 0 : (atMs - previous.atMs) / 1000;
     this.history.push({
       at: new Date(atMs).toISOString(), lag,
-      writesPerSecond: rate(counters.writes, previous?.writes), searchesPerSecond: rate(counters.searches, previous?.searches),
+      writesPerSecond: previous === undefined ? 0 : rate(counters.writes, previous.writes, seconds),
+      searchesPerSecond: previous === undefined ? 0 : rate(counters.searches, previous.searches, seconds),
     });
     this.previous = { atMs, ...counters };
     const oldest = atMs - this.options.windowMs;
