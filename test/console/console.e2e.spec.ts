@@ -122,7 +122,7 @@ describe('the console in a browser', () => {
       const receipt = await rt.api('GET', `/v1/deletion-jobs/${jobId}/receipt`, { token: writer });
       return receipt.status === 200;
     }, 60_000);
-    const officer = await rt.issue({ agentId: 'compliance-desk', principal: { id: 'frank', kind: 'person' }, actions: ['admin', 'request_delete'] });
+    const officer = await rt.issue({ agentId: 'compliance-desk', principal: { id: 'frank', kind: 'person' }, scopes: [{ kind: 'project', id: 'maple' }, { kind: 'tenant', id: 'acme' }], actions: ['admin', 'request_delete'] });
     const p = await open(officer);
     await p.click('[data-testid="nav-jobs"]');
     const jobRow = `[data-testid="job-row"][data-job-id="${jobId}"]`;
@@ -163,7 +163,7 @@ describe('the console in a browser', () => {
   }, 120_000);
 
   it('shows a legal hold keeping content, and the job that purges it once the hold is released', async () => {
-    const officer = await rt.issue({ agentId: 'compliance-desk', principal: { id: 'frank', kind: 'person' }, actions: ['admin', 'request_delete'] });
+    const officer = await rt.issue({ agentId: 'compliance-desk', principal: { id: 'frank', kind: 'person' }, scopes: [{ kind: 'project', id: 'maple' }, { kind: 'tenant', id: 'acme' }], actions: ['admin', 'request_delete'] });
     await rt.api('POST', '/v1/memories', { token: writer, body: memory({ id: 'ch-1', subjectId: 'cust-ch', content: 'Held note about the Tapir contract' }) });
     expect((await rt.api('POST', '/v1/legal-holds', { token: officer, body: { holdId: 'hold-ch', subjectId: 'cust-ch', reason: 'litigation 2026-17' } })).status).toBe(201);
     const forget = await rt.api('POST', '/v1/subjects/cust-ch/forget', { token: writer, body: {} });
@@ -196,7 +196,7 @@ describe('the console in a browser', () => {
   }, 120_000);
 
   it('pages through the jobs list and filters it by status', async () => {
-    const officer = await rt.issue({ agentId: 'compliance-desk', principal: { id: 'frank', kind: 'person' }, actions: ['admin', 'request_delete'] });
+    const officer = await rt.issue({ agentId: 'compliance-desk', principal: { id: 'frank', kind: 'person' }, scopes: [{ kind: 'project', id: 'maple' }, { kind: 'tenant', id: 'acme' }], actions: ['admin', 'request_delete'] });
     const jobIds: string[] = [];
     for (let n = 0; n < 11; n += 1) jobIds.push(String((await rt.api('POST', `/v1/subjects/cust-page-${n}/forget`, { token: writer, body: {} })).body.jobId));
     await eventually('every job verified', async () => {
@@ -219,7 +219,7 @@ describe('the console in a browser', () => {
   }, 120_000);
 
   it('draws consumer lag and throughput for an administrator', async () => {
-    const sre = await rt.issue({ agentId: 'sre-desk', principal: { id: 'sam', kind: 'person' }, actions: ['admin'] });
+    const sre = await rt.issue({ agentId: 'sre-desk', principal: { id: 'sam', kind: 'person' }, scopes: [{ kind: 'tenant', id: 'acme' }], actions: ['admin'] });
     const p = await open(sre);
     await p.click('[data-testid="nav-ops"]');
     const points = (at: number) => `Number(document.querySelector('[data-testid="ops-chart"]')?.getAttribute('data-points') ?? 0) >= ${at}`;

@@ -197,8 +197,9 @@ export function capabilityIssuer(api: TestRuntime['api'], issuerCredential: () =
   };
   const grantRoles = async (request: IssueCapabilityRequest) => {
     const principal = request.principal ?? { id: request.agentId, kind: 'agent' as const };
-    const roles = ROLE_ACTIONS.filter(([, actions]) => actions.some((a) => request.actions.includes(a))).map(([role]) => role);
-    const wanted = request.scopes.flatMap((resource) => roles.map((role) => ({ resource, role })))
+    const rolesOn = (scope: IssueCapabilityRequest['scopes'][number]) =>
+      (scope.kind === 'tenant' ? TENANT_ROLE_ACTIONS : ROLE_ACTIONS).filter(([, actions]) => actions.some((a) => request.actions.includes(a))).map(([role]) => role);
+    const wanted = request.scopes.flatMap((resource) => rolesOn(resource).map((role) => ({ resource, role })))
       .map((g) => ({ ...g, grantId: `h.${request.tenant}.${principal.id}.${g.resource.kind}.${g.resource.id}.${g.role}.${request.purpose}` }))
       .filter((g) => !granted.has(g.grantId));
     if (wanted.length === 0) return;
@@ -229,6 +230,12 @@ const ROLE_ACTIONS: ReadonlyArray<readonly [Role, readonly Action[]]> = [
   ['member', ['search', 'read', 'cite', 'write', 'request_delete']],
   ['reviewer', ['review', 'promote']],
   ['admin', ['admin', 'revoke']],
+];
+
+/** On the tenant (a `{kind: 'tenant'}` scope): tenant-wide administration, and forgetting across resources (§6.2 rule 12). */
+const TENANT_ROLE_ACTIONS: ReadonlyArray<readonly [Role, readonly Action[]]> = [
+  ['admin', ['admin']],
+  ['privacy_officer', ['request_delete']],
 ];
 
 /** The embedded runtime under test, with its clock and internals at hand. */

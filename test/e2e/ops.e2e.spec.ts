@@ -13,7 +13,7 @@ describe('the operations overview', () => {
 
   beforeAll(async () => {
     rt = await startTestRuntime();
-    admin = await rt.issue({ agentId: 'sre-desk', principal: { id: 'sam', kind: 'person' }, actions: ['admin'] });
+    admin = await rt.issue({ agentId: 'sre-desk', principal: { id: 'sam', kind: 'person' }, scopes: [{ kind: 'tenant', id: 'acme' }], actions: ['admin'] });
     writer = await rt.issue({ agentId: 'support-bot', principal: { id: 'alice', kind: 'person' } });
     for (const n of [1, 2, 3]) {
       expect((await rt.api('POST', '/v1/memories', { token: writer, body: memory({ id: `ops-${n}`, content: `Customer ${n} pays by card` }) })).status).toBe(201);
@@ -47,7 +47,7 @@ describe('the operations overview', () => {
     const noAdmin = await rt.api('GET', '/v1/ops/overview', { token: writer });
     expect(noAdmin.status).toBe(403);
     expect(noAdmin.body.code).toBe('CAP_ACTION_DENIED');
-    const ungranted = await rt.issue({ agentId: 'pretender', principal: { id: 'mallory', kind: 'person' }, actions: ['admin'] }, { grants: false });
+    const ungranted = await rt.issue({ agentId: 'pretender', principal: { id: 'mallory', kind: 'person' }, scopes: [{ kind: 'project', id: 'maple' }, { kind: 'tenant', id: 'acme' }], actions: ['admin'] }, { grants: false });
     const refused = await rt.api('GET', '/v1/ops/overview', { token: ungranted });
     expect(refused.status).toBe(403);
     expect(refused.body.code).toBe('CAP_SCOPE_DENIED');
@@ -56,12 +56,12 @@ describe('the operations overview', () => {
   it('is only for the operating tenants\' administrators when MEMORY_OPS_TENANTS names them', async () => {
     const hosted = await startTestRuntime({ MEMORY_OPS_TENANTS: 'ops-team' });
     try {
-      const tenantAdmin = await hosted.issue({ agentId: 'acme-admin', principal: { id: 'ann', kind: 'person' }, actions: ['admin'] });
+      const tenantAdmin = await hosted.issue({ agentId: 'acme-admin', principal: { id: 'ann', kind: 'person' }, scopes: [{ kind: 'tenant', id: 'acme' }], actions: ['admin'] });
       const refused = await hosted.api('GET', '/v1/ops/overview', { token: tenantAdmin });
       expect(refused.status).toBe(403);
       expect(refused.body.code).toBe('CAP_SCOPE_DENIED');
       const operator = await hosted.issue({
-        tenant: 'ops-team', agentId: 'sre-desk', principal: { id: 'sam', kind: 'person' }, actions: ['admin'], scopes: [{ kind: 'project', id: 'platform' }],
+        tenant: 'ops-team', agentId: 'sre-desk', principal: { id: 'sam', kind: 'person' }, actions: ['admin'], scopes: [{ kind: 'tenant', id: 'ops-team' }],
       });
       expect((await hosted.api('GET', '/v1/ops/overview', { token: operator })).status).toBe(200);
     } finally {

@@ -51,7 +51,7 @@ describe('the pipeline thread', () => {
     dirs.push(rt.dataDir);
     try {
       await writeAndRead(rt, 'logged');
-      const admin = await rt.issue({ agentId: 'ops', actions: ['admin', 'request_delete', 'read'] });
+      const admin = await rt.issue({ agentId: 'ops', scopes: [{ kind: 'project', id: 'maple' }, { kind: 'tenant', id: 'acme' }], actions: ['admin', 'request_delete', 'read'] });
       const requested = await rt.api('DELETE', '/v1/memories/logged', { token: admin });
       expect(requested.status).toBe(202);
       // The orchestrator runs in the pipeline thread; its lines name it.

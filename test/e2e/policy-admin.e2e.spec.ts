@@ -24,7 +24,7 @@ describe('policy administration over the API', () => {
   beforeAll(async () => {
     rt = await startTestRuntime();
     admin = await rt.issue({
-      agentId: 'admin-desk', principal: { id: 'carol', kind: 'person' }, actions: ['admin', 'revoke', 'search', 'read', 'cite'],
+      agentId: 'admin-desk', principal: { id: 'carol', kind: 'person' }, scopes: [maple, { kind: 'tenant', id: 'acme' }], actions: ['admin', 'revoke', 'search', 'read', 'cite'],
     });
     const writer = await rt.issue({ agentId: 'support-bot', principal: { id: 'alice', kind: 'person' } });
     expect((await rt.api('POST', '/v1/memories', { token: writer, body: memory({ id: 'adm-1', content: 'Customer 42 pays by invoice' }) })).status).toBe(201);

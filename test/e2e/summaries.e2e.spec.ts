@@ -20,7 +20,7 @@ describe('subject summaries over the API', () => {
     rt = await startTestRuntime();
     writer = await rt.issue({ agentId: 'support-bot', principal: { id: 'alice', kind: 'person' }, scopes: [MAPLE, BIRCH] });
     mapleReader = await rt.issue({ agentId: 'maple-bot', principal: { id: 'mallory', kind: 'person' }, scopes: [MAPLE], actions: ['search', 'read'] });
-    admin = await rt.issue({ agentId: 'desk', principal: { id: 'bob', kind: 'person' }, scopes: [MAPLE, BIRCH], actions: ['admin', 'search'] });
+    admin = await rt.issue({ agentId: 'desk', principal: { id: 'bob', kind: 'person' }, scopes: [MAPLE, BIRCH, { kind: 'tenant', id: 'acme' }], actions: ['admin', 'search'] });
   }, STARTUP_MS);
   afterAll(async () => rt.close(), STARTUP_MS);
 
@@ -131,6 +131,6 @@ describe('subject summaries over the API', () => {
     await rt.restart();
     expect((await summaryOf('cust-s')).items[0]?.derivedFrom).toEqual(['s-1', 's-2b']);
     const doc = await rt.api<{ paths: Record<string, { get?: { summary: string } }> }>('GET', '/openapi.json');
-    expect(doc.body.paths['/v1/subjects/{subjectId}/summary']?.get?.summary).toContain('action: search');
+    expect(doc.body.paths['/v1/subjects/{subjectId}/summary']?.get?.summary).toContain('(search: in the partitions');
   }, STARTUP_MS);
 });

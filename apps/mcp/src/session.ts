@@ -12,8 +12,9 @@ import { memoryMcpServer } from './tools.ts';
  */
 export function sessionServer(apiUrl: string, source: CapabilitySource, token: string): McpServer {
   const claims = readCapability(token);
-  const resource = claims.scopes[0];
-  if (resource === undefined) throw new TypeError('the capability names no scope');
+  // The tools write to a resource; a tenant scope (for a privacy officer's forget) is not one.
+  const resource = claims.scopes.find((s) => s.kind !== 'tenant');
+  if (resource === undefined) throw new TypeError('the capability names no resource among its scopes');
   const bound = typeof source === 'string' ? source : async (): Promise<IssuedToken> => {
     const issued = await source();
     const next = readCapability(issued.token);

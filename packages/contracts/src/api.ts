@@ -2,9 +2,9 @@ import { z } from 'zod';
 import { Action } from './capability.ts';
 import { LIMITS } from './limits.ts';
 import {
-  Content, Id, IsoTime, MemoryKind, Principal, PrincipalKind, Purpose, ResourceRef, Sensitivity, Visibility, WriteTrust,
+  Content, Id, IsoTime, MemoryKind, Principal, PrincipalKind, Purpose, ResourceRef, ScopeRef, Sensitivity, Visibility, WriteTrust,
 } from './primitives.ts';
-import { Delegation, Grant, LegalHold } from './policy.ts';
+import { Delegation, Grant, LegalHold, TENANT_ROLES } from './policy.ts';
 import { Provenance, RecordStatus } from './record.ts';
 
 /** POST /v1/capabilities — the issuer (an IdP or an admin) vouches for every claim here. */
@@ -14,12 +14,15 @@ export const IssueCapabilityRequest = z
     agentId: Id,
     principal: z.object({ id: Id, kind: PrincipalKind }).strict().optional(),
     run: Id.optional(),
-    scopes: z.array(ResourceRef).min(1).max(64),
+    scopes: z.array(ScopeRef).min(1).max(64),
     purpose: Purpose,
     actions: z.array(Action).min(1),
     ttlSeconds: z.number().int().min(1).max(LIMITS.maxCapabilityTtlSeconds).optional(),
   })
-  .strict();
+  .strict()
+  .refine((r) => r.scopes.every((s) => s.kind !== 'tenant' || s.id === r.tenant), {
+    message: 'a tenant scope names the capability\'s own tenant', path: ['scopes'],
+  });
 export type IssueCapabilityRequest = z.infer<typeof IssueCapabilityRequest>;
 
 export const IssueCapabilityResponse = z.object({ token: z.string(), expiresAt: IsoTime, jti: Id });
@@ -212,9 +215,10 @@ export const DeletionJob = z.object({
    * The subject was on legal hold when the job opened, or was put on hold before the job purged
    * (then what the targets already removed stays removed, and the sealed event log keeps the
    * content): records are tombstoned (reads deny) and every derived copy is removed, but the
-   * content is kept — no purge, no key destroyed.
+   * content is kept — no purge, no key destroyed. `reason` only for those who may read holds
+   * (the tenant's administrators, §8.4).
    */
-  legalHold: z.object({ holdId: Id, reason: z.string() }).optional(),
+  legalHold: z.object({ holdId: Id, reason: z.string().optional() }).optional(),
   /** Opened when the legal hold that made `jobId` keep its content was released: purges what it kept. */
   continues: z.object({ jobId: Id, holdId: Id }).optional(),
   /** This job kept content for a legal hold, and this job purges it since the hold's release. */
@@ -317,6 +321,12 @@ export const AddGrantRequest = Grant.omit({ grantId: true, tenant: true })
   .strict()
   .refine((g) => g.notBefore === undefined || g.notAfter === undefined || Date.parse(g.notBefore) < Date.parse(g.notAfter), {
     message: 'notBefore must be before notAfter (the grant would never be valid)', path: ['notAfter'],
+  })
+  .refine((g) => (g.resource.kind === 'tenant' ? TENANT_ROLES.includes(g.role) : g.role !== 'privacy_officer'), {
+    message: 'privacy_officer is a role on the tenant ({kind: "tenant"}); a grant on the tenant is admin or privacy_officer', path: ['role'],
+  })
+  .refine((g) => g.resource.kind !== 'tenant' || g.restricted.length === 0, {
+    message: 'a grant on the tenant opens no restricted partition', path: ['restricted'],
   });
 export type AddGrantRequest = z.infer<typeof AddGrantRequest>;
 

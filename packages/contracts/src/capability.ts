@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Id, PrincipalKind, Purpose, ResourceRef } from './primitives.ts';
+import { Id, PrincipalKind, Purpose, ScopeRef } from './primitives.ts';
 
 export const Action = z.enum(['search', 'read', 'cite', 'write', 'promote', 'review', 'request_delete', 'revoke', 'admin']);
 export type Action = z.infer<typeof Action>;
@@ -12,7 +12,8 @@ export const CapabilityClaims = z.object({
   act: z.object({ sub: Id, kind: PrincipalKind }).strict(),
   tenant: Id,
   run: Id,
-  scopes: z.array(ResourceRef).min(1).max(64),
+  /** Resources, and at most the capability's own tenant (tenant-wide actions, §6.2). */
+  scopes: z.array(ScopeRef).min(1).max(64),
   purpose: Purpose,
   actions: z.array(Action).min(1),
   exp: z.number().int(),

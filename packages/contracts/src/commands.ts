@@ -46,7 +46,17 @@ export const RevokeMemory = command('RevokeMemory', ByIdJob);
 export const DeleteMemory = command(
   'DeleteMemory', ByIdJob.extend({ copies: z.array(Id).min(1).max(LIMITS.maxDeletionCopies).optional() }),
 );
-export const ForgetSubject = command('ForgetSubject', z.object({ jobId: Id }).strict());
+/**
+ * What a forget may take (design §8.1): the records of the subject in these partitions — the
+ * ones the requester may delete, as the edge's policy decision point answered — or, for a
+ * privacy officer (`request_delete` on the tenant), every record of the subject in the tenant.
+ */
+export const ForgetWithin = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('tenant') }).strict(),
+  z.object({ kind: z.literal('partitions'), partitions: z.array(z.string().min(1).max(2048)).max(LIMITS.maxForgetPartitions) }).strict(),
+]);
+export type ForgetWithin = z.infer<typeof ForgetWithin>;
+export const ForgetSubject = command('ForgetSubject', z.object({ jobId: Id, within: ForgetWithin }).strict());
 /** Internal: sent by the deletion-orchestrator once a job owns the record. */
 export const TombstoneMemory = command('TombstoneMemory', ByIdJob);
 /** Internal: sent by the deletion-orchestrator when every target acknowledged the purge. */

@@ -17,3 +17,4 @@ export * from './summary.ts';
 export * from './ingest.ts';
 export * from './json-schema.ts';
 export * from './history.ts';
+export * from './operations.ts';

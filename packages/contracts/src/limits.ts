@@ -12,4 +12,6 @@ export const LIMITS = {
   maxSearchLimit: 50,
   maxTokenBudget: 32_000,
   maxCapabilityTtlSeconds: 15 * 60,
+  /** Partitions a forget names: 5 per scope of a capability (64 scopes at most). */
+  maxForgetPartitions: 5 * 64,
 } as const;

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { Action } from './capability.ts';
-import { Id, IsoTime, PrincipalKind, Purpose, ResourceRef, Sensitivity } from './primitives.ts';
+import { Id, IsoTime, PrincipalKind, Purpose, ResourceRef, ScopeRef, Sensitivity } from './primitives.ts';
 
 /**
  * The policy data of a tenant (design §6.2, issue 4): who holds which role on which resource,
@@ -14,12 +14,19 @@ import { Id, IsoTime, PrincipalKind, Purpose, ResourceRef, Sensitivity } from '.
  *              holder's own private partition;
  * - `reviewer` review and promote quarantined records of those partitions;
  * - `manager`  what a member may, plus the resource's confidential restricted partition;
- * - `admin`    grants, delegations, revocations and legal holds on the resource, deletion jobs.
+ * - `admin`    on a resource: its grants, delegations and record revocations; on the tenant
+ *              (`{kind: 'tenant'}`): legal holds, agent revocation, every deletion job, the ops
+ *              overview, and grants on the tenant itself;
+ * - `privacy_officer` (on the tenant only): forgets a data subject across every resource
+ *              (a GDPR Art. 17 request), and reads those jobs.
  * Restricted partitions beyond that need `restricted` on a grant: the sensitivities the
  * holder may read there (an explicit resource grant, §6.2).
  */
-export const Role = z.enum(['member', 'reviewer', 'manager', 'admin']);
+export const Role = z.enum(['member', 'reviewer', 'manager', 'admin', 'privacy_officer']);
 export type Role = z.infer<typeof Role>;
+
+/** The roles a grant on the tenant may carry; every other role is a resource's. */
+export const TENANT_ROLES: readonly Role[] = ['admin', 'privacy_officer'];
 
 export const GrantPrincipal = z.object({ id: Id, kind: PrincipalKind }).strict();
 export type GrantPrincipal = z.infer<typeof GrantPrincipal>;
@@ -29,7 +36,8 @@ export const Grant = z
     grantId: Id,
     tenant: Id,
     principal: GrantPrincipal,
-    resource: ResourceRef,
+    /** A resource, or the tenant itself (`{kind: 'tenant', id: <tenant>}`) for the tenant roles. */
+    resource: ScopeRef,
     role: Role,
     /** The purposes the holder may use the resource for; a capability's purpose must be one. */
     purposes: z.array(Purpose).min(1).max(32),

@@ -26,6 +26,20 @@ export const ResourceKind = z.enum(['project', 'case', 'workspace']);
 export const ResourceRef = z.object({ kind: ResourceKind, id: Id }).strict();
 export type ResourceRef = z.infer<typeof ResourceRef>;
 
+/**
+ * The tenant as a whole, for what is not about one resource (design §6.2): tenant-wide
+ * administration (legal holds, agent revocation, every deletion job, the ops overview) and the
+ * erasure of a data subject across every resource. A grant on it and a capability scope naming
+ * it are both needed; records never belong to it.
+ */
+export const TenantRef = z.object({ kind: z.literal('tenant'), id: Id }).strict();
+export type TenantRef = z.infer<typeof TenantRef>;
+
+/** What a capability may be scoped to and a grant given on: a resource, or its own tenant. */
+export const ScopeRef = z.discriminatedUnion('kind', [ResourceRef, TenantRef]);
+export type ScopeRef = z.infer<typeof ScopeRef>;
+export const isTenantRef = (scope: ScopeRef): scope is TenantRef => scope.kind === 'tenant';
+
 export const Visibility = z.enum(['private', 'team', 'restricted']);
 export type Visibility = z.infer<typeof Visibility>;
 

@@ -54,7 +54,7 @@ export const DeletionReceipt = z
     failureReason: z.string().optional(),
     retention: ReceiptRetention,
     retentionReason: z.string().optional(),
-    legalHold: z.object({ holdId: Id, reason: z.string() }).strict().optional(),
+    legalHold: z.object({ holdId: Id, reason: z.string().optional() }).strict().optional(),
     eventLog: z.object({ holdsContent: z.boolean(), note: z.string() }).strict(),
     issuedAt: IsoTime,
     issuer: z.string(),

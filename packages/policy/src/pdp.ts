@@ -1,4 +1,4 @@
-import type { Action, CapabilityClaims, ResourceRef } from '@gm/contracts';
+import type { Action, CapabilityClaims, ResourceRef, ScopeRef } from '@gm/contracts';
 
 /**
  * No policy revision in the request: the PDP reads the tenant's current policy itself, so a
@@ -15,6 +15,11 @@ export interface AuthorizationRequest {
  */
 export interface PolicyDecisionPoint {
   authorizedPartitions(request: AuthorizationRequest): Promise<string[]>;
+  /**
+   * May this capability take `action` on its tenant as a whole (§6.2 rule 12)? Only a
+   * capability that names its tenant among its scopes, by a grant on the tenant.
+   */
+  authorizesTenant(request: AuthorizationRequest): Promise<boolean>;
 }
 
 /**
@@ -25,7 +30,7 @@ export async function authorizesPartition(pdp: PolicyDecisionPoint, request: Aut
   return (await pdp.authorizedPartitions(request)).includes(partition);
 }
 
-const inScope = (claims: CapabilityClaims, resource: ResourceRef): boolean =>
+const inScope = (claims: CapabilityClaims, resource: ResourceRef | ScopeRef): boolean =>
   claims.scopes.some((s) => s.kind === resource.kind && s.id === resource.id);
 
 export { inScope };

@@ -134,7 +134,7 @@ export async function search(deps: RetrievalDeps, claims: CapabilityClaims, requ
     expiresAt: new Date(now.getTime() + deps.packetTtlMs).toISOString(),
     items,
   };
-  await deps.state.packets.put({ packet, tenantId: claims.tenant, agentId: claims.sub, invalidated: [] }, deps.packetTtlMs);
+  await deps.state.packets.put({ packet, tenantId: claims.tenant, agentId: claims.sub, principalId: claims.act.sub, invalidated: [] }, deps.packetTtlMs);
   deps.metrics.searchLatency.observe((performance.now() - started) / 1000);
   deps.metrics.itemsReturned.observe(items.length);
   return packet;

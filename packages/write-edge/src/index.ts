@@ -6,5 +6,6 @@ export * from './parse.ts';
 export * from './metadata.ts';
 export * from './prepare-write.ts';
 export * from './admit-writes.ts';
+export * from './claim-ids.ts';
 export * from './capability.ts';
 export * from './authority.ts';

@@ -8,29 +8,35 @@ import { createHash } from 'node:crypto';
 import { GovernedMemoryError, type CapabilityClaims, type Clock, type MemoryCommand, type WriteMemoryRequest } from '@gm/contracts';
 import { partitionKey } from '@gm/domain';
 import { newUlid } from '@gm/ids';
-import { authorizesPartition, inScope, type PolicyDecisionPoint } from '@gm/policy';
+import { inScope, type PolicyDecisionPoint } from '@gm/policy';
 import type { StateStore } from '@gm/state-store';
 import { metadataAt } from './metadata.ts';
 
 /** What the edge of a write reads: the policy decision point, the clock, id claims and policy revisions. */
 export interface WriteEdgeDeps {
-  pdp: PolicyDecisionPoint;
   clock: Clock;
-  state: Pick<StateStore, 'idClaims' | 'policyRevisions'>;
+  state: Pick<StateStore, 'idClaims' | 'policyRevisions' | 'records' | 'tombstones'>;
 }
 
-/** Whether this capability may write to a partition: the policy decision point asked once per distinct partition. */
-export type WritePermission = (partition: string) => Promise<boolean>;
+/**
+ * Whether this capability may write to a partition for a purpose (default: its own). Its own
+ * purpose is answered from the partitions the edge's policy decision point opened for `write`
+ * (the authorization table's answer); another purpose a record is tagged with is asked once
+ * per purpose, as if the capability carried it: the writer must hold it on the resource (§5.3).
+ */
+export type WritePermission = (partition: string, purpose?: string) => Promise<boolean>;
 
-export function writePermission(deps: Pick<WriteEdgeDeps, 'pdp'>, claims: CapabilityClaims): WritePermission {
-  const decided = new Map<string, Promise<boolean>>();
-  return (partition) => {
-    let decision = decided.get(partition);
-    if (decision === undefined) {
-      decision = authorizesPartition(deps.pdp, { claims, action: 'write' }, partition);
-      decided.set(partition, decision);
+export function writeAuthority(pdp: PolicyDecisionPoint, claims: CapabilityClaims, partitions: readonly string[]): WritePermission {
+  const open = new Set(partitions);
+  const other = new Map<string, Promise<Set<string>>>();
+  return async (partition, purpose = claims.purpose) => {
+    if (purpose === claims.purpose) return open.has(partition);
+    let opened = other.get(purpose);
+    if (opened === undefined) {
+      opened = pdp.authorizedPartitions({ claims: { ...claims, purpose }, action: 'write' }).then((p) => new Set(p));
+      other.set(purpose, opened);
     }
-    return decision;
+    return (await opened).has(partition);
   };
 }
 
@@ -64,6 +70,12 @@ export async function prepareWrite(
   if (!purposes.includes(claims.purpose)) {
     throw new GovernedMemoryError('CAP_SCOPE_DENIED', 'a writer must tag its own purpose among the record\'s purposes');
   }
+  // A purpose puts the record in front of that purpose's readers: only one the writer holds there.
+  for (const purpose of new Set(purposes)) {
+    if (purpose !== claims.purpose && !(await mayWrite(target, purpose))) {
+      throw new GovernedMemoryError('MEM_VALIDATION', `purposes: the writer holds no grant to write for "${purpose}" in that partition`);
+    }
+  }
   const id = body.id ?? newUlid();
   return {
     id,
@@ -92,5 +104,4 @@ export async function prepareWrite(
   };
 }
 
-/** The error an id claimed for another subject gets. */
-export const idTaken = (): GovernedMemoryError => new GovernedMemoryError('MEM_ID_TAKEN', 'this id is in use for another subject');
+

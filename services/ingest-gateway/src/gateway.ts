@@ -8,18 +8,22 @@
  */
 import type { BatchHandler, Bus, ConsumedMessage, OutgoingMessage } from '@gm/bus';
 import {
-  GovernedMemoryError, INGEST_CAPABILITY_HEADER, Id, TOPICS, dlqTopic, isDependencyOutage, isGovernedMemoryError, subjectKey,
+  GovernedMemoryError, INGEST_CAPABILITY_HEADER, Id, OPERATIONS, TOPICS, dlqTopic, isDependencyOutage, isGovernedMemoryError, subjectKey,
   type CapabilityClaims, type IngestResult, type ServiceHandle,
 } from '@gm/contracts';
 import type { Logger, Metrics } from '@gm/observability';
-import type { CapabilityVerifier } from '@gm/policy';
-import { admitWrites, verifyCapability, type WriteEdgeDeps } from '@gm/write-edge';
+import type { CapabilityVerifier, PolicyDecisionPoint } from '@gm/policy';
+import { admitWrites, verifyCapability, writeAuthority, type WriteEdgeDeps } from '@gm/write-edge';
 import { z } from 'zod';
 
 export const INGEST_GATEWAY_GROUP = 'ingest-gateway';
 
+/** The authorization table's declaration of this edge: the same action and resource as POST /v1/memories. */
+const GUARD = OPERATIONS['KAFKA memory.ingest'];
+
 export interface IngestGatewayDeps extends WriteEdgeDeps {
   bus: Bus;
+  pdp: PolicyDecisionPoint;
   verifier: CapabilityVerifier;
   log: Logger;
   metrics: Metrics;
@@ -78,7 +82,8 @@ export function ingestHandler(deps: IngestGatewayDeps): BatchHandler {
         for (const p of pending) answers[p.at] = [rejected(p.requestId, claims)];
         continue;
       }
-      const outcomes = await admitWrites(deps, claims, pending.map((p) => p.item));
+      const partitions = await deps.pdp.authorizedPartitions({ claims, action: GUARD.actions[0] });
+      const outcomes = await admitWrites(deps, claims, writeAuthority(deps.pdp, claims, partitions), pending.map((p) => p.item));
       outcomes.forEach((outcome, i) => {
         const p = pending[i];
         if (p === undefined) return;
@@ -109,7 +114,7 @@ export function ingestHandler(deps: IngestGatewayDeps): BatchHandler {
 async function verified(deps: IngestGatewayDeps, token: string): Promise<CapabilityClaims | GovernedMemoryError> {
   if (token === '') return new GovernedMemoryError('CAP_MISSING', `a capability is required in the "${INGEST_CAPABILITY_HEADER}" header`);
   try {
-    return await verifyCapability(deps.verifier, deps.clock, token, 'write');
+    return await verifyCapability(deps.verifier, deps.clock, token, GUARD.actions[0]);
   } catch (err) {
     if (!isGovernedMemoryError(err) || isDependencyOutage(err)) throw err;
     return err;

@@ -1,4 +1,4 @@
-import { GovernedMemoryError, type CapabilityClaims, type Delegation, type Grant, type ResourceRef } from '@gm/contracts';
+import { GovernedMemoryError, isTenantRef, type CapabilityClaims, type Delegation, type Grant, type ResourceRef, type ScopeRef } from '@gm/contracts';
 import { partitionKey } from '@gm/domain';
 import type { Logger } from '@gm/observability';
 import { inScope, requireAction, type PolicyDecisionPoint } from '@gm/policy';
@@ -7,34 +7,41 @@ import type { BrokerConfig, BrokerDeps } from './deps.ts';
 import type { PolicyGateway } from './policy-gateway.ts';
 
 /*
- * Who may change policy (design §6.2, rule 7). Administration is decided by the Cedar PDP like
- * every other action: the capability must carry `admin` (and the resource must be in its
- * scopes), and its principal must hold an `admin` grant that the policy set lets it use for
- * this purpose, now. The one exception is the bootstrap: a resource that has no admin grant yet
- * may get its first one on the issuer's word (an `admin` capability, which only the issuer
- * credential mints) — otherwise nobody could ever start. From that grant on, Cedar decides.
- * - grants: admin on the grant's resource;
- * - legal holds, agent revocation, and reading any deletion job of the tenant: admin on at least
- *   one resource (they are per subject or per agent, not per resource);
+ * Who may change policy (design §6.2, rules 7 and 12). Administration is decided by the Cedar
+ * PDP like every other action: the capability must carry `admin` (and the resource must be in
+ * its scopes), and its principal must hold an `admin` grant that the policy set lets it use for
+ * this purpose, now. The one exception is the bootstrap: a resource (or the tenant) that never
+ * had an admin grant may get its first one on the issuer's word (an `admin` capability scoped to
+ * it, which only the issuer credential mints) — otherwise nobody could ever start. The bootstrap
+ * is a compare-and-set: of two concurrent first grants one wins. From then on, Cedar decides.
+ * - grants: admin on the grant's resource (a grant on the tenant: admin on the tenant);
+ * - legal holds, agent revocation, another principal's capability, every deletion job of the
+ *   tenant, the ops overview: admin on the tenant (`{kind: 'tenant'}`, rule 12);
  * - delegations: the delegator is always the capability's principal. A capability with
  *   `admin` may delegate any action on resources in its scopes; the principal's *own*
  *   capability (its agent is the principal itself) may delegate at most its own actions on
- *   its own scopes; an agent acting for someone may not delegate further;
- * - capability revocation: action `revoke` in the capability's tenant, or a capability of the
- *   caller's own agent (a caller may always revoke its own capabilities).
+ *   its own scopes; an agent acting for someone may not delegate further.
  */
 
 export interface AdminDeps {
   pdp: PolicyDecisionPoint;
   /** The tenant's grants as the policy projector holds them (for the bootstrap). */
   grants(tenant: string): Promise<Grant[]>;
+  /**
+   * Claims a resource's bootstrap for this grant id, once ever (compare-and-set): true for the
+   * first claim and for a retry of the same grant id, false once another grant claimed it.
+   */
+  claimBootstrap(tenant: string, resource: ScopeRef, grantId: string): Promise<boolean>;
   /** `configured`: no first admin grant on the issuer's word (MEMORY_ADMIN_BOOTSTRAP); default `issuer`. */
   bootstrap?: 'issuer' | 'configured';
 }
 
 /** What the admin checks read, from the broker's dependencies. */
 export const adminDepsOf = (deps: Pick<BrokerDeps, 'pdp' | 'state' | 'config'>): AdminDeps => ({
-  pdp: deps.pdp, grants: (tenant) => deps.state.policies.grants(tenant), bootstrap: deps.config.adminBootstrap ?? 'issuer',
+  pdp: deps.pdp,
+  grants: (tenant) => deps.state.policies.grants(tenant),
+  claimBootstrap: (tenant, resource, grantId) => deps.state.policies.claimAdminBootstrap(tenant, `${resource.kind}:${resource.id}`, grantId),
+  bootstrap: deps.config.adminBootstrap ?? 'issuer',
 });
 
 const teamPartition = (tenant: string, resource: ResourceRef): string =>
@@ -48,25 +55,28 @@ async function adminPartitions(deps: AdminDeps, claims: CapabilityClaims): Promi
   return deps.pdp.authorizedPartitions({ claims, action: 'admin' });
 }
 
-/** Administration of these resources (a grant's): Cedar's `admin` on each. */
-export async function authorizeAdmin(deps: AdminDeps, claims: CapabilityClaims, resources: ResourceRef[]): Promise<void> {
+/** Administration of these resources (a grant's): Cedar's `admin` on each — on the tenant for the tenant itself. */
+export async function authorizeAdmin(deps: AdminDeps, claims: CapabilityClaims, resources: ScopeRef[]): Promise<void> {
   for (const resource of resources) {
     if (!inScope(claims, resource)) throw new GovernedMemoryError('CAP_SCOPE_DENIED', 'the resource is outside the capability\'s scopes');
   }
+  if (resources.some(isTenantRef)) await authorizeTenantAdmin(deps, claims);
+  const onResources = resources.filter((r): r is ResourceRef => !isTenantRef(r));
+  if (onResources.length === 0) return;
   const allowed = new Set(await adminPartitions(deps, claims));
-  const denied = resources.find((r) => !allowed.has(teamPartition(claims.tenant, r)));
+  const denied = onResources.find((r) => !allowed.has(teamPartition(claims.tenant, r)));
   if (denied !== undefined) throw notAdmin(`on ${denied.kind}:${denied.id}`);
 }
 
-/** Tenant-wide administration (legal holds, agent revocation, every deletion job): Cedar's `admin` on some resource. */
+/** Tenant-wide administration (legal holds, agent revocation, every deletion job): Cedar's `admin` on the tenant. */
 export async function authorizeTenantAdmin(deps: AdminDeps, claims: CapabilityClaims): Promise<void> {
-  if ((await adminPartitions(deps, claims)).length === 0) throw notAdmin('in this tenant');
+  requireAction(claims, 'admin');
+  if (!(await deps.pdp.authorizesTenant({ claims, action: 'admin' }))) throw notAdmin('on the tenant (a capability scoped to {kind: "tenant"})');
 }
 
 /** The same question without throwing: may this capability read every deletion job of its tenant? */
 export async function isTenantAdmin(deps: AdminDeps, claims: CapabilityClaims): Promise<boolean> {
-  if (!claims.actions.includes('admin')) return false;
-  return (await deps.pdp.authorizedPartitions({ claims, action: 'admin' })).length > 0;
+  return deps.pdp.authorizesTenant({ claims, action: 'admin' });
 }
 
 /**
@@ -93,17 +103,20 @@ export async function grantBootstrapAdmins(
 
 /**
  * Adding a grant: Cedar's `admin` on its resource — or the bootstrap, the first admin grant of a
- * resource nobody administers yet, on the issuer's word. Says which it was.
+ * resource (or of the tenant) that never had one, on the issuer's word, claimed by a
+ * compare-and-set so that two concurrent first grants cannot both succeed. Says which it was.
  */
-export async function authorizeGrant(deps: AdminDeps, claims: CapabilityClaims, grant: Pick<Grant, 'resource' | 'role'>): Promise<'cedar' | 'bootstrap'> {
+export async function authorizeGrant(
+  deps: AdminDeps, claims: CapabilityClaims, grant: Pick<Grant, 'resource' | 'role'> & { grantId?: string | undefined },
+): Promise<'cedar' | 'bootstrap'> {
   try {
     await authorizeAdmin(deps, claims, [grant.resource]);
     return 'cedar';
   } catch (err) {
-    if (deps.bootstrap === 'configured' || grant.role !== 'admin' || !(err instanceof GovernedMemoryError) || err.code !== 'CAP_SCOPE_DENIED' || !inScope(claims, grant.resource)) throw err;
+    if (deps.bootstrap === 'configured' || grant.role !== 'admin' || grant.grantId === undefined || !(err instanceof GovernedMemoryError) || err.code !== 'CAP_SCOPE_DENIED' || !inScope(claims, grant.resource)) throw err;
     const administered = (await deps.grants(claims.tenant))
       .some((g) => g.role === 'admin' && g.resource.kind === grant.resource.kind && g.resource.id === grant.resource.id);
-    if (administered) throw err;
+    if (administered || !(await deps.claimBootstrap(claims.tenant, grant.resource, grant.grantId))) throw err;
     return 'bootstrap';
   }
 }
@@ -140,9 +153,4 @@ export async function authorizeDelegation(deps: AdminDeps, claims: CapabilityCla
 export async function mayRevokeDelegation(deps: AdminDeps, claims: CapabilityClaims, delegation: Delegation): Promise<boolean> {
   if (actsForItself(claims) && claims.act.sub === delegation.delegatorId) return true;
   return delegation.resources.every((r) => inScope(claims, r)) && (await administers(deps, claims, delegation.resources));
-}
-
-/** A caller may always revoke its own capabilities; others' need `revoke`. */
-export function authorizeCapabilityRevocation(claims: CapabilityClaims, own: boolean): void {
-  if (!own) requireAction(claims, 'revoke');
 }

@@ -18,19 +18,8 @@ import { policyRoutes } from './routes/policy.ts';
 import { searchRoutes } from './routes/search.ts';
 import { summaryRoutes } from './routes/summaries.ts';
 import { inRequestScope } from './query-audit.ts';
-
-/** Rate limits are per capability subject; the key is read unverified, so it only shapes buckets. */
-function rateLimitKey(authorization: string | undefined, ip: string): string {
-  const token = authorization?.split(' ')[1];
-  const payload = token?.split('.')[1];
-  if (!payload) return `ip:${ip}`;
-  try {
-    const claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as { tenant?: unknown; sub?: unknown };
-    return typeof claims.tenant === 'string' && typeof claims.sub === 'string' ? `cap:${claims.tenant}/${claims.sub}` : `ip:${ip}`;
-  } catch {
-    return `ip:${ip}`;
-  }
-}
+import { authorizationHook } from './authorization.ts';
+import { rateLimitKey } from './rate-limit-key.ts';
 
 /** Probes that are never rate-limited. */
 const UNLIMITED_ROUTES: ReadonlySet<string> = new Set(['/healthz', '/readyz', '/metrics']);
@@ -97,6 +86,8 @@ export async function buildApp(deps: BrokerDeps): Promise<FastifyInstance> {
   });
   // After the body is parsed (a parser's stream events would leave the scope): the query audit's request.
   app.addHook('preHandler', (request, _reply, done) => inRequestScope(request.id, done));
+  // Then, before any handler: the authorization table's check (authorization.ts).
+  authorizationHook(app, deps);
   app.addHook('onResponse', async (request, reply) => {
     request.log.info(
       { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
@@ -109,7 +100,7 @@ export async function buildApp(deps: BrokerDeps): Promise<FastifyInstance> {
     timeWindow: 60_000,
     // By route, not URL: a probe's query string does not make it count.
     allowList: (request) => UNLIMITED_ROUTES.has(request.routeOptions.url ?? ''),
-    keyGenerator: (request) => rateLimitKey(request.headers.authorization, request.ip),
+    keyGenerator: rateLimitKey(deps),
     errorResponseBuilder: () => new GovernedMemoryError('MEM_RATE_LIMITED', 'too many requests for this capability; slow down'),
   });
 

@@ -1,21 +1,12 @@
 import { timingSafeEqual, createHash } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
-import { GovernedMemoryError, type Action, type CapabilityClaims, type Clock } from '@gm/contracts';
-import type { CapabilityVerifier } from '@gm/policy';
-import { verifyCapability } from '@gm/write-edge';
-import { auditCapability } from './query-audit.ts';
+import { GovernedMemoryError } from '@gm/contracts';
 
 export function bearer(request: FastifyRequest): string {
   const header = request.headers.authorization;
   const match = typeof header === 'string' ? /^Bearer\s+(\S+)$/i.exec(header) : null;
   if (!match?.[1]) throw new GovernedMemoryError('CAP_MISSING', 'a Bearer capability is required');
   return match[1];
-}
-
-export async function authenticate(request: FastifyRequest, verifier: CapabilityVerifier, clock: Clock, action: Action): Promise<CapabilityClaims> {
-  const claims = await verifyCapability(verifier, clock, bearer(request), action);
-  auditCapability(claims.act.sub, claims.purpose);
-  return claims;
 }
 
 /** Constant-time comparison of the issuer credential (hash first so lengths match). */

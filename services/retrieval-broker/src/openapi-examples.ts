@@ -90,7 +90,7 @@ export const EXAMPLES = {
   batchResponse: example(WriteMemoryBatchResponse, 'each item as POST /v1/memories answers it', {
     items: [
       { index: 0, httpStatus: 201, id: 'mem-cust-42-lang', version: 1, status: 'active' },
-      { index: 1, httpStatus: 409, error: problem(409, 'MEM_ID_TAKEN', 'Conflict', 'this id is in use for another subject') },
+      { index: 1, httpStatus: 409, error: problem(409, 'MEM_ID_TAKEN', 'Conflict', 'this id is not available to this writer') },
     ],
     consistencyToken: TOKEN,
   }),

@@ -84,11 +84,11 @@ export const RECORD_NOT_FOUND = notFound('no record with this id that the capabi
 /** What write-admission decides for a write (packages/domain/src/memory/decide.ts, ttl.ts; services/write-admission). */
 export const WRITE_DECISION: readonly Failure[] = [
   fail('MEM_CONFLICT', '`expectedVersion` is not the record\'s current version'),
-  fail('MEM_RETIRED_ID', 'this id belonged to a deleted record and is never reused'),
-  fail('MEM_FORBIDDEN', 'an update by another agent than the writer, or one that widens visibility (that needs a reviewed promotion)'),
+  fail('MEM_ID_TAKEN', 'the id is not available to this writer: another subject\'s, in a partition it may not write to, or deleted (ids are never reused) — all alike'),
+  fail('MEM_FORBIDDEN', 'an update by anyone but the writer (its principal and agent), or one that widens visibility (that needs a reviewed promotion)'),
   fail('MEM_INVALID_TRANSITION', 'the record cannot be updated in its status, its resource cannot change, or the superseded record is not active'),
   fail('MEM_NOT_FOUND', '`supersedesId` names no record of this subject'),
-  fail('MEM_SUPERSEDE_MISMATCH', 'a correction must come from the same agent with the same purposes'),
+  fail('MEM_SUPERSEDE_MISMATCH', 'a correction must come from the same writer (principal and agent) with the same purposes'),
   fail('MEM_TTL_EXCEEDED', '`expiresAt` is past the longest lifetime of the record\'s kind'),
   fail('MEM_VALIDATION', '`expiresAt` is in the past, the record supersedes itself, an update names `supersedesId`, or the content is a reserved marker'),
 ];
@@ -99,7 +99,7 @@ export const WRITE_EDGE: readonly Failure[] = [
   SCOPE,
   fail('CAP_SCOPE_DENIED', 'the record\'s purposes leave out the capability\'s own purpose'),
   fail('MEM_FORBIDDEN', 'no grant lets this capability write to that partition (resource, visibility, sensitivity)'),
-  fail('MEM_ID_TAKEN', 'this id is in use for another subject'),
+  fail('MEM_ID_TAKEN', 'the id is not available to this writer: another subject\'s, in a partition it may not write to, or deleted — all alike (§5.11)'),
 ];
 
 /** What write-admission decides for a review (decide.ts: decidePromote, decideReject). */

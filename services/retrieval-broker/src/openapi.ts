@@ -4,9 +4,10 @@ import {
   EvidencePacket, GrantCreatedResponse, Id, IssueCapabilityRequest, IssueCapabilityResponse, LegalHold, LegalHoldCreatedResponse, LIMITS,
   MemoryRecord, MutationResponse, PacketValidation, PlaceLegalHoldRequest, PolicyActionRequest, PolicyRevisionResponse, Problem,
   ReceiptPublicKey, ReceiptResponse, RecordHistory, RejectRequest, SearchRequest, SubjectSummaries, VersionedRequest, WriteMemoryBatchItem,
-  WriteMemoryBatchResponse, WriteMemoryRequest,
+  WriteMemoryBatchResponse, WriteMemoryRequest, guardOf, type ResourceOf,
 } from '@gm/contracts';
 import { API_REFERENCE_PATH } from './api-reference.ts';
+import { documentPath } from './authorization.ts';
 import { EXAMPLES, type ExampleName } from './openapi-examples.ts';
 import {
   ANY_REQUEST, BODY_FRAMING, BODY_INVALID, CAPABILITY, ID_TAKEN, IDEMPOTENCY, IMPERSONATION, INTERNAL, ISSUER, NOT_YET_CONSISTENT, OUTAGE,
@@ -112,13 +113,26 @@ function problemResponses(failures: readonly Failure[], problemExamples: Partial
   return responses;
 }
 
-type Auth = { action: string } | 'issuer' | 'public';
+/** What the summary says each kind of resource of the authorization table (@gm/contracts OPERATIONS) is. */
+const ON: Record<ResourceOf, string> = {
+  partitions: 'in the partitions the policy decision point opens to it',
+  record: 'on the record\'s partition',
+  subject: 'on the records of the subject it may delete; every one for `request_delete` on the tenant',
+  packet: 'the packet\'s holder only',
+  command: 'the writing principal only',
+  job: 'its requesting principal, or `admin` on the tenant',
+  jobs: 'its requesting principal\'s, or every one for `admin` on the tenant',
+  grant: '`admin` on the grant\'s resource; a resource\'s first admin grant is the bootstrap',
+  delegation: 'the delegator within its own actions, or `admin` on every delegated resource',
+  capability: 'the caller\'s principal\'s own, or `admin` on the tenant',
+  tenant: '`admin` on the tenant (a capability scoped to `{kind: "tenant"}`)',
+};
+
 interface Operation {
   operationId: string;
   tag: string;
   summary: string;
   description?: string;
-  auth: Auth;
   parameters?: object[];
   body?: { schema: SchemaName; required: boolean; examples?: ExampleName[]; description?: string };
   responses: Record<string, object>;
@@ -145,13 +159,17 @@ function assemble(path: string, method: 'get' | 'post' | 'delete', op: Operation
     responses[status] = problem ? { ...own, description: `${own.description}; or ${problem.description}`, content: { ...own.content, ...problem.content } } : own;
   }
   const sorted = Object.fromEntries(Object.entries(responses).sort(([a], [b]) => a.localeCompare(b)));
-  const action = typeof op.auth === 'object' ? ` (action: ${op.auth.action})` : op.auth === 'issuer' ? ' (the issuer credential)' : '';
+  // Who may call it is the authorization table's, never restated here; an undeclared operation says so
+  // (`x-authorization: null`), and authorization.unit.spec.ts fails for it.
+  const guard = guardOf(method, documentPath(path));
+  const action = guard === undefined ? ' (undeclared: refused)' : guard.auth === 'capability' ? ` (${guard.actions.length > 3 ? 'any action' : guard.actions.join(' or ')}: ${ON[guard.on]})` : guard.auth === 'issuer' ? ' (the issuer credential)' : '';
   return {
     operationId: op.operationId,
     tags: [op.tag],
     summary: `${op.summary}${action}`,
     ...(op.description ? { description: op.description } : {}),
-    security: op.auth === 'public' ? [] : op.auth === 'issuer' ? [{ issuer: [] }] : [{ capability: [] }],
+    'x-authorization': guard ?? null,
+    security: guard?.auth === 'public' ? [] : guard?.auth === 'issuer' ? [{ issuer: [] }] : [{ capability: [] }],
     ...(op.parameters ? { parameters: op.parameters } : {}),
     ...(op.body
       ? { requestBody: { required: op.body.required, ...(op.body.description ? { description: op.body.description } : {}), content: json(op.body.schema, op.body.examples) } }
@@ -177,7 +195,7 @@ const text = (type: string, description: string) => ({ description, content: { [
 const PATHS: Record<string, Partial<Record<'get' | 'post' | 'delete', Operation>>> = {
   '/v1/capabilities': {
     post: {
-      operationId: 'issueCapability', tag: 'capabilities', summary: 'Issue a capability', auth: 'issuer',
+      operationId: 'issueCapability', tag: 'capabilities', summary: 'Issue a capability',
       body: { schema: 'IssueCapabilityRequest', required: true, examples: ['issueCapabilityRequest'] },
       responses: answer('201', {
         schema: 'IssueCapabilityResponse', description: 'issued (at most 15 minutes)', examples: ['issueCapabilityResponse'],
@@ -188,7 +206,7 @@ const PATHS: Record<string, Partial<Record<'get' | 'post' | 'delete', Operation>
   },
   '/v1/memories': {
     post: {
-      operationId: 'writeMemory', tag: 'memories', summary: 'Write a memory', auth: { action: 'write' },
+      operationId: 'writeMemory', tag: 'memories', summary: 'Write a memory',
       parameters: [idempotencyKey, consistencyToken, preferAsync],
       body: { schema: 'WriteMemoryRequest', required: true, examples: ['writeRequest', 'writeUntrustedRequest'] },
       responses: {
@@ -204,7 +222,7 @@ const PATHS: Record<string, Partial<Record<'get' | 'post' | 'delete', Operation>
   },
   '/v1/memories:batch': {
     post: {
-      operationId: 'writeMemories', tag: 'memories', auth: { action: 'write' },
+      operationId: 'writeMemories', tag: 'memories',
       summary: `Write up to ${LIMITS.maxBatchItems} memories; each item passes or fails on its own, as POST /v1/memories would answer it`,
       parameters: [consistencyToken, preferAsync],
       body: { schema: 'WriteMemoryBatchRequest', required: true, examples: ['batchRequest'], description: `at most 16 × MEMORY_BODY_LIMIT_BYTES` },
@@ -226,7 +244,7 @@ const PATHS: Record<string, Partial<Record<'get' | 'post' | 'delete', Operation>
   },
   '/v1/commands/{commandId}': {
     get: {
-      operationId: 'getCommand', tag: 'memories', summary: 'How far an asynchronous write got (only its principal may ask)', auth: { action: 'write' },
+      operationId: 'getCommand', tag: 'memories', summary: 'How far an asynchronous write got (only its principal may ask)',
       parameters: [pathId('commandId', 'the commandId a 202 answered')],
       responses: answer('200', {
         schema: 'CommandStatusResponse', description: '`pending`, `accepted` (with the record) or `rejected` (with the problem the synchronous write would have answered)',
@@ -237,7 +255,7 @@ const PATHS: Record<string, Partial<Record<'get' | 'post' | 'delete', Operation>
   },
   '/v1/memories/{id}': {
     get: {
-      operationId: 'getMemory', tag: 'memories', summary: 'Read a memory', auth: { action: 'read' },
+      operationId: 'getMemory', tag: 'memories', summary: 'Read a memory',
       parameters: [pathId('id', 'the record\'s id'), consistencyToken],
       responses: answer('200', {
         schema: 'MemoryRecord', examples: ['record'], links: RECORD_LINKS,
@@ -247,7 +265,7 @@ const PATHS: Record<string, Partial<Record<'get' | 'post' | 'delete', Operation>
       problemExamples: { 404: 'recordNotFound' },
     },
     delete: {
-      operationId: 'deleteMemory', tag: 'deletion', summary: 'Delete a memory', auth: { action: 'request_delete' },
+      operationId: 'deleteMemory', tag: 'deletion', summary: 'Delete a memory',
       parameters: [
         pathId('id', 'the record\'s id'),
         {
@@ -267,7 +285,7 @@ const PATHS: Record<string, Partial<Record<'get' | 'post' | 'delete', Operation>
   },
   '/v1/memories/{id}/history': {
     get: {
-      operationId: 'getMemoryHistory', tag: 'memories', summary: 'Read the versions and supersession chain of a memory, metadata only', auth: { action: 'read' },
+      operationId: 'getMemoryHistory', tag: 'memories', summary: 'Read the versions and supersession chain of a memory, metadata only',
       parameters: [pathId('id', 'the record\'s id'), consistencyToken],
       responses: answer('200', { schema: 'RecordHistory', description: 'the versions and the chain this reader may see', examples: ['history'] }),
       failures: [...capability('read'), TOKEN, NOT_YET_CONSISTENT, RECORD_NOT_FOUND, ...SERVED],
@@ -275,7 +293,7 @@ const PATHS: Record<string, Partial<Record<'get' | 'post' | 'delete', Operation>
   },
   '/v1/memories/{id}/promote': {
     post: {
-      operationId: 'promoteMemory', tag: 'review', summary: 'Promote a quarantined memory or widen its visibility', auth: { action: 'promote' },
+      operationId: 'promoteMemory', tag: 'review', summary: 'Promote a quarantined memory or widen its visibility',
       parameters: [pathId('id', 'the record\'s id'), idempotencyKey, consistencyToken],
       body: { schema: 'PromoteRequest', required: true, examples: ['promoteRequest'] },
       responses: mutation('200', { schema: 'MutationResponse', description: 'promoted: active and verified', examples: ['promoteResponse'], links: { read: READ_LINK } }),
@@ -289,7 +307,7 @@ const PATHS: Record<string, Partial<Record<'get' | 'post' | 'delete', Operation>
   },
   '/v1/memories/{id}/reject': {
     post: {
-      operationId: 'rejectMemory', tag: 'review', summary: 'Reject a quarantined memory', auth: { action: 'review' },
+      operationId: 'rejectMemory', tag: 'review', summary: 'Reject a quarantined memory',
       parameters: [pathId('id', 'the record\'s id'), idempotencyKey, consistencyToken],
       body: { schema: 'RejectRequest', required: true, examples: ['rejectRequest'], description: 'the version reviewed; a rejection moves nothing, so `visibility` is refused (422)' },
       responses: mutation('200', { schema: 'MutationResponse', description: 'tombstoned', examples: ['rejectResponse'] }),
@@ -302,14 +320,14 @@ const PATHS: Record<string, Partial<Record<'get' | 'post' | 'delete', Operation>
   },
   '/v1/review/quarantine': {
     get: {
-      operationId: 'listQuarantine', tag: 'review', summary: 'Quarantined memories to review', auth: { action: 'review' },
+      operationId: 'listQuarantine', tag: 'review', summary: 'Quarantined memories to review',
       responses: answer('200', { schema: 'QuarantinedMemories', description: 'the quarantined, unexpired records in the reviewer\'s partitions, oldest first' }),
       failures: [...capability('review'), ...SERVED],
     },
   },
   '/v1/search': {
     post: {
-      operationId: 'searchMemories', tag: 'search', summary: 'Search', auth: { action: 'search' },
+      operationId: 'searchMemories', tag: 'search', summary: 'Search',
       parameters: [consistencyToken],
       body: { schema: 'SearchRequest', required: true, examples: ['searchRequest'] },
       responses: answer('200', {
@@ -325,7 +343,7 @@ const PATHS: Record<string, Partial<Record<'get' | 'post' | 'delete', Operation>
   },
   '/v1/packets/{id}/validate': {
     post: {
-      operationId: 'validatePacket', tag: 'search', summary: 'Validate a packet before acting', auth: { action: 'cite' },
+      operationId: 'validatePacket', tag: 'search', summary: 'Validate a packet before acting',
       parameters: [pathId('id', 'the packetId a search answered')],
       responses: answer('200', { schema: 'PacketValidation', description: 'whether every item may still be cited (the policy revision and the records unchanged)', examples: ['packetValidation'] }),
       failures: [...capability('cite'), notFound('no packet with this id in the capability\'s tenant (or not an id)'), ...SERVED],
@@ -333,7 +351,7 @@ const PATHS: Record<string, Partial<Record<'get' | 'post' | 'delete', Operation>
   },
   '/v1/subjects/{subjectId}/summary': {
     get: {
-      operationId: 'getSubjectSummary', tag: 'summaries', summary: 'Extractive summaries of a subject in the caller\'s partitions, for its purpose', auth: { action: 'search' },
+      operationId: 'getSubjectSummary', tag: 'summaries', summary: 'Extractive summaries of a subject in the caller\'s partitions, for its purpose',
       parameters: [
         {
           name: 'subjectId', in: 'path', required: true, schema: { type: 'string', minLength: 1, maxLength: LIMITS.maxIdLength },
@@ -350,7 +368,7 @@ const PATHS: Record<string, Partial<Record<'get' | 'post' | 'delete', Operation>
   },
   '/v1/subjects/{subjectId}/forget': {
     post: {
-      operationId: 'forgetSubject', tag: 'deletion', summary: 'Forget a subject: every record about it in the tenant', auth: { action: 'request_delete' },
+      operationId: 'forgetSubject', tag: 'deletion', summary: 'Forget a subject: every record about it the requester may delete (for a privacy officer, every one in the tenant)',
       parameters: [pathId('subjectId', 'the subject'), idempotencyKey, consistencyToken],
       responses: mutation('202', { schema: 'DeletionAccepted', description: 'the deletion job, the same whether the subject had records or not', examples: ['deletionAccepted'], links: JOB_LINK }),
       failures: [...capability('request_delete'), TOKEN, notFound('the subjectId is not an id'), ...IDEMPOTENCY, REPLY_TIMEOUT, ...SERVED],
@@ -359,7 +377,6 @@ const PATHS: Record<string, Partial<Record<'get' | 'post' | 'delete', Operation>
   '/v1/deletion-jobs': {
     get: {
       operationId: 'listDeletionJobs', tag: 'deletion', summary: 'Deletion jobs, oldest first: every job of the tenant for an administrator, the caller\'s own otherwise',
-      auth: { action: 'admin (with an admin grant) for every job, or request_delete for its own' },
       parameters: [
         { name: 'status', in: 'query', required: false, schema: jsonSchema(DeletionJobListQuery.shape.status.unwrap()), description: 'only jobs in this status' },
         { name: 'since', in: 'query', required: false, schema: { type: 'string', format: 'date-time' }, description: 'only jobs requested at or after this time' },
@@ -378,7 +395,7 @@ const PATHS: Record<string, Partial<Record<'get' | 'post' | 'delete', Operation>
   },
   '/v1/deletion-jobs/{id}': {
     get: {
-      operationId: 'getDeletionJob', tag: 'deletion', summary: 'A deletion job with its per-target evidence', auth: { action: 'admin, or request_delete for its own jobs' },
+      operationId: 'getDeletionJob', tag: 'deletion', summary: 'A deletion job with its per-target evidence',
       parameters: [pathId('id', 'the jobId a deletion answered')],
       responses: answer('200', {
         schema: 'DeletionJob', description: 'the job', examples: ['deletionJob'],
@@ -389,7 +406,7 @@ const PATHS: Record<string, Partial<Record<'get' | 'post' | 'delete', Operation>
   },
   '/v1/deletion-jobs/{id}/receipt': {
     get: {
-      operationId: 'getDeletionReceipt', tag: 'deletion', summary: 'Signed deletion receipt; `Accept: application/jose` for the bare JWS', auth: { action: 'admin, or request_delete for its own jobs' },
+      operationId: 'getDeletionReceipt', tag: 'deletion', summary: 'Signed deletion receipt; `Accept: application/jose` for the bare JWS',
       parameters: [pathId('id', 'the jobId')],
       responses: {
         '200': {
@@ -405,14 +422,14 @@ const PATHS: Record<string, Partial<Record<'get' | 'post' | 'delete', Operation>
   },
   '/v1/receipt-keys': {
     get: {
-      operationId: 'listReceiptKeys', tag: 'deletion', summary: 'Public keys (JWKS) that sign deletion receipts; no capability needed', auth: 'public',
+      operationId: 'listReceiptKeys', tag: 'deletion', summary: 'Public keys (JWKS) that sign deletion receipts; no capability needed',
       responses: answer('200', { schema: 'ReceiptKeys', description: 'every key that signed receipts here' }),
       failures: SERVED,
     },
   },
   '/v1/grants': {
     post: {
-      operationId: 'addGrant', tag: 'administration', summary: 'Add a grant (its resource in the capability\'s scopes)', auth: { action: 'admin' },
+      operationId: 'addGrant', tag: 'administration', summary: 'Add a grant (its resource in the capability\'s scopes)',
       body: { schema: 'AddGrantRequest', required: true, examples: ['grantRequest'] },
       responses: policyChange('201', 'GrantCreatedResponse', 'added (re-adding an id rewrites that grant)', { remove: link('removeGrant', 'id', 'grantId', 'remove it') }),
       failures: [...CAPABILITY, BODY_INVALID, IMPERSONATION, adminOnly, SCOPE, NOT_ADMIN, { ...ID_TAKEN('grant'), when: 'the grant id is in use on a resource outside the capability\'s scopes' }, POLICY_TIMEOUT, ...SERVED],
@@ -420,7 +437,7 @@ const PATHS: Record<string, Partial<Record<'get' | 'post' | 'delete', Operation>
   },
   '/v1/grants/{id}': {
     delete: {
-      operationId: 'removeGrant', tag: 'administration', summary: 'Remove a grant', auth: { action: 'admin' },
+      operationId: 'removeGrant', tag: 'administration', summary: 'Remove a grant',
       parameters: [pathId('id', 'the grantId')],
       responses: policyChange('202', 'PolicyRevisionResponse', 'removed'),
       failures: [...capability('admin'), NOT_ADMIN, notFound('no grant with this id on a resource in the capability\'s scopes'), POLICY_TIMEOUT, ...SERVED],
@@ -428,7 +445,7 @@ const PATHS: Record<string, Partial<Record<'get' | 'post' | 'delete', Operation>
   },
   '/v1/delegations': {
     post: {
-      operationId: 'addDelegation', tag: 'administration', summary: 'Delegate to an agent (the delegator is the capability\'s principal)', auth: { action: 'admin, or the principal\'s own capability' },
+      operationId: 'addDelegation', tag: 'administration', summary: 'Delegate to an agent (the delegator is the capability\'s principal)',
       body: { schema: 'AddDelegationRequest', required: true },
       responses: policyChange('201', 'DelegationCreatedResponse', 'delegated', { revoke: link('revokeDelegation', 'id', 'delegationId', 'revoke it') }),
       failures: [
@@ -441,7 +458,7 @@ const PATHS: Record<string, Partial<Record<'get' | 'post' | 'delete', Operation>
   },
   '/v1/delegations/{id}/revoke': {
     post: {
-      operationId: 'revokeDelegation', tag: 'administration', summary: 'Revoke a delegation', auth: { action: 'admin, or the delegator' },
+      operationId: 'revokeDelegation', tag: 'administration', summary: 'Revoke a delegation',
       parameters: [pathId('id', 'the delegationId')],
       body: { schema: 'PolicyActionRequest', required: false, description: 'none, or `{tenant}` to have it checked' },
       responses: policyChange('202', 'PolicyRevisionResponse', 'revoked'),
@@ -450,19 +467,20 @@ const PATHS: Record<string, Partial<Record<'get' | 'post' | 'delete', Operation>
   },
   '/v1/capabilities/{jti}/revoke': {
     post: {
-      operationId: 'revokeCapability', tag: 'administration', summary: 'Revoke a capability until it expires; an unknown, expired or other tenant\'s jti answers the same 202', auth: { action: 'revoke, or the caller\'s own' },
+      operationId: 'revokeCapability', tag: 'administration', summary: 'Revoke a capability until it expires; an unknown, expired or other tenant\'s jti answers the same 202',
       parameters: [pathId('jti', 'the capability\'s jti')],
       body: { schema: 'PolicyActionRequest', required: false, description: 'none, or `{tenant}` to have it checked' },
       responses: policyChange('202', 'PolicyRevisionResponse', 'revoked (or nothing to revoke)'),
       failures: [
         ...CAPABILITY, BODY_INVALID, IMPERSONATION, notFound('the jti is not an id'),
-        { ...adminOnly, when: 'another\'s capability, and this one does not grant "revoke"' }, POLICY_TIMEOUT, ...SERVED,
+        { ...adminOnly, when: 'another principal\'s capability (or an unknown jti), and this one does not grant "admin"' },
+        { ...NOT_ADMIN, when: 'another principal\'s capability (or an unknown jti), and no admin grant on the tenant applies' }, POLICY_TIMEOUT, ...SERVED,
       ],
     },
   },
   '/v1/agents/{id}/revoke': {
     post: {
-      operationId: 'revokeAgent', tag: 'administration', summary: 'Revoke an agent', auth: { action: 'admin' },
+      operationId: 'revokeAgent', tag: 'administration', summary: 'Revoke an agent',
       parameters: [pathId('id', 'the agentId')],
       body: { schema: 'PolicyActionRequest', required: false, description: 'none, or `{tenant}` to have it checked' },
       responses: policyChange('202', 'PolicyRevisionResponse', 'revoked'),
@@ -471,20 +489,20 @@ const PATHS: Record<string, Partial<Record<'get' | 'post' | 'delete', Operation>
   },
   '/v1/legal-holds': {
     post: {
-      operationId: 'placeLegalHold', tag: 'administration', summary: 'Place a legal hold on a subject', auth: { action: 'admin' },
+      operationId: 'placeLegalHold', tag: 'administration', summary: 'Place a legal hold on a subject',
       body: { schema: 'PlaceLegalHoldRequest', required: true, examples: ['legalHoldRequest'] },
       responses: policyChange('201', 'LegalHoldCreatedResponse', 'placed', { release: link('releaseLegalHold', 'id', 'holdId', 'release it') }),
       failures: [...CAPABILITY, BODY_INVALID, IMPERSONATION, adminOnly, NOT_ADMIN, ID_TAKEN('legal hold'), POLICY_TIMEOUT, ...SERVED],
     },
     get: {
-      operationId: 'listLegalHolds', tag: 'administration', summary: 'Legal holds of the tenant', auth: { action: 'admin' },
+      operationId: 'listLegalHolds', tag: 'administration', summary: 'Legal holds of the tenant',
       responses: answer('200', { schema: 'LegalHolds', description: 'the holds' }),
       failures: [...capability('admin'), NOT_ADMIN, ...SERVED],
     },
   },
   '/v1/legal-holds/{id}': {
     delete: {
-      operationId: 'releaseLegalHold', tag: 'administration', summary: 'Release a legal hold', auth: { action: 'admin' },
+      operationId: 'releaseLegalHold', tag: 'administration', summary: 'Release a legal hold',
       parameters: [pathId('id', 'the holdId')],
       responses: policyChange('202', 'PolicyRevisionResponse', 'released'),
       failures: [...capability('admin'), NOT_ADMIN, notFound('no legal hold with this id in the tenant'), POLICY_TIMEOUT, ...SERVED],
@@ -492,51 +510,51 @@ const PATHS: Record<string, Partial<Record<'get' | 'post' | 'delete', Operation>
   },
   '/healthz': {
     get: {
-      operationId: 'getLiveness', tag: 'operations', summary: 'Liveness', auth: 'public', unlimited: true,
+      operationId: 'getLiveness', tag: 'operations', summary: 'Liveness', unlimited: true,
       responses: answer('200', { schema: 'Liveness', description: 'alive' }), failures: [],
     },
   },
   '/readyz': {
     get: {
-      operationId: 'getReadiness', tag: 'operations', summary: 'Readiness', auth: 'public', unlimited: true,
+      operationId: 'getReadiness', tag: 'operations', summary: 'Readiness', unlimited: true,
       responses: { ...answer('200', { schema: 'Readiness', description: 'ready: every dependency answers' }), ...answer('503', { schema: 'Readiness', description: '`not_ready`: a dependency does not answer' }) },
       failures: [],
     },
   },
   '/v1/ops/overview': {
     get: {
-      operationId: 'getOpsOverview', tag: 'operations', summary: 'Consumer lag per group and partition, dead letters and throughput, with the last minutes\' history', auth: { action: 'admin' },
+      operationId: 'getOpsOverview', tag: 'operations', summary: 'Consumer lag per group and partition, dead letters and throughput, with the last minutes\' history',
       responses: answer('200', { schema: 'OpsOverview', description: 'the deployment\'s numbers now; `sources` names any metrics URL that did not answer' }),
       failures: [...capability('admin'), NOT_ADMIN, ...SERVED],
     },
   },
   '/metrics': {
     get: {
-      operationId: 'getMetrics', tag: 'operations', summary: 'Prometheus metrics', auth: 'public', unlimited: true,
+      operationId: 'getMetrics', tag: 'operations', summary: 'Prometheus metrics', unlimited: true,
       responses: { '200': text('text/plain', 'the Prometheus text exposition') }, failures: [INTERNAL],
     },
   },
   '/openapi.json': {
     get: {
-      operationId: 'getOpenApiDocument', tag: 'documentation', summary: 'This document', auth: 'public',
+      operationId: 'getOpenApiDocument', tag: 'documentation', summary: 'This document',
       responses: { '200': { description: 'OpenAPI 3.1', content: { 'application/json': { schema: { type: 'object' } } } } }, failures: [],
     },
   },
   '/docs': {
     get: {
-      operationId: 'redirectApiReference', tag: 'documentation', summary: `Redirects to ${API_REFERENCE_PATH}`, auth: 'public',
+      operationId: 'redirectApiReference', tag: 'documentation', summary: `Redirects to ${API_REFERENCE_PATH}`,
       responses: { '301': { description: `to ${API_REFERENCE_PATH}`, headers: { Location: { description: API_REFERENCE_PATH, schema: { type: 'string' } } } } }, failures: [],
     },
   },
   [API_REFERENCE_PATH]: {
     get: {
-      operationId: 'getApiReference', tag: 'documentation', summary: 'This document, rendered (Scalar); everything it loads is served here', auth: 'public',
+      operationId: 'getApiReference', tag: 'documentation', summary: 'This document, rendered (Scalar); everything it loads is served here',
       responses: { '200': text('text/html', 'the page') }, failures: [],
     },
   },
   [`${API_REFERENCE_PATH}js/scalar.js`]: {
     get: {
-      operationId: 'getApiReferenceScript', tag: 'documentation', summary: 'The rendering script the page loads', auth: 'public',
+      operationId: 'getApiReferenceScript', tag: 'documentation', summary: 'The rendering script the page loads',
       responses: { '200': text('application/javascript', 'the bundled script') }, failures: [],
     },
   },

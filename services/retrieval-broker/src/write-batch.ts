@@ -5,7 +5,7 @@
  * wait per partition.
  */
 import { GovernedMemoryError, type BatchItemOutcome, type CapabilityClaims } from '@gm/contracts';
-import { admitWrites, type PreparedWrite } from '@gm/write-edge';
+import { admitWrites, writeAuthority, type PreparedWrite } from '@gm/write-edge';
 import type { BrokerDeps } from './deps.ts';
 import { problemOf, STATUS_OF } from './problem.ts';
 import { postAsync } from './async-writes.ts';
@@ -20,7 +20,7 @@ export const BATCH_BODY_LIMIT_FACTOR = 16;
  * commandId (httpStatus 202) instead of its result.
  */
 export async function writeBatch(
-  deps: BrokerDeps, claims: CapabilityClaims, items: readonly unknown[], requestId: string, respondAsync = false,
+  deps: BrokerDeps, claims: CapabilityClaims, partitions: readonly string[], items: readonly unknown[], requestId: string, respondAsync = false,
 ): Promise<{ items: BatchItemOutcome[]; readYourWrites?: boolean; landed?: Positions; commands?: Positions }> {
   const outcomes: Array<BatchItemOutcome | undefined> = new Array<BatchItemOutcome | undefined>(items.length);
   const failed = (index: number, err: GovernedMemoryError): void => {
@@ -28,7 +28,7 @@ export async function writeBatch(
   };
   // In request order: writes of one subject reach write-admission in the order they were listed.
   const sending: Array<{ index: number; write: PreparedWrite }> = [];
-  (await admitWrites(deps, claims, items)).forEach((admitted, index) => {
+  (await admitWrites(deps, claims, writeAuthority(deps.pdp, claims, partitions), items)).forEach((admitted, index) => {
     if (admitted.error !== undefined) failed(index, admitted.error);
     else sending.push({ index, write: admitted.write });
   });

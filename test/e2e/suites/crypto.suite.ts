@@ -48,7 +48,7 @@ export const cryptoSuite = (start: StartRuntime) => describe('encryption at rest
     tmp = mkdtempSync(path.join(os.tmpdir(), 'gm-crypto-'));
     writer = await rt.issue({ agentId: 'support-bot', principal: { id: 'alice', kind: 'person' } });
     reviewer = await rt.issue({ agentId: 'review-desk', principal: { id: 'bob', kind: 'person' }, actions: ['review', 'promote', 'search', 'read'] });
-    admin = await rt.issue({ agentId: 'compliance-desk', principal: { id: 'carol', kind: 'person' }, actions: ['admin', 'search', 'read'] });
+    admin = await rt.issue({ agentId: 'compliance-desk', principal: { id: 'carol', kind: 'person' }, scopes: [{ kind: 'project', id: 'maple' }, { kind: 'tenant', id: 'acme' }], actions: ['admin', 'search', 'read'] });
   }, STARTUP_MS);
   afterAll(async () => {
     await rt?.close();

@@ -22,6 +22,8 @@ export const governanceSuite = (start: StartRuntime) => describe('two teams shar
   const CALENDAR = { kind: 'workspace', id: 'exec-calendar' } as const;
   const HR_CASE = { kind: 'case', id: 'hr-7' } as const;
   const ALL = [MAPLE, MAPLEMARK, LOGS, CALENDAR, HR_CASE];
+  /** The tenant as a whole: root administers it too (legal holds, agent revocation, others' capabilities; §6.2 rule 12). */
+  const ACME = { kind: 'tenant', id: 'acme' } as const;
 
   /*
    * Partition-first retrieval (§6.3), checked from outside the policy code, on both runtimes:
@@ -110,9 +112,9 @@ export const governanceSuite = (start: StartRuntime) => describe('two teams shar
   beforeAll(async () => {
     // Readers race a revocation below: no rate limit may stand in for a denial.
     rt = await start({ MEMORY_RATE_LIMIT_PER_MINUTE: '100000', MEMORY_QUERY_AUDIT: 'on' });
-    admin = await rt.issue({ agentId: 'policy-admin', principal: { id: 'root', kind: 'person' }, scopes: ALL, actions: ['admin', 'revoke'] }, { grants: false });
-    // root administers every resource of the fixture: each one's first admin grant is the bootstrap.
-    for (const resource of ALL) {
+    admin = await rt.issue({ agentId: 'policy-admin', principal: { id: 'root', kind: 'person' }, scopes: [...ALL, ACME], actions: ['admin', 'revoke'] }, { grants: false });
+    // root administers every resource of the fixture and the tenant: each one's first admin grant is the bootstrap.
+    for (const resource of [...ALL, ACME]) {
       const res = await rt.api('POST', '/v1/grants', { token: admin, body: { principal: { id: 'root', kind: 'person' }, resource, role: 'admin', purposes: ['support'] } });
       expect(res.status, res.text).toBe(201);
     }

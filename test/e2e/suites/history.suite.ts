@@ -22,7 +22,7 @@ export const historySuite = (start: StartRuntime) => describe('record history ov
     writer = await rt.issue({ agentId: 'support-bot', principal: { id: 'alice', kind: 'person' } });
     // Another person of the same team, on the same project: sees team records, not Alice's private ones.
     colleague = await rt.issue({ agentId: 'support-bot', principal: { id: 'carol', kind: 'person' } });
-    reviewer = await rt.issue({ agentId: 'review-desk', principal: { id: 'bob', kind: 'person' }, actions: ['review', 'promote', 'search', 'read', 'admin'] });
+    reviewer = await rt.issue({ agentId: 'review-desk', principal: { id: 'bob', kind: 'person' }, scopes: [{ kind: 'project', id: 'maple' }, { kind: 'tenant', id: 'acme' }], actions: ['review', 'promote', 'search', 'read', 'admin'] });
     outsider = await rt.issue({ agentId: 'globex-bot', tenant: 'globex' });
   }, STARTUP_MS);
   afterAll(async () => rt.close(), STARTUP_MS);

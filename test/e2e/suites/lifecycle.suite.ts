@@ -11,7 +11,7 @@ export const lifecycleSuite = (start: StartRuntime) => describe('memory lifecycl
     rt = await start();
     writer = await rt.issue({ agentId: 'support-bot', principal: { id: 'alice', kind: 'person' } });
     reviewer = await rt.issue({
-      agentId: 'review-desk', principal: { id: 'bob', kind: 'person' }, actions: ['review', 'promote', 'search', 'read', 'admin'],
+      agentId: 'review-desk', principal: { id: 'bob', kind: 'person' }, scopes: [{ kind: 'project', id: 'maple' }, { kind: 'tenant', id: 'acme' }], actions: ['review', 'promote', 'search', 'read', 'admin'],
     });
   }, STARTUP_MS);
   afterAll(async () => rt.close(), STARTUP_MS);
@@ -173,7 +173,7 @@ export const lifecycleSuite = (start: StartRuntime) => describe('memory lifecycl
     expect(await search('egret promo')).toEqual(['exp-1']);
     await rt.advance(3_000);
     writer = await rt.issue({ agentId: 'support-bot', principal: { id: 'alice', kind: 'person' } });
-    reviewer = await rt.issue({ agentId: 'review-desk', principal: { id: 'bob', kind: 'person' }, actions: ['review', 'promote', 'search', 'read', 'admin'] });
+    reviewer = await rt.issue({ agentId: 'review-desk', principal: { id: 'bob', kind: 'person' }, scopes: [{ kind: 'project', id: 'maple' }, { kind: 'tenant', id: 'acme' }], actions: ['review', 'promote', 'search', 'read', 'admin'] });
     expect(await search('egret promo')).toEqual([]);
     expect((await rt.api('GET', '/v1/memories/exp-1', { token: writer })).status).toBe(404);
     await eventually('MemoryExpired projected', async () => (await rt.state.records.get('acme', 'exp-1'))?.status === 'expired');
@@ -215,7 +215,7 @@ export const lifecycleSuite = (start: StartRuntime) => describe('memory lifecycl
 
     const resurrect = await rt.api('POST', '/v1/memories', { token: writer, body: memory({ id: 'del-1', subjectId: 'cust-d', content: 'Dunlin lockbox code is 4711', expectedVersion: 4 }) });
     expect(resurrect.status).toBe(409);
-    expect(resurrect.body.code).toBe('MEM_RETIRED_ID');
+    expect(resurrect.body.code).toBe('MEM_ID_TAKEN');
   });
 
   it('forgets every record of a subject and nothing of anyone else', async () => {

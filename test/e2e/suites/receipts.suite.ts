@@ -53,7 +53,7 @@ export const receiptsSuite = <R extends TestRuntime>(start: () => Promise<R>, bu
       access = await busOf(rt);
       tmp = mkdtempSync(path.join(os.tmpdir(), 'gm-receipts-'));
       writer = await rt.issue({ agentId: 'support-bot', principal: { id: 'alice', kind: 'person' } });
-      admin = await rt.issue({ agentId: 'compliance-desk', principal: { id: 'carol', kind: 'person' }, actions: ['admin', 'search', 'read'] });
+      admin = await rt.issue({ agentId: 'compliance-desk', principal: { id: 'carol', kind: 'person' }, scopes: [{ kind: 'project', id: 'maple' }, { kind: 'tenant', id: 'acme' }], actions: ['admin', 'search', 'read'] });
       const published = await rt.api<{ keys: ReceiptPublicKey[] }>('GET', '/v1/receipt-keys');
       expect(published.status).toBe(200);
       keys = published.body.keys;
@@ -134,8 +134,9 @@ export const receiptsSuite = <R extends TestRuntime>(start: () => Promise<R>, bu
       const del = await rt.api('DELETE', '/v1/memories/rc-own-1', { token: writer });
       const jobId = String(del.body.jobId);
       await receiptOf(jobId);
-      const otherAgent = await rt.issue({ agentId: 'other-bot', principal: { id: 'alice', kind: 'person' } });
-      const otherTenant = await rt.issue({ agentId: 'compliance-desk', tenant: 'globex', actions: ['admin'] });
+      // A job is its requesting principal's: another principal — even through the same agent id — sees none of it.
+      const otherAgent = await rt.issue({ agentId: 'support-bot', principal: { id: 'mallory', kind: 'person' } });
+      const otherTenant = await rt.issue({ agentId: 'compliance-desk', tenant: 'globex', scopes: [{ kind: 'tenant', id: 'globex' }], actions: ['admin'] });
       for (const [route, token] of [
         ['/v1/deletion-jobs/no-such-job/receipt', admin], [`/v1/deletion-jobs/${jobId}/receipt`, otherAgent], [`/v1/deletion-jobs/${jobId}/receipt`, otherTenant],
       ] as const) {
@@ -290,7 +291,7 @@ export const receiptsSuite = <R extends TestRuntime>(start: () => Promise<R>, bu
       // Past every earlier test's job (the embedded clock stands still between steps).
       await rt.advance(5);
       const since = new Date(rt.now()).toISOString();
-      const other = await rt.issue({ agentId: 'other-bot', principal: { id: 'alice', kind: 'person' } });
+      const other = await rt.issue({ agentId: 'other-bot', principal: { id: 'dora', kind: 'person' } });
       const jobs: string[] = [];
       for (const [i, token] of [writer, writer, other].entries()) {
         const id = `rc-list-${i}`;
@@ -308,7 +309,7 @@ export const receiptsSuite = <R extends TestRuntime>(start: () => Promise<R>, bu
       const second = await list(admin, `since=${encodeURIComponent(since)}&limit=2&cursor=${first.body.nextCursor}`);
       expect(second.body.items.map((j) => j.jobId)).toEqual(jobs.slice(2));
       expect(second.body.nextCursor).toBeUndefined();
-      // A requester sees only what its agent asked for; a status filter narrows it.
+      // A requester sees only what its principal asked for; a status filter narrows it.
       expect((await list(writer, `since=${encodeURIComponent(since)}`)).body.items.map((j) => j.jobId)).toEqual(jobs.slice(0, 2));
       expect((await list(other, `since=${encodeURIComponent(since)}&status=verified`)).body.items.map((j) => j.jobId)).toEqual(jobs.slice(2));
       expect((await list(other, `since=${encodeURIComponent(since)}&status=failed`)).body.items).toEqual([]);

@@ -3,7 +3,7 @@ import {
   type AcceptedResult, type CommandOf, type MemoryCommand, type MemoryEvent, type MessageMetadata, type RecordMeta,
   type Visibility,
 } from '@gm/contracts';
-import { isWidening } from '../partition.ts';
+import { isWidening, recordPartition } from '../partition.ts';
 import { resolveExpiry, type TtlPolicy } from '../ttl.ts';
 import type { RecordState, SubjectState } from './state.ts';
 
@@ -99,18 +99,25 @@ function requireReviewer(r: RecordState, m: MessageMetadata): void {
   }
 }
 
+/** Whether the command's actor is the record's writer: its agent, acting for its owner principal. */
+const isWriter = (r: RecordState, m: MessageMetadata): boolean =>
+  r.meta.agentId === m.actor.agentId && r.meta.owner.principalId === m.actor.principalId;
+
 const isDue = (meta: RecordMeta, now: string): boolean => Date.parse(now) >= Date.parse(meta.expiresAt);
 
 function decideWrite(command: CommandOf<'WriteMemory'>, state: SubjectState, ctx: DecideContext): Decision {
   const { data, metadata: m } = command;
   const existing = state.records[data.id];
-  if (existing && RETIRED.has(existing.meta.status)) fail('MEM_RETIRED_ID', 'this id was deleted and cannot be reused');
+  // Deleted ids are never reused (§5.9), and say so in the edge's one answer for an id a writer
+  // may not use (§5.11): a distinct code would tell anyone what became of the record.
+  if (existing && RETIRED.has(existing.meta.status)) fail('MEM_ID_TAKEN', 'this id is not available to this writer');
   if (data.expectedVersion !== (existing?.meta.version ?? 0)) {
     fail('MEM_CONFLICT', `expectedVersion ${data.expectedVersion} does not match the current version`);
   }
   if (data.trust === 'verified') fail('MEM_VALIDATION', 'trust "verified" is granted by promotion only');
   if (existing) {
-    if (existing.meta.agentId !== m.actor.agentId) fail('MEM_FORBIDDEN', 'only the writer agent may update a memory');
+    // The writer is (principal, agent): the same agent id acting for another principal is someone else (§3).
+    if (!isWriter(existing, m)) fail('MEM_FORBIDDEN', 'only the writer (its principal and agent) may update a memory');
     if (existing.meta.status !== 'active' && existing.meta.status !== 'quarantined') {
       fail('MEM_INVALID_TRANSITION', `a ${existing.meta.status} memory cannot be updated`);
     }
@@ -172,8 +179,8 @@ function checkSupersedeTarget(command: CommandOf<'WriteMemory'>, state: SubjectS
   if (data.supersedesId === data.id) fail('MEM_VALIDATION', 'a memory cannot supersede itself');
   const target = state.records[data.supersedesId ?? ''];
   if (!target || RETIRED.has(target.meta.status)) return fail('MEM_NOT_FOUND', 'the superseded memory does not exist');
-  if (target.meta.agentId !== m.actor.agentId || !samePurposes(target.meta.purposes, data.purposes)) {
-    fail('MEM_SUPERSEDE_MISMATCH', 'a correction must come from the same agent with the same purposes');
+  if (!isWriter(target, m) || !samePurposes(target.meta.purposes, data.purposes)) {
+    fail('MEM_SUPERSEDE_MISMATCH', 'a correction must come from the same writer (principal and agent) with the same purposes');
   }
   if (target.meta.status !== 'active' || isDue(target.meta, m.now)) {
     fail('MEM_INVALID_TRANSITION', 'only an active memory can be superseded');
@@ -307,12 +314,17 @@ function copiesOf(command: CommandOf<'DeleteMemory'>, r: RecordState, state: Sub
 }
 
 /**
- * One event for the whole subject, whatever it holds — even nothing (no existence oracle).
- * Revoked records whose content was retained for audit are forgotten too: the right to be
- * forgotten overrides audit retention, not a legal hold.
+ * One event for the subject, whatever it holds — even nothing (no existence oracle). It takes
+ * only what the requester may delete (§8.1): the records in the partitions the edge's policy
+ * decision point opened to it, or every record of the subject for a privacy officer. Revoked
+ * records whose content was retained for audit are forgotten too: the right to be forgotten
+ * overrides audit retention, not a legal hold.
  */
 function decideForget(command: CommandOf<'ForgetSubject'>, state: SubjectState): Decision {
+  const { within } = command.data;
+  const partitions = within.kind === 'partitions' ? new Set(within.partitions) : undefined;
   const records = Object.values(state.records)
+    .filter((r) => partitions === undefined || partitions.has(recordPartition(r.meta)))
     .filter((r) => LIVE_STATUSES.includes(r.meta.status) || (isRetained(r) && !r.meta.legalHold))
     .map((r) => ({ id: r.meta.id, version: r.meta.version + 1, ...(isRetained(r) ? { alreadyTombstoned: true as const } : {}) }))
     .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));

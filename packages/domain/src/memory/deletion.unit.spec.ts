@@ -4,9 +4,10 @@ import { deciderSpec } from '../../../testing/src/decider-spec.ts';
 import { decide } from './decide.ts';
 import { evolve, fold } from './evolve.ts';
 import {
-  CTX, DAY, HOUR, MINUTE, T0, after, deleteMemory, expire, forget, history, purge, reject, revoke, stateOf, tombstone,
+  CTX, DAY, HOUR, MINUTE, T0, TENANT, after, deleteMemory, expire, forget, history, purge, reject, revoke, stateOf, tombstone,
   write,
 } from './fixtures.ts';
+import { recordPartition } from '../partition.ts';
 import { initialState, type SubjectState } from './state.ts';
 
 const spec = deciderSpec({ decide: (c: MemoryCommand, s: SubjectState) => decide(c, s, CTX), evolve, initialState });
@@ -134,9 +135,40 @@ describe('ForgetSubject (§3, right to be forgotten)', () => {
     });
   });
 
-  it('refuses to bring a forgotten id back', () => {
+  it('refuses to bring a forgotten id back, with the write path\'s one answer for an id not available', () => {
     const given = history([...active, forget(T1)]);
-    spec.given(given).when(write(T2, { expectedVersion: 2 })).thenThrows('MEM_RETIRED_ID');
+    spec.given(given).when(write(T2, { expectedVersion: 2 })).thenThrows('MEM_ID_TAKEN');
+  });
+
+  describe('by right (§8.1): only what the requester may delete', () => {
+    const apollo = { kind: 'project', id: 'apollo' } as const;
+    const hermes = { kind: 'project', id: 'hermes' } as const;
+    const spread = history([
+      write(T0, { id: 'mem-apollo-team', resource: apollo, visibility: 'team' }),
+      write(T0, { id: 'mem-apollo-private', resource: apollo, visibility: 'private' }),
+      write(T0, { id: 'mem-hermes-team', resource: hermes, visibility: 'team' }),
+    ]);
+    const teamOf = (resource: typeof apollo | typeof hermes) =>
+      recordPartition({ tenantId: TENANT, resource, visibility: 'team', sensitivity: 'normal', owner: { principalId: '', kind: 'person' } });
+
+    it('takes only the records in the partitions the edge opened to the requester', () => {
+      spec.given(spread).when(forget(T1, { within: { kind: 'partitions', partitions: [teamOf(apollo)] } })).then(({ events }) => {
+        expect(forgotten(events).data.records.map((r) => r.id)).toEqual(['mem-apollo-team']);
+      });
+    });
+
+    it('takes nothing — and answers the same as for an unknown subject — when no partition is open to the requester', () => {
+      spec.given(spread).when(forget(T1, { jobId: 'job-none', within: { kind: 'partitions', partitions: [] } })).then(({ events, result }) => {
+        expect(forgotten(events).data.records).toEqual([]);
+        expect(result).toEqual({ jobId: 'job-none' });
+      });
+    });
+
+    it('takes every record of the subject for a privacy officer (the tenant)', () => {
+      spec.given(spread).when(forget(T1, { within: { kind: 'tenant' } })).then(({ events }) => {
+        expect(forgotten(events).data.records.map((r) => r.id)).toEqual(['mem-apollo-private', 'mem-apollo-team', 'mem-hermes-team']);
+      });
+    });
   });
 });
 

@@ -7,7 +7,7 @@
 import {
   DeleteMemory, ExpireMemory, ForgetSubject, PromoteMemory, PurgeMemory, RejectQuarantined, RevokeMemory,
   TombstoneMemory, WriteMemory,
-  type Actor, type CommandOf, type MemoryCommand, type MemoryEvent, type MessageMetadata, type Visibility,
+  type Actor, type CommandOf, type ForgetWithin, type MemoryCommand, type MemoryEvent, type MessageMetadata, type Visibility,
   type WriteMemoryData,
 } from '@gm/contracts';
 import { DEFAULT_TTL_POLICY } from '../ttl.ts';
@@ -110,8 +110,8 @@ export const revoke = (now: string, data: ByIdJob = {}, meta: MetaOverrides = {}
 export const deleteMemory = (now: string, data: ByIdJob = {}, meta: MetaOverrides = {}): CommandOf<'DeleteMemory'> =>
   DeleteMemory.parse({ type: 'DeleteMemory', data: { id: 'mem-1', jobId: 'job-1', ...data }, metadata: metadata(now, COMPLIANCE, meta) });
 
-export const forget = (now: string, data: { jobId?: string } = {}, meta: MetaOverrides = {}): CommandOf<'ForgetSubject'> =>
-  ForgetSubject.parse({ type: 'ForgetSubject', data: { jobId: 'job-forget', ...data }, metadata: metadata(now, COMPLIANCE, meta) });
+export const forget = (now: string, data: { jobId?: string; within?: ForgetWithin } = {}, meta: MetaOverrides = {}): CommandOf<'ForgetSubject'> =>
+  ForgetSubject.parse({ type: 'ForgetSubject', data: { jobId: 'job-forget', within: { kind: 'tenant' }, ...data }, metadata: metadata(now, COMPLIANCE, meta) });
 
 export const tombstone = (now: string, data: ByIdJob = {}, meta: MetaOverrides = {}): CommandOf<'TombstoneMemory'> =>
   TombstoneMemory.parse({ type: 'TombstoneMemory', data: { id: 'mem-1', jobId: 'job-1', ...data }, metadata: metadata(now, SYSTEM, meta) });

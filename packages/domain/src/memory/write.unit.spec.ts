@@ -327,7 +327,7 @@ describe('WriteMemory: no resurrection (§5.9)', () => {
   it.each(cases)('rejects a write on a $status id, even with its current version', ({ status, commands, version }) => {
     const given = spec.given(history([...commands]));
     expect(given.state.records['mem-1']?.meta).toMatchObject({ status, version });
-    given.when(write(after(jobAt, MINUTE), { expectedVersion: version })).thenThrows('MEM_RETIRED_ID');
-    given.when(write(after(jobAt, MINUTE), { expectedVersion: 0 })).thenThrows('MEM_RETIRED_ID');
+    given.when(write(after(jobAt, MINUTE), { expectedVersion: version })).thenThrows('MEM_ID_TAKEN');
+    given.when(write(after(jobAt, MINUTE), { expectedVersion: 0 })).thenThrows('MEM_ID_TAKEN');
   });
 });

@@ -1,7 +1,7 @@
 import * as cedar from '@cedar-policy/cedar-wasm/nodejs';
-import { GovernedMemoryError, type Clock, type Grant, type PolicySnapshot, type PolicySource } from '@gm/contracts';
+import { GovernedMemoryError, isTenantRef, type Clock, type Grant, type PolicySnapshot, type PolicySource, type TenantRef } from '@gm/contracts';
 import type { AuthorizationRequest, PolicyDecisionPoint } from '../pdp.ts';
-import { candidatePartitions, cedarRequest, nextBoundary, resourceId, type Candidate, type Caller, type SnapshotDelegation } from './entities.ts';
+import { candidatePartitions, cedarRequest, nextBoundary, resourceId, tenantCandidate, type Candidate, type Caller, type SnapshotDelegation } from './entities.ts';
 import { compilePolicySet, type CompiledPolicySet, type PolicySetText } from './policy-set.ts';
 
 export interface CedarPdpOptions {
@@ -72,8 +72,36 @@ export class CedarPolicyDecisionPoint implements PolicyDecisionPoint {
 
   async authorizedPartitions({ claims, action }: AuthorizationRequest): Promise<string[]> {
     if (!claims.actions.includes(action)) return [];
-    const view = this.view(await this.source.snapshot(claims.tenant), claims.tenant);
+    const { view, caller } = await this.callerOf(claims);
     const now = this.clock.now();
+    const allowed = new Set<string>();
+    const seen = new Set<string>();
+    for (const resource of claims.scopes) {
+      // The tenant scope has no partitions: it is asked about by authorizesTenant only.
+      if (isTenantRef(resource)) continue;
+      const rid = resourceId(resource);
+      if (seen.has(rid)) continue;
+      seen.add(rid);
+      const grants = view.grants.get(caller.principalId + SEP + rid) ?? [];
+      for (const partition of candidatePartitions(claims.tenant, resource, caller.principalId)) {
+        if (this.decide(view, caller, action, partition, grants, now)) allowed.add(partition.key);
+      }
+    }
+    return [...allowed].sort();
+  }
+
+  async authorizesTenant({ claims, action }: AuthorizationRequest): Promise<boolean> {
+    if (!claims.actions.includes(action)) return false;
+    // The capability is the ceiling here too: only one that names its tenant among its scopes.
+    const tenantRef: TenantRef = { kind: 'tenant', id: claims.tenant };
+    if (!claims.scopes.some((s) => isTenantRef(s) && s.id === claims.tenant)) return false;
+    const { view, caller } = await this.callerOf(claims);
+    const grants = view.grants.get(caller.principalId + SEP + resourceId(tenantRef)) ?? [];
+    return this.decide(view, caller, action, tenantCandidate(claims.tenant), grants, this.clock.now());
+  }
+
+  private async callerOf(claims: AuthorizationRequest['claims']): Promise<{ view: TenantView; caller: Caller }> {
+    const view = this.view(await this.source.snapshot(claims.tenant), claims.tenant);
     const caller: Caller = {
       tenant: claims.tenant,
       agentId: claims.sub,
@@ -86,18 +114,7 @@ export class CedarPolicyDecisionPoint implements PolicyDecisionPoint {
       // at all it acts with the principal's grants — the capability issuer vouched for it.
       delegation: claims.sub === claims.act.sub ? undefined : view.delegations.get(claims.act.sub + SEP + claims.sub),
     };
-    const allowed = new Set<string>();
-    const seen = new Set<string>();
-    for (const resource of claims.scopes) {
-      const rid = resourceId(resource);
-      if (seen.has(rid)) continue;
-      seen.add(rid);
-      const grants = view.grants.get(caller.principalId + SEP + rid) ?? [];
-      for (const partition of candidatePartitions(claims.tenant, resource, caller.principalId)) {
-        if (this.decide(view, caller, action, partition, grants, now)) allowed.add(partition.key);
-      }
-    }
-    return [...allowed].sort();
+    return { view, caller };
   }
 
   private decide(view: TenantView, caller: Caller, action: string, partition: Candidate, grants: Grant[], now: Date): boolean {

@@ -421,3 +421,48 @@ describe('grants add up', () => {
     await expect(confused.authorizedPartitions({ claims: claims(), action: 'search' })).rejects.toBeInstanceOf(GovernedMemoryError);
   });
 });
+
+describe('CedarPolicyDecisionPoint: the tenant (rule 12)', () => {
+  const TENANT_REF = { kind: 'tenant', id: TENANT } as const;
+  const onTenant = (c: CapabilityClaims, action: Action) => pdp.authorizesTenant({ claims: c, action });
+  const tenantScoped = (overrides: Partial<CapabilityClaims> = {}) => claims({ scopes: [APOLLO, TENANT_REF], ...overrides });
+
+  it('gives tenant-wide admin only by an admin grant on the tenant, to a capability scoped to it', async () => {
+    source.change({ grants: [grant({ role: 'admin' })] });
+    // An admin of a resource (even a made-up one) is no administrator of the tenant.
+    expect(await onTenant(tenantScoped(), 'admin')).toBe(false);
+    source.change({ grants: [grant({ role: 'admin' }), grant({ resource: TENANT_REF, role: 'admin' })] });
+    expect(await onTenant(tenantScoped(), 'admin')).toBe(true);
+    // The capability is the ceiling: without the tenant among its scopes, or without the action, nothing.
+    expect(await onTenant(claims(), 'admin')).toBe(false);
+    expect(await onTenant(tenantScoped({ actions: ['search', 'request_delete'] }), 'admin')).toBe(false);
+    // The tenant opens no partition: its grant gives nothing on a resource.
+    source.change({ grants: [grant({ resource: TENANT_REF, role: 'admin' })] });
+    expect(await pdp.authorizedPartitions({ claims: tenantScoped(), action: 'admin' })).toEqual([]);
+  });
+
+  it('lets a privacy officer forget across the tenant and nothing else', async () => {
+    source.change({ grants: [grant({ resource: TENANT_REF, role: 'privacy_officer' })] });
+    expect(await onTenant(tenantScoped(), 'request_delete')).toBe(true);
+    expect(await onTenant(tenantScoped(), 'admin')).toBe(false);
+    for (const action of Action.options) expect(await pdp.authorizedPartitions({ claims: tenantScoped(), action })).toEqual([]);
+  });
+
+  it('refuses a grant on the tenant for another purpose, another principal, after its end, or through a delegation', async () => {
+    source.change({ grants: [grant({ resource: TENANT_REF, role: 'privacy_officer', purposes: ['compliance'] })] });
+    expect(await onTenant(tenantScoped(), 'request_delete')).toBe(false);
+    expect(await onTenant(tenantScoped({ purpose: 'compliance' }), 'request_delete')).toBe(true);
+    expect(await onTenant(tenantScoped({ purpose: 'compliance', act: { sub: 'person-bob', kind: 'person' } }), 'request_delete')).toBe(false);
+    source.change({ grants: [grant({ resource: TENANT_REF, role: 'privacy_officer', notAfter: '2025-03-01T08:00:00.000Z' })] });
+    expect(await onTenant(tenantScoped(), 'request_delete')).toBe(false);
+    // A delegated agent never gets the tenant's rights, whatever its delegation says.
+    source.change({ grants: [grant({ resource: TENANT_REF, role: 'privacy_officer' })], delegations: [delegation()] });
+    expect(await onTenant(tenantScoped(), 'request_delete')).toBe(false);
+    expect(await onTenant(tenantScoped({ sub: 'person-ana' }), 'request_delete')).toBe(true);
+  });
+
+  it('never answers for another tenant than the capability\'s', async () => {
+    source.change({ grants: [grant({ resource: TENANT_REF, role: 'admin' })] });
+    expect(await onTenant(tenantScoped({ scopes: [APOLLO, { kind: 'tenant', id: 'tenant-globex' }] }), 'admin')).toBe(false);
+  });
+});

@@ -1,5 +1,5 @@
 import type { CedarValueJson, EntityJson, TypeAndId } from '@cedar-policy/cedar-wasm/nodejs';
-import type { Delegation, Grant, PolicySnapshot, ResourceRef, Sensitivity, Visibility } from '@gm/contracts';
+import type { Delegation, Grant, PolicySnapshot, ResourceRef, ScopeRef, Sensitivity, TenantRef, Visibility } from '@gm/contracts';
 import { partitionKey } from '@gm/domain';
 
 /**
@@ -9,7 +9,11 @@ import { partitionKey } from '@gm/domain';
 
 export type SnapshotDelegation = PolicySnapshot['delegations'][number];
 
-export interface Candidate {
+/** What one Cedar request is about: a partition of a resource, or the tenant as a whole. */
+export type Candidate = PartitionCandidate | TenantCandidate;
+
+export interface PartitionCandidate {
+  type: 'Partition';
   key: string;
   resource: ResourceRef;
   visibility: Visibility;
@@ -18,6 +22,17 @@ export interface Candidate {
   owner?: string;
 }
 
+export interface TenantCandidate {
+  type: 'Tenant';
+  /** Never a partition key (those start with the tenant's encoding), so the decision cache keeps them apart. */
+  key: string;
+  resource: TenantRef;
+}
+
+/** The tenant itself as the resource of a request (tenant-wide administration and erasure). */
+export const tenantCandidate = (tenantId: string): TenantCandidate =>
+  ({ type: 'Tenant', key: `\u0000tenant\u0000${tenantId}`, resource: { kind: 'tenant', id: tenantId } });
+
 const SENSITIVITIES: readonly Sensitivity[] = ['normal', 'confidential', 'restricted'];
 
 /**
@@ -25,17 +40,17 @@ const SENSITIVITIES: readonly Sensitivity[] = ['normal', 'confidential', 'restri
  * principal's own private partition and the three restricted ones. Nothing else is ever
  * asked about, so the capability's scopes are a ceiling whatever the policy says.
  */
-export function candidatePartitions(tenantId: string, resource: ResourceRef, principalId: string): Candidate[] {
+export function candidatePartitions(tenantId: string, resource: ResourceRef, principalId: string): PartitionCandidate[] {
   const key = (visibility: Visibility, sensitivity: Sensitivity) =>
     partitionKey({ tenantId, resource, visibility, sensitivity, ownerPrincipalId: principalId });
   return [
-    { key: key('team', 'normal'), resource, visibility: 'team', sensitivity: 'normal' },
-    { key: key('private', 'normal'), resource, visibility: 'private', sensitivity: 'normal', owner: principalId },
-    ...SENSITIVITIES.map((s): Candidate => ({ key: key('restricted', s), resource, visibility: 'restricted', sensitivity: s })),
+    { type: 'Partition', key: key('team', 'normal'), resource, visibility: 'team', sensitivity: 'normal' },
+    { type: 'Partition', key: key('private', 'normal'), resource, visibility: 'private', sensitivity: 'normal', owner: principalId },
+    ...SENSITIVITIES.map((s): PartitionCandidate => ({ type: 'Partition', key: key('restricted', s), resource, visibility: 'restricted', sensitivity: s })),
   ];
 }
 
-export const resourceId = (r: ResourceRef): string => `${r.kind}:${r.id}`;
+export const resourceId = (r: ScopeRef): string => `${r.kind}:${r.id}`;
 
 const uid = (type: string, id: string): TypeAndId => ({ type, id });
 const ref = (type: string, id: string): CedarValueJson => ({ __entity: uid(type, id) });
@@ -71,17 +86,19 @@ export function cedarRequest(caller: Caller, action: string, partition: Candidat
   const entities: EntityJson[] = [
     entity('Agent', caller.agentId, { revoked: caller.revokedAgents.has(caller.agentId) }),
     entity('Principal', caller.principalId, { kind: caller.principalKind, revoked: caller.revokedAgents.has(caller.principalId) }),
-    entity(
-      'Partition',
-      partition.key,
-      {
-        tenant: caller.tenant,
-        resource,
-        visibility: ref('Visibility', partition.visibility),
-        sensitivity: ref('Sensitivity', partition.sensitivity),
-        ...(partition.owner === undefined ? {} : { owner: ref('Principal', partition.owner) }),
-      },
-    ),
+    partition.type === 'Tenant'
+      ? entity('Tenant', partition.key, { tenant: caller.tenant, resource })
+      : entity(
+        'Partition',
+        partition.key,
+        {
+          tenant: caller.tenant,
+          resource,
+          visibility: ref('Visibility', partition.visibility),
+          sensitivity: ref('Sensitivity', partition.sensitivity),
+          ...(partition.owner === undefined ? {} : { owner: ref('Principal', partition.owner) }),
+        },
+      ),
   ];
   // The grant's holder is the caller's principal (the PDP only picks such grants); should it
   // ever not be, Cedar sees an unknown holder and the grant-holder rule denies.
@@ -93,7 +110,7 @@ export function cedarRequest(caller: Caller, action: string, partition: Candidat
     grant: grantRecord(grant),
   };
   if (caller.delegation !== undefined) context['delegation'] = delegationRecord(caller.delegation);
-  return { principal: uid('Agent', caller.agentId), action: uid('Action', action), resource: uid('Partition', partition.key), context, entities };
+  return { principal: uid('Agent', caller.agentId), action: uid('Action', action), resource: uid(partition.type, partition.key), context, entities };
 }
 
 function grantRecord(g: Grant): CedarValueJson {

@@ -48,6 +48,8 @@ export class KeySpace {
   legalHold = (tenant: string, id: string) => `${this.prefix}pol:hold:${tenant}:${id}`;
   legalHoldsOf = (tenant: string) => `${this.prefix}pol:holds:${tenant}`;
   legalHoldsOfSubject = (tenant: string, subject: string) => `${this.prefix}pol:holds-of:${tenant}:${subject}`;
+  /** Who took a resource's first admin grant on the issuer's word (compare-and-set). */
+  adminBootstrap = (tenant: string, resource: string) => `${this.prefix}boot:${tenant}${SEP}${resource}`;
   /** What the issuer signed (jti → tenant, agent, expiry), so a revocation knows how long to last. */
   issuedCapability = (jti: string) => `${this.prefix}cap:${jti}`;
 }

@@ -7,6 +7,8 @@ export const StoredPacket = z.object({
   packet: EvidencePacket,
   tenantId: z.string(),
   agentId: z.string(),
+  /** Whom the packet was issued to: only its principal may validate it (§6.5). Absent in packets issued before it was kept. */
+  principalId: z.string().optional(),
   /** Items whose record was revoked or deleted after issue; their excerpts are erased. */
   invalidated: z.array(z.string()),
 });

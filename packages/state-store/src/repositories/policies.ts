@@ -39,6 +39,17 @@ export class Policies implements PolicySource {
     private readonly nowMs: () => number,
   ) {}
 
+  /**
+   * The bootstrap of a resource's first admin grant, claimed once ever (compare-and-set, design
+   * §6.2): true for the first claim and for a retry with the same grant id. Not under `pol:`:
+   * it is the broker's decision, not a fold of policy.changes, and a replay must not reopen it.
+   */
+  async claimAdminBootstrap(tenant: string, resource: string, grantId: string): Promise<boolean> {
+    const key = this.keys.adminBootstrap(tenant, resource);
+    if (await this.kv.set(key, grantId, { nx: true })) return true;
+    return (await this.kv.get(key)) === grantId;
+  }
+
   async apply(change: PolicyChange): Promise<AppliedChange> {
     const { tenant, changeId } = change.metadata;
     const appliedKey = this.keys.policyApplied(tenant, changeId);
@@ -181,7 +192,8 @@ export class Policies implements PolicySource {
   }
 }
 
-export const IssuedCapability = z.object({ jti: z.string(), tenant: z.string(), agentId: z.string(), expiresAt: z.string() });
+/** `principalId`: whom the capability speaks for (absent in records written before it was kept: then nobody's own). */
+export const IssuedCapability = z.object({ jti: z.string(), tenant: z.string(), agentId: z.string(), principalId: z.string().optional(), expiresAt: z.string() });
 export type IssuedCapability = z.infer<typeof IssuedCapability>;
 
 /**

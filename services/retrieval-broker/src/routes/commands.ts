@@ -1,8 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { GovernedMemoryError, asErrorCode } from '@gm/contracts';
-import { authenticate } from '../auth.ts';
+import { authorized } from '../authorization.ts';
 import type { BrokerDeps } from '../deps.ts';
-import { pathId } from '../http.ts';
 import { problemOf } from '../problem.ts';
 
 /** An unknown command and another principal's answer the same. */
@@ -11,8 +10,7 @@ const noSuchCommand = (): GovernedMemoryError => new GovernedMemoryError('MEM_NO
 export function commandRoutes(app: FastifyInstance, deps: BrokerDeps): void {
   /** How far an asynchronous write got; only the principal whose capability wrote it may ask. */
   app.get('/v1/commands/:commandId', async (request) => {
-    const claims = await authenticate(request, deps.verifier, deps.clock, 'write');
-    const commandId = pathId(request, 'commandId');
+    const { claims, commandId } = authorized(request, 'command');
     const outcome = await deps.state.commands.get(claims.tenant, commandId);
     if (outcome === null || outcome.principalId !== claims.act.sub) throw noSuchCommand();
     switch (outcome.state) {

@@ -1,27 +1,24 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { newUlid } from '@gm/ids';
 import {
-  DeletionJobListQuery, DeletionReceipt, DeletionScope, GovernedMemoryError, LIMITS, LIVE_STATUSES, type CapabilityClaims, type MemoryCommand, type RecordMeta,
+  DeletionJobListQuery, DeletionReceipt, DeletionScope, GovernedMemoryError, LIMITS, LIVE_STATUSES,
+  type CapabilityClaims, type DeletionJob, type MemoryCommand, type RecordMeta,
 } from '@gm/contracts';
 import { decodeReceiptPayload } from '@gm/policy/receipts';
-import { authenticate, bearer } from '../auth.ts';
+import { authorized } from '../authorization.ts';
 import type { BrokerDeps } from '../deps.ts';
 import { idempotencyKey, pathId } from '../http.ts';
 import { notFound } from '../problem.ts';
 import { metadataFor } from '../metadata.ts';
-import { authorizedPartitions, authorizedRecord } from './memories.ts';
-import { adminDepsOf, isTenantAdmin } from '../admin-authz.ts';
 import { partitionOf } from '../retrieval.ts';
-import { answerMutation, awaitConsistency, requestPoint } from '../consistency.ts';
-import { DELETION_JOB_GROUPS } from '../command-gateway.ts';
+import { answerMutation, requestPoint } from '../consistency.ts';
 
 export function deletionRoutes(app: FastifyInstance, deps: BrokerDeps): void {
   app.delete('/v1/memories/:id', async (request, reply) => {
-    const claims = await authenticate(request, deps.verifier, deps.clock, 'request_delete');
+    const { claims, record: meta } = authorized(request, 'record');
     const carried = requestPoint(deps, request, claims.tenant);
-    const id = pathId(request, 'id');
+    const id = meta.id;
     const scope = deletionScope(request);
-    const meta = await authorizedRecord(deps, claims, id, 'request_delete');
     const jobId = newUlid();
     const copies = scope === 'content' ? await deletableCopies(deps, claims, meta) : [];
     // The fingerprint is the request (id and scope), not the copies found: a retry finds the same job.
@@ -36,64 +33,47 @@ export function deletionRoutes(app: FastifyInstance, deps: BrokerDeps): void {
   });
 
   /**
-   * Right to be forgotten: every record about the subject in the caller's tenant, whatever
-   * its resource. The answer is the same whether the subject had records or not.
+   * Right to be forgotten, by right (§8.1): the subject's records the requester may delete —
+   * in the partitions the PDP opens to it for `request_delete`, or every one of the tenant for
+   * a privacy officer (`request_delete` on the tenant). The answer is the same whether the
+   * subject had such records or not, and whether it had others.
    */
   app.post('/v1/subjects/:subjectId/forget', async (request, reply) => {
-    const claims = await authenticate(request, deps.verifier, deps.clock, 'request_delete');
+    const { claims, within } = authorized(request, 'subject');
     const carried = requestPoint(deps, request, claims.tenant);
     const subjectId = pathId(request, 'subjectId');
     const jobId = newUlid();
     const command: MemoryCommand = {
-      type: 'ForgetSubject', data: { jobId }, metadata: await metadataFor(deps, claims, subjectId, idempotencyKey(request), { operation: 'ForgetSubject', body: { subjectId } }),
+      type: 'ForgetSubject', data: { jobId, within }, metadata: await metadataFor(deps, claims, subjectId, idempotencyKey(request), { operation: 'ForgetSubject', body: { subjectId } }),
     };
     const result = await deps.gateway.send(command);
     answerMutation(deps, reply, claims.tenant, carried, result);
     return reply.code(202).send({ jobId: result.jobId ?? jobId });
   });
 
-  const admin = adminDepsOf(deps);
-  /** Who may read deletion jobs at all: an administrator, or a requester (its own). */
-  const jobReader = async (request: FastifyRequest): Promise<CapabilityClaims> => {
-    const claims = await deps.verifier.verify(bearer(request), deps.clock.now());
-    if (!claims.actions.includes('admin') && !claims.actions.includes('request_delete')) {
-      throw new GovernedMemoryError('CAP_ACTION_DENIED', 'the capability grants neither "admin" nor "request_delete"');
-    }
-    return claims;
-  };
-
-  /** Admins see every job of their tenant; a requester sees its own jobs. */
-  const visibleJob = async (request: FastifyRequest) => {
-    const claims = await jobReader(request);
-    await awaitConsistency(deps, request, claims.tenant, DELETION_JOB_GROUPS);
-    const job = await deps.state.jobs.get(claims.tenant, pathId(request, 'id'));
-    // Every job of the tenant for an administrator (Cedar: admin on some resource), its own for a requester.
-    if (!job) throw notFound();
-    if (job.requestedBy.agentId !== claims.sub && !(await isTenantAdmin(admin, claims))) throw notFound();
-    return job;
-  };
-
-  app.get('/v1/deletion-jobs/:id', async (request) => visibleJob(request));
+  app.get('/v1/deletion-jobs/:id', async (request) => {
+    const { job, tenantAdmin } = authorized(request, 'job');
+    return jobView(job, tenantAdmin);
+  });
 
   /**
-   * The tenant's jobs for an administrator (Cedar: admin on some resource), the caller's own
-   * (its agent requested them) otherwise; oldest first from `since`, `limit` a page (50), and a
-   * cursor while there is more. Jobs requested before this listing existed are not indexed.
+   * The tenant's jobs for its administrator (Cedar: admin on the tenant), the caller's principal's
+   * own otherwise; oldest first from `since`, `limit` a page (50), and a cursor while there is
+   * more. Jobs requested before this listing existed are not indexed.
    */
   app.get('/v1/deletion-jobs', async (request) => {
-    const claims = await jobReader(request);
+    const { claims, tenantAdmin } = authorized(request, 'jobs');
     const parsed = DeletionJobListQuery.safeParse(request.query ?? {});
     if (!parsed.success) {
       throw new GovernedMemoryError('MEM_VALIDATION', `query: ${parsed.error.issues.map((i) => `${i.path.join('.') || 'query'}: ${i.message}`).join('; ')}`);
     }
     const query = parsed.data;
-    const everyJob = await isTenantAdmin(admin, claims);
     const after = query.cursor === undefined ? undefined : readCursor(query.cursor);
     const { jobs, next } = await deps.state.jobs.list(claims.tenant, {
       sinceMs: query.since === undefined ? 0 : Date.parse(query.since), ...(after ? { after } : {}), limit: query.limit ?? 50,
-      keep: (job) => (everyJob || job.requestedBy.agentId === claims.sub) && (query.status === undefined || job.status === query.status),
+      keep: (job) => (tenantAdmin || job.requestedBy.principalId === claims.act.sub) && (query.status === undefined || job.status === query.status),
     });
-    return { items: jobs, ...(next ? { nextCursor: writeCursor(next) } : {}) };
+    return { items: jobs.map((job) => jobView(job, tenantAdmin)), ...(next ? { nextCursor: writeCursor(next) } : {}) };
   });
 
   /**
@@ -102,7 +82,7 @@ export function deletionRoutes(app: FastifyInstance, deps: BrokerDeps): void {
    * The payload is decoded from the stored JWS, so it is exactly what was signed.
    */
   app.get('/v1/deletion-jobs/:id/receipt', async (request, reply) => {
-    const job = await visibleJob(request);
+    const { job } = authorized(request, 'job');
     const stored = await deps.state.receipts.get(job.tenant, job.jobId);
     if (!stored) throw notFound();
     if (prefersJose(request.headers.accept)) return reply.type('application/jose').send(stored.jws);
@@ -111,6 +91,13 @@ export function deletionRoutes(app: FastifyInstance, deps: BrokerDeps): void {
 
   /** The public keys that sign receipts (a JWKS), for verifying receipts offline. Public: no capability needed. */
   app.get('/v1/receipt-keys', async () => ({ keys: await deps.state.receipts.publicKeys() }));
+}
+
+/** A legal hold's reason is for those who may read holds (the tenant's administrators); its id tells a requester why its job kept content. */
+function jobView(job: DeletionJob, tenantAdmin: boolean): DeletionJob {
+  if (tenantAdmin || job.legalHold === undefined) return job;
+  const { reason: _reason, ...hold } = job.legalHold;
+  return { ...job, legalHold: hold };
 }
 
 /** `?scope=record` (the default) or `?scope=content`; anything else is refused, never read as the default. */
@@ -145,7 +132,7 @@ async function deletableCopies(deps: BrokerDeps, claims: CapabilityClaims, meta:
   const same = [...(await deps.state.records.getMany(claims.tenant, ids)).values()]
     .filter((m) => m.contentHash === meta.contentHash && LIVE_STATUSES.includes(m.status));
   if (same.length === 0) return [];
-  const partitions = new Set(await authorizedPartitions(deps, claims, 'request_delete'));
+  const partitions = new Set(await deps.pdp.authorizedPartitions({ claims, action: 'request_delete' }));
   const tombstoned = await deps.state.tombstones.filterTombstoned(claims.tenant, same.map((m) => m.id));
   return same
     .filter((m) => partitions.has(partitionOf(m)) && !tombstoned.has(m.id))

@@ -1,47 +1,30 @@
 import type { FastifyInstance } from 'fastify';
 import {
-  GovernedMemoryError, LIVE_STATUSES, RejectRequest, VersionedRequest, WriteMemoryBatchRequest, WriteMemoryRequest,
-  type Action, type CapabilityClaims, type MemoryCommand, type RecordMeta, type Visibility,
+  GovernedMemoryError, RejectRequest, VersionedRequest, WriteMemoryBatchRequest, WriteMemoryRequest, type MemoryCommand, type Visibility,
 } from '@gm/contracts';
 import { authorizesPartition } from '@gm/policy';
-import { authenticate } from '../auth.ts';
+import { authorized } from '../authorization.ts';
 import type { BrokerDeps } from '../deps.ts';
-import { idempotencyKey, parseBody, pathId } from '../http.ts';
+import { idempotencyKey, parseBody } from '../http.ts';
 import { notFound } from '../problem.ts';
 import { partitionOf, readHistory, readRecord } from '../retrieval.ts';
 import { PREFERENCE_APPLIED_HEADER, postAsync, prefersAsync } from '../async-writes.ts';
-import { READ_YOUR_WRITES_GROUPS } from '../command-gateway.ts';
-import { answerMutation, awaitConsistency, requestPoint } from '../consistency.ts';
+import { answerMutation, requestPoint } from '../consistency.ts';
 import { metadataFor } from '../metadata.ts';
-import { idTaken, prepareWrite, writePermission } from '@gm/write-edge';
+import { claimWriteId, prepareWrite, writeAuthority } from '@gm/write-edge';
 import { BATCH_BODY_LIMIT_FACTOR, writeBatch } from '../write-batch.ts';
-
-/** The partitions the policy decision point opens to this capability for `action`. */
-export const authorizedPartitions = (deps: BrokerDeps, claims: CapabilityClaims, action: Action): Promise<string[]> =>
-  deps.pdp.authorizedPartitions({ claims, action });
-
-/** The record, if this capability may act on it with `action`; otherwise the uniform 404. */
-export async function authorizedRecord(
-  deps: BrokerDeps, claims: CapabilityClaims, id: string, action: 'promote' | 'review' | 'request_delete',
-): Promise<RecordMeta> {
-  const meta = await deps.state.records.get(claims.tenant, id);
-  if (!meta) throw notFound();
-  const partitions = await authorizedPartitions(deps, claims, action);
-  const tombstoned = (await deps.state.tombstones.filterTombstoned(claims.tenant, [id])).size > 0;
-  if (tombstoned || !partitions.includes(partitionOf(meta)) || !LIVE_STATUSES.includes(meta.status)) throw notFound();
-  return meta;
-}
 
 export function memoryRoutes(app: FastifyInstance, deps: BrokerDeps): void {
   app.post('/v1/memories', async (request, reply) => {
-    const claims = await authenticate(request, deps.verifier, deps.clock, 'write');
+    const { claims, partitions } = authorized(request, 'partitions');
     const carried = requestPoint(deps, request, claims.tenant);
     const body = parseBody(WriteMemoryRequest, request.body);
     const respondAsync = prefersAsync(request);
     if (respondAsync) await deps.backlog.admitAsync();
     const revision = await deps.state.policyRevisions.current(claims.tenant);
-    const write = await prepareWrite(deps, claims, body, idempotencyKey(request), writePermission(deps, claims), revision);
-    if (!(await deps.state.idClaims.claim(claims.tenant, write.id, write.subjectId))) throw idTaken();
+    const mayWrite = writeAuthority(deps.pdp, claims, partitions);
+    const write = await prepareWrite(deps, claims, body, idempotencyKey(request), mayWrite, revision);
+    await claimWriteId(deps, claims, write, mayWrite);
     if (respondAsync) {
       const commands = await postAsync(deps, claims, [write.command]);
       const consistencyToken = answerMutation(deps, reply, claims.tenant, carried, { commands });
@@ -55,12 +38,12 @@ export function memoryRoutes(app: FastifyInstance, deps: BrokerDeps): void {
 
   // `::` is a literal colon in a Fastify path: the route is /v1/memories:batch.
   app.post('/v1/memories::batch', { bodyLimit: BATCH_BODY_LIMIT_FACTOR * deps.config.bodyLimitBytes }, async (request, reply) => {
-    const claims = await authenticate(request, deps.verifier, deps.clock, 'write');
+    const { claims, partitions } = authorized(request, 'partitions');
     const carried = requestPoint(deps, request, claims.tenant);
     const { items } = parseBody(WriteMemoryBatchRequest, request.body);
     const respondAsync = prefersAsync(request);
     if (respondAsync) await deps.backlog.admitAsync();
-    const answer = await writeBatch(deps, claims, items, request.id, respondAsync);
+    const answer = await writeBatch(deps, claims, partitions, items, request.id, respondAsync);
     const consistencyToken = answerMutation(deps, reply, claims.tenant, carried, answer);
     if (respondAsync) reply.header(PREFERENCE_APPLIED_HEADER, 'respond-async');
     return reply.code(respondAsync ? 202 : 200).send({ items: answer.items, consistencyToken });
@@ -69,12 +52,11 @@ export function memoryRoutes(app: FastifyInstance, deps: BrokerDeps): void {
   // A rejection moves nothing: its body has no visibility (422 when one is sent).
   const review = (path: string, type: 'PromoteMemory' | 'RejectQuarantined', action: 'promote' | 'review') =>
     app.post(path, async (request, reply) => {
-      const claims = await authenticate(request, deps.verifier, deps.clock, action);
+      const { claims, record: meta } = authorized(request, 'record');
       const carried = requestPoint(deps, request, claims.tenant);
-      const id = pathId(request, 'id');
+      const id = meta.id;
       const body: { expectedVersion: number; visibility?: Visibility | undefined } =
         parseBody(type === 'PromoteMemory' ? VersionedRequest : RejectRequest, request.body);
-      const meta = await authorizedRecord(deps, claims, id, action);
       if (body.visibility !== undefined && body.visibility !== meta.visibility) {
         // A promotion that moves the record moves it only where this reviewer may promote to.
         const target = partitionOf({ ...meta, visibility: body.visibility });
@@ -95,27 +77,23 @@ export function memoryRoutes(app: FastifyInstance, deps: BrokerDeps): void {
   review('/v1/memories/:id/reject', 'RejectQuarantined', 'review');
 
   app.get('/v1/memories/:id', async (request) => {
-    const claims = await authenticate(request, deps.verifier, deps.clock, 'read');
-    const id = pathId(request, 'id');
-    await awaitConsistency(deps, request, claims.tenant, READ_YOUR_WRITES_GROUPS);
-    const record = await readRecord(deps, claims, id, deps.clock.now());
+    const { claims, record: meta } = authorized(request, 'record');
+    const record = await readRecord(deps, claims, meta.id, deps.clock.now());
     if (record === null) throw notFound();
     return record;
   });
 
   app.get('/v1/memories/:id/history', async (request) => {
-    const claims = await authenticate(request, deps.verifier, deps.clock, 'read');
-    const id = pathId(request, 'id');
-    await awaitConsistency(deps, request, claims.tenant, READ_YOUR_WRITES_GROUPS);
-    const history = await readHistory(deps, claims, id);
+    const { claims, record: meta } = authorized(request, 'record');
+    const history = await readHistory(deps, claims, meta.id);
     if (history === null) throw notFound();
     return history;
   });
 
   app.get('/v1/review/quarantine', async (request) => {
-    const claims = await authenticate(request, deps.verifier, deps.clock, 'review');
+    const { claims, partitions: open } = authorized(request, 'partitions');
     const now = deps.clock.now().getTime();
-    const partitions = new Set(await authorizedPartitions(deps, claims, 'review'));
+    const partitions = new Set(open);
     const records = (await deps.state.records.quarantined(claims.tenant))
       .filter((m) => partitions.has(partitionOf(m)) && Date.parse(m.expiresAt) > now)
       .sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));

@@ -1,70 +1,46 @@
 import type { FastifyInstance } from 'fastify';
 import { newUlid } from '@gm/ids';
-import {
-  AddDelegationRequest, AddGrantRequest, GovernedMemoryError, PlaceLegalHoldRequest, PolicyActionRequest,
-  type CapabilityClaims,
-} from '@gm/contracts';
+import { GovernedMemoryError, PlaceLegalHoldRequest, PolicyActionRequest } from '@gm/contracts';
 import { inScope } from '@gm/policy';
-import {
-  adminDepsOf, authorizeAdmin, authorizeCapabilityRevocation, authorizeDelegation, authorizeGrant, authorizeTenantAdmin, mayRevokeDelegation,
-} from '../admin-authz.ts';
-import { bearer } from '../auth.ts';
+import { authorized, checkTenant } from '../authorization.ts';
 import type { BrokerDeps } from '../deps.ts';
 import { parseBody, pathId } from '../http.ts';
-
-/** §5.2 for policy: the tenant comes from the capability; a body naming another is impersonation. */
-function checkTenant(claims: CapabilityClaims, body: { tenant?: string | undefined }): void {
-  if (body.tenant !== undefined && body.tenant !== claims.tenant) {
-    throw new GovernedMemoryError('MEM_IMPERSONATION', 'the body names another tenant than the capability');
-  }
-}
 
 const notFound = (what: string) => new GovernedMemoryError('MEM_NOT_FOUND', `no such ${what}`);
 
 /**
- * Administration (issue 4): grants, delegations, capability and agent revocation, legal holds.
- * Every route produces one change on policy.changes and answers once the policy projector has
- * applied it, with the policy revision it produced. Bodies are validated before anything is
+ * Administration (design §6.2): grants, delegations, capability and agent revocation, legal
+ * holds. Who may call each is the authorization table's (authorization.ts) — these handlers only
+ * act. Every route produces one change on policy.changes and answers once the policy projector
+ * has applied it, with the policy revision it produced. Bodies are validated before anything is
  * produced; unknown fields are rejected.
  */
 export function policyRoutes(app: FastifyInstance, deps: BrokerDeps): void {
-  const verify = (request: Parameters<typeof bearer>[0]) => deps.verifier.verify(bearer(request), deps.clock.now());
-  const admin = adminDepsOf(deps);
-
   app.post('/v1/grants', async (request, reply) => {
-    const claims = await verify(request);
-    const req = parseBody(AddGrantRequest, request.body);
-    checkTenant(claims, req);
-    const by = await authorizeGrant(admin, claims, req);
-    const { tenant: _tenant, grantId: requested, ...rest } = req;
+    const { claims, add } = authorized(request, 'grant');
+    if (add === undefined) throw new GovernedMemoryError('MEM_INTERNAL', 'no grant to add');
+    const { tenant: _tenant, grantId: requested, ...rest } = add.request;
     const grantId = requested ?? newUlid();
     const existing = await deps.state.policies.grant(claims.tenant, grantId);
     // Re-adding an id rewrites the grant; an id of a grant on a resource outside this admin's scopes is not its to rewrite.
     if (existing && !inScope(claims, existing.resource)) throw new GovernedMemoryError('MEM_ID_TAKEN', 'this grant id is in use');
     const policyRevision = await deps.policy.submit(claims, 'GrantAdded', { grant: { ...rest, grantId, tenant: claims.tenant } });
     // Ids and the decision only: who vouched for a resource's first administrator is audit.
-    if (by === 'bootstrap') request.log.info({ grantId, tenant: claims.tenant, principal: rest.principal.id, agent: claims.sub }, 'admin bootstrap: the first admin grant of a resource, on the issuer\'s word');
+    if (add.by === 'bootstrap') request.log.info({ grantId, tenant: claims.tenant, principal: rest.principal.id, agent: claims.sub }, 'admin bootstrap: the first admin grant of a resource, on the issuer\'s word');
     return reply.code(201).send({ grantId, policyRevision });
   });
 
   app.delete('/v1/grants/:id', async (request, reply) => {
-    const claims = await verify(request);
-    const grant = await deps.state.policies.grant(claims.tenant, pathId(request, 'id'));
-    if (!grant || !inScope(claims, grant.resource)) throw notFound('grant');
-    await authorizeAdmin(admin, claims, [grant.resource]);
-    const policyRevision = await deps.policy.submit(claims, 'GrantRemoved', { grantId: grant.grantId });
+    const { claims, remove } = authorized(request, 'grant');
+    if (remove === undefined) throw new GovernedMemoryError('MEM_INTERNAL', 'no grant to remove');
+    const policyRevision = await deps.policy.submit(claims, 'GrantRemoved', { grantId: remove.grantId });
     return reply.code(202).send({ policyRevision });
   });
 
   app.post('/v1/delegations', async (request, reply) => {
-    const claims = await verify(request);
-    const req = parseBody(AddDelegationRequest, request.body);
-    checkTenant(claims, req);
-    if (req.delegatorId !== undefined && req.delegatorId !== claims.act.sub) {
-      throw new GovernedMemoryError('MEM_IMPERSONATION', 'the delegator is the capability\'s principal');
-    }
-    await authorizeDelegation(admin, claims, req);
-    const { tenant: _tenant, delegatorId: _delegator, delegationId: requested, ...rest } = req;
+    const { claims, add } = authorized(request, 'delegation');
+    if (add === undefined) throw new GovernedMemoryError('MEM_INTERNAL', 'no delegation to add');
+    const { tenant: _tenant, delegatorId: _delegator, delegationId: requested, ...rest } = add;
     const delegationId = requested ?? newUlid();
     const existing = await deps.state.policies.delegation(claims.tenant, delegationId);
     // A delegation id names one delegation forever: a revoked one is never silently revived.
@@ -75,29 +51,27 @@ export function policyRoutes(app: FastifyInstance, deps: BrokerDeps): void {
   });
 
   app.post('/v1/delegations/:id/revoke', async (request, reply) => {
-    const claims = await verify(request);
+    const { claims, revoke } = authorized(request, 'delegation');
     checkTenant(claims, parseBody(PolicyActionRequest, request.body));
-    const delegation = await deps.state.policies.delegation(claims.tenant, pathId(request, 'id'));
-    if (!delegation || !(await mayRevokeDelegation(admin, claims, delegation))) throw notFound('delegation');
-    const policyRevision = await deps.policy.submit(claims, 'DelegationRevoked', { delegationId: delegation.delegationId });
+    if (revoke === undefined) throw new GovernedMemoryError('MEM_INTERNAL', 'no delegation to revoke');
+    const policyRevision = await deps.policy.submit(claims, 'DelegationRevoked', { delegationId: revoke.delegationId });
     return reply.code(202).send({ policyRevision });
   });
 
   /**
-   * The issuer recorded every jti it signed with its tenant, agent and expiry. A jti that is
-   * unknown, expired or of another tenant answers 202 like any other and changes nothing: the
-   * answer tells no one whether it exists, and no tenant can revoke another's capabilities.
+   * The issuer recorded every jti it signed with its tenant, principal, agent and expiry. A jti
+   * that is unknown, expired or of another tenant answers 202 like any other and changes nothing:
+   * the answer tells no one whether it exists, and no tenant can revoke another's capabilities.
+   * Who may ask at all (its own principal's, or a tenant administrator) is the table's.
    */
   app.post('/v1/capabilities/:jti/revoke', async (request, reply) => {
-    const claims = await verify(request);
+    const { claims } = authorized(request, 'capability');
     checkTenant(claims, parseBody(PolicyActionRequest, request.body));
     const jti = pathId(request, 'jti');
     const issued = await deps.state.issuedCapabilities.get(jti);
     const expiresAt = jti === claims.jti
       ? new Date(claims.exp * 1000).toISOString()
       : issued?.tenant === claims.tenant ? issued.expiresAt : undefined;
-    const own = jti === claims.jti || (issued?.tenant === claims.tenant && issued.agentId === claims.sub);
-    authorizeCapabilityRevocation(claims, own);
     const policyRevision = expiresAt === undefined
       ? await deps.state.policyRevisions.current(claims.tenant)
       : await deps.policy.submit(claims, 'CapabilityRevoked', { jti, expiresAt });
@@ -105,18 +79,16 @@ export function policyRoutes(app: FastifyInstance, deps: BrokerDeps): void {
   });
 
   app.post('/v1/agents/:id/revoke', async (request, reply) => {
-    const claims = await verify(request);
+    const { claims } = authorized(request, 'tenant');
     checkTenant(claims, parseBody(PolicyActionRequest, request.body));
-    await authorizeTenantAdmin(admin, claims);
     const policyRevision = await deps.policy.submit(claims, 'AgentRevoked', { agentId: pathId(request, 'id') });
     return reply.code(202).send({ policyRevision });
   });
 
   app.post('/v1/legal-holds', async (request, reply) => {
-    const claims = await verify(request);
+    const { claims } = authorized(request, 'tenant');
     const req = parseBody(PlaceLegalHoldRequest, request.body);
     checkTenant(claims, req);
-    await authorizeTenantAdmin(admin, claims);
     const holdId = req.holdId ?? newUlid();
     if (await deps.state.policies.legalHold(claims.tenant, holdId)) throw new GovernedMemoryError('MEM_ID_TAKEN', 'this legal hold id is in use');
     const hold = { holdId, tenant: claims.tenant, subjectId: req.subjectId, reason: req.reason };
@@ -125,14 +97,12 @@ export function policyRoutes(app: FastifyInstance, deps: BrokerDeps): void {
   });
 
   app.get('/v1/legal-holds', async (request) => {
-    const claims = await verify(request);
-    await authorizeTenantAdmin(admin, claims);
+    const { claims } = authorized(request, 'tenant');
     return { items: await deps.state.policies.legalHolds(claims.tenant) };
   });
 
   app.delete('/v1/legal-holds/:id', async (request, reply) => {
-    const claims = await verify(request);
-    await authorizeTenantAdmin(admin, claims);
+    const { claims } = authorized(request, 'tenant');
     const hold = await deps.state.policies.legalHold(claims.tenant, pathId(request, 'id'));
     if (!hold) throw notFound('legal hold');
     const policyRevision = await deps.policy.submit(claims, 'LegalHoldReleased', { holdId: hold.holdId });

@@ -1,10 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import { SearchRequest } from '@gm/contracts';
-import { authenticate } from '../auth.ts';
+import { authorized } from '../authorization.ts';
 import { READ_YOUR_WRITES_GROUPS, SEMANTIC_READ_GROUPS } from '../command-gateway.ts';
 import { awaitConsistency } from '../consistency.ts';
 import type { BrokerDeps } from '../deps.ts';
-import { parseBody, pathId } from '../http.ts';
+import { parseBody } from '../http.ts';
 import { notFound } from '../problem.ts';
 import { search, searchModeOf, validatePacket } from '../retrieval.ts';
 
@@ -12,7 +12,7 @@ export function searchRoutes(app: FastifyInstance, deps: BrokerDeps): void {
   const retrieval = { ...deps, packetTtlMs: deps.config.packetTtlMs, cacheTtlMs: deps.config.cacheTtlMs };
 
   app.post('/v1/search', async (request) => {
-    const claims = await authenticate(request, deps.verifier, deps.clock, 'search');
+    const { claims } = authorized(request, 'partitions');
     const body = parseBody(SearchRequest, request.body);
     const mode = searchModeOf(deps, body);
     // A semantic search waits for the vectors; a hybrid one for the keyword index, which its
@@ -22,8 +22,8 @@ export function searchRoutes(app: FastifyInstance, deps: BrokerDeps): void {
   });
 
   app.post('/v1/packets/:id/validate', async (request) => {
-    const claims = await authenticate(request, deps.verifier, deps.clock, 'cite');
-    const result = await validatePacket(retrieval, claims, pathId(request, 'id'), deps.clock.now());
+    const { claims, packetId } = authorized(request, 'packet');
+    const result = await validatePacket(retrieval, claims, packetId, deps.clock.now());
     if (!result) throw notFound();
     return result;
   });

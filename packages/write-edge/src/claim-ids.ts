@@ -1,0 +1,45 @@
+/**
+ * Id claims at the edge of a write (§5.11): a client-chosen id is claimed per tenant for one
+ * subject. An id the writer may not act on — held by another subject, in a partition it may not
+ * write to, tombstoned, deleted or purged — answers one uniform MEM_ID_TAKEN, whatever subject or
+ * state holds it, so the write path tells nobody which subject an id was about or what became of
+ * it. What remains observable is only that the id is taken (generated ids are unguessable).
+ */
+import { GovernedMemoryError, LIVE_STATUSES, type CapabilityClaims } from '@gm/contracts';
+import { recordPartition } from '@gm/domain';
+import type { StateStore } from '@gm/state-store';
+import type { PreparedWrite, WritePermission } from './prepare-write.ts';
+
+/** The one answer for an id this writer may not use; byte-identical whatever holds it. */
+export const idTaken = (): GovernedMemoryError => new GovernedMemoryError('MEM_ID_TAKEN', 'this id is not available to this writer');
+
+export type IdClaimDeps = { state: Pick<StateStore, 'idClaims' | 'records' | 'tombstones'> };
+
+/**
+ * Claims each write's id for its subject; for each, true when the write may go on to
+ * write-admission, false when it must be answered `idTaken()`. One read of the records, one of
+ * their tombstones and one pipeline of claims for the whole list.
+ */
+export async function claimWriteIds(deps: IdClaimDeps, claims: CapabilityClaims, writes: readonly PreparedWrite[], mayWrite: WritePermission): Promise<boolean[]> {
+  if (writes.length === 0) return [];
+  const ids = writes.map((w) => w.id);
+  const [metas, tombstoned] = await Promise.all([
+    deps.state.records.getMany(claims.tenant, ids),
+    deps.state.tombstones.filterTombstoned(claims.tenant, ids),
+  ]);
+  const usable = await Promise.all(writes.map(async (w) => {
+    const meta = metas.get(w.id);
+    if (meta === undefined) return true;
+    return LIVE_STATUSES.includes(meta.status) && !tombstoned.has(w.id) && (await mayWrite(recordPartition(meta)));
+  }));
+  const claiming = writes.filter((_, i) => usable[i] === true);
+  const claimed = await deps.state.idClaims.claimAll(claims.tenant, claiming.map((w) => ({ id: w.id, subjectId: w.subjectId })));
+  let next = 0;
+  return usable.map((ok) => ok && claimed[next++] === true);
+}
+
+/** The single write's form: throws `idTaken()` when the id may not be used. */
+export async function claimWriteId(deps: IdClaimDeps, claims: CapabilityClaims, write: PreparedWrite, mayWrite: WritePermission): Promise<void> {
+  const [ok] = await claimWriteIds(deps, claims, [write], mayWrite);
+  if (ok !== true) throw idTaken();
+}

@@ -1,0 +1,222 @@
+/**
+ * The authorization hook (design §9.1): before any handler runs, the edge looks the operation up
+ * in the one table (`OPERATIONS`, @gm/contracts), authenticates what it names and asks the
+ * policy decision point about what it acts on. A handler reads the answer with `authorized()`
+ * and never decides who may call it. An operation without a declaration does not run (500).
+ */
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import {
+  AddDelegationRequest, AddGrantRequest, GovernedMemoryError, LIVE_STATUSES, guardOf,
+  type Action, type CapabilityClaims, type DeletionJob, type ForgetWithin, type Guard, type RecordMeta, type ResourceOf,
+} from '@gm/contracts';
+import { newUlid } from '@gm/ids';
+import { requireAction } from '@gm/policy';
+import {
+  adminDepsOf, authorizeAdmin, authorizeDelegation, authorizeGrant, authorizeTenantAdmin, isTenantAdmin, mayRevokeDelegation,
+} from './admin-authz.ts';
+import { bearer, checkIssuerCredential } from './auth.ts';
+import { DELETION_JOB_GROUPS, READ_YOUR_WRITES_GROUPS } from './command-gateway.ts';
+import { awaitConsistency } from './consistency.ts';
+import type { BrokerDeps } from './deps.ts';
+import { parseBody, pathId } from './http.ts';
+import { notFound } from './problem.ts';
+import { auditCapability } from './query-audit.ts';
+import { partitionOf } from './retrieval.ts';
+
+/** What the hook established for a request, by the kind of resource its operation declares. */
+export type Authorized =
+  | { on: 'none' }
+  | { on: 'partitions'; claims: CapabilityClaims; partitions: string[] }
+  | { on: 'record'; claims: CapabilityClaims; record: RecordMeta }
+  | { on: 'subject'; claims: CapabilityClaims; within: ForgetWithin }
+  | { on: 'packet'; claims: CapabilityClaims; packetId: string }
+  | { on: 'command'; claims: CapabilityClaims; commandId: string }
+  | { on: 'job'; claims: CapabilityClaims; job: DeletionJob; tenantAdmin: boolean }
+  | { on: 'jobs'; claims: CapabilityClaims; tenantAdmin: boolean }
+  | { on: 'grant'; claims: CapabilityClaims; add?: { request: AddGrantRequest; by: 'cedar' | 'bootstrap' }; remove?: { grantId: string } }
+  | { on: 'delegation'; claims: CapabilityClaims; add?: AddDelegationRequest; revoke?: { delegationId: string } }
+  | { on: 'capability'; claims: CapabilityClaims }
+  | { on: 'tenant'; claims: CapabilityClaims };
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    authorized?: Authorized;
+  }
+}
+
+/** The hook's answer for this request, of the kind its operation declares (a mismatch is a bug here). */
+export function authorized<K extends Authorized['on']>(request: FastifyRequest, on: K): Extract<Authorized, { on: K }> {
+  const found = request.authorized;
+  if (found?.on !== on) throw new GovernedMemoryError('MEM_INTERNAL', `route authorization: declared ${found?.on ?? 'nothing'}, handler expects ${on}`);
+  return found as Extract<Authorized, { on: K }>;
+}
+
+/** A Fastify route path in the table's syntax: `:id` → `{id}`, `*` → `{path}`, `::` → `:`; HEAD is a GET. */
+export function operationOf(method: string, url: string): { method: string; path: string } {
+  const path = url
+    .replace(/::/g, '\u0000')
+    .replace(/:([A-Za-z]+)/g, '{$1}')
+    .replace(/\u0000/g, ':')
+    .replace(/\/\*$/, '/{path}');
+  return { method: method === 'HEAD' ? 'GET' : method, path: documentPath(path) };
+}
+
+/** Every file of the rendered document (the Scalar plugin's routes under /docs/) is one public operation of the table. */
+export const documentPath = (path: string): string => (path.startsWith('/docs/') ? '/docs/{path}' : path);
+
+/** Registers the hook on every route; runs after the body is parsed and the query audit's scope is set. */
+export function authorizationHook(app: FastifyInstance, deps: BrokerDeps): void {
+  const resolve = resolvers(deps);
+  app.addHook('preHandler', async (request) => {
+    const url = request.routeOptions.url;
+    // Unrouted requests reach the not-found handler, which answers 404 or 405 and runs nothing.
+    if (url === undefined) return;
+    const { method, path } = operationOf(request.method, url);
+    const guard: Guard | undefined = guardOf(method, path);
+    if (guard === undefined) {
+      throw new GovernedMemoryError('MEM_INTERNAL', `${method} ${path} has no authorization declaration`);
+    }
+    if (guard.auth === 'public') {
+      request.authorized = { on: 'none' };
+      return;
+    }
+    if (guard.auth === 'issuer') {
+      checkIssuerCredential(request, deps.issuerCredential);
+      request.authorized = { on: 'none' };
+      return;
+    }
+    const claims = await deps.verifier.verify(bearer(request), deps.clock.now());
+    if (!guard.actions.some((a) => claims.actions.includes(a))) {
+      // One action: the usual "does not grant X"; several: none of them.
+      if (guard.actions.length === 1 && guard.actions[0] !== undefined) requireAction(claims, guard.actions[0]);
+      throw new GovernedMemoryError('CAP_ACTION_DENIED', `the capability grants none of ${guard.actions.map((a) => `"${a}"`).join(', ')}`);
+    }
+    auditCapability(claims.act.sub, claims.purpose);
+    request.authorized = await resolve[guard.on](request, claims, guard.actions);
+  });
+}
+
+type Resolver = (request: FastifyRequest, claims: CapabilityClaims, actions: readonly Action[]) => Promise<Authorized>;
+
+/** One resolver per kind of resource (`ResourceOf`): what the PDP is asked, and what a refusal answers. */
+function resolvers(deps: BrokerDeps): Record<ResourceOf, Resolver> {
+  const admin = adminDepsOf(deps);
+  const partitionsFor = (claims: CapabilityClaims, action: Action) => deps.pdp.authorizedPartitions({ claims, action });
+  const first = (actions: readonly Action[]) => {
+    const action = actions[0];
+    if (action === undefined) throw new GovernedMemoryError('MEM_INTERNAL', 'a declaration without an action');
+    return action;
+  };
+
+  return {
+    partitions: async (_request, claims, actions) => ({ on: 'partitions', claims, partitions: await partitionsFor(claims, first(actions)) }),
+
+    /**
+     * The record's partition must be open for the action (a quarantined one, for a reader, where
+     * it may review: the history's rule), the record live and not tombstoned. Everything else —
+     * unknown, another tenant's, another partition's, deleted, purged — is the same 404 (§6.4).
+     */
+    record: async (request, claims, actions) => {
+      const action = first(actions);
+      const id = pathId(request, 'id');
+      if (action === 'read') await awaitConsistency(deps, request, claims.tenant, READ_YOUR_WRITES_GROUPS);
+      const meta = await deps.state.records.get(claims.tenant, id);
+      if (meta === null || !LIVE_STATUSES.includes(meta.status)) throw notFound();
+      const sight = new Set(await partitionsFor(claims, action));
+      if (action === 'read' && meta.status === 'quarantined' && claims.actions.includes('review')) {
+        for (const p of await partitionsFor(claims, 'review')) sight.add(p);
+      }
+      const tombstoned = (await deps.state.tombstones.filterTombstoned(claims.tenant, [id])).size > 0;
+      if (tombstoned || meta.tenantId !== claims.tenant || !sight.has(partitionOf(meta))) throw notFound();
+      return { on: 'record', claims, record: meta };
+    },
+
+    /** What a forget may take: the tenant for a privacy officer, else the partitions it may delete in (maybe none: the same 202). */
+    subject: async (request, claims) => {
+      pathId(request, 'subjectId');
+      if (await deps.pdp.authorizesTenant({ claims, action: 'request_delete' })) return { on: 'subject', claims, within: { kind: 'tenant' } };
+      return { on: 'subject', claims, within: { kind: 'partitions', partitions: await partitionsFor(claims, 'request_delete') } };
+    },
+
+    /** Only the packet's holder (its tenant and principal) learns anything of it; anyone else gets the 404 of an unknown one. */
+    packet: async (request, claims) => {
+      const packetId = pathId(request, 'id');
+      const stored = await deps.state.packets.get(packetId);
+      if (stored === null || stored.tenantId !== claims.tenant || stored.principalId !== claims.act.sub) throw notFound();
+      return { on: 'packet', claims, packetId };
+    },
+
+    /** The command's existence is checked by its handler, which answers the same 404 for another principal's. */
+    command: async (request, claims) => ({ on: 'command', claims, commandId: pathId(request, 'commandId') }),
+
+    /** The requesting principal's own job, or any job of the tenant for its administrator; else the 404 of an unknown job. */
+    job: async (request, claims) => {
+      await awaitConsistency(deps, request, claims.tenant, DELETION_JOB_GROUPS);
+      const job = await deps.state.jobs.get(claims.tenant, pathId(request, 'id'));
+      if (job === null) throw notFound();
+      const tenantAdmin = await isTenantAdmin(admin, claims);
+      if (job.requestedBy.principalId !== claims.act.sub && !tenantAdmin) throw notFound();
+      return { on: 'job', claims, job, tenantAdmin };
+    },
+
+    jobs: async (_request, claims) => ({ on: 'jobs', claims, tenantAdmin: await isTenantAdmin(admin, claims) }),
+
+    grant: async (request, claims) => {
+      if (request.method === 'POST') {
+        const parsed = parseBody(AddGrantRequest, request.body);
+        checkTenant(claims, parsed);
+        // The id is fixed here: a bootstrap claims the resource for exactly this grant.
+        const grant = { ...parsed, grantId: parsed.grantId ?? newUlid() };
+        if (grant.resource.kind === 'tenant' && grant.resource.id !== claims.tenant) {
+          throw new GovernedMemoryError('MEM_IMPERSONATION', 'a grant on the tenant names the capability\'s own tenant');
+        }
+        return { on: 'grant', claims, add: { request: grant, by: await authorizeGrant(admin, claims, grant) } };
+      }
+      const grant = await deps.state.policies.grant(claims.tenant, pathId(request, 'id'));
+      if (grant === null || !claims.scopes.some((s) => s.kind === grant.resource.kind && s.id === grant.resource.id)) throw noSuch('grant');
+      await authorizeAdmin(admin, claims, [grant.resource]);
+      return { on: 'grant', claims, remove: { grantId: grant.grantId } };
+    },
+
+    delegation: async (request, claims) => {
+      if (request.routeOptions.url === '/v1/delegations') {
+        const delegation = parseBody(AddDelegationRequest, request.body);
+        checkTenant(claims, delegation);
+        if (delegation.delegatorId !== undefined && delegation.delegatorId !== claims.act.sub) {
+          throw new GovernedMemoryError('MEM_IMPERSONATION', 'the delegator is the capability\'s principal');
+        }
+        await authorizeDelegation(admin, claims, delegation);
+        return { on: 'delegation', claims, add: delegation };
+      }
+      const delegation = await deps.state.policies.delegation(claims.tenant, pathId(request, 'id'));
+      if (delegation === null || !(await mayRevokeDelegation(admin, claims, delegation))) throw noSuch('delegation');
+      return { on: 'delegation', claims, revoke: { delegationId: delegation.delegationId } };
+    },
+
+    /**
+     * A principal may always revoke its own capabilities; another's need `admin` on the tenant.
+     * Whether the jti exists is not looked at before this: an unknown jti and another's answer alike.
+     */
+    capability: async (request, claims) => {
+      const jti = pathId(request, 'jti');
+      const issued = jti === claims.jti ? null : await deps.state.issuedCapabilities.get(jti);
+      const own = jti === claims.jti || (issued !== null && issued.tenant === claims.tenant && issued.principalId === claims.act.sub);
+      if (!own) await authorizeTenantAdmin(admin, claims);
+      return { on: 'capability', claims };
+    },
+
+    tenant: async (_request, claims) => {
+      await authorizeTenantAdmin(admin, claims);
+      return { on: 'tenant', claims };
+    },
+  };
+}
+
+const noSuch = (what: string) => new GovernedMemoryError('MEM_NOT_FOUND', `no such ${what}`);
+
+/** §5.2 for policy: the tenant comes from the capability; a body naming another is impersonation. */
+export function checkTenant(claims: CapabilityClaims, body: { tenant?: string | undefined }): void {
+  if (body.tenant !== undefined && body.tenant !== claims.tenant) {
+    throw new GovernedMemoryError('MEM_IMPERSONATION', 'the body names another tenant than the capability');
+  }
+}

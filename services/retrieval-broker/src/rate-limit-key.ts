@@ -1,0 +1,23 @@
+import type { FastifyRequest } from 'fastify';
+import type { BrokerDeps } from './deps.ts';
+
+/**
+ * The bucket a request counts against (design §9): a capability's principal once its signature
+ * verifies — forged claims cannot push someone else's bucket, and a fresh `sub` does not escape
+ * one — and the client's address otherwise (no capability, or one that does not verify). The
+ * key is JSON of its parts, so no tenant or principal id can collide with another's.
+ */
+export function rateLimitKey(deps: Pick<BrokerDeps, 'verifier' | 'clock'>): (request: FastifyRequest) => Promise<string> {
+  return async (request) => {
+    const match = /^Bearer\s+(\S+)$/i.exec(request.headers.authorization ?? '');
+    if (match?.[1] !== undefined) {
+      try {
+        const claims = await deps.verifier.verify(match[1], deps.clock.now());
+        return JSON.stringify(['principal', claims.tenant, claims.act.sub]);
+      } catch {
+        // Answered by the authorization hook; it counts against the address meanwhile.
+      }
+    }
+    return JSON.stringify(['address', request.ip]);
+  };
+}
