@@ -13,11 +13,14 @@ const USAGE = `memctl — command line for governed memory
   memctl promote --id ID --expected-version N
   memctl forget  --subject S
   memctl job     --id JOB_ID
-  memctl receipt get --job JOB_ID [--out FILE]      the job's signed receipt (compact JWS; stdout without --out)
-  memctl receipt verify FILE [--key JWK_OR_JWKS_FILE_OR_URL]
+  memctl receipt get --job JOB_ID [--out FILE] [--json]
+                 the job's signed receipt (compact JWS; stdout without --out); --json: the route's JSON answer,
+                 with the openings of its content commitments when the token's principal requested the job
+  memctl receipt verify FILE [--key JWK_OR_JWKS_FILE_OR_URL] [--content-file F [--record ID] [--opening HEX]]
                  verifies a receipt offline (signature, header, payload shape), prints its summary;
                  exit 1 if it does not verify. Key: --key, else <data-dir>/keys/receipt-signing.public.jwk.json,
-                 else <url>/v1/receipt-keys
+                 else <url>/v1/receipt-keys. --content-file: also checks that the record's commitment opens to
+                 exactly that file's bytes, with --opening or the openings of a --json FILE (exit 1 if not)
   memctl replay  [--data-dir DIR]      rebuild projections from the logs (service stopped) and compare digests
   memctl receipt-key rotate [--file KEY_FILE]
                  a new receipt signing key in <data-dir>/keys/receipt-signing.jwk.json (or KEY_FILE, the
@@ -51,6 +54,7 @@ const options = {
   'expected-version': { type: 'string' }, role: { type: 'string' }, purposes: { type: 'string' }, restricted: { type: 'string' },
   'not-before': { type: 'string' }, 'not-after': { type: 'string' }, reason: { type: 'string' },
   job: { type: 'string' }, out: { type: 'string' }, key: { type: 'string' }, file: { type: 'string' }, help: { type: 'boolean', short: 'h' },
+  json: { type: 'boolean' }, 'content-file': { type: 'string' }, opening: { type: 'string' }, record: { type: 'string' },
 } as const;
 
 type Values = ReturnType<typeof parseArgs<{ options: typeof options; allowPositionals: true }>>['values'];
@@ -115,17 +119,21 @@ async function verifyReceiptFile(values: Values, file: string, dataDir: string):
   const localKey = path.join(dataDir, 'keys', 'receipt-signing.public.jwk.json');
   const keySource = values.key ?? (existsSync(localKey) ? localKey : `${values.url ?? process.env.MEMORY_URL ?? 'http://127.0.0.1:8080'}/v1/receipt-keys`);
   const text = readFileSync(file, 'utf8').trim();
-  // Accepts the bare JWS (receipt get, application/jose) or the JSON answer `{receipt, payload}`.
-  const jws = text.startsWith('{') ? String((JSON.parse(text) as { receipt?: unknown }).receipt ?? '') : text;
+  // Accepts the bare JWS (receipt get, application/jose) or the JSON answer `{receipt, payload, openings?}`.
+  const answer = text.startsWith('{') ? (JSON.parse(text) as { receipt?: unknown; openings?: unknown }) : undefined;
+  const jws = answer === undefined ? text : String(answer.receipt ?? '');
   try {
     const { payload: r, kid } = await verifyReceipt(jws, await loadKeys(keySource));
+    const records = r.contentCommitments
+      ? r.contentCommitments.map((c) => `${c.recordId}${c.commitment ? '' : ' (no commitment)'}`)
+      : (r.contentHashes ?? []).map((h) => `${h.recordId}=${h.sha256 ? h.sha256.slice(0, 12) : '?'}`);
     process.stdout.write(
       [
         `signature:   valid (Ed25519, kid ${kid ?? '-'}, key from ${keySource})`,
         `receipt:     ${r.receiptId} for job ${r.jobId} (tenant ${r.tenant}, ${r.mode}${r.subjectId ? ` of subject ${r.subjectId}` : ''})`,
         `status:      ${r.status}${r.failureReason ? ` — ${r.failureReason}` : ''}`,
         `retention:   ${r.retention}${r.retentionReason ? ` — ${r.retentionReason}` : ''}`,
-        `records:     ${r.recordIds.length} (${r.contentHashes.map((h) => `${h.recordId}=${h.sha256 ? h.sha256.slice(0, 12) : '?'}`).join(', ')})`,
+        `records:     ${r.recordIds.length} (${records.join(', ')})`,
         `targets:     ${r.targets.map((t) => `${t.target}:${t.status}`).join(', ')}`,
         `replay:      ${r.replay.probes ?? '?'} probes, ${r.replay.findings.length} findings, ${r.replay.attempts} attempt(s)`,
         `requested:   ${r.requestedAt} by ${r.requestedBy.agentId} for ${r.requestedBy.principalId}; completed ${r.completedAt}`,
@@ -135,6 +143,39 @@ async function verifyReceiptFile(values: Values, file: string, dataDir: string):
     );
   } catch (err) {
     process.stderr.write(`receipt does NOT verify: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exitCode = 1;
+    return;
+  }
+  const contentFile = values['content-file'];
+  if (contentFile !== undefined) await checkContent(values, contentFile, jws, answer?.openings);
+}
+
+/**
+ * The requester's check (design §8.4): the receipt's commitment for one record opens, with its
+ * opening, to exactly the bytes of the content file. Run after the signature verified.
+ */
+async function checkContent(values: Values, contentFile: string, jws: string, openings: unknown): Promise<void> {
+  if (values.opening !== undefined && !/^[0-9a-f]{64}$/.test(values.opening)) throw new UsageError('--opening is 64 hex digits');
+  const { decodeReceiptPayload } = await import('@gm/policy/receipts');
+  const { opensTo } = await import('@gm/policy/receipt-commitments');
+  const { DeletionReceipt, ContentOpening } = await import('@gm/contracts');
+  const payload = DeletionReceipt.parse(decodeReceiptPayload(jws));
+  const commitments = payload.contentCommitments ?? [];
+  const recordId = values.record ?? (commitments.length === 1 ? commitments[0]?.recordId : undefined);
+  if (recordId === undefined) throw new UsageError('--record is required: the receipt covers several records');
+  const commitment = commitments.find((c) => c.recordId === recordId)?.commitment;
+  const opening = values.opening
+    ?? ContentOpening.array().catch([]).parse(openings).find((o) => o.recordId === recordId)?.opening;
+  if (commitment === undefined || commitment === null) {
+    process.stderr.write(`content:     the receipt holds no commitment for record ${recordId}\n`);
+    process.exitCode = 1;
+  } else if (opening === undefined) {
+    process.stderr.write(`content:     no opening for record ${recordId}: --opening, or the file from \`receipt get --json\` by the requester\n`);
+    process.exitCode = 1;
+  } else if (opensTo(commitment, opening, readFileSync(contentFile))) {
+    process.stdout.write(`content:     matches the commitment of record ${recordId}\n`);
+  } else {
+    process.stderr.write(`content:     does NOT match the commitment of record ${recordId}\n`);
     process.exitCode = 1;
   }
 }
@@ -218,9 +259,13 @@ async function run(argv: string[]): Promise<void> {
       return;
     case 'receipt':
       if (sub === 'get') {
-        const jws = await callText(values, `/v1/deletion-jobs/${path1(need(values, 'job'))}/receipt`, { accept: 'application/jose' });
+        const route = `/v1/deletion-jobs/${path1(need(values, 'job'))}/receipt`;
+        const jws = values.json
+          ? JSON.stringify(await call(values, 'GET', route), null, 2)
+          : await callText(values, route, { accept: 'application/jose' });
         if (values.out) {
-          writeFileSync(values.out, `${jws}\n`);
+          // With --json it may hold the openings: the requester's alone.
+          writeFileSync(values.out, `${jws}\n`, { mode: 0o600 });
           process.stderr.write(`receipt written to ${values.out}\n`);
         } else process.stdout.write(`${jws}\n`);
         return;

@@ -7,8 +7,8 @@ import { Id, IsoTime, Sha256Hex } from './primitives.ts';
  * receipt-verifier (Ed25519 compact JWS, header `typ: receipt+jws`) and published on
  * `deletion.receipts` and at `GET /v1/deletion-jobs/{id}/receipt`.
  *
- * It carries ids, content hashes, per-target evidence, replay counts and decisions — never
- * content. It claims no more than is true:
+ * It carries ids, content commitments, per-target evidence, replay counts and decisions — never
+ * content, nor a plain hash of it (one can be checked against a guess). It claims no more than is true:
  * - `retention: 'purged'` means every copy the job targeted (its `targets`) was removed, the
  *   verification replays found nothing, and the `key` target destroyed the records' keys so their
  *   events in memory.events can no longer be decrypted (crypto-shredding, issue 7);
@@ -19,6 +19,20 @@ import { Id, IsoTime, Sha256Hex } from './primitives.ts';
  *   nothing can open; `true` while a key that opens it exists.
  */
 export const RECEIPT_TYPE = 'receipt+jws';
+
+/**
+ * A commitment to one deleted record's content: `commitment` = hex HMAC-SHA256 keyed with the
+ * record's opening (32 random bytes, one per record per job) over the 32-byte SHA-256 digest of
+ * the content's UTF-8 bytes; `null` where the job never learnt the record's content hash.
+ * Without the opening it tells nothing about the content; with it, the content checks in one
+ * HMAC (docs/deletion.md, "Content commitments").
+ */
+export const ContentCommitment = z.object({ recordId: Id, commitment: Sha256Hex.nullable() }).strict();
+export type ContentCommitment = z.infer<typeof ContentCommitment>;
+
+/** The opening of one record's commitment (hex, 32 bytes): given to the job's requester only, never signed or published. */
+export const ContentOpening = z.object({ recordId: Id, opening: Sha256Hex }).strict();
+export type ContentOpening = z.infer<typeof ContentOpening>;
 
 export const ReceiptRetention = z.enum(['purged', 'access_revoked_retained']);
 export type ReceiptRetention = z.infer<typeof ReceiptRetention>;
@@ -31,8 +45,13 @@ export const DeletionReceipt = z
     mode: z.enum(['revoke', 'delete', 'forget']),
     subjectId: Id.optional(),
     recordIds: z.array(Id),
-    /** sha256 of each record's content as recorded in its state when written (never the content). */
-    contentHashes: z.array(z.object({ recordId: Id, sha256: Sha256Hex.nullable() }).strict()),
+    /**
+     * Per record, a commitment to its content (`ContentCommitment`): only the requester, who gets
+     * the openings, can show which content it covers. Absent in receipts signed before commitments.
+     */
+    contentCommitments: z.array(ContentCommitment).optional(),
+    /** Receipts signed before commitments only: the plain sha256 of each record's content. Never in new receipts. */
+    contentHashes: z.array(z.object({ recordId: Id, sha256: Sha256Hex.nullable() }).strict()).optional(),
     requestedBy: z.object({ agentId: Id, principalId: Id }).strict(),
     requestedAt: IsoTime,
     completedAt: IsoTime,
@@ -54,6 +73,7 @@ export const DeletionReceipt = z
     failureReason: z.string().optional(),
     retention: ReceiptRetention,
     retentionReason: z.string().optional(),
+    /** The hold that kept the content; its reason is for those who may read holds, never in a receipt (older ones carry it). */
     legalHold: z.object({ holdId: Id, reason: z.string().optional() }).strict().optional(),
     eventLog: z.object({ holdsContent: z.boolean(), note: z.string() }).strict(),
     issuedAt: IsoTime,
@@ -68,8 +88,12 @@ export const SignedReceipt = z
   .strict();
 export type SignedReceipt = z.infer<typeof SignedReceipt>;
 
-/** GET /v1/deletion-jobs/{id}/receipt (JSON): the compact JWS and its decoded payload. */
-export const ReceiptResponse = z.object({ receipt: z.string(), payload: DeletionReceipt });
+/**
+ * GET /v1/deletion-jobs/{id}/receipt (JSON): the compact JWS and its decoded payload; and, for
+ * the principal who requested the job only, while they are kept, the openings of its content
+ * commitments (outside the signed payload).
+ */
+export const ReceiptResponse = z.object({ receipt: z.string(), payload: DeletionReceipt, openings: z.array(ContentOpening).optional() });
 export type ReceiptResponse = z.infer<typeof ReceiptResponse>;
 
 /** The public half of a receipt signing key (Ed25519 JWK), as published at `GET /v1/receipt-keys`. */

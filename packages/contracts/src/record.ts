@@ -50,6 +50,12 @@ export const RecordMeta = z
   .strict();
 export type RecordMeta = z.infer<typeof RecordMeta>;
 
+/**
+ * The `contentHash` of a purged record: the hash goes with the content (design §8.4), so the
+ * record hash keeps no plain hash of what was erased. 64 zeros hash nothing anyone wrote.
+ */
+export const ERASED_CONTENT_HASH = '0'.repeat(64);
+
 export const MemoryRecord = RecordMeta.extend({ content: Content });
 export type MemoryRecord = z.infer<typeof MemoryRecord>;
 

@@ -1,4 +1,4 @@
-import { CompactSign, importJWK } from 'jose';
+import { CompactSign, compactVerify, importJWK } from 'jose';
 import { describe, expect, it } from 'vitest';
 import { sampleReceipt } from './receipt-fixtures.ts';
 import { generateSigningKeyPair } from './capabilities.ts';
@@ -29,5 +29,18 @@ describe('deletion receipts (Ed25519 compact JWS)', () => {
       .setProtectedHeader({ alg: 'EdDSA', typ: 'cap+jwt', kid: signer.kid }).sign(await importJWK(keys.privateJwk, 'EdDSA'));
     await expect(verifyReceipt(capabilityTyped, [signer.publicKey])).rejects.toThrow(/unexpected header/);
     await expect(verifyReceipt('not a jws', [signer.publicKey])).rejects.toMatchObject({ code: 'RECEIPT_INVALID' });
+  });
+
+  it('keeps verifying a receipt signed before commitments (plain hashes, a hold\'s reason), with any JOSE library too', async () => {
+    const keys = await generateSigningKeyPair();
+    const signer = await ReceiptSigner.create(keys);
+    const { contentCommitments: _new, ...rest } = receipt;
+    const old = { ...rest, contentHashes: [{ recordId: 'm-1', sha256: 'a'.repeat(64) }], legalHold: { holdId: 'h-1', reason: 'litigation' } };
+    const jws = await new CompactSign(new TextEncoder().encode(JSON.stringify(old)))
+      .setProtectedHeader({ alg: 'EdDSA', typ: 'receipt+jws', kid: signer.kid }).sign(await importJWK(keys.privateJwk, 'EdDSA'));
+    expect((await verifyReceipt(jws, [signer.publicKey])).payload).toEqual(old);
+    // A third party's check: jose's compactVerify with the published JWK, nothing of ours.
+    const { payload } = await compactVerify((await signer.sign(receipt)).jws, await importJWK(signer.publicKey, 'EdDSA'));
+    expect(JSON.parse(new TextDecoder().decode(payload))).toEqual(receipt);
   });
 });

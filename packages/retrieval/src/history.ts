@@ -1,4 +1,4 @@
-import type { CapabilityClaims, RecordHistory, RecordMeta, RecordVersion, StoredRecordVersion, SupersessionLink } from '@gm/contracts';
+import type { CapabilityClaims, RecordHistory, RecordMeta, RecordStatus, RecordVersion, StoredRecordVersion, SupersessionLink } from '@gm/contracts';
 import { coversRecord, type ReadPathDeps } from './retrieval.ts';
 
 /** How far a supersession chain is walked each way: corrections of corrections, not an unbounded scan. */
@@ -26,14 +26,21 @@ const versionView = ({ event, at, by, record }: StoredRecordVersion): RecordVers
 const link = (m: RecordMeta): SupersessionLink => ({ id: m.id, status: m.status, version: m.version, createdAt: m.createdAt });
 
 /**
+ * A record on its way out or gone (a revocation, a delete, a forget): its history answers like
+ * an id that never existed (§6.4) — provenance, writers and times are about the subject too —
+ * and the projector removes it with the content at the purge.
+ */
+const RETIRED: ReadonlySet<RecordStatus> = new Set(['revocation_pending', 'tombstoned', 'purged']);
+
+/**
  * `GET /v1/memories/{id}/history` (issue 15): the versions of a record and its supersession
  * chain, each entry filtered by what this reader may see; null (the uniform 404) when the
- * record's current version is not one of them. Metadata only: no content and no content hash,
- * so an erased record's history says what happened to it and nothing of what it said.
+ * record's current version is not one of them, or the record is revoked, deleted or forgotten.
+ * Metadata only: no content and no content hash.
  */
 export async function readHistory(deps: ReadPathDeps, claims: CapabilityClaims, id: string): Promise<RecordHistory | null> {
   const meta = await deps.state.records.get(claims.tenant, id);
-  if (meta === null) return null;
+  if (meta === null || RETIRED.has(meta.status)) return null;
   const [read, review] = await Promise.all([
     deps.pdp.authorizedPartitions({ claims, action: 'read' }),
     deps.pdp.authorizedPartitions({ claims, action: 'review' }),
@@ -48,7 +55,7 @@ export async function readHistory(deps: ReadPathDeps, claims: CapabilityClaims, 
   return { id, status: meta.status, version: meta.version, versions, chain: [...older.reverse(), meta, ...newer].map(link) };
 }
 
-/** The records reached by following `next` from `from`, nearest first, up to the first this reader may not see. */
+/** The records reached by following `next` from `from`, nearest first, up to the first this reader may not see or that is retired. */
 async function walk(
   deps: ReadPathDeps, claims: CapabilityClaims, sight: Sight, from: RecordMeta, next: (m: RecordMeta) => string | undefined,
 ): Promise<RecordMeta[]> {
@@ -56,7 +63,7 @@ async function walk(
   const seen = new Set([from.id]);
   for (let at = next(from); at !== undefined && !seen.has(at) && out.length < MAX_CHAIN_STEPS;) {
     const m = await deps.state.records.get(claims.tenant, at);
-    if (m === null || !sees(claims, sight, m)) break;
+    if (m === null || RETIRED.has(m.status) || !sees(claims, sight, m)) break;
     out.push(m);
     seen.add(at);
     at = next(m);

@@ -1,7 +1,7 @@
 import type { Bus } from '@gm/bus';
 import { subscribeToMemoryEventBatches } from '@gm/service-kit';
 import { touchedRecordIds } from '@gm/domain';
-import { TOPICS, type MemoryEvent, type RecordMeta, type ServiceHandle, type StoredRecordVersion } from '@gm/contracts';
+import { ERASED_CONTENT_HASH, TOPICS, type MemoryEvent, type RecordMeta, type ServiceHandle, type StoredRecordVersion } from '@gm/contracts';
 import type { Logger } from '@gm/observability';
 import { recordRef, type KvWrite, type StateStore } from '@gm/state-store';
 
@@ -15,7 +15,7 @@ export interface ProjectorDeps {
 
 /**
  * Folds memory.events into the record hash (metadata only), the primary content copy, the
- * tombstones, every record's versions (metadata only) and memory.records (compacted), a batch at a time: one read of every record the
+ * tombstones, every record's versions (metadata only, removed at its purge) and memory.records (compacted), a batch at a time: one read of every record the
  * batch touches, the fold in memory (the projector is the only writer of the record hash, so
  * the versions it read stay current), and one pipeline of writes — two round trips per batch
  * instead of several per event. Idempotent: every record write is version-guarded, so a
@@ -31,14 +31,20 @@ export async function projectEvents(state: StateStore, events: readonly MemoryEv
   /** Per record write: the index of its versioned write in `writes`, and the meta it wrote. */
   const puts: Array<{ at: number; meta: RecordMeta }> = [];
   const tenants = new Set<string>();
-  /** Writes `meta` (and the version it is, as `cause` made it) unless a newer version is stored. */
+  /**
+   * Writes `meta` unless a newer version is stored, and the version it is (as `cause` made it)
+   * in the record's history — or, for a purge, removes that history: it goes with the content.
+   */
   const put = (meta: RecordMeta, cause: MemoryEvent) => {
     const stored = current.get(recordRef(meta.tenantId, meta.id));
     // What setIfVersionAtLeast would refuse: the record hash already holds a newer version.
     if (stored !== undefined && stored.version > meta.version) return;
     current.set(recordRef(meta.tenantId, meta.id), meta);
     puts.push({ at: writes.length, meta });
-    writes.push(...state.records.putWrites(meta), state.history.putWrite(meta.tenantId, versionOf(meta, cause)));
+    const history = cause.type === 'MemoryPurged'
+      ? state.history.removeWrite(meta.tenantId, meta.id, meta.version)
+      : state.history.putWrite(meta.tenantId, versionOf(meta, cause));
+    writes.push(...state.records.putWrites(meta), history);
     tenants.add(meta.tenantId);
   };
   const patch = (tenant: string, id: string, fields: Partial<RecordMeta>, cause: MemoryEvent) => {
@@ -87,7 +93,8 @@ export async function projectEvents(state: StateStore, events: readonly MemoryEv
       case 'MemoryPurged':
         // The deletion job already removed the content; removing again keeps replay identical.
         writes.push(state.contents.removeWrite(tenant, [event.data.id]));
-        patch(tenant, event.data.id, { status: 'purged', version: event.data.version }, event);
+        // The record hash keeps that the id was purged (ids are never reused), not its content's hash (§8.4).
+        patch(tenant, event.data.id, { status: 'purged', version: event.data.version, contentHash: ERASED_CONTENT_HASH }, event);
         break;
       default: {
         const never: never = event;

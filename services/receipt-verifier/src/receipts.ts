@@ -2,12 +2,13 @@ import { createHash } from 'node:crypto';
 import type { Bus, ConsumedMessage, ProcessContext } from '@gm/bus';
 import {
   DeletionTask, TOPICS,
-  type Clock, type DeletionJob, type DeletionReceipt, type RecordMeta, type ServiceHandle,
+  type Clock, type ContentCommitment, type DeletionJob, type DeletionReceipt, type ServiceHandle,
 } from '@gm/contracts';
 import type { Logger, Metrics } from '@gm/observability';
 import { publishedReceiptKeys } from '@gm/policy/receipt-keys';
 import { ReceiptSigner, type ReceiptKeyPair } from '@gm/policy/receipts';
 import type { StateStore } from '@gm/state-store';
+import { receiptCommitments } from './commitments.ts';
 
 export const RECEIPT_SIGNER_GROUP = 'receipt-verifier.receipts';
 export const RECEIPT_ISSUER = 'governed-memory/receipt-verifier';
@@ -31,10 +32,11 @@ export const receiptIdOf = (tenant: string, jobId: string): string =>
   `rcpt_${createHash('sha256').update(`${tenant}/${jobId}`).digest('hex').slice(0, 32)}`;
 
 /**
- * What a finished job did, as a receipt payload: ids, content hashes from the record state,
- * evidence per target, replay counts and the retention decision — never content.
+ * What a finished job did, as a receipt payload: ids, content commitments (commitments.ts),
+ * evidence per target, replay counts and the retention decision — never content, nor a plain
+ * hash of it, nor a legal hold's reason (for those who may read holds only).
  */
-export function buildReceipt(job: DeletionJob, records: Map<string, RecordMeta>, issuedAt: Date): DeletionReceipt {
+export function buildReceipt(job: DeletionJob, commitments: ContentCommitment[], issuedAt: Date): DeletionReceipt {
   if (job.status !== 'verified' && job.status !== 'failed') throw new Error(`job ${job.jobId} is ${job.status}, not finished`);
   const verification = job.evidence.find((e) => e.target === 'verification');
   const probes = verification ? /(?:^|;)probes=(\d+)/.exec(verification.ref)?.[1] : undefined;
@@ -45,7 +47,7 @@ export function buildReceipt(job: DeletionJob, records: Map<string, RecordMeta>,
     mode: job.mode,
     subjectId: job.subjectId,
     recordIds: job.recordIds,
-    contentHashes: job.recordIds.map((recordId) => ({ recordId, sha256: records.get(recordId)?.contentHash ?? null })),
+    contentCommitments: commitments,
     requestedBy: job.requestedBy,
     requestedAt: job.requestedAt,
     completedAt: job.updatedAt,
@@ -66,7 +68,7 @@ export function buildReceipt(job: DeletionJob, records: Map<string, RecordMeta>,
     status: job.status,
     ...(job.failureReason === undefined ? {} : { failureReason: job.failureReason }),
     ...retentionOf(job),
-    ...(job.legalHold ? { legalHold: job.legalHold } : {}),
+    ...(job.legalHold ? { legalHold: { holdId: job.legalHold.holdId } } : {}),
     eventLog: shredded(job) ? { holdsContent: false, note: EVENT_LOG_SHREDDED_NOTE } : { holdsContent: true, note: EVENT_LOG_NOTE },
     issuedAt: issuedAt.toISOString(),
     issuer: RECEIPT_ISSUER,
@@ -78,7 +80,7 @@ function retentionOf(job: DeletionJob): Pick<DeletionReceipt, 'retention' | 'ret
   if (job.status === 'failed') {
     return { retention: 'access_revoked_retained', retentionReason: 'job failed: not every copy was proven removed (see targets and replay)' };
   }
-  if (job.legalHold) return { retention: 'access_revoked_retained', retentionReason: `legal hold ${job.legalHold.holdId}: ${job.legalHold.reason}` };
+  if (job.legalHold) return { retention: 'access_revoked_retained', retentionReason: `legal hold ${job.legalHold.holdId}` };
   if (job.mode === 'revoke') return { retention: 'access_revoked_retained', retentionReason: REVOKED_RETENTION_REASON };
   if (!shredded(job)) return { retention: 'access_revoked_retained', retentionReason: 'the event log still holds the content: no key was destroyed' };
   return { retention: 'purged' };
@@ -117,7 +119,10 @@ export function receiptHandler(deps: ReceiptSignerDeps, signer: ReceiptSigner) {
         log.warn({ jobId, tenant, status: job?.status ?? null }, 'receipt asked for a job that is not finished');
         return;
       }
-      const receipt = buildReceipt(job, await state.records.getMany(tenant, job.recordIds), deps.clock.now());
+      // Records the purge has not reached (a failed job, a revocation, a hold) still have their hash in the record state.
+      const records = await state.records.getMany(tenant, job.recordIds);
+      const hashes = new Map([...records].map(([id, meta]) => [id, meta.contentHash]));
+      const receipt = buildReceipt(job, await receiptCommitments(state, tenant, jobId, job.recordIds, hashes), deps.clock.now());
       stored = await state.receipts.putOnce(await signer.sign(receipt));
       deps.metrics.deletionReceipts.inc({ status: receipt.status, retention: receipt.retention });
       log.info({ jobId, tenant, receiptId: stored.receiptId, status: receipt.status, retention: receipt.retention, kid: stored.kid }, 'deletion receipt signed');

@@ -7,6 +7,7 @@ import { deletionAck } from '@gm/service-kit';
 import type { StateStore } from '@gm/state-store';
 import type { KeyStore, Keyring } from '@gm/crypto';
 import { captureProbes } from './capture.ts';
+import { commitContents } from './commitments.ts';
 import { shredAndProve } from './shredder.ts';
 import { replay, replayRef, type ReplayReport, type SummaryProbeSource } from './replay.ts';
 
@@ -35,6 +36,9 @@ export interface VerifierDeps {
 export async function probe(deps: VerifierDeps, task: DeletionTask): Promise<{ report: ReplayReport; captured: number }> {
   const job = await deps.state.jobs.get(task.tenantId, task.jobId);
   const captured = await captureProbes(deps, task.tenantId, task.recordIds, job?.subjectId);
+  // The receipt's commitments, while the log still tells each record's content hash (the record
+  // hash drops it at the purge): never the hash itself, only what the requester can open (§8.4).
+  await commitContents(deps.state, task.tenantId, task.jobId, new Map([...captured].map(([id, p]) => [id, p.meta.contentHash])));
   const report = await replay(deps, task, captured, deps.clock.now());
   return { report, captured: captured.size };
 }

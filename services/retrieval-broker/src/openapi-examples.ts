@@ -126,11 +126,11 @@ export const EXAMPLES = {
   deletionJobList: example(DeletionJobList, 'one page of the tenant\'s jobs, with where the next one starts', {
     items: [VERIFIED_JOB], nextCursor: 'WzE3OTYyOTk5OTk5OTksIjAxTThWSE5OMEI1MERFOTVaWk1OOUg3QkVIIl0',
   }),
-  receipt: example(ReceiptResponse, 'the signed receipt (JWS shortened) and its payload', {
+  receipt: example(ReceiptResponse, 'the signed receipt (JWS shortened), its payload, and the openings (the requester\'s answer only)', {
     receipt: 'eyJhbGciOiJFZERTQSIsInR5cCI6InJlY2VpcHQrandzIiwia2lkIjoiN2ZWcHJ1NjJCOXBJN3Y5RlFTWTZvNWl2c0xIUi1INnk3UTlndm40UnZUbyJ9.eyJyZWNlaXB0SWQiOi….7kddXCKJiFgUpyxOorybnWgCAk9cJlQeZM',
     payload: {
       receiptId: 'rcpt_7b8248d4dc52aeed2be515f8eda39a97', jobId: JOB_ID, tenant: 'acme', mode: 'delete', subjectId: 'cust-42',
-      recordIds: ['mem-cust-42-tz'], contentHashes: [{ recordId: 'mem-cust-42-tz', sha256: '1106d75ce011ab657f55e25cfcfc094386e4cb0e0d4e3614f84fc3ab6c6bdcb0' }],
+      recordIds: ['mem-cust-42-tz'], contentCommitments: [{ recordId: 'mem-cust-42-tz', commitment: '5d0b0e3a9c8f4e21b7c6a1d2e3f405162738495a6b7c8d9e0f1a2b3c4d5e6f70' }],
       requestedBy: { agentId: 'support-bot', principalId: 'alice' }, requestedAt: AT, completedAt: AT, policyRevision: 2,
       targets: ['primary', 'keyword', 'vector', 'summary', 'retrieval_cache', 'evidence_packet', 'key'].map((target) => ({ target, status: 'done' as const, completedAt: AT, ref: 'removed=1;remaining=0' })),
       replay: { probes: 18, ref: 'probes=18;findings=0', attempts: 1, findings: [] },
@@ -138,6 +138,7 @@ export const EXAMPLES = {
       eventLog: { holdsContent: false, note: 'memory.events holds these records\' content only as ciphertext whose data keys were destroyed' },
       issuedAt: AT, issuer: 'governed-memory/receipt-verifier',
     },
+    openings: [{ recordId: 'mem-cust-42-tz', opening: '9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08' }],
   }),
   grantRequest: example(AddGrantRequest, 'a contractor\'s membership until the end of the year', {
     grantId: 'g-dan-maple', principal: { id: 'dan', kind: 'person' }, resource: MAPLE, role: 'member', purposes: ['support'], notAfter: '2026-12-31T00:00:00Z',

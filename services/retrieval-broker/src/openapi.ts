@@ -410,7 +410,7 @@ const PATHS: Record<string, Partial<Record<'get' | 'post' | 'delete', Operation>
       parameters: [pathId('id', 'the jobId')],
       responses: {
         '200': {
-          description: 'the receipt: `{receipt: <compact JWS>, payload}`, or the bare JWS with `Accept: application/jose`',
+          description: 'the receipt: `{receipt: <compact JWS>, payload}` (and `openings` of its content commitments for the principal who requested the job), or the bare JWS with `Accept: application/jose`',
           content: { ...json('ReceiptResponse', ['receipt']), 'application/jose': { schema: { type: 'string' } } },
         },
       },

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { createHash } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -30,6 +30,7 @@ export interface BusAccess {
 interface ReceiptAnswer {
   receipt: string;
   payload: DeletionReceipt;
+  openings?: Array<{ recordId: string; opening: string }>;
 }
 
 const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
@@ -89,7 +90,7 @@ export const receiptsSuite = <R extends TestRuntime>(start: () => Promise<R>, bu
       expect(keys[0]?.kid).toMatch(/^[A-Za-z0-9_-]{43}$/);
     });
 
-    it('signs one receipt for a verified deletion: ids and content hashes, no content, purged, and the event log named', async () => {
+    it('signs one receipt for a verified deletion: ids and content commitments, no content nor its hash, purged, and the event log named', async () => {
       const content = 'Receipt 7 Umbrella ledger sits in vault nine';
       await write('rc-del-1', 'cust-rc1', content);
       const del = await rt.api('DELETE', '/v1/memories/rc-del-1', { token: writer });
@@ -103,7 +104,7 @@ export const receiptsSuite = <R extends TestRuntime>(start: () => Promise<R>, bu
       expect(answer.payload).toEqual(payload);
       expect(payload).toMatchObject({
         jobId, tenant: 'acme', mode: 'delete', subjectId: 'cust-rc1', recordIds: ['rc-del-1'],
-        contentHashes: [{ recordId: 'rc-del-1', sha256: sha256(content) }],
+        contentCommitments: [{ recordId: 'rc-del-1', commitment: expect.stringMatching(/^[0-9a-f]{64}$/) }],
         requestedBy: { agentId: 'support-bot', principalId: 'alice' },
         status: 'verified', retention: 'purged', eventLog: { holdsContent: false },
         replay: { findings: [] },
@@ -115,11 +116,14 @@ export const receiptsSuite = <R extends TestRuntime>(start: () => Promise<R>, bu
       // Crypto-shredding: the record's data key is gone and its one sealed event no longer opens.
       expectKeyEvidence(rt, payload.targets.find((t) => t.target === 'key')?.ref, 'data_keys=1;keks=0;keks_kept=0;events=1;undecryptable=1', 1);
       expect(payload.replay.probes).toBeGreaterThan(0);
-      // No content anywhere in what was signed, nor in the logs.
-      for (const word of ['Umbrella', 'ledger', 'vault nine']) {
+      // No content anywhere in what was signed, nor in the logs; no hash of it either.
+      for (const word of ['Umbrella', 'ledger', 'vault nine', sha256(content)]) {
         expect(decodePayload(answer.receipt)).not.toContain(word);
         expect(rt.logs.lines.join('\n')).not.toContain(word);
       }
+      expect(payload.contentHashes).toBeUndefined();
+      // The administrator reads the receipt, not its openings: those are the requester's.
+      expect(answer.openings).toBeUndefined();
       expect(await rt.state.contents.get('acme', 'rc-del-1')).toBeNull();
 
       // The same receipt as the bare JWS (application/jose); the requester may fetch it too.
@@ -195,11 +199,13 @@ export const receiptsSuite = <R extends TestRuntime>(start: () => Promise<R>, bu
       const { payload } = await verifyReceipt((await receiptOf(jobId)).receipt, keys);
       expect(payload).toMatchObject({
         mode: 'forget', status: 'verified', recordIds: ['rc-hold-1', 'rc-hold-2'],
-        retention: 'access_revoked_retained', retentionReason: `legal hold hold-rc-1: ${reason}`,
-        legalHold: { holdId: 'hold-rc-1', reason }, eventLog: { holdsContent: true },
+        retention: 'access_revoked_retained', retentionReason: 'legal hold hold-rc-1',
+        legalHold: { holdId: 'hold-rc-1' }, eventLog: { holdsContent: true },
       });
+      // The hold's reason is for those who may read holds: not in the receipt the requester reads.
+      expect(decodePayload((await receiptOf(jobId)).receipt)).not.toContain(reason);
       expect(payload.targets.find((t) => t.target === 'primary')?.ref).toMatch(/^retained=2/);
-      // The hold's reason is in the job and the receipt for the admin, never in the logs.
+      // The hold's reason is in the job for the admin, never in the logs.
       expect(rt.logs.lines.join('\n')).not.toContain(reason);
       expect(rt.logs.lines.join('\n')).not.toContain('Zanzibar');
 
@@ -250,6 +256,87 @@ export const receiptsSuite = <R extends TestRuntime>(start: () => Promise<R>, bu
       writeFileSync(otherKey, JSON.stringify({ ...keys[0], kid: undefined, x: Buffer.alloc(32, 7).toString('base64url') }));
       const wrongKey = await memctl('receipt', 'verify', file, '--key', otherKey);
       expect(wrongKey.code).toBe(1);
+    }, CLI_MS);
+
+    it('after a verified forget, leaves no guessing oracle: no hash in the receipt, openings for the requester only, history and replayed keys answer alike', async () => {
+      const content = 'Customer 77 has HIV and sees Dr Quillon weekly';
+      const key = 'oracle-key-1';
+      const body = memory({ id: 'rc-orc-1', subjectId: 'cust-orc', content });
+      const first = await rt.api('POST', '/v1/memories', { token: writer, body, headers: { 'idempotency-key': key } });
+      expect(first.status).toBe(201);
+      // Before the forget a wrong guess under the key is refused: that is the oracle this closes.
+      const wrongBefore = await rt.api('POST', '/v1/memories', { token: writer, body: { ...body, content: 'Customer 77 has flu' }, headers: { 'idempotency-key': key } });
+      expect([wrongBefore.status, wrongBefore.body.code]).toEqual([422, 'MEM_IDEMPOTENCY_MISMATCH']);
+
+      const forget = await rt.api('POST', '/v1/subjects/cust-orc/forget', { token: writer, body: {} });
+      expect(forget.status).toBe(202);
+      const jobId = String(forget.body.jobId);
+      expect((await finished(jobId)).status).toBe('verified');
+      const mine = await receiptOf(jobId, writer);
+      const { payload } = await verifyReceipt(mine.receipt, keys);
+      expect(payload).toMatchObject({ mode: 'forget', recordIds: ['rc-orc-1'], retention: 'purged' });
+
+      // No sha256 of the content anywhere: in the signed payload, the topic's message, the answers.
+      const digest = sha256(content);
+      const digestB64 = Buffer.from(digest, 'hex').toString('base64');
+      const published: string[] = [];
+      for await (const m of access.bus.readAll(TOPICS.deletionReceipts)) if (m.key === jobId) published.push(JSON.stringify(m.value));
+      expect(published).toHaveLength(1);
+      for (const text of [decodePayload(mine.receipt), JSON.stringify(mine), ...published, JSON.stringify(await receiptOf(jobId))]) {
+        for (const leak of [digest, digest.toUpperCase(), digestB64, Buffer.from(digest, 'hex').toString('base64url'), 'Quillon']) expect(text).not.toContain(leak);
+      }
+      // The requester (alice) gets the opening and can show exactly this content was covered; nobody else gets it.
+      const commitment = payload.contentCommitments?.[0]?.commitment;
+      const opening = mine.openings?.find((o) => o.recordId === 'rc-orc-1')?.opening;
+      expect(opening).toMatch(/^[0-9a-f]{64}$/);
+      expect(commitment).toBe(createHmac('sha256', Buffer.from(opening ?? '', 'hex')).update(Buffer.from(digest, 'hex')).digest('hex'));
+      expect(commitment).not.toBe(createHmac('sha256', Buffer.from(opening ?? '', 'hex')).update(Buffer.from(sha256('Customer 77 has flu'), 'hex')).digest('hex'));
+      expect(decodePayload(mine.receipt)).not.toContain(opening ?? '-');
+      expect(published.join('\n')).not.toContain(opening ?? '-');
+      expect(rt.logs.lines.join('\n')).not.toContain(opening ?? '-');
+      expect((await receiptOf(jobId, admin)).openings).toBeUndefined();
+      const sameAgentOtherPrincipal = await rt.issue({ agentId: 'support-bot', principal: { id: 'mallory', kind: 'person' }, actions: ['request_delete', 'search'] });
+      const theirs = await rt.api<ReceiptAnswer>('GET', `/v1/deletion-jobs/${jobId}/receipt`, { token: sameAgentOtherPrincipal });
+      expect(theirs.body.openings).toBeUndefined();
+
+      // memctl: the requester checks its content file against the receipt, offline; a guess does not open it.
+      const answerFile = path.join(tmp, 'forget-receipt.json');
+      expect((await memctl('receipt', 'get', '--job', jobId, '--json', '--out', answerFile, '--token', writer)).code).toBe(0);
+      const right = path.join(tmp, 'content.txt');
+      const guess = path.join(tmp, 'guess.txt');
+      writeFileSync(right, content);
+      writeFileSync(guess, 'Customer 77 has flu');
+      const opened = await memctl('receipt', 'verify', answerFile, '--key', `${rt.url}/v1/receipt-keys`, '--content-file', right);
+      expect(opened.code, opened.stderr).toBe(0);
+      expect(opened.stdout).toContain('content:     matches the commitment of record rc-orc-1');
+      const guessed = await memctl('receipt', 'verify', answerFile, '--key', `${rt.url}/v1/receipt-keys`, '--content-file', guess);
+      expect(guessed.code).toBe(1);
+      expect(guessed.stderr).toContain('does NOT match');
+      const bare = path.join(tmp, 'forget-receipt.jws');
+      writeFileSync(bare, `${mine.receipt}\n`);
+      const withOpening = await memctl('receipt', 'verify', bare, '--key', `${rt.url}/v1/receipt-keys`, '--content-file', right, '--opening', opening ?? '');
+      expect(withOpening.code, withOpening.stderr).toBe(0);
+
+      // History: the same 404 as an id that never existed (§6.4).
+      const normalise = (text: string) => text.replace(/"requestId":"[^"]+"/, '"requestId":"-"');
+      const gone = await rt.api('GET', '/v1/memories/rc-orc-1/history', { token: writer });
+      const never = await rt.api('GET', '/v1/memories/rc-never-was/history', { token: writer });
+      expect(gone.status).toBe(404);
+      expect(normalise(gone.text)).toBe(normalise(never.text));
+
+      // A replayed Idempotency-Key answers the same whether the guess is right or wrong.
+      const replay = async (guessed: string) => {
+        const res = await rt.api('POST', '/v1/memories', { token: writer, body: { ...body, content: guessed }, headers: { 'idempotency-key': key } });
+        return `${res.status} ${normalise(res.text)}`;
+      };
+      const rightAnswer = await replay(content);
+      expect(await replay('Customer 77 has flu')).toBe(rightAnswer);
+      expect(await replay('Customer 77 has HIV and sees Dr Quillon monthly')).toBe(rightAnswer);
+      // And nothing was written again: the id stays forgotten.
+      expect((await rt.api('GET', '/v1/memories/rc-orc-1', { token: writer })).status).toBe(404);
+      expect(await rt.state.contents.get('acme', 'rc-orc-1')).toBeNull();
+      // The record hash keeps that the id was purged, not its content's hash.
+      expect(JSON.stringify(await rt.state.records.get('acme', 'rc-orc-1'))).not.toContain(digest);
     }, CLI_MS);
 
     it('makes exactly one receipt per job when the receipt task and the verification ack are delivered again', async () => {

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import type { EventOf, MemoryCommand, MemoryEvent } from '@gm/contracts';
+import { ERASED_CONTENT_HASH, type EventOf, type MemoryCommand, type MemoryEvent } from '@gm/contracts';
 import { deciderSpec } from '../../../testing/src/decider-spec.ts';
 import { decide } from './decide.ts';
 import { evolve, fold } from './evolve.ts';
 import {
-  CTX, DAY, HOUR, MINUTE, T0, TENANT, after, deleteMemory, expire, forget, history, purge, reject, revoke, stateOf, tombstone,
+  CONTENT_HASH, CTX, DAY, HOUR, MINUTE, T0, TENANT, after, deleteMemory, expire, forget, history, purge, reject, revoke, stateOf, tombstone,
   write,
 } from './fixtures.ts';
 import { recordPartition } from '../partition.ts';
@@ -206,6 +206,12 @@ describe('TombstoneMemory / PurgeMemory (§8.2, deletion-orchestrator)', () => {
       expect(events).toMatchObject([{ type: 'MemoryPurged', data: { id: 'mem-1', version: 4, jobId: 'job-1' } }]);
       expect(result).toEqual({ id: 'mem-1', version: 4, status: 'purged' });
     });
+  });
+
+  it('drops the content hash from the purged record\'s state: the hash goes with the content', () => {
+    const purged = stateOf(history([...tombstoned, purge(T2, { jobId: 'job-1' })]));
+    expect(purged.records['mem-1']?.meta).toMatchObject({ status: 'purged', contentHash: ERASED_CONTENT_HASH });
+    expect(JSON.stringify(purged)).not.toContain(CONTENT_HASH);
   });
 
   it('purges only from tombstoned', () => {

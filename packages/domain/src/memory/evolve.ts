@@ -1,4 +1,4 @@
-import { LIVE_STATUSES, type MemoryEvent, type RecordMeta } from '@gm/contracts';
+import { ERASED_CONTENT_HASH, LIVE_STATUSES, type MemoryEvent, type RecordMeta } from '@gm/contracts';
 import { idempotencySlot } from './decide.ts';
 import type { RecordState, SubjectState } from './state.ts';
 
@@ -44,6 +44,19 @@ export function evolveDraft(draft: SubjectState, event: MemoryEvent): void {
   const update = (id: string, version: number, change: (r: RecordState) => RecordState) => {
     const r = records[id];
     if (r && version > r.meta.version) records[id] = change(r);
+  };
+  /**
+   * A forget or a purge takes the fingerprints of the requests that wrote the records with it
+   * (§5.6): a fingerprint hashes the request body, content included, so a replayed key compared
+   * against it would tell a right guess (the first result) from a wrong one (a mismatch). The
+   * slot keeps its first result, which a replay then gets whatever it sends.
+   */
+  const forgetFingerprints = (ids: ReadonlySet<string>) => {
+    for (const [slot, entry] of Object.entries(idempotency)) {
+      if (entry.requestHash === undefined || entry.result.id === undefined || !ids.has(entry.result.id)) continue;
+      const { requestHash: _dropped, ...kept } = entry;
+      idempotency[slot] = kept;
+    }
   };
   const transition = (r: RecordState, patch: Partial<RecordMeta>): RecordState => {
     const { pendingContent: _dropped, pendingAt: _at, ...rest } = r;
@@ -98,6 +111,7 @@ export function evolveDraft(draft: SubjectState, event: MemoryEvent): void {
             : r,
         );
       }
+      forgetFingerprints(new Set(event.data.records.map((r) => r.id)));
       remember({ jobId: event.data.jobId });
       // Max, not +1: folding the same forget twice (a redelivery) must not skip a generation.
       keyGeneration = Math.max(keyGeneration ?? 1, (event.data.keyGeneration ?? keyGeneration ?? 1) + 1);
@@ -107,7 +121,9 @@ export function evolveDraft(draft: SubjectState, event: MemoryEvent): void {
       if (event.data.reason === 'rejected') remember({ id: event.data.id, version: event.data.version, status: 'tombstoned' }, event.data.id);
       break;
     case 'MemoryPurged':
-      update(event.data.id, event.data.version, (r) => transition(r, { status: 'purged', version: event.data.version }));
+      // The content hash goes with the content: a plain hash of it is content (§8.4).
+      update(event.data.id, event.data.version, (r) => transition(r, { status: 'purged', version: event.data.version, contentHash: ERASED_CONTENT_HASH }));
+      forgetFingerprints(new Set([event.data.id]));
       break;
     default: {
       const never: never = event;

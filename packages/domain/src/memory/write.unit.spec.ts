@@ -6,7 +6,7 @@ import { decide } from './decide.ts';
 import { evolve, fold } from './evolve.ts';
 import {
   CONTENT, CTX, DAY, HOUR, IDEMPOTENCY_WINDOW_MS, MINUTE, OTHER_AGENT, SECOND, SUBJECT, T0, TENANT, WRITER,
-  after, deleteMemory, expire, history, promote, purge, stateOf, tombstone, write,
+  after, deleteMemory, expire, forget, history, promote, purge, stateOf, tombstone, write,
 } from './fixtures.ts';
 import { initialState, type SubjectState } from './state.ts';
 
@@ -136,6 +136,34 @@ describe('WriteMemory: idempotency (§5.6)', () => {
       .given(history([write(T0, {}, hashed('a'))]))
       .when(write(after(T0, IDEMPOTENCY_WINDOW_MS + SECOND), { id: 'mem-2' }, hashed('b')))
       .then(({ result }) => expect(result).toEqual({ id: 'mem-2', version: 1, status: 'active' }));
+  });
+
+  it('forgets the fingerprints of a forgotten subject\'s writes: a replayed key gets the first result whatever it sends (no content oracle)', () => {
+    const forgotten = history([write(T0, {}, hashed('a')), forget(after(T0, MINUTE))]);
+    expect(stateOf(forgotten).idempotency[`${WRITER.agentId}:key=key-h`]).toEqual({ result: { id: 'mem-1', version: 1, status: 'active' }, at: T0 });
+    const given = spec.given(forgotten);
+    const answers = ['a', 'b'].map((guess) => {
+      let answer: unknown;
+      given.when(write(after(T0, 5 * MINUTE), { content: `guess ${guess}` }, hashed(guess))).then(({ events, result }) => {
+        expect(events).toEqual([]);
+        answer = result;
+      });
+      return answer;
+    });
+    expect(answers[0]).toEqual({ id: 'mem-1', version: 1, status: 'active' });
+    expect(answers[1]).toEqual(answers[0]);
+  });
+
+  it('forgets the fingerprints of a purged record\'s writes, and only those', () => {
+    const events = history([
+      write(T0, {}, hashed('a')), write(T0, { id: 'mem-2' }, { idempotencyKey: 'key-other', requestHash: 'd'.repeat(64) }),
+      deleteMemory(after(T0, MINUTE)), tombstone(after(T0, 2 * MINUTE)), purge(after(T0, 3 * MINUTE)),
+    ]);
+    const state = stateOf(events);
+    expect(state.idempotency[`${WRITER.agentId}:key=key-h`]?.requestHash).toBeUndefined();
+    expect(state.idempotency[`${WRITER.agentId}:key=key-other`]?.requestHash).toBe('d'.repeat(64));
+    spec.given(events).when(write(after(T0, 5 * MINUTE), { content: 'a wrong guess' }, hashed('b')))
+      .then(({ result }) => expect(result).toEqual({ id: 'mem-1', version: 1, status: 'active' }));
   });
 
   it('returns the first result for a key whose slot has no fingerprint (a command from before fingerprints), whatever the payload', () => {

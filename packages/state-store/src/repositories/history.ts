@@ -14,6 +14,10 @@ export class RecordHistoryStore {
   putWrite = (tenantId: string, entry: StoredRecordVersion): KvWrite =>
     ({ op: 'set', key: this.keys.recordVersion(tenantId, entry.record.id, entry.record.version), value: JSON.stringify(entry) });
 
+  /** Removes every version of a record up to `version`: its history goes with its content when it is purged (§6.4). */
+  removeWrite = (tenantId: string, id: string, version: number): KvWrite =>
+    ({ op: 'del', keys: Array.from({ length: Math.max(version, 0) }, (_, i) => this.keys.recordVersion(tenantId, id, i + 1)) });
+
   /** The versions kept of a record up to `version`, oldest first (a version folded before history was kept is absent). */
   async versions(tenantId: string, id: string, version: number): Promise<StoredRecordVersion[]> {
     if (version < 1) return [];

@@ -30,6 +30,8 @@ export class KeySpace {
   jobsOf = (tenant: string) => `${this.prefix}jobs-of:${tenant}`;
   /** Jobs that kept content for a legal hold: what releasing the hold must purge. */
   jobsHeldBy = (tenant: string, holdId: string) => `${this.prefix}jobs-held:${tenant}:${holdId}`;
+  /** One record's commitment opening of one deletion job (kept for the requester, with a TTL). */
+  receiptOpening = (tenant: string, jobId: string, recordId: string) => `${this.prefix}receipt-opening:${tenant}${SEP}${jobId}${SEP}${recordId}`;
   policyRevision = (tenant: string) => `${this.prefix}rev:${tenant}`;
   dataGeneration = (tenant: string) => `${this.prefix}gen:${tenant}`;
   revokedCapability = (jti: string) => `${this.prefix}revoked:jti:${jti}`;

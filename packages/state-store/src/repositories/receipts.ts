@@ -1,6 +1,11 @@
-import { ReceiptPublicKey, SignedReceipt } from '@gm/contracts';
+import { ContentOpening, ReceiptPublicKey, SignedReceipt, Sha256Hex } from '@gm/contracts';
+import { z } from 'zod';
 import type { KeyValueStore } from '../port.ts';
 import { SEP, type KeySpace } from './keys.ts';
+
+/** A record's content commitment and its opening, as kept for the job's requester (§8.4). */
+export const KeptOpening = ContentOpening.extend({ commitment: Sha256Hex }).strict();
+export type KeptOpening = z.infer<typeof KeptOpening>;
 
 /**
  * Signed deletion receipts (§8.4), one per job, and the public keys that signed them.
@@ -48,6 +53,30 @@ export class DeletionReceipts {
       const [tenant, jobId] = member.split(SEP);
       return tenant && jobId ? [{ tenant, jobId }] : [];
     });
+  }
+
+  /**
+   * Keeps each record's commitment and opening for the job unless one is kept already (the
+   * first one wins: a repeated verification pass or receipt task never changes a commitment),
+   * for `ttlMs`: long enough for the requester to fetch them with its receipt, not forever.
+   */
+  async keepOpenings(tenant: string, jobId: string, entries: readonly KeptOpening[], ttlMs: number): Promise<void> {
+    if (entries.length === 0) return;
+    await this.kv.pipeline(entries.map((e) => ({
+      op: 'set' as const, key: this.keys.receiptOpening(tenant, jobId, e.recordId), value: JSON.stringify(e), ttlMs, nx: true,
+    })));
+  }
+
+  /** The kept commitments and openings of the job's records, by record id (absent once their TTL passed). */
+  async openings(tenant: string, jobId: string, recordIds: readonly string[]): Promise<Map<string, KeptOpening>> {
+    const raws = await this.kv.mget(recordIds.map((id) => this.keys.receiptOpening(tenant, jobId, id)));
+    const kept = new Map<string, KeptOpening>();
+    for (const raw of raws) {
+      if (raw === null) continue;
+      const entry = KeptOpening.parse(JSON.parse(raw));
+      kept.set(entry.recordId, entry);
+    }
+    return kept;
   }
 
   /** Publishes a signing key's public half (by kid) for `GET /v1/receipt-keys`. */

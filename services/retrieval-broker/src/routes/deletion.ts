@@ -79,14 +79,24 @@ export function deletionRoutes(app: FastifyInstance, deps: BrokerDeps): void {
   /**
    * The job's signed receipt (§8.4), once the receipt-verifier made it (404 before): JSON
    * `{receipt: <compact JWS>, payload}` by default, the bare JWS with `Accept: application/jose`.
-   * The payload is decoded from the stored JWS, so it is exactly what was signed.
+   * The payload is decoded from the stored JWS, so it is exactly what was signed. The principal
+   * who requested the job also gets `openings`, the keys of the payload's content commitments,
+   * while they are kept: it holds the content, so only it can show what the receipt covered.
    */
   app.get('/v1/deletion-jobs/:id/receipt', async (request, reply) => {
-    const { job } = authorized(request, 'job');
+    const { claims, job } = authorized(request, 'job');
     const stored = await deps.state.receipts.get(job.tenant, job.jobId);
     if (!stored) throw notFound();
     if (prefersJose(request.headers.accept)) return reply.type('application/jose').send(stored.jws);
-    return { receipt: stored.jws, payload: DeletionReceipt.parse(decodeReceiptPayload(stored.jws)) };
+    const payload = DeletionReceipt.parse(decodeReceiptPayload(stored.jws));
+    if (claims.tenant !== payload.tenant || claims.act.sub !== payload.requestedBy.principalId) return { receipt: stored.jws, payload };
+    const kept = await deps.state.receipts.openings(job.tenant, job.jobId, payload.recordIds);
+    // Only an opening of what was signed (receipts signed before commitments have none).
+    const openings = (payload.contentCommitments ?? []).flatMap(({ recordId, commitment }) => {
+      const entry = kept.get(recordId);
+      return entry === undefined || entry.commitment !== commitment ? [] : [{ recordId, opening: entry.opening }];
+    });
+    return { receipt: stored.jws, payload, ...(openings.length > 0 ? { openings } : {}) };
   });
 
   /** The public keys that sign receipts (a JWKS), for verifying receipts offline. Public: no capability needed. */
