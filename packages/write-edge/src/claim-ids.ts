@@ -1,5 +1,5 @@
 /**
- * Id claims at the edge of a write (§5.11): a client-chosen id is claimed per tenant for one
+ * Id claims at the edge of a write (§5.10): a client-chosen id is claimed per tenant for one
  * subject. An id the writer may not act on — held by another subject, in a partition it may not
  * write to, tombstoned, deleted or purged — answers one uniform MEM_ID_TAKEN, whatever subject or
  * state holds it, so the write path tells nobody which subject an id was about or what became of

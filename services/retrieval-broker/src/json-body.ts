@@ -1,6 +1,6 @@
 /**
  * The JSON body parser (issue 16, defect 3): a body is read exactly as sent, or refused. JSON.parse
- * alone would reinterpret three kinds of input silently — invalid UTF-8 becomes U+FFFD, a
+ * alone would reinterpret four kinds of input silently — invalid UTF-8 or an escaped lone surrogate becomes U+FFFD, a
  * duplicate key keeps its last value (`"trust":"untrusted","trust":"trusted"` stored an active
  * record), and a declared charset other than UTF-8 is read as UTF-8 anyway.
  */
@@ -72,6 +72,14 @@ function lastKeyOf(keys: Set<string>): string | undefined {
   return last;
 }
 
+/** Whether every string of a parsed body, keys included, is well-formed UTF-16 (no lone surrogate). */
+function wellFormed(value: unknown): boolean {
+  if (typeof value === 'string') return value.isWellFormed();
+  if (Array.isArray(value)) return value.every(wellFormed);
+  if (value !== null && typeof value === 'object') return Object.entries(value).every(([k, v]) => k.isWellFormed() && wellFormed(v));
+  return true;
+}
+
 function parse(request: FastifyRequest, body: Buffer): unknown {
   const charset = charsetOf(request.headers['content-type']);
   if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
@@ -90,6 +98,8 @@ function parse(request: FastifyRequest, body: Buffer): unknown {
   } catch {
     throw Object.assign(new Error('invalid JSON'), { code: 'FST_ERR_CTP_INVALID_JSON_BODY', statusCode: 400 });
   }
+  // A `\ud800` escape is valid JSON but no Unicode text: stored, it would become U+FFFD.
+  if (!wellFormed(value)) throw new BodyRejected('GM_BODY_NOT_UTF8', 'the body escapes a lone surrogate (such as \\ud800), which no UTF-8 text can hold');
   const suspicious = suspiciousKey(text);
   if (suspicious?.kind === 'duplicate') throw new BodyRejected('GM_BODY_DUPLICATE_KEY', 'an object of the body names a key twice');
   if (suspicious) throw new BodyRejected('GM_BODY_FORBIDDEN_KEY', 'the body names a key that would reach an object prototype');

@@ -99,7 +99,7 @@ export const WRITE_EDGE: readonly Failure[] = [
   SCOPE,
   fail('CAP_SCOPE_DENIED', 'the record\'s purposes leave out the capability\'s own purpose'),
   fail('MEM_FORBIDDEN', 'no grant lets this capability write to that partition (resource, visibility, sensitivity)'),
-  fail('MEM_ID_TAKEN', 'the id is not available to this writer: another subject\'s, in a partition it may not write to, or deleted — all alike (§5.11)'),
+  fail('MEM_ID_TAKEN', 'the id is not available to this writer: another subject\'s, in a partition it may not write to, or deleted — all alike (§5.10)'),
 ];
 
 /** What write-admission decides for a review (decide.ts: decidePromote, decideReject). */

@@ -40,6 +40,10 @@ export const badInputSuite = (start: StartRuntime) => describe('bad input and ho
     ['a duplicate key spelt with an escape', async () => post(JSON.stringify(memory()).replace('"kind":"fact"', '"kind":"fact","\\u006bind":"skill"')), 400, 'MEM_VALIDATION'],
     ['a __proto__ key', async () => post(JSON.stringify(memory()).replace('{', '{"__proto__":{"trust":"trusted"},')), 400, 'MEM_VALIDATION'],
     ['invalid UTF-8', async () => post(invalidUtf8()), 400, 'MEM_VALIDATION'],
+    // Valid JSON, but no Unicode text: JSON.parse keeps the lone surrogate, and storing it would make it U+FFFD.
+    ['an escaped lone surrogate', async () => post(JSON.stringify(memory({ content: 'x' })).replace('"content":"x"', '"content":"Caf\\ud800"')), 400, 'MEM_VALIDATION'],
+    // A purpose puts the record in front of that purpose's readers: only one the writer holds a grant for there.
+    ['a purpose the writer holds no grant for', async () => post(JSON.stringify(memory({ purposes: ['support', 'security'] }))), 422, 'MEM_VALIDATION'],
     ['a UTF-16 charset', async () => post(JSON.stringify(memory()), { 'content-type': 'application/json; charset=utf-16' }), 415, 'MEM_VALIDATION'],
     ['the id "."', async () => post(JSON.stringify(memory({ id: '.' }))), 422, 'MEM_VALIDATION'],
     ['the id ".."', async () => post(JSON.stringify(memory({ id: '..' }))), 422, 'MEM_VALIDATION'],
@@ -196,13 +200,20 @@ export const badInputSuite = (start: StartRuntime) => describe('bad input and ho
     });
   });
 
-  it('rate-limits per capability subject with a problem+json 429', async () => {
+  it('rate-limits per verified principal, and anything unverified per address, with a problem+json 429', async () => {
     const limited = await start({ MEMORY_RATE_LIMIT_PER_MINUTE: '3' });
     try {
       const token = await limited.issue({ agentId: 'chatty-bot' });
+      // A forged token naming this capability's tenant and agent counts against the sender's
+      // address, never against the principal it names (design §9).
+      const claims = token.split('.')[1] ?? '';
+      const forged = `${Buffer.from('{"alg":"EdDSA","typ":"cap+jwt"}').toString('base64url')}.${claims}.${Buffer.alloc(64).toString('base64url')}`;
+      const forgedStatuses: number[] = [];
+      for (let i = 0; i < 4; i += 1) forgedStatuses.push((await limited.api('POST', '/v1/search', { token: forged, body: { query: 'x' } })).status);
+      expect(forgedStatuses).toEqual([401, 401, 401, 429]);
       const statuses: number[] = [];
-      for (let i = 0; i < 5; i += 1) statuses.push((await limited.api('POST', '/v1/search', { token, body: { query: 'x' } })).status);
-      expect(statuses.slice(0, 2)).toEqual([200, 200]);
+      for (let i = 0; i < 3; i += 1) statuses.push((await limited.api('POST', '/v1/search', { token, body: { query: 'x' } })).status);
+      expect(statuses).toEqual([200, 200, 200]);
       const last = await limited.api('POST', '/v1/search', { token, body: { query: 'x' } });
       expect(last.status).toBe(429);
       expect(last.body.code).toBe('MEM_RATE_LIMITED');

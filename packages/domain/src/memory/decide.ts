@@ -109,7 +109,7 @@ function decideWrite(command: CommandOf<'WriteMemory'>, state: SubjectState, ctx
   const { data, metadata: m } = command;
   const existing = state.records[data.id];
   // Deleted ids are never reused (§5.9), and say so in the edge's one answer for an id a writer
-  // may not use (§5.11): a distinct code would tell anyone what became of the record.
+  // may not use (§5.10): a distinct code would tell anyone what became of the record.
   if (existing && RETIRED.has(existing.meta.status)) fail('MEM_ID_TAKEN', 'this id is not available to this writer');
   if (data.expectedVersion !== (existing?.meta.version ?? 0)) {
     fail('MEM_CONFLICT', `expectedVersion ${data.expectedVersion} does not match the current version`);
