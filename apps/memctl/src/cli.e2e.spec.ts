@@ -31,10 +31,11 @@ describe('memctl administration', () => {
     rt = await startEmbeddedRuntime(loadConfig({ MEMORY_PORT: '0', MEMORY_DATA_DIR: dataDir, MEMORY_LOG_LEVEL: 'silent' }));
     admin = (await memctl(
       'capability', 'issue', '--tenant', 'acme', '--agent', 'admin-desk', '--principal', 'carol', '--scope', 'project:maple',
-      '--purpose', 'support', '--actions', 'admin,revoke',
+      '--scope', 'tenant:acme', '--purpose', 'support', '--actions', 'admin,revoke',
     )).trim();
-    // carol becomes maple's administrator: its first admin grant, on the issuer's word.
+    // carol becomes maple's administrator and the tenant's: each first admin grant, on the issuer's word.
     await memctl('grant', 'add', '--id', 'g-carol', '--principal', 'carol', '--resource', 'project:maple', '--role', 'admin', '--purposes', 'support');
+    await memctl('grant', 'add', '--id', 'g-carol-acme', '--principal', 'carol', '--resource', 'tenant:acme', '--role', 'admin', '--purposes', 'support');
   }, CLI_TEST_MS);
   afterAll(async () => {
     await rt.close();
@@ -43,9 +44,9 @@ describe('memctl administration', () => {
 
   it('adds and removes grants', async () => {
     expect(await json('grant', 'add', '--id', 'g-1', '--principal', 'alice', '--resource', 'project:maple', '--role', 'member', '--purposes', 'support'))
-      .toEqual({ grantId: 'g-1', policyRevision: 2 });
+      .toEqual({ grantId: 'g-1', policyRevision: 3 });
     expect((await rt.state.policies.grant('acme', 'g-1'))?.principal).toEqual({ id: 'alice', kind: 'person' });
-    expect(await json('grant', 'remove', '--id', 'g-1')).toEqual({ policyRevision: 3 });
+    expect(await json('grant', 'remove', '--id', 'g-1')).toEqual({ policyRevision: 4 });
     expect(await rt.state.policies.grant('acme', 'g-1')).toBeNull();
   }, CLI_TEST_MS);
 
@@ -66,6 +67,6 @@ describe('memctl administration', () => {
     expect(await json('hold', 'list')).toEqual({ items: [{ holdId: 'h-1', tenant: 'acme', subjectId: 'cust-42', reason: 'litigation' }] });
     await json('hold', 'remove', '--id', 'h-1');
     expect(await rt.state.policies.isOnHold('acme', 'cust-42')).toBeNull();
-    expect(await rt.state.policyRevisions.current('acme')).toBe(9); // one per change, both tests and carol's admin grant
+    expect(await rt.state.policyRevisions.current('acme')).toBe(10); // one per change, both tests and carol's two admin grants
   }, CLI_TEST_MS);
 });

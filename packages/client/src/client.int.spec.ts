@@ -8,6 +8,7 @@ import { ManualClock } from '@gm/service-kit';
 import { issueCapability, issuedCapabilities, MemoryApiError, MemoryClient, MemoryNetworkError, type CapabilityRequest, type WriteMemory } from './index.ts';
 
 const MAPLE = { kind: 'project', id: 'maple' } as const;
+const ACME = { kind: 'tenant', id: 'acme' } as const;
 
 /** The SDK against a real embedded runtime: every route, typed errors, safe retries, token carrying, capability refresh. */
 describe('@gm/client against the embedded runtime', () => {
@@ -33,8 +34,10 @@ describe('@gm/client against the embedded runtime', () => {
     issuer = { baseUrl: runtime.url, issuerCredential: runtime.credentials.issuerCredential };
     // Capabilities carry no rights of their own (Cedar PDP, administration too): sdk-admin takes
     // maple's first admin grant (the bootstrap, on the issuer's word), then grants the roles.
-    const bootstrap = await issueCapability(issuer, { ...capability('sdk-admin', 'sdk-admin', ['admin', 'revoke']), principal: { id: 'sdk-admin', kind: 'service' } });
+    // It administers the tenant too (legal holds): a grant on {kind: 'tenant'}, for a capability scoped to it.
+    const bootstrap = await issueCapability(issuer, { ...capability('sdk-admin', 'sdk-admin', ['admin', 'revoke']), scopes: [MAPLE, ACME], principal: { id: 'sdk-admin', kind: 'service' } });
     admin = new MemoryClient({ baseUrl: runtime.url, capability: bootstrap.token });
+    await admin.addGrant({ principal: { id: 'sdk-admin', kind: 'service' }, resource: ACME, role: 'admin', purposes: ['support'] });
     for (const [principal, role] of [['sdk-admin', 'admin'], ['alice', 'member'], ['bob', 'member'], ['bob', 'reviewer']] as const) {
       await admin.addGrant({ principal: { id: principal, kind: principal === 'sdk-admin' ? 'service' : 'person' }, resource: MAPLE, role, purposes: ['support'] });
     }
@@ -106,7 +109,7 @@ describe('@gm/client against the embedded runtime', () => {
 
   it('does not retry an administrative write whose answer was lost: it says so instead', async () => {
     let sends = 0;
-    const bootstrap = await issueCapability(issuer, { ...capability('sdk-admin', 'sdk-admin', ['admin']), principal: { id: 'sdk-admin', kind: 'service' } });
+    const bootstrap = await issueCapability(issuer, { ...capability('sdk-admin', 'sdk-admin', ['admin']), scopes: [MAPLE, ACME], principal: { id: 'sdk-admin', kind: 'service' } });
     const lossyAdmin = new MemoryClient({
       baseUrl: runtime.url, capability: bootstrap.token,
       fetch: async (input, init) => {

@@ -226,7 +226,7 @@ describe('deletion orchestrator with the embedded services', () => {
       tenantId: TENANT, agentId: TEST_WRITER.agentId, invalidated: [],
     }, 600_000);
 
-    const forget = MemoryCommand.parse({ type: 'ForgetSubject', data: { jobId: 'job-forget' }, metadata: meta(e, 'cmd-forget', 'cust-f') });
+    const forget = MemoryCommand.parse({ type: 'ForgetSubject', data: { jobId: 'job-forget', within: { kind: 'tenant' } }, metadata: meta(e, 'cmd-forget', 'cust-f') });
     expect(await send(e, forget)).toMatchObject({ outcome: 'accepted', result: { jobId: 'job-forget' } });
 
     // Tombstone first: the read path denies before any target worker has run.
@@ -575,7 +575,7 @@ describe('deletion orchestrator with the embedded services', () => {
       await start(e, ...PIPELINE, ...TARGET_WORKERS, 'verifier');
       await deleteOne(e, 'hc-1', 'job-hc');
       await jobWhen(e, 'job-hc', 'verified', (j) => j.status === 'verified');
-      const reply = await send(e, MemoryCommand.parse({ type: 'ForgetSubject', data: { jobId: 'job-hc-forget' }, metadata: meta(e, 'cmd-hc-forget', 'cust-hc-1') }));
+      const reply = await send(e, MemoryCommand.parse({ type: 'ForgetSubject', data: { jobId: 'job-hc-forget', within: { kind: 'tenant' } }, metadata: meta(e, 'cmd-hc-forget', 'cust-hc-1') }));
       expect(reply).toMatchObject({ outcome: 'accepted', result: { jobId: 'job-hc-forget' } });
       const forgot = await jobWhen(e, 'job-hc-forget', 'finished', (j) => j.status === 'verified' || j.status === 'failed');
       // The record the first job kept is in the forget (it was out of reach before): kept again, for the hold.
@@ -613,7 +613,7 @@ describe('deletion orchestrator with the embedded services', () => {
     await jobWhen(e, 'job-rf-revoke', 'verified', (j) => j.status === 'verified');
     expect(await e.fx.state.contents.get(TENANT, 'rf-1')).not.toBeNull();
 
-    const reply = await send(e, MemoryCommand.parse({ type: 'ForgetSubject', data: { jobId: 'job-rf-forget' }, metadata: meta(e, 'cmd-rf-forget', 'cust-rf-1') }));
+    const reply = await send(e, MemoryCommand.parse({ type: 'ForgetSubject', data: { jobId: 'job-rf-forget', within: { kind: 'tenant' } }, metadata: meta(e, 'cmd-rf-forget', 'cust-rf-1') }));
     expect(reply).toMatchObject({ outcome: 'accepted', result: { jobId: 'job-rf-forget' } });
     const forgotten = await jobWhen(e, 'job-rf-forget', 'finished', (j) => j.status === 'verified' || j.status === 'failed');
     expect(forgotten).toMatchObject({ status: 'verified', mode: 'forget', recordIds: ['rf-1'] });

@@ -11,6 +11,7 @@ import {
 } from '@gm/contracts';
 import { newUlid } from '@gm/ids';
 import { requireAction } from '@gm/policy';
+import type { CommandOutcome } from '@gm/state-store';
 import {
   adminDepsOf, authorizeAdmin, authorizeDelegation, authorizeGrant, authorizeTenantAdmin, isTenantAdmin, mayRevokeDelegation,
 } from './admin-authz.ts';
@@ -30,7 +31,7 @@ export type Authorized =
   | { on: 'record'; claims: CapabilityClaims; record: RecordMeta }
   | { on: 'subject'; claims: CapabilityClaims; within: ForgetWithin }
   | { on: 'packet'; claims: CapabilityClaims; packetId: string }
-  | { on: 'command'; claims: CapabilityClaims; commandId: string }
+  | { on: 'command'; claims: CapabilityClaims; commandId: string; outcome: CommandOutcome }
   | { on: 'job'; claims: CapabilityClaims; job: DeletionJob; tenantAdmin: boolean }
   | { on: 'jobs'; claims: CapabilityClaims; tenantAdmin: boolean }
   | { on: 'grant'; claims: CapabilityClaims; add?: { request: AddGrantRequest; by: 'cedar' | 'bootstrap' }; remove?: { grantId: string } }
@@ -146,8 +147,13 @@ function resolvers(deps: BrokerDeps): Record<ResourceOf, Resolver> {
       return { on: 'packet', claims, packetId };
     },
 
-    /** The command's existence is checked by its handler, which answers the same 404 for another principal's. */
-    command: async (request, claims) => ({ on: 'command', claims, commandId: pathId(request, 'commandId') }),
+    /** The writing principal's own outcome; another principal's answers like an unknown command. */
+    command: async (request, claims) => {
+      const commandId = pathId(request, 'commandId');
+      const outcome = await deps.state.commands.get(claims.tenant, commandId);
+      if (outcome === null || outcome.principalId !== claims.act.sub) throw new GovernedMemoryError('MEM_NOT_FOUND', 'no such command');
+      return { on: 'command', claims, commandId, outcome };
+    },
 
     /** The requesting principal's own job, or any job of the tenant for its administrator; else the 404 of an unknown job. */
     job: async (request, claims) => {

@@ -170,7 +170,7 @@ describe('write-admission committed states over the snapshot store', () => {
     const store = new StateStore(fx.kv, 'gm:').admission;
     // A forget as logs before keyGeneration was recorded carry it: folding it twice would skip a generation.
     const [forget] = decide(MemoryCommand.parse({
-      type: 'ForgetSubject', data: { jobId: 'job-1' },
+      type: 'ForgetSubject', data: { jobId: 'job-1', within: { kind: 'tenant' } },
       metadata: { commandId: 'cmd-f', tenantId: 'acme', subjectId: 'cust-f', now: fx.clock.iso(), actor: TEST_WRITER, policyRevision: 1 },
     }), initialState(), { ttl: DEFAULT_TTL_POLICY, idempotencyWindowMs: 3_600_000 }).events;
     if (forget?.type !== 'SubjectForgotten') throw new Error('no SubjectForgotten event');
