@@ -20,7 +20,7 @@ function httpClient(name: string, url: () => string, credential: () => string, t
     async issue(tenant: string, asker: Asker) {
       const reply = await call('POST', '/v1/capabilities', credential(), {
         tenant, agentId: asker.agentId, principal: { id: asker.principal, kind: 'person' },
-        scopes: asker.scopes, purpose: asker.purpose, actions: asker.actions,
+        scopes: [...asker.scopes, ...(asker.tenantWide === true ? [{ kind: 'tenant', id: tenant }] : [])], purpose: asker.purpose, actions: asker.actions,
       });
       if (reply.status !== 201) throw new Error(`capability issue failed: ${reply.status} ${String(reply.body?.code)}`);
       return { token: String(reply.body?.token), jti: String(reply.body?.jti) };

@@ -28,6 +28,8 @@ export interface Asker {
   agentId: string;
   principal: string;
   scopes: Resource[];
+  /** Also scoped to the tenant itself (tenant-wide administration, design §6.2 rule 12). */
+  tenantWide?: boolean;
   purpose: string;
   actions: string[];
 }

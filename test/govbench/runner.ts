@@ -138,9 +138,14 @@ class EpisodeRun {
 
   async run(): Promise<void> {
     const admin = await this.client.issue(this.tenant, {
-      key: 'admin', agentId: 'govbench-admin', principal: 'govbench-root', scopes: this.episode.resources, purpose: 'admin', actions: ['admin', 'revoke'],
+      key: 'admin', agentId: 'govbench-admin', principal: 'govbench-root', scopes: this.episode.resources, tenantWide: true, purpose: 'admin', actions: ['admin', 'revoke'],
     });
     this.admin = admin.token;
+    // Revoking others' capabilities and agents is tenant-wide administration: a grant on the tenant itself.
+    const onTenant = await this.call('POST', '/v1/grants', admin.token, {
+      grantId: `${this.tenant}.admin.tenant`, principal: { id: 'govbench-root', kind: 'person' }, resource: { kind: 'tenant', id: this.tenant }, role: 'admin', purposes: ['admin'],
+    });
+    if (onTenant.status !== 201) return this.setupError('admin grant on the tenant', onTenant);
     // Administration is decided by Cedar: govbench-root administers the episode's resources, each
     // by its first admin grant (the bootstrap, on the issuer's word).
     for (const resource of this.episode.resources) {
