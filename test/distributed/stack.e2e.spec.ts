@@ -6,7 +6,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Kafka, logLevel } from 'kafkajs';
 import { createKafkaBus } from '@gm/bus';
-import { TOPICS, type Action, type OpsOverview } from '@gm/contracts';
+import { TOPICS, type Action, type IssueCapabilityRequest, type OpsOverview } from '@gm/contracts';
 import { servicesOf, startStack, type ServiceName, type Stack } from '@gm/distributed';
 import { engineEndpoint } from '@gm/testing';
 import { apiClient, capabilityIssuer, eventually, memory } from '../e2e/harness.ts';
@@ -63,8 +63,8 @@ describe('distributed runtime (separate processes on Kafka, Elasticsearch, Redis
   }, 60_000);
 
   /** A capability for dist-bot, with the member grant its actions need (see the e2e harness). */
-  const issue = (actions: Action[] = ['write', 'read', 'search', 'request_delete']) =>
-    capabilityIssuer(apiClient(() => stack.url), () => readFileSync(path.join(dataDir, 'issuer-credential'), 'utf8').trim())({ agentId: 'dist-bot', actions });
+  const issue = (actions: Action[] = ['write', 'read', 'search', 'request_delete'], scopes?: IssueCapabilityRequest['scopes']) =>
+    capabilityIssuer(apiClient(() => stack.url), () => readFileSync(path.join(dataDir, 'issuer-credential'), 'utf8').trim())({ agentId: 'dist-bot', actions, ...(scopes ? { scopes } : {}) });
 
   it("exports each consumer group's lag per partition on its service's /metrics", async () => {
     for (const [service, group, topic] of [
@@ -81,7 +81,8 @@ describe('distributed runtime (separate processes on Kafka, Elasticsearch, Redis
   });
 
   it('aggregates every service\'s metrics in the ops overview, for an administrator', async () => {
-    const admin = await issue(['admin']);
+    // The ops overview is tenant-wide administration: a capability scoped to the tenant, a grant on it.
+    const admin = await issue(['admin'], [{ kind: 'tenant', id: 'acme' }]);
     const res = await fetch(`${stack.url}/v1/ops/overview`, { headers: { authorization: `Bearer ${admin}` } });
     expect(res.status).toBe(200);
     const overview = (await res.json()) as OpsOverview;
