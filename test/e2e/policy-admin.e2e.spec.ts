@@ -101,6 +101,22 @@ describe('policy administration over the API', () => {
     expect((await rt.api('POST', '/v1/grants', { token: stranger, body: { ...grant, resource: oak } })).status).toBe(403);
   });
 
+  it('bootstraps a resource once: of two concurrent first admin grants exactly one succeeds, and a made-up resource makes no tenant administrator', async () => {
+    const elm = { kind: 'project', id: 'elm' } as const;
+    const acme = { kind: 'tenant', id: 'acme' } as const;
+    const [one, two] = await Promise.all(['mallory', 'trent'].map((id) => rt.issue({ agentId: `${id}-desk`, principal: { id, kind: 'person' }, scopes: [elm, acme], actions: ['admin'] }, { grants: false })));
+    const first = (token: string | undefined, id: string) =>
+      rt.api('POST', '/v1/grants', { token, body: { grantId: `g-${id}-elm`, principal: { id, kind: 'person' }, resource: elm, role: 'admin', purposes: ['support'] } });
+    const answers = await Promise.all([first(one, 'mallory'), first(two, 'trent')]);
+    expect(answers.map((a) => a.status).sort()).toEqual([201, 403]);
+    const admins = (await rt.state.policies.snapshot('acme')).grants.filter((g) => g.resource.id === 'elm' && g.role === 'admin');
+    expect(admins).toHaveLength(1);
+    // The winner administers elm, and nothing tenant-wide: holds, agents and others' jobs stay closed to it.
+    const winner = answers[0]?.status === 201 ? one : two;
+    const hold = await rt.api('POST', '/v1/legal-holds', { token: winner, body: { subjectId: 'cust-42', reason: 'r' } });
+    expect([hold.status, hold.body.code]).toEqual([403, 'CAP_SCOPE_DENIED']);
+  });
+
   it('MEMORY_BOOTSTRAP_ADMINS grants administrators at start; with MEMORY_ADMIN_BOOTSTRAP=configured the issuer\'s word adds none', async () => {
     const admins = [{ tenant: 'acme', principal: { id: 'root', kind: 'person' }, resource: maple, purposes: ['support'] }];
     const configured = await startTestRuntime({ MEMORY_ADMIN_BOOTSTRAP: 'configured', MEMORY_BOOTSTRAP_ADMINS: JSON.stringify(admins) });
