@@ -18,3 +18,4 @@ export * from './ingest.ts';
 export * from './json-schema.ts';
 export * from './history.ts';
 export * from './operations.ts';
+export * from './strict-json.ts';

@@ -2,7 +2,7 @@
  * What travels between the port's messages and Kafka records: JSON values, string headers,
  * UTF-8 keys, and the namespace (topic prefix) that maps port names onto a shared cluster.
  */
-import { GovernedMemoryError } from '@gm/contracts';
+import { GovernedMemoryError, readStrictJson } from '@gm/contracts';
 import type { IHeaders, KafkaMessage, Message } from 'kafkajs';
 import type { ConsumedMessage } from '../port.ts';
 
@@ -29,18 +29,16 @@ export function decodeMessage(topic: string, partition: number, record: KafkaMes
 }
 
 /**
- * Our producers only write JSON. A record from a foreign producer that is not JSON is handed
- * over as its text, so the handler's schema check rejects (and dead-letters) it instead of the
- * consumer crashing on it; a null value (a compaction tombstone) stays null.
+ * Our producers only write JSON. A record that is not JSON read exactly as sent (a foreign
+ * producer's text, invalid UTF-8, a lone surrogate, a key named twice: readStrictJson) is handed
+ * over as a string, so the handler's schema check rejects (and dead-letters) it instead of the
+ * consumer crashing on it or reading something else than was sent; a null value (a compaction
+ * tombstone) stays null.
  */
 function decodeValue(value: Buffer | null): unknown {
   if (value === null) return null;
-  const text = value.toString('utf8');
-  try {
-    return JSON.parse(text);
-  } catch {
-    return text;
-  }
+  const read = readStrictJson(value);
+  return 'value' in read ? read.value : value.toString('utf8');
 }
 
 function decodeHeaders(headers: IHeaders | undefined): Record<string, string> {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { suspiciousKey } from './json-body.ts';
+import { readStrictJson, suspiciousKey } from './strict-json.ts';
 
 describe('suspiciousKey', () => {
   it('finds a key named twice in any object, at any depth, also through an escape', () => {
@@ -19,5 +19,24 @@ describe('suspiciousKey', () => {
     expect(suspiciousKey('{"a":{"__proto__":{"x":1}}}')).toEqual({ key: '__proto__', kind: 'prototype' });
     expect(suspiciousKey('{"constructor":{"prototype":{"x":1}}}')).toEqual({ key: 'prototype', kind: 'prototype' });
     expect(suspiciousKey('{"constructor":"x","prototype":1}')).toBeUndefined();
+  });
+});
+
+describe('readStrictJson', () => {
+  const read = (text: string | Uint8Array) => readStrictJson(typeof text === 'string' ? new TextEncoder().encode(text) : text);
+
+  it('reads JSON exactly as sent', () => {
+    expect(read('{"content":"Café","n":[1,{"a":null}]}')).toEqual({ value: { content: 'Café', n: [1, { a: null }] } });
+    // A surrogate pair escaped is one character, and well-formed.
+    expect(read('{"c":"\\ud83d\\ude00"}')).toEqual({ value: { c: '😀' } });
+  });
+
+  it('refuses what JSON.parse would change, saying which', () => {
+    expect(read(Uint8Array.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xc3, 0x28, 0x22, 0x7d]))).toEqual({ refused: 'not_utf8' });
+    expect(read('{"c":"Caf\\ud800"}')).toEqual({ refused: 'lone_surrogate' });
+    expect(read('{"\\udc00":1}')).toEqual({ refused: 'lone_surrogate' });
+    expect(read('{"trust":"untrusted","trust":"trusted"}')).toEqual({ refused: 'duplicate_key' });
+    expect(read('{"__proto__":{"x":1}}')).toEqual({ refused: 'prototype_key' });
+    expect(read('{"a":')).toEqual({ refused: 'not_json' });
   });
 });
