@@ -279,8 +279,12 @@ export const receiptsSuite = <R extends TestRuntime>(start: () => Promise<R>, bu
       // No sha256 of the content anywhere: in the signed payload, the topic's message, the answers.
       const digest = sha256(content);
       const digestB64 = Buffer.from(digest, 'hex').toString('base64');
-      const published: string[] = [];
-      for await (const m of access.bus.readAll(TOPICS.deletionReceipts)) if (m.key === jobId) published.push(JSON.stringify(m.value));
+      // The receipt is stored before its topic transaction commits (Kafka): wait until the topic has it.
+      const published = await eventually('the receipt published on deletion.receipts', async () => {
+        const found: string[] = [];
+        for await (const m of access.bus.readAll(TOPICS.deletionReceipts)) if (m.key === jobId) found.push(JSON.stringify(m.value));
+        return found.length > 0 ? found : undefined;
+      });
       expect(published).toHaveLength(1);
       for (const text of [decodePayload(mine.receipt), JSON.stringify(mine), ...published, JSON.stringify(await receiptOf(jobId))]) {
         for (const leak of [digest, digest.toUpperCase(), digestB64, Buffer.from(digest, 'hex').toString('base64url'), 'Quillon']) expect(text).not.toContain(leak);
