@@ -42,6 +42,8 @@ export type Authorized =
 declare module 'fastify' {
   interface FastifyRequest {
     authorized?: Authorized;
+    /** The capability the rate limiter verified for this request (rate-limit-key.ts), if it did. */
+    verifiedCapability?: { token: string; claims: CapabilityClaims };
   }
 }
 
@@ -86,7 +88,9 @@ export function authorizationHook(app: FastifyInstance, deps: BrokerDeps): void 
       request.authorized = { on: 'none' };
       return;
     }
-    const claims = await deps.verifier.verify(bearer(request), deps.clock.now());
+    const token = bearer(request);
+    const verified = request.verifiedCapability;
+    const claims = verified !== undefined && verified.token === token ? verified.claims : await deps.verifier.verify(token, deps.clock.now());
     if (!guard.actions.some((a) => claims.actions.includes(a))) {
       // One action: the usual "does not grant X"; several: none of them.
       if (guard.actions.length === 1 && guard.actions[0] !== undefined) requireAction(claims, guard.actions[0]);

@@ -20,6 +20,8 @@ export function rateLimitKey(deps: Pick<BrokerDeps, 'verifier' | 'clock' | 'issu
       if (isIssuerCredential(match[1], deps.issuerCredential)) return JSON.stringify(['issuer']);
       try {
         const claims = await deps.verifier.verify(match[1], deps.clock.now());
+        // The authorization hook takes these claims instead of verifying the same token again.
+        request.verifiedCapability = { token: match[1], claims };
         return JSON.stringify(['principal', claims.tenant, claims.act.sub]);
       } catch {
         // Answered by the authorization hook; it counts against the address meanwhile.
