@@ -5,6 +5,7 @@
  * same run. Per variant: sequential writes/s (ack after read-your-writes), then delete →
  * verified receipt, the path that pays for zeroing freed pages and emptying the WAL.
  */
+import os from 'node:os';
 import { issueToken } from './administration.ts';
 import { tenantOf } from './corpus.ts';
 import { measureDeletion, type DeletionResult } from './deletion.ts';
@@ -23,6 +24,8 @@ export interface ErasureRun {
 
 export interface ErasureResult {
   load: { writes: number; deletions: number };
+  /** 1-minute load average before and after: on a busy machine the A/B measures the neighbours too. */
+  loadAverage: { before: number; after: number };
   /** In the order they ran: secureErasure false, then true. */
   off: ErasureRun;
   on: ErasureRun;
@@ -45,10 +48,12 @@ async function run(secureErasure: boolean, options: BenchOptions): Promise<Erasu
 }
 
 export async function measureErasure(options: BenchOptions): Promise<ErasureResult> {
+  const before = os.loadavg()[0] ?? Number.NaN;
   const off = await run(false, options);
   const on = await run(true, options);
   return {
     load: { writes: options.erasureWrites, deletions: options.erasureDeletions },
+    loadAverage: { before, after: os.loadavg()[0] ?? Number.NaN },
     off, on,
     ratio: {
       writesPerSecond: ratioOf(on.writesPerSecond, off.writesPerSecond),

@@ -1,7 +1,7 @@
 /**
  * Sizes of one bench run, from flags (`--records 20000`) or env (`BENCH_RECORDS=20000`).
  * Defaults take about 4–5 minutes on a 2-core machine (the distributed writes dominate);
- * `--quick` is a 1–2 minute smoke run of the same phases; `--large` adds the 100k-record
+ * `--quick` is a smoke run of the same phases with small sizes (a few minutes); `--large` adds the 100k-record
  * search step (its seeding and 100k queries add several minutes); `--encryption-only` runs just
  * the encryption section (embedded A/B and crypto operations; no engines needed, ~1.5 min).
  * Every run that includes embedded also runs the erasure A/B (secureErasure off, then on).
@@ -71,7 +71,7 @@ const HELP = `pnpm bench [options]      (each option also as env, e.g. BENCH_REC
                      ingest-gateway, write-admission, projector and index-builder on 12 partitions, each
                      under the memory.ingest load for --ingest-seconds (~6 min at the default 60)
   --scale-instances L  the configurations of --scale (default 1,2,4)
-  --quick            small sizes, a smoke run of every phase (~1-2 min)
+  --quick            small sizes, a smoke run of every phase (a few minutes; CI runs it)
 encryption cost on the write path (part of every run that includes embedded):
   --encryption-only       only this section: embedded A/B plus crypto operations; needs no engines
                           (~1.5 min; ~30 s with --quick)

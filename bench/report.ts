@@ -204,6 +204,7 @@ function erasureRows(e: ErasureResult, raw: NonNullable<BenchResult['raw']>['rou
   const rawDelete = (p: 'p50' | 'p95') => (raw ? `raw SQLite delete 1 row ${p} ${num(raw.sqliteDelete[p])} / ${num(raw.sqliteSecureDelete[p])} ms (secure_delete + TRUNCATE checkpoint)` : '');
   return [
     `secure erasure — embedded over HTTP, RuntimeOptions.secureErasure false then true, fresh data dirs, ${e.load.writes} writes and ${e.load.deletions} deletions each`,
+    `  (1-min load average ${num(e.loadAverage.before, 1)} before, ${num(e.loadAverage.after, 1)} after)`,
     `${''.padEnd(W)} ${'off'.padStart(10)} ${'on'.padStart(10)} ${'on÷off'.padStart(9)}  raw engine, same run (off / on)`,
     cells('  sequential writes/s (ack after read-your-writes)', e.off.writesPerSecond, e.on.writesPerSecond, e.ratio.writesPerSecond, rawWrites),
     cells('  write, sequential p50 (ms)', e.off.write.p50, e.on.write.p50, e.on.write.p50 / e.off.write.p50, ''),
