@@ -4,7 +4,8 @@
  * every target, acks, purge, the verifier's replay probes, signing. A receipt that does not say
  * `verified`, or none within the deadline, aborts the run: that is a bug, not a number.
  */
-import { call, issueToken, write, writeBody, type HttpTarget } from './http-probe.ts';
+import { call, issueToken, type HttpTarget } from './administration.ts';
+import { write, writeBody } from './http-probe.ts';
 import { progress, summarize, type Summary } from './stats.ts';
 
 export interface DeletionResult {

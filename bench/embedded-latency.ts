@@ -7,7 +7,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig, startEmbeddedRuntime } from '@gm/embedded';
-import { issueToken } from './http-probe.ts';
+import { issueToken } from './administration.ts';
 
 const writes = Number(process.argv[2] ?? 300);
 const searches = Number(process.argv[3] ?? 300);

@@ -1,14 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { RESOURCE, PURPOSE, contentOf, tenantOf } from './corpus.ts';
+import { call, issueToken, type HttpTarget } from './administration.ts';
+import { RESOURCE, contentOf, tenantOf } from './corpus.ts';
 import type { BenchOptions } from './options.ts';
 import { queriesFor, warmupQueriesFor } from './raw-search.ts';
 import { lanes, perSecond, progress, summarize, type Summary } from './stats.ts';
-
-/** What an agent sees: every number here is an HTTP round trip against the runtime's API. */
-export interface HttpTarget {
-  url: string;
-  issuerCredential: string;
-}
 
 /** Sizes of the write load: `writes` one at a time, then `throughputWrites` by `concurrency` writers. */
 export type WriteLoad = Pick<BenchOptions, 'writes' | 'throughputWrites' | 'concurrency'>;
@@ -69,45 +64,6 @@ export interface SearchStepResult {
 
 export const WRITES_TENANT = 'bench-writes';
 
-/**
- * `retry`: a read may be sent once more when the connection fails before any answer. After a
- * long seed the server may close a pooled keep-alive socket just as the client reuses it
- * (ECONNRESET); that is the client pool, not the runtime. Writes are never retried.
- */
-export async function call(url: string, token: string, body: unknown, retry = false): Promise<{ status: number; body: unknown }> {
-  // No body: a GET (reads by id); otherwise a JSON POST.
-  const init: RequestInit = body === undefined
-    ? { method: 'GET', headers: { authorization: `Bearer ${token}` } }
-    : { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) };
-  let res: Response;
-  try {
-    res = await fetch(url, init);
-  } catch (err) {
-    if (!retry) throw err;
-    res = await fetch(url, init);
-  }
-  const text = await res.text();
-  return { status: res.status, body: text.length > 0 ? JSON.parse(text) : null };
-}
-
-async function issue(target: HttpTarget, body: Record<string, unknown>): Promise<string> {
-  const res = await call(`${target.url}/v1/capabilities`, target.issuerCredential, body, true);
-  const token = (res.body as { token?: unknown } | null)?.token;
-  if (res.status !== 201 || typeof token !== 'string') throw new Error(`capability issue answered ${res.status}`);
-  return token;
-}
-
-/** A capability for the bench agent, whose principal (itself) first gets a member grant on the resource. */
-export async function issueToken(target: HttpTarget, tenant: string, actions: string[] = ['write', 'search', 'read']): Promise<string> {
-  const scopes = [{ ...RESOURCE }];
-  const admin = await issue(target, { tenant, agentId: 'bench-admin', scopes, purpose: PURPOSE, actions: ['admin'] });
-  const granted = await call(`${target.url}/v1/grants`, admin, {
-    grantId: 'bench-member', principal: { id: 'bench', kind: 'agent' }, resource: { ...RESOURCE }, role: 'member', purposes: [PURPOSE],
-  }, true);
-  if (granted.status !== 201) throw new Error(`grant answered ${granted.status}: ${JSON.stringify(granted.body)}`);
-  return issue(target, { tenant, agentId: 'bench', scopes, purpose: PURPOSE, actions });
-}
-
 export const writeBody = (content: string, subjectId: string, id?: string) => ({
   ...(id === undefined ? {} : { id }), subjectId, resource: { ...RESOURCE }, kind: 'fact', trust: 'trusted', content,
   provenance: [{ source: 'user', observedAt: new Date().toISOString() }],
@@ -128,23 +84,35 @@ async function searchIds(target: HttpTarget, token: string, query: string, mode?
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-/** The write load on `token`'s tenant: sequential latency, then admitted throughput of concurrent writers. */
-export async function measureWrites(target: HttpTarget, token: string, load: WriteLoad, label: string): Promise<WriteSamples> {
+/** Bodies of a write load: contents from the bench vocabulary; subjects spread the writes over the partitions. */
+function writeBodies(): () => ReturnType<typeof writeBody> {
   let n = 0;
-  // Contents come from the bench vocabulary; subjects spread the writes over the partitions.
-  const next = () => {
+  return () => {
     n += 1;
     return writeBody(contentOf(1_000_000 + n), `ws-${n % 64}`);
   };
-  for (let i = 0; i < 10; i += 1) await write(target, token, next());
+}
 
-  const sequential: number[] = [];
-  for (let i = 0; i < load.writes; i += 1) {
-    const started = performance.now();
+/** Ten warm-up writes, then `writes` one at a time: each one's latency, and the wall time of them all. */
+export async function sequentialWrites(
+  target: HttpTarget, token: string, writes: number, label: string, next = writeBodies(),
+): Promise<{ ms: number[]; wallMs: number }> {
+  for (let i = 0; i < 10; i += 1) await write(target, token, next());
+  const ms: number[] = [];
+  const started = performance.now();
+  for (let i = 0; i < writes; i += 1) {
+    const t0 = performance.now();
     await write(target, token, next());
-    sequential.push(performance.now() - started);
-    if ((i + 1) % 100 === 0) progress(`${label}: sequential writes ${i + 1}/${load.writes}`);
+    ms.push(performance.now() - t0);
+    if ((i + 1) % 100 === 0) progress(`${label}: sequential writes ${i + 1}/${writes}`);
   }
+  return { ms, wallMs: performance.now() - started };
+}
+
+/** The write load on `token`'s tenant: sequential latency, then admitted throughput of concurrent writers. */
+export async function measureWrites(target: HttpTarget, token: string, load: WriteLoad, label: string): Promise<WriteSamples> {
+  const next = writeBodies();
+  const sequential = (await sequentialWrites(target, token, load.writes, label, next)).ms;
 
   const latency: number[] = [];
   let failed = 0;

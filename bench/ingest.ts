@@ -10,7 +10,8 @@
  *   sample of the commands is asked for its outcome, which must be accepted.
  */
 import { randomBytes } from 'node:crypto';
-import { issueToken, writeBody, type HttpTarget } from './http-probe.ts';
+import { issueToken, type HttpTarget } from './administration.ts';
+import { writeBody } from './http-probe.ts';
 import { measureKafkaIngest, type KafkaIngestResult } from './kafka-ingest.ts';
 import { perSecond, progress, summarize, type Summary } from './stats.ts';
 
@@ -85,15 +86,17 @@ async function probeVisibility(target: HttpTarget, token: string, stop: () => bo
     const word = `probe${randomBytes(6).toString('hex')}`;
     const started = performance.now();
     let written: Answer;
+    // Keyed: a 503 MEM_TIMEOUT may have landed, and the resend must get its answer, not a 409 for
+    // its own id. The same body too (its provenance time included), or the key answers 422 MEM_IDEMPOTENCY_MISMATCH.
+    const headers: Record<string, string> = { 'idempotency-key': `probe-${word}`, ...(respondAsync ? { prefer: 'respond-async' } : {}) };
+    const body = writeBody(`ingest visibility ${word}`, `ingest-probe-${i % 7}`, `probe-${word}`);
     for (;;) {
-      // Keyed: a 503 MEM_TIMEOUT may have landed, and the resend must get its answer, not a 409 for its own id.
-      const headers: Record<string, string> = { 'idempotency-key': `probe-${word}`, ...(respondAsync ? { prefer: 'respond-async' } : {}) };
-      written = await post(`${target.url}/v1/memories`, token, writeBody(`ingest visibility ${word}`, `ingest-probe-${i % 7}`, `probe-${word}`), headers);
+      written = await post(`${target.url}/v1/memories`, token, body, headers);
       // The backlog bound (a batch load keeps the pipeline behind too): wait as told; the wait counts.
       if (written.status !== 503) break;
       await new Promise((resolve) => setTimeout(resolve, 1000 * Number(written.headers.get('retry-after') ?? 1)));
     }
-    if (written.status !== (respondAsync ? 202 : 201)) throw new Error(`${label}: the probe's write answered ${written.status}`);
+    if (written.status !== (respondAsync ? 202 : 201)) throw new Error(`${label}: the probe's write answered ${written.status}: ${JSON.stringify(written.body)}`);
     const consistency = written.headers.get('consistency-token') ?? '';
     for (;;) {
       const found = await post(`${target.url}/v1/search`, token, { query: word, limit: 5 }, { 'consistency-token': consistency });
@@ -121,6 +124,8 @@ export async function measureBatch(target: HttpTarget, token: string, probeToken
   const { started, running } = timedLoad(seconds);
   // Beside synchronous batches, a synchronous probe: async writes wait while the batches keep the pipeline behind.
   const probe = probeVisibility(target, probeToken, () => !running(), label, false);
+  // Its failure is reported where it is awaited, after the load; until then it must not count as unhandled (a crash, no cleanup).
+  probe.catch(() => undefined);
   await Promise.all(Array.from({ length: BATCH_CLIENTS }, async (_, client) => {
     for (let n = 0; running(); n += 1) {
       const items = Array.from({ length: ITEMS_PER_BATCH }, (_, i) =>
@@ -159,6 +164,7 @@ export async function measureAsync(target: HttpTarget, token: string, probeToken
   const lastTokens: string[] = [];
   const { started, running } = timedLoad(seconds);
   const probe = probeVisibility(target, probeToken, () => !running(), label, true);
+  probe.catch(() => undefined);
   await Promise.all(Array.from({ length: ASYNC_CLIENTS }, async (_, client) => {
     let carried: string | undefined;
     for (let n = 0; running(); n += 1) {

@@ -1,9 +1,10 @@
 /**
  * Sizes of one bench run, from flags (`--records 20000`) or env (`BENCH_RECORDS=20000`).
  * Defaults take about 4–5 minutes on a 2-core machine (the distributed writes dominate);
- * `--quick` is a 1–2 minute smoke run of the same phases; `--large` adds the 100k-record
+ * `--quick` is a smoke run of the same phases with small sizes (a few minutes); `--large` adds the 100k-record
  * search step (its seeding and 100k queries add several minutes); `--encryption-only` runs just
  * the encryption section (embedded A/B and crypto operations; no engines needed, ~1.5 min).
+ * Every run that includes embedded also runs the erasure A/B (secureErasure off, then on).
  */
 export type RuntimeName = 'embedded' | 'distributed';
 
@@ -45,6 +46,10 @@ export interface BenchOptions {
   encryptionThroughput: number;
   /** Timed calls per warm crypto operation; the key-creating ones get a tenth (each is a durable key-store write). */
   cryptoOps: number;
+  /** Sequential writes per runtime of the erasure A/B (secureErasure off, then on). */
+  erasureWrites: number;
+  /** Records deleted per runtime of the erasure A/B, each until its verified receipt. */
+  erasureDeletions: number;
 }
 
 const HELP = `pnpm bench [options]      (each option also as env, e.g. BENCH_RECORDS=20000)
@@ -66,7 +71,7 @@ const HELP = `pnpm bench [options]      (each option also as env, e.g. BENCH_REC
                      ingest-gateway, write-admission, projector and index-builder on 12 partitions, each
                      under the memory.ingest load for --ingest-seconds (~6 min at the default 60)
   --scale-instances L  the configurations of --scale (default 1,2,4)
-  --quick            small sizes, a smoke run of every phase (~1-2 min)
+  --quick            small sizes, a smoke run of every phase (a few minutes; CI runs it)
 encryption cost on the write path (part of every run that includes embedded):
   --encryption-only       only this section: embedded A/B plus crypto operations; needs no engines
                           (~1.5 min; ~30 s with --quick)
@@ -74,7 +79,11 @@ encryption cost on the write path (part of every run that includes embedded):
                           dirs, the order alternating per round (default 6, quick 4)
   --encryption-writes N   sequential writes per A/B runtime (default 80, quick 25)
   --encryption-throughput N  concurrent-phase writes per A/B runtime (default 160, quick 48)
-  --crypto-ops N          timed calls per warm ContentCodec operation (default 5000, quick 1000)`;
+  --crypto-ops N          timed calls per warm ContentCodec operation (default 5000, quick 1000)
+secure erasure cost (part of every run that includes embedded): the embedded runtime with
+RuntimeOptions.secureErasure false, then true, each on a fresh data dir
+  --erasure-writes N      sequential writes per runtime (default 400, quick 40)
+  --erasure-deletions N   deletions per runtime, each until its verified receipt (default 30, quick 10)`;
 
 export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv): BenchOptions {
   const flags = new Map<string, string>();
@@ -131,5 +140,7 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv): B
     encryptionWrites: int('encryption-writes', 80, 25),
     encryptionThroughput: int('encryption-throughput', 160, 48),
     cryptoOps: int('crypto-ops', 5000, 1000),
+    erasureWrites: int('erasure-writes', 400, 40),
+    erasureDeletions: int('erasure-deletions', 30, 10),
   };
 }

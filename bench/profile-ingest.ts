@@ -13,7 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { startStack } from '@gm/distributed';
 import { loadConfig, startEmbeddedRuntime } from '@gm/embedded';
-import { issueToken, type HttpTarget } from './http-probe.ts';
+import { issueToken, type HttpTarget } from './administration.ts';
 import { measureAsync, measureBatch } from './ingest.ts';
 
 const load = process.argv[2] ?? 'batch';

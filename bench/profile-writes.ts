@@ -10,7 +10,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig, startEmbeddedRuntime } from '@gm/embedded';
-import { issueToken, writeBody } from './http-probe.ts';
+import { issueToken } from './administration.ts';
+import { writeBody } from './http-probe.ts';
 
 const total = Number(process.argv[2] ?? 2000);
 const writers = Number(process.argv[3] ?? 8);

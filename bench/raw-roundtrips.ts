@@ -13,6 +13,10 @@ export interface RawRoundTrips {
   sqliteInsertSelect: Summary;
   /** Rows/s inserted 500 per transaction (WAL, synchronous=FULL): the raw figure beside a batch write. */
   sqliteBatchedInsertPerSecond: number;
+  /** One row deleted in its own transaction, secure_delete off: the raw figure beside a delete without secure erasure. */
+  sqliteDelete: Summary;
+  /** The same with secure_delete on, then a TRUNCATE checkpoint: the freed bytes zeroed, the WAL emptied (secure erasure's floor). */
+  sqliteSecureDelete: Summary;
   /** One document indexed with refresh=true (what the index-builder asks for), alone. */
   esIndexRefresh: Summary;
 }
@@ -52,6 +56,8 @@ export async function measureRoundTrips(
   const db = new Database(sqliteFile);
   let sqliteMs: number[];
   let sqliteBatchedInsertPerSecond = 0;
+  let sqliteDeleteMs: number[];
+  let sqliteSecureDeleteMs: number[];
   try {
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = FULL');
@@ -69,10 +75,27 @@ export async function measureRoundTrips(
     const started = performance.now();
     for (let b = 0; b < batches; b += 1) putBatch.immediate(b * BATCH_ROWS);
     sqliteBatchedInsertPerSecond = perSecond(batches * BATCH_ROWS, performance.now() - started);
+    // Single-row deletes of rows put there for them: the first half plain, the second half as
+    // secure erasure does it (each sample takes WARMUP more).
+    const half = Math.max(1, Math.floor(n / 2));
+    const perHalf = half + WARMUP;
+    db.transaction(() => {
+      for (let i = 0; i < 2 * perHalf; i += 1) put.run(`d${i}`, value);
+    }).immediate();
+    const del = db.prepare('DELETE FROM kv WHERE k = ?');
+    const deleteOne = (key: string) => {
+      if (del.run(key).changes !== 1) throw new Error(`raw sqlite: row ${key} was not there to delete`);
+    };
+    sqliteDeleteMs = await sample(half, (i) => deleteOne(`d${i}`));
+    db.pragma('secure_delete = ON');
+    sqliteSecureDeleteMs = await sample(half, (i) => {
+      deleteOne(`d${perHalf + i}`);
+      db.pragma('wal_checkpoint(TRUNCATE)');
+    });
   } finally {
     db.close();
   }
-  progress(`raw sqlite: ${n} insert+select round trips`);
+  progress(`raw sqlite: ${n} insert+select round trips, ${sqliteDeleteMs.length} plain and ${sqliteSecureDeleteMs.length} secure deletes`);
 
   const es = new Client({ node: esUrl, maxRetries: 0 });
   let esMs: number[];
@@ -90,6 +113,7 @@ export async function measureRoundTrips(
   progress(`raw elasticsearch: ${esMs.length} single-document index+refresh round trips`);
   return {
     redisSet: summarize(redisSet), redisGet: summarize(redisGet), sqliteInsertSelect: summarize(sqliteMs), sqliteBatchedInsertPerSecond,
+    sqliteDelete: summarize(sqliteDeleteMs), sqliteSecureDelete: summarize(sqliteSecureDeleteMs),
     esIndexRefresh: summarize(esMs),
   };
 }

@@ -1,6 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { EncryptionResult } from './encryption.ts';
+import type { ErasureResult } from './erasure.ts';
 import type { PlacementResult } from './placement.ts';
 import type { BenchOptions } from './options.ts';
 import type { RawKafkaResult } from './raw-kafka.ts';
@@ -34,6 +35,8 @@ export interface BenchResult {
   encryption?: EncryptionResult;
   /** The embedded pipeline in its own thread against inline (MEMORY_PIPELINE). */
   placement?: PlacementResult;
+  /** The embedded runtime with RuntimeOptions.secureErasure false, then true. */
+  erasure?: ErasureResult;
   ratios: Ratio[];
   cleanup: string[];
 }
@@ -189,6 +192,27 @@ function placementRows(p: PlacementResult): string[] {
   ];
 }
 
+/**
+ * Off, on and on ÷ off side by side, and beside them the raw SQLite figure of the same
+ * operation (same run): insert+select per second for a write, a one-row delete without and
+ * with secure_delete plus a TRUNCATE checkpoint for a deletion.
+ */
+function erasureRows(e: ErasureResult, raw: NonNullable<BenchResult['raw']>['roundTrips'] | undefined): string[] {
+  const cells = (label: string, off: number, on: number, ratio: number, rawNote: string) =>
+    `${label.padEnd(W)} ${num(off).padStart(10)} ${num(on).padStart(10)} ${times(ratio).padStart(9)}  ${rawNote}`.trimEnd();
+  const rawWrites = raw ? `raw SQLite insert+select ${num(1000 / Math.max(raw.sqliteInsertSelect.mean, 1e-9), 0)}/s (1000 / mean)` : '';
+  const rawDelete = (p: 'p50' | 'p95') => (raw ? `raw SQLite delete 1 row ${p} ${num(raw.sqliteDelete[p])} / ${num(raw.sqliteSecureDelete[p])} ms (secure_delete + TRUNCATE checkpoint)` : '');
+  return [
+    `secure erasure — embedded over HTTP, RuntimeOptions.secureErasure false then true, fresh data dirs, ${e.load.writes} writes and ${e.load.deletions} deletions each`,
+    `  (1-min load average ${num(e.loadAverage.before, 1)} before, ${num(e.loadAverage.after, 1)} after)`,
+    `${''.padEnd(W)} ${'off'.padStart(10)} ${'on'.padStart(10)} ${'on÷off'.padStart(9)}  raw engine, same run (off / on)`,
+    cells('  sequential writes/s (ack after read-your-writes)', e.off.writesPerSecond, e.on.writesPerSecond, e.ratio.writesPerSecond, rawWrites),
+    cells('  write, sequential p50 (ms)', e.off.write.p50, e.on.write.p50, e.on.write.p50 / e.off.write.p50, ''),
+    cells('  delete → verified receipt p50 (ms)', e.off.deletion.receipt.p50, e.on.deletion.receipt.p50, e.ratio.receiptP50, rawDelete('p50')),
+    cells('  delete → verified receipt p95 (ms)', e.off.deletion.receipt.p95, e.on.deletion.receipt.p95, e.ratio.receiptP95, rawDelete('p95')),
+  ];
+}
+
 function rawRows({ kafka, roundTrips: rt, search }: NonNullable<BenchResult['raw']>): string[] {
   const lines = ['raw engines, same run, same record size, same documents and queries'];
   if (kafka) {
@@ -204,6 +228,8 @@ function rawRows({ kafka, roundTrips: rt, search }: NonNullable<BenchResult['raw
   lines.push(
     row('  Redis SET', rt.redisSet), row('  Redis GET', rt.redisGet), row('  SQLite insert+select (WAL, synchronous=FULL)', rt.sqliteInsertSelect),
     row('  SQLite insert, 500 rows per transaction (synchronous=FULL)', undefined, `${num(rt.sqliteBatchedInsertPerSecond, 0)} rows/s`),
+    row('  SQLite delete 1 row (secure_delete off)', rt.sqliteDelete),
+    row('  SQLite delete 1 row, secure_delete + TRUNCATE checkpoint', rt.sqliteSecureDelete),
   );
   for (const s of search.sqliteFts) lines.push(row(`  SQLite FTS5 query @${s.records} (load ${num(s.loadPerSecond, 0)} docs/s)`, s.query));
   return lines;
@@ -218,6 +244,7 @@ export function formatTable(r: BenchResult): string {
   if (r.distributed) lines.push('', ...runtimeRows('distributed runtime (Kafka, Elasticsearch, Redis; 9 processes)', r.distributed, r.options.tenants));
   if (r.encryption) lines.push('', ...encryptionRows(r.encryption, r.host.cpus));
   if (r.placement) lines.push('', ...placementRows(r.placement));
+  if (r.erasure) lines.push('', ...erasureRows(r.erasure, r.raw?.roundTrips));
   if (r.raw) lines.push('', ...rawRows(r.raw));
   if (r.ratios.length > 0) {
     lines.push('', `${'ratios ours/raw'.padEnd(44)} ${'ours'.padStart(10)} ${'raw'.padStart(10)} ${'ratio'.padStart(9)}`);

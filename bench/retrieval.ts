@@ -15,7 +15,8 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig, startEmbeddedRuntime, type EmbeddedRuntime } from '@gm/embedded';
-import { call, issueToken, writeBody, type HttpTarget } from './http-probe.ts';
+import { call, issueToken, type HttpTarget } from './administration.ts';
+import { writeBody } from './http-probe.ts';
 import { paraphraseSet } from './retrieval/paraphrases.ts';
 import { progress, summarize, type Summary } from './stats.ts';
 

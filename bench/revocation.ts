@@ -4,8 +4,8 @@
  * and wait for the policy projector — and (b) the first read after the 202, which must already
  * be denied. A read that is still allowed aborts the run: that would be a bug, not a number.
  */
-import { PURPOSE, RESOURCE } from './corpus.ts';
-import { call, issueToken, write, writeBody, type HttpTarget } from './http-probe.ts';
+import { call, issueCapability, issueToken, type HttpTarget } from './administration.ts';
+import { write, writeBody } from './http-probe.ts';
 import { progress, summarize, type Summary } from './stats.ts';
 
 export interface RevocationResult {
@@ -20,11 +20,12 @@ const PROBE_ID = 'bench-revocation-probe';
 export async function measureRevocation(target: HttpTarget, tenant: string, n: number, label: string): Promise<RevocationResult> {
   // issueToken grants the bench agent membership; capabilities for it can then read the probe.
   await write(target, await issueToken(target, tenant), writeBody('revocation probe record', 'subj-revocation', PROBE_ID));
-  const admin = await issue(target, { tenant, agentId: 'bench-admin', scopes: [{ ...RESOURCE }], purpose: PURPOSE, actions: ['revoke'] });
+  // Revoking another's capability takes the `revoke` action in the tenant, not an admin grant.
+  const admin = await issueCapability(target, { tenant, agentId: 'bench-revoker', actions: ['revoke'] });
   const revoke: number[] = [];
   const convergence: number[] = [];
   for (let i = 0; i < n; i += 1) {
-    const reader = await issue(target, { tenant, agentId: 'bench', scopes: [{ ...RESOURCE }], purpose: PURPOSE, actions: ['read'] });
+    const reader = await issueCapability(target, { tenant, agentId: 'bench', actions: ['read'] });
     const before = await call(`${target.url}/v1/memories/${PROBE_ID}`, reader.token, undefined, true);
     if (before.status !== 200) throw new Error(`${label}: the reader cannot read before its revocation (${before.status})`);
     const t0 = performance.now();
@@ -39,11 +40,4 @@ export async function measureRevocation(target: HttpTarget, tenant: string, n: n
   const result = { revoke: summarize(revoke), convergence: summarize(convergence) };
   progress(`${label}: ${n} revocations, 202 → denied read p50 ${result.convergence.p50.toFixed(1)} ms`);
   return result;
-}
-
-async function issue(target: HttpTarget, body: Record<string, unknown>): Promise<{ token: string; jti: string }> {
-  const res = await call(`${target.url}/v1/capabilities`, target.issuerCredential, body, true);
-  const issued = res.body as { token?: unknown; jti?: unknown } | null;
-  if (res.status !== 201 || typeof issued?.token !== 'string' || typeof issued.jti !== 'string') throw new Error(`capability issue answered ${res.status}`);
-  return { token: issued.token, jti: issued.jti };
 }

@@ -1,9 +1,9 @@
 /**
  * `pnpm bench`: throughput and latency of the write and search paths of both runtimes, and
- * the raw engines measured in the same run, as ratios ours/raw (design §12), and the cost of
- * sealing the log on the write path (issue 7). Numbers, not test thresholds. `pnpm bench --help`
- * lists the sizes; progress goes to stderr, the table to stdout, everything to
- * bench-results/bench-<ISO>.json and bench-results/latest.json.
+ * the raw engines measured in the same run, as ratios ours/raw (design §12), the cost of
+ * sealing the log on the write path (issue 7) and of secure erasure (bench/erasure.ts).
+ * Numbers, not test thresholds. `pnpm bench --help` lists the sizes; progress goes to stderr,
+ * the table to stdout, everything to bench-results/bench-<ISO>.json and bench-results/latest.json.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -16,6 +16,7 @@ import { measureRawKafka } from './raw-kafka.ts';
 import { measureRoundTrips } from './raw-roundtrips.ts';
 import { measureRawSearch } from './raw-search.ts';
 import { measureEncryption } from './encryption.ts';
+import { measureErasure } from './erasure.ts';
 import { measurePlacement } from './placement.ts';
 import { computeRatios, formatTable, writeResults, type BenchResult } from './report.ts';
 import { benchDistributed, benchEmbedded } from './runtimes.ts';
@@ -64,6 +65,7 @@ async function everything(): Promise<void> {
     const embedded = options.runtimes.includes('embedded') ? await benchEmbedded(options) : undefined;
     const encryption = options.runtimes.includes('embedded') ? await measureEncryption(options) : undefined;
     const placement = options.runtimes.includes('embedded') ? await measurePlacement(options) : undefined;
+    const erasure = options.runtimes.includes('embedded') ? await measureErasure(options) : undefined;
     const distributed = options.runtimes.includes('distributed') ? await benchDistributed(options, namespace, engines) : undefined;
 
     cleanup = await sweepNamespace(engines, namespace);
@@ -76,6 +78,7 @@ async function everything(): Promise<void> {
       ...(distributed ? { distributed } : {}),
       ...(encryption ? { encryption } : {}),
       ...(placement ? { placement } : {}),
+      ...(erasure ? { erasure } : {}),
       ratios: computeRatios({ raw, ...(embedded ? { embedded } : {}), ...(distributed ? { distributed } : {}) }),
       cleanup,
     };

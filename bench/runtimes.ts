@@ -9,9 +9,10 @@ import { MODEL_DIMENSIONS } from '@gm/embedding';
 import { DistributedEnv, openIndex, openState, openVectors } from '@gm/service-kit';
 import type { StateStore } from '@gm/state-store';
 import { contentOf, tenantOf } from './corpus.ts';
+import { issueToken, type HttpTarget } from './administration.ts';
 import {
-  WRITES_TENANT, issueToken, measureSearch, measureWritePath, measureWrites, write, writeBody,
-  type HttpTarget, type SearchStepResult, type WriteLoad, type WritePathResult, type WriteSamples,
+  WRITES_TENANT, measureSearch, measureWritePath, measureWrites, write, writeBody,
+  type SearchStepResult, type WriteLoad, type WritePathResult, type WriteSamples,
 } from './http-probe.ts';
 import type { BenchOptions } from './options.ts';
 import type { Engines } from './engines.ts';
@@ -66,7 +67,7 @@ async function benchApi(
 }
 
 /** An embedded runtime on a fresh data directory, closed and removed once `use` is done. */
-async function withEmbeddedRuntime<T>(
+export async function withEmbeddedRuntime<T>(
   label: string, runtimeOptions: RuntimeOptions, use: (runtime: EmbeddedRuntime, target: HttpTarget, startMs: number) => Promise<T>,
   env: Record<string, string> = {},
 ): Promise<T> {

@@ -14,7 +14,7 @@ import { startStack, type ServiceName } from '@gm/distributed';
 import { sweepNamespace } from './cleanup.ts';
 import { localEngineProcesses, sampleCpu, type ProcessCpu } from './cpu.ts';
 import type { Engines } from './engines.ts';
-import { issueToken } from './http-probe.ts';
+import { issueToken } from './administration.ts';
 import { measureKafkaIngest, type KafkaIngestResult } from './kafka-ingest.ts';
 import type { BenchOptions } from './options.ts';
 import { measureRawKafka, type RawKafkaResult } from './raw-kafka.ts';

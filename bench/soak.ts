@@ -18,7 +18,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { startStack, type Stack } from '@gm/distributed';
-import { issueToken, writeBody, type HttpTarget } from './http-probe.ts';
+import { issueToken, type HttpTarget } from './administration.ts';
+import { writeBody } from './http-probe.ts';
 import { progress } from './stats.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..');

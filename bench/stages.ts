@@ -20,7 +20,8 @@ import { TOPICS } from '@gm/contracts';
 import { startStack } from '@gm/distributed';
 import { sweepNamespace } from './cleanup.ts';
 import { resolveEngines } from './engines.ts';
-import { issueToken, writeBody } from './http-probe.ts';
+import { issueToken } from './administration.ts';
+import { writeBody } from './http-probe.ts';
 import { lanes, progress, summarize } from './stats.ts';
 
 const { values } = parseArgs({ options: { writes: { type: 'string', default: '400' }, concurrency: { type: 'string', default: '8' } } });

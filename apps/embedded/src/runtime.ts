@@ -42,6 +42,12 @@ export interface RuntimeOptions {
    */
   plaintextLogForBenchmark?: boolean;
   /**
+   * Default true: SQLite secure_delete, FTS5 secure-delete and a TRUNCATE checkpoint after
+   * purges, so erased content leaves no bytes in the data files (docs/deletion.md). False is for
+   * `pnpm bench`'s erasure A/B only, which measures what that costs. Never set by configuration.
+   */
+  secureErasure?: boolean;
+  /**
    * Called when the pipeline thread stops on its own (a crash): no write is admitted after it.
    * `pnpm start` exits then, for its supervisor to restart it; the failure is logged either way.
    */
