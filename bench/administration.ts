@@ -16,6 +16,8 @@ export interface HttpTarget {
 
 /** The administrator principal: the capability's agent speaks for itself (no `principal` in the issue). */
 const ADMIN_AGENT = 'bench-admin';
+/** The tenant's administrator (tenant-wide rights), an agent speaking for itself too. */
+const TENANT_ADMIN_AGENT = 'bench-tenant-admin';
 /** The bench's own agent, the principal of every load. */
 const BENCH_AGENT = 'bench';
 
@@ -42,7 +44,7 @@ export async function call(url: string, token: string, body: unknown, retry = fa
 
 /** POST /v1/capabilities with the issuer credential: the token and its jti (for revoking it). */
 export async function issueCapability(
-  target: HttpTarget, request: { tenant: string; agentId: string; actions: Action[] },
+  target: HttpTarget, request: { tenant: string; agentId: string; actions: Action[]; scopes?: Array<{ kind: string; id: string }> },
 ): Promise<{ token: string; jti: string }> {
   const res = await call(`${target.url}/v1/capabilities`, target.issuerCredential, { scopes: [{ ...RESOURCE }], purpose: PURPOSE, ...request }, true);
   const issued = res.body as { token?: unknown; jti?: unknown } | null;
@@ -52,9 +54,11 @@ export async function issueCapability(
   return { token: issued.token, jti: issued.jti };
 }
 
-async function addGrant(target: HttpTarget, adminToken: string, grantId: string, principalId: string, role: Role): Promise<void> {
+async function addGrant(
+  target: HttpTarget, adminToken: string, grantId: string, principalId: string, role: Role, resource: { kind: string; id: string } = { ...RESOURCE },
+): Promise<void> {
   const res = await call(`${target.url}/v1/grants`, adminToken, {
-    grantId, principal: { id: principalId, kind: 'agent' }, resource: { ...RESOURCE }, role, purposes: [PURPOSE],
+    grantId, principal: { id: principalId, kind: 'agent' }, resource, role, purposes: [PURPOSE],
   }, true);
   if (res.status !== 201) throw new Error(`grant ${grantId} answered ${res.status}: ${JSON.stringify(res.body)}`);
 }
@@ -88,4 +92,23 @@ export async function administrator(target: HttpTarget, tenant: string): Promise
 export async function issueToken(target: HttpTarget, tenant: string, actions: Action[] = ['write', 'search', 'read']): Promise<string> {
   await addGrant(target, await administrator(target, tenant), `${BENCH_AGENT}-member`, BENCH_AGENT, 'member');
   return (await issueCapability(target, { tenant, agentId: BENCH_AGENT, actions })).token;
+}
+
+/**
+ * An admin capability scoped to `tenant` itself whose principal holds an admin grant on it:
+ * tenant-wide administration (revoking another principal's capability, design §6.2 rule 12).
+ * The first call per runtime and tenant takes that grant, the tenant's bootstrap.
+ */
+export async function tenantAdministrator(target: HttpTarget, tenant: string): Promise<string> {
+  const scope = { kind: 'tenant', id: tenant };
+  const { token } = await issueCapability(target, { tenant, agentId: TENANT_ADMIN_AGENT, actions: ['admin'], scopes: [scope] });
+  const key = JSON.stringify([target.url, target.issuerCredential, tenant, 'tenant']);
+  let granted = administered.get(key);
+  if (granted === undefined) {
+    granted = addGrant(target, token, TENANT_ADMIN_AGENT, TENANT_ADMIN_AGENT, 'admin', scope);
+    granted.catch(() => administered.delete(key));
+    administered.set(key, granted);
+  }
+  await granted;
+  return token;
 }

@@ -4,7 +4,7 @@
  * and wait for the policy projector — and (b) the first read after the 202, which must already
  * be denied. A read that is still allowed aborts the run: that would be a bug, not a number.
  */
-import { call, issueCapability, issueToken, type HttpTarget } from './administration.ts';
+import { call, issueCapability, issueToken, tenantAdministrator, type HttpTarget } from './administration.ts';
 import { write, writeBody } from './http-probe.ts';
 import { progress, summarize, type Summary } from './stats.ts';
 
@@ -20,8 +20,8 @@ const PROBE_ID = 'bench-revocation-probe';
 export async function measureRevocation(target: HttpTarget, tenant: string, n: number, label: string): Promise<RevocationResult> {
   // issueToken grants the bench agent membership; capabilities for it can then read the probe.
   await write(target, await issueToken(target, tenant), writeBody('revocation probe record', 'subj-revocation', PROBE_ID));
-  // Revoking another's capability takes the `revoke` action in the tenant, not an admin grant.
-  const admin = await issueCapability(target, { tenant, agentId: 'bench-revoker', actions: ['revoke'] });
+  // Revoking another principal's capability is tenant-wide administration: an admin grant on the tenant.
+  const admin = { token: await tenantAdministrator(target, tenant) };
   const revoke: number[] = [];
   const convergence: number[] = [];
   for (let i = 0; i < n; i += 1) {
