@@ -336,11 +336,19 @@ export const provenance = (observedAt = '2026-11-30T07:00:00.000Z') => [{ source
  * when a reader was in the way), the old records until compaction on Kafka's memory.keys.
  */
 export function expectKeyEvidence(rt: Pick<TestRuntime, 'kind'>, ref: string | undefined, base: string, keys: number): void {
+  // Then what is physically true of every other copy (design §8.4): erased from every SQLite file
+  // on the embedded runtime; in Redis gone from memory only; in Elasticsearch expunged or pending a merge.
+  const [keyRef, copies] = (ref ?? '').split(';copies=');
+  const states = new Map((copies ?? '').split(',').map((c) => c.split(':') as [string, string]));
   if (rt.kind === 'distributed') {
-    expect(ref).toBe(`${base};key_residue=until_compaction`);
+    expect(keyRef).toBe(`${base};key_residue=until_compaction`);
+    expect(states.get('state')).toBe('memory_only');
+    expect(['erased', 'pending_compaction']).toContain(states.get('index'));
     return;
   }
-  const checkpoints = /^(.*);key_residue=none;wal_checkpoints=(\d+)$/.exec(ref ?? '');
+  expect([...states.values()].every((s) => s === 'erased'), `copies ${copies}`).toBe(true);
+  expect([...states.keys()]).toEqual(expect.arrayContaining(['state', 'index', 'summaries']));
+  const checkpoints = /^(.*);key_residue=none;wal_checkpoints=(\d+)$/.exec(keyRef ?? '');
   expect(checkpoints?.[1], `key evidence ${ref}`).toBe(base);
   expect(Number(checkpoints?.[2])).toBeGreaterThanOrEqual(keys);
 }

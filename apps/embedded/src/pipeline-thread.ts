@@ -24,6 +24,8 @@ export interface PipelineThreadData {
   config: RuntimeConfig;
   receiptKeys: SigningKeyPair;
   plaintextLog: boolean;
+  /** See RuntimeOptions.secureErasure. */
+  secureErasure: boolean;
   /** A ManualClock's shared milliseconds; undefined = the system clock. */
   clock: SharedArrayBuffer | undefined;
   /** The HTTP thread's write locks of the data directory's files (@gm/thread-lock). */

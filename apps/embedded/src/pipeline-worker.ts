@@ -29,7 +29,7 @@ try {
   const policySet = loadPolicySet(config.policyDir);
   // The HTTP thread opened the stores first (and re-wrapped keys if the master key changed).
   adoptFileWriteLocks(data.writeLocks);
-  const stores = await openStores(config.dataDir, config.partitions, clock, masterKeyEnvOf(config), { instanceId: 'embedded-pipeline', rotate: false });
+  const stores = await openStores(config.dataDir, config.partitions, clock, masterKeyEnvOf(config), { instanceId: 'embedded-pipeline', rotate: false, secureErasure: data.secureErasure });
   const handles = await startPipeline({ stores, config, clock, log, metrics, policySet, receiptKeys: data.receiptKeys, plaintextLog: data.plaintextLog }, data.part)
     .catch(async (err: unknown) => {
       await stores.close();

@@ -1,4 +1,3 @@
-import { mkdirSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
 import type { Bus } from '@gm/bus';
 import { TOPICS, type Clock } from '@gm/contracts';
@@ -12,6 +11,7 @@ import { meteredBus, sharedMsOf, systemClock } from '@gm/service-kit';
 import { shareFileWriteLocks } from '@gm/thread-lock';
 import { ConfigError, type RuntimeConfig } from './config.ts';
 import { loadOrCreateCredentials, type Credentials } from './credentials.ts';
+import { ownerOnly } from './data-dir-modes.ts';
 import { lockDataDir } from './lock.ts';
 import { logView, startPipeline, transitKeySweep, type PipelineContext, type PipelinePart } from './pipeline.ts';
 import { startPipelineThread, type PipelineThread } from './pipeline-thread.ts';
@@ -80,7 +80,7 @@ async function runPipeline(ctx: PipelineContext, options: RuntimeOptions): Promi
   }
   const writeLocks = shareFileWriteLocks();
   const start = (part: PipelinePart) => startPipelineThread(
-    { part, config: ctx.config, receiptKeys: ctx.receiptKeys, plaintextLog: ctx.plaintextLog, clock, writeLocks },
+    { part, config: ctx.config, receiptKeys: ctx.receiptKeys, plaintextLog: ctx.plaintextLog, secureErasure: options.secureErasure ?? true, clock, writeLocks },
     { destination: options.logDestination ?? process.stdout, log: ctx.log, onFailure: (err) => {
       ctx.log.error({ err, part }, 'a pipeline thread stopped; no write is admitted until a restart');
       options.onPipelineFailure?.(err);
@@ -110,14 +110,14 @@ export async function startEmbeddedRuntime(config: RuntimeConfig, options: Runti
   // Before anything opens: an invalid policy set (PolicySetError) leaves nothing half-started.
   const policySet = loadPolicySet(config.policyDir);
   const clock = options.clock ?? systemClock;
-  mkdirSync(config.dataDir, { recursive: true });
+  ownerOnly(config.dataDir);
   const unlock = lockDataDir(config.dataDir);
   const log = createLogger({ name: 'governed-memory', level: config.logLevel, ...(options.logDestination ? { destination: options.logDestination } : {}) });
   const metrics = createMetrics();
   const credentials = await loadOrCreateCredentials(config.dataDir, config.issuerCredential);
   let stores: Stores;
   try {
-    stores = await openStores(config.dataDir, config.partitions, clock, masterKeyEnvOf(config));
+    stores = await openStores(config.dataDir, config.partitions, clock, masterKeyEnvOf(config), { instanceId: 'embedded', rotate: true, secureErasure: options.secureErasure ?? true });
   } catch (err) {
     // A wrong master key (or any store that will not open) leaves the directory free for the next try.
     unlock();

@@ -3,7 +3,6 @@
  * connections to the same files (SQLite in WAL mode serialises their writes); only the first
  * opener of a start re-wraps keys under a new master key (`rotate`).
  */
-import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { createSqliteBus, memoryTopicSpecs, type Bus } from '@gm/bus';
 import type { Clock } from '@gm/contracts';
@@ -11,6 +10,7 @@ import { createSqliteSearchIndex, createSqliteSummaryStore, createSqliteVectorIn
 import { StateStore, createSqliteKeyValueStore } from '@gm/state-store';
 import { createSqliteKeyStore, openContentCrypto, type ContentCrypto, type KeyStore } from '@gm/crypto';
 import type { RuntimeConfig } from './config.ts';
+import { ownerOnly, ownerOnlyFile } from './data-dir-modes.ts';
 import { KEY_STORE_FILE_NAME, loadOrCreateMasterKeys } from './master-keys.ts';
 
 /** Master key settings as the environment names them (see master-keys.ts). */
@@ -42,6 +42,8 @@ export interface Stores {
 export interface StoreOpener {
   instanceId: string;
   rotate: boolean;
+  /** See RuntimeOptions.secureErasure (default true). */
+  secureErasure?: boolean;
 }
 
 export async function openStores(
@@ -49,9 +51,11 @@ export async function openStores(
   opener: StoreOpener = { instanceId: 'embedded', rotate: true },
 ): Promise<Stores> {
   const epochMs = () => clock.now().getTime();
-  mkdirSync(dataDir, { recursive: true });
+  ownerOnly(dataDir);
+  const file = (name: string) => ownerOnlyFile(path.join(dataDir, name));
+  const secureErasure = opener.secureErasure ?? true;
   // Keys and master keys first: a lost or wrong master key stops the start before the log is read.
-  const keyStore = createSqliteKeyStore({ file: path.join(dataDir, KEY_STORE_FILE_NAME), synchronous: 'NORMAL' });
+  const keyStore = createSqliteKeyStore({ file: file(KEY_STORE_FILE_NAME), synchronous: 'NORMAL' });
   let crypto: ContentCrypto;
   let masterKeySource: string;
   try {
@@ -63,7 +67,7 @@ export async function openStores(
     await keyStore.close();
     throw err;
   }
-  const bus = createSqliteBus({ file: path.join(dataDir, 'bus.db'), defaultPartitions: partitions });
+  const bus = createSqliteBus({ file: file('bus.db'), defaultPartitions: partitions });
   // The key → partition map depends on the count: ensureTopics refuses another count for an
   // existing topic (PartitionCountMismatchError) rather than remap subjects.
   try {
@@ -74,10 +78,11 @@ export async function openStores(
     crypto.close();
     throw err;
   }
-  const index = createSqliteSearchIndex({ file: path.join(dataDir, 'index.db') });
-  const vectors = createSqliteVectorIndex({ file: path.join(dataDir, 'vectors.db') });
-  const summaries = createSqliteSummaryStore({ file: path.join(dataDir, 'summaries.db') });
-  const kv = createSqliteKeyValueStore({ file: path.join(dataDir, 'state.db'), now: () => clock.now().getTime() });
+  // Secure erasure (design §8.4): deleted content leaves no bytes in these files.
+  const index = createSqliteSearchIndex({ file: file('index.db'), secureErasure });
+  const vectors = createSqliteVectorIndex({ file: file('vectors.db'), secureErasure });
+  const summaries = createSqliteSummaryStore({ file: file('summaries.db'), secureErasure });
+  const kv = createSqliteKeyValueStore({ file: file('state.db'), now: () => clock.now().getTime(), secureErasure });
   const state = new StateStore(kv, 'gm:', () => clock.now().getTime());
   return {
     bus, keyStore, crypto, masterKeySource, index, vectors, summaries, state,

@@ -37,6 +37,19 @@ export type ContentOpening = z.infer<typeof ContentOpening>;
 export const ReceiptRetention = z.enum(['purged', 'access_revoked_retained']);
 export type ReceiptRetention = z.infer<typeof ReceiptRetention>;
 
+/**
+ * What is physically true of a copy's deleted bytes once a job removed them (§8.4): `erased` —
+ * gone from every file of the copy (SQLite: secure_delete zeroed them, the WAL was checkpointed
+ * and truncated); `pending_compaction` — unreadable through every path, but still in the store's
+ * files until it compacts (an Elasticsearch segment merge; SQLite without secure_delete or with a
+ * WAL a reader held); `memory_only` — gone from memory, while the store's persistence files (Redis
+ * AOF/RDB) keep them until they are rewritten.
+ */
+export const CopyErasureState = z.enum(['erased', 'pending_compaction', 'memory_only']);
+export type CopyErasureState = z.infer<typeof CopyErasureState>;
+export const CopyErasure = z.object({ copy: z.string(), state: CopyErasureState, note: z.string() }).strict();
+export type CopyErasure = z.infer<typeof CopyErasure>;
+
 export const DeletionReceipt = z
   .object({
     receiptId: Id,
@@ -76,6 +89,8 @@ export const DeletionReceipt = z
     /** The hold that kept the content; its reason is for those who may read holds, never in a receipt (older ones carry it). */
     legalHold: z.object({ holdId: Id, reason: z.string().optional() }).strict().optional(),
     eventLog: z.object({ holdsContent: z.boolean(), note: z.string() }).strict(),
+    /** Per copy outside the log, what is physically true of the deleted bytes (absent in receipts signed before it was stated, and when no key was destroyed). */
+    copies: z.array(CopyErasure).optional(),
     issuedAt: IsoTime,
     issuer: z.string(),
   })

@@ -1,4 +1,4 @@
-import type { MemoryKind, Provenance } from '@gm/contracts';
+import type { MemoryKind, Provenance, CopyErasureState } from '@gm/contracts';
 
 /**
  * The search index port: searchable copies of *active* records. The embedded adapter is
@@ -71,5 +71,11 @@ export interface SearchIndex {
   digest(): Promise<string>;
   /** Drops every document (replay rebuilds the index from the log). */
   clear(): Promise<void>;
+  /**
+   * After deletions: makes their bytes physically gone where the store can, and says what is
+   * true of them (§8.4): SQLite checkpoints and truncates its WAL (secure_delete zeroed the rows);
+   * Elasticsearch expunges deleted documents, or they wait for a segment merge.
+   */
+  eraseDeleted(): Promise<CopyErasureState>;
   close(): Promise<void>;
 }

@@ -1,3 +1,4 @@
+import type { CopyErasureState } from '@gm/contracts';
 /**
  * The summary store port (issue 5): a derived store of extractive summaries, one per
  * (tenant, partition, subject, purpose), each naming the records it was built from. The
@@ -85,5 +86,11 @@ export interface SummaryStore {
   /** sha256 over every summary's (key, text hash, derivedFrom, expiresAt), sorted; updatedAt left out. */
   digest(): Promise<string>;
   clear(): Promise<void>;
+  /**
+   * After deletions: makes their bytes physically gone where the store can, and says what is
+   * true of them (§8.4): SQLite checkpoints and truncates its WAL (secure_delete zeroed the rows);
+   * Elasticsearch expunges deleted documents, or they wait for a segment merge.
+   */
+  eraseDeleted(): Promise<CopyErasureState>;
   close(): Promise<void>;
 }

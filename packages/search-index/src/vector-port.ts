@@ -1,3 +1,4 @@
+import type { CopyErasureState } from '@gm/contracts';
 /**
  * The vector index port (issue 14): one embedding per active record, searched by nearest
  * neighbour *inside* the same filters as the lexical index — partition, tenant, purpose,
@@ -43,5 +44,11 @@ export interface VectorIndex {
   /** The models whose vectors the index holds, sorted: a start with another model rebuilds them (the vector-indexer). */
   modelIds(): Promise<string[]>;
   clear(): Promise<void>;
+  /**
+   * After deletions: makes their bytes physically gone where the store can, and says what is
+   * true of them (§8.4): SQLite checkpoints and truncates its WAL (secure_delete zeroed the rows);
+   * Elasticsearch expunges deleted documents, or they wait for a segment merge.
+   */
+  eraseDeleted(): Promise<CopyErasureState>;
   close(): Promise<void>;
 }

@@ -1,3 +1,4 @@
+import type { CopyErasureState } from '@gm/contracts';
 /**
  * The key-value port: the subset of Redis the services need. The embedded adapter is SQLite;
  * the distributed one is Redis. Both must pass `testKeyValueStore` (packages/testing).
@@ -55,5 +56,11 @@ export interface KeyValueStore {
   /** Atomic integer increment; returns the new value. */
   incr(key: string): Promise<number>;
   ping(): Promise<boolean>;
+  /**
+   * After deletions: makes their bytes physically gone where the store can, and says what is
+   * true of them (§8.4): SQLite checkpoints and truncates its WAL (secure_delete zeroed the rows);
+   * Redis has them out of memory only, its AOF/RDB files are rewritten later.
+   */
+  eraseDeleted(): Promise<CopyErasureState>;
   close(): Promise<void>;
 }

@@ -1,3 +1,4 @@
 export * from './thread-lock.ts';
 export * from './file-write-locks.ts';
 export * from './worker-exec-argv.ts';
+export * from './sqlite-erasure.ts';

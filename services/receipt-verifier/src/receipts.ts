@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Bus, ConsumedMessage, ProcessContext } from '@gm/bus';
 import {
+  CopyErasureState,
   DeletionTask, TOPICS,
   type Clock, type ContentCommitment, type DeletionJob, type DeletionReceipt, type ServiceHandle,
 } from '@gm/contracts';
@@ -70,6 +71,7 @@ export function buildReceipt(job: DeletionJob, commitments: ContentCommitment[],
     ...retentionOf(job),
     ...(job.legalHold ? { legalHold: { holdId: job.legalHold.holdId } } : {}),
     eventLog: shredded(job) ? { holdsContent: false, note: EVENT_LOG_SHREDDED_NOTE } : { holdsContent: true, note: EVENT_LOG_NOTE },
+    ...copiesOf(job),
     issuedAt: issuedAt.toISOString(),
     issuer: RECEIPT_ISSUER,
   };
@@ -84,6 +86,26 @@ function retentionOf(job: DeletionJob): Pick<DeletionReceipt, 'retention' | 'ret
   if (job.mode === 'revoke') return { retention: 'access_revoked_retained', retentionReason: REVOKED_RETENTION_REASON };
   if (!shredded(job)) return { retention: 'access_revoked_retained', retentionReason: 'the event log still holds the content: no key was destroyed' };
   return { retention: 'purged' };
+}
+
+/** What each state means for a copy's deleted bytes, in the receipt's words (design §8.4). */
+const COPY_NOTES: Record<CopyErasureState, string> = {
+  erased: 'no file of this copy holds the deleted bytes any more',
+  pending_compaction: 'unreadable through every path; the bytes stay in this copy\'s files until it compacts (a segment merge, a checkpoint)',
+  memory_only: 'gone from memory; the persistence files (AOF/RDB) keep the bytes until they are rewritten',
+};
+
+/** The `key` target's statement per copy outside the log (its evidence's `copies=`), once it ran. */
+function copiesOf(job: DeletionJob): Pick<DeletionReceipt, 'copies'> {
+  const key = job.evidence.find((e) => e.target === 'key' && e.status === 'done');
+  const listed = key === undefined ? undefined : /(?:^|;)copies=([^;]*)/.exec(key.ref)?.[1];
+  if (listed === undefined || listed === '') return {};
+  const copies = listed.split(',').flatMap((entry) => {
+    const [copy, raw] = entry.split(':');
+    const state = CopyErasureState.safeParse(raw);
+    return copy === undefined || !state.success ? [] : [{ copy, state: state.data, note: COPY_NOTES[state.data] }];
+  });
+  return copies.length === 0 ? {} : { copies };
 }
 
 /** The `key` target acknowledged: the records' keys are destroyed and their events proven undecryptable. */

@@ -9,7 +9,8 @@ import type { RecordProbes } from './capture.ts';
  * deployment without summaries; the summary probes are then reported as not run
  * (`summary=absent` in the ref), never as passed.
  */
-export type SummaryProbeSource = Pick<SummaryStore, 'holding' | 'search'>;
+/** The summaries as the replays probe them, and as the `key` target erases what was deleted from them. */
+export type SummaryProbeSource = Pick<SummaryStore, 'holding' | 'search' | 'eraseDeleted'>;
 
 export interface ReplayDeps extends ReadPathDeps {
   summaries?: SummaryProbeSource;

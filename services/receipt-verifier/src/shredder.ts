@@ -1,5 +1,5 @@
 import type { Bus } from '@gm/bus';
-import { ERASED_CONTENT, TOPICS, readMemoryEvent, subjectKey, type DeletionTask } from '@gm/contracts';
+import { ERASED_CONTENT, TOPICS, readMemoryEvent, subjectKey, type CopyErasureState, type DeletionTask } from '@gm/contracts';
 import { shredRecords, type KeyStore, type Keyring, type ShredResult } from '@gm/crypto';
 import type { StateStore } from '@gm/state-store';
 
@@ -8,6 +8,14 @@ export interface ShredderDeps {
   bus: Bus;
   state: StateStore;
   keys: { keyring: Keyring; store: KeyStore };
+  /** The copies outside the log (state store, indexes): each makes its deleted bytes physically gone where it can, and says what is true. */
+  copies: ReadonlyArray<ErasableCopy>;
+}
+
+/** A store holding copies of content, and how it erases what its deletion targets removed. */
+export interface ErasableCopy {
+  copy: string;
+  eraseDeleted(): Promise<CopyErasureState>;
 }
 
 export interface ErasureProof {
@@ -29,11 +37,14 @@ export async function shredAndProve(deps: ShredderDeps, task: DeletionTask): Pro
     tenantId: task.tenantId, recordIds: task.recordIds, subjectKeys: job.mode === 'forget',
   });
   const { proof, readable } = await proveErased(deps.bus, task.tenantId, job.subjectId, task.recordIds);
+  // Last, once the replays found nothing anywhere: what the targets deleted leaves the stores' files (§8.4).
+  const copies = await Promise.all(deps.copies.map(async (c) => `${c.copy}:${await c.eraseDeleted()}`));
   // key_residue: none = no copy of the destroyed keys left in the key store's files (SQLite,
   // after `checkpoints` WAL checkpoints); until_compaction = memory.keys still holds the old
   // records until compaction (design §8.5).
   const ref = `data_keys=${shred.dataKeys};keks=${shred.keks};keks_kept=${shred.keksKept};events=${proof.events};undecryptable=${proof.undecryptable}`
-    + `;key_residue=${shred.keyResidue}${shred.keyResidue === 'none' ? `;wal_checkpoints=${shred.checkpoints}` : ''}`;
+    + `;key_residue=${shred.keyResidue}${shred.keyResidue === 'none' ? `;wal_checkpoints=${shred.checkpoints}` : ''}`
+    + `;copies=${copies.join(',')}`;
   return { ok: readable.length === 0, ref, findings: readable.map((id) => `event_log_readable:${id}`) };
 }
 

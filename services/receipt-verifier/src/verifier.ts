@@ -8,7 +8,7 @@ import type { StateStore } from '@gm/state-store';
 import type { KeyStore, Keyring } from '@gm/crypto';
 import { captureProbes } from './capture.ts';
 import { commitContents } from './commitments.ts';
-import { shredAndProve } from './shredder.ts';
+import { shredAndProve, type ErasableCopy } from './shredder.ts';
 import { replay, replayRef, type ReplayReport, type SummaryProbeSource } from './replay.ts';
 
 export const RECEIPT_VERIFIER_GROUP = 'receipt-verifier';
@@ -43,6 +43,17 @@ export async function probe(deps: VerifierDeps, task: DeletionTask): Promise<{ r
   return { report, captured: captured.size };
 }
 
+/** Every copy outside the log this deployment keeps: the state store, the index, and the summaries and vectors where it keeps them. */
+function erasableCopies(deps: VerifierDeps): ErasableCopy[] {
+  const { summaries, semantic } = deps;
+  return [
+    { copy: 'state', eraseDeleted: () => deps.state.kv.eraseDeleted() },
+    { copy: 'index', eraseDeleted: () => deps.index.eraseDeleted() },
+    ...(summaries ? [{ copy: 'summaries', eraseDeleted: () => summaries.eraseDeleted() }] : []),
+    ...(semantic ? [{ copy: 'vectors', eraseDeleted: () => semantic.vectors.eraseDeleted() }] : []),
+  ];
+}
+
 export interface ReceiptVerifierOptions extends Omit<VerifierDeps, 'pdp'> {
   /** The deployment's Cedar policy set (loadPolicySet); the shipped one when absent. */
   policySet?: CompiledPolicySet;
@@ -63,7 +74,7 @@ export async function startReceiptVerifier(options: ReceiptVerifierOptions): Pro
       const task = DeletionTask.parse(message.value);
       if (task.target === 'key') {
         const outcome = deps.keys
-          ? await shredAndProve({ bus: deps.bus, state: deps.state, keys: deps.keys }, task)
+          ? await shredAndProve({ bus: deps.bus, state: deps.state, keys: deps.keys, copies: erasableCopies(deps) }, task)
           : { ok: false, ref: 'this receipt-verifier holds no key store', findings: [] };
         ctx.send([deletionAck(task, 'receipt-verifier', deps.clock, outcome)]);
         return;

@@ -94,6 +94,21 @@ export class ManagedIndex {
     });
   }
 
+  /**
+   * After deletions (design §8.4): flushes (the translog's copies of the documents go) and force-
+   * merges away deleted documents. `erased` only when no deleted document is left in any segment;
+   * otherwise — a merge policy or a retention lease that keeps them — `pending_compaction`: they
+   * stay in the index's files until Elasticsearch merges those segments.
+   */
+  async expungeDeleted(): Promise<'erased' | 'pending_compaction'> {
+    return this.run('expunge deleted', async () => {
+      await this.client.indices.flush({ index: this.options.alias });
+      await this.client.indices.forcemerge({ index: this.options.alias, only_expunge_deletes: true });
+      const stats = await this.client.indices.stats({ index: this.options.alias, metric: 'docs' });
+      return (stats._all.total?.docs?.deleted ?? 0) === 0 ? 'erased' : 'pending_compaction';
+    });
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;

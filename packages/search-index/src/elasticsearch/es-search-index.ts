@@ -198,6 +198,7 @@ export function createElasticsearchSearchIndex(options: ElasticsearchSearchIndex
 
     clear: () => index.clear(),
 
+    eraseDeleted: () => index.expungeDeleted(),
     close: () => index.close(),
   };
 }

@@ -182,6 +182,7 @@ export function createElasticsearchSummaryStore(options: ElasticsearchSummarySto
 
     clear: () => index.clear(),
 
+    eraseDeleted: () => index.expungeDeleted(),
     close: () => index.close(),
   };
 }

@@ -118,6 +118,7 @@ export function createElasticsearchVectorIndex(options: ElasticsearchVectorIndex
     },
 
     clear: () => index.clear(),
+    eraseDeleted: () => index.expungeDeleted(),
     close: () => index.close(),
   };
 }

@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { fileWriteLock, underLock } from '@gm/thread-lock';
+import { applySecureDelete, fileWriteLock, truncateWal, underLock } from '@gm/thread-lock';
 import { GovernedMemoryError } from '@gm/contracts';
 import type { MemoryKind, Provenance } from '@gm/contracts';
 import type { IndexDocument, SearchHit, SearchIndex, SearchQuery } from '../port.ts';
@@ -9,6 +9,11 @@ import { toFtsMatchExpression } from './fts-query.ts';
 export interface SqliteSearchIndexOptions {
   /** Database file; created if missing. */
   file: string;
+  /**
+   * Erasure that is physically true (design §8.4): secure_delete, FTS5 secure-delete and a
+   * TRUNCATE checkpoint in `eraseDeleted`. Default true; false only for the bench's A/B.
+   */
+  secureErasure?: boolean;
 }
 
 /*
@@ -187,7 +192,12 @@ export function createSqliteSearchIndex(options: SqliteSearchIndexOptions): Sear
   db.pragma('synchronous = NORMAL');
   // Another process (e.g. memctl) may hold the write lock briefly; wait instead of failing.
   db.pragma('busy_timeout = 5000');
+  const secureErasure = options.secureErasure ?? true;
+  applySecureDelete(db, secureErasure);
   db.exec(SCHEMA);
+  // FTS5 keeps a deleted row's terms in its segments until a merge unless secure-delete is on (persistent, per table).
+  // A literal: FTS5 reads this configuration value from the statement text, not from a bound parameter.
+  underLock(writeLock, () => db.exec(`INSERT INTO documents_fts (documents_fts, rank) VALUES ('secure-delete', ${secureErasure ? 1 : 0})`));
 
   const upsertStmt = db.prepare<[DocumentRow]>(UPSERT);
   const upsertAll = db.transaction((rows: DocumentRow[]) => {
@@ -280,6 +290,9 @@ export function createSqliteSearchIndex(options: SqliteSearchIndexOptions): Sear
       underLock(writeLock, () => clearStmt.run());
     },
 
+    async eraseDeleted() {
+      return truncateWal(db, writeLock, secureErasure);
+    },
     async close() {
       if (db.open) db.close();
     },

@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { fileWriteLock, underLock } from '@gm/thread-lock';
+import { applySecureDelete, fileWriteLock, truncateWal, underLock } from '@gm/thread-lock';
 import type { ScopeSummaries, Summary, SummaryHit, SummaryKey, SummaryQuery, SummarySource, SummaryStore } from '../summary-port.ts';
 import { toFtsMatchExpression } from './fts-query.ts';
 import { checkReplaceMany, epochMs, summaryDigest } from './summary-digest.ts';
@@ -7,6 +7,11 @@ import { checkReplaceMany, epochMs, summaryDigest } from './summary-digest.ts';
 export interface SqliteSummaryStoreOptions {
   /** Database file; created if missing. */
   file: string;
+  /**
+   * Erasure that is physically true (design §8.4): secure_delete, FTS5 secure-delete and a
+   * TRUNCATE checkpoint in `eraseDeleted`. Default true; false only for the bench's A/B.
+   */
+  secureErasure?: boolean;
 }
 
 /*
@@ -129,7 +134,12 @@ export function createSqliteSummaryStore(options: SqliteSummaryStoreOptions): Su
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
   db.pragma('busy_timeout = 5000');
+  const secureErasure = options.secureErasure ?? true;
+  applySecureDelete(db, secureErasure);
   db.exec(SCHEMA);
+  // FTS5 keeps a deleted row's terms in its segments until a merge unless secure-delete is on (persistent, per table).
+  // A literal: FTS5 reads this configuration value from the statement text, not from a bound parameter.
+  underLock(writeLock, () => db.exec(`INSERT INTO summaries_fts (summaries_fts, rank) VALUES ('secure-delete', ${secureErasure ? 1 : 0})`));
 
   const deleteScope = db.prepare<[string, string, string]>('DELETE FROM summaries WHERE tenant = ? AND partition_key = ? AND subject = ?');
   const insert = db.prepare<[SummaryRow]>(`
@@ -221,6 +231,9 @@ export function createSqliteSummaryStore(options: SqliteSummaryStoreOptions): Su
       underLock(writeLock, () => clearTx.immediate());
     },
 
+    async eraseDeleted() {
+      return truncateWal(db, writeLock, secureErasure);
+    },
     async close() {
       if (db.open) db.close();
     },

@@ -6,7 +6,7 @@
  */
 import Database from 'better-sqlite3';
 import type { MemoryKind } from '@gm/contracts';
-import { fileWriteLock, underLock } from '@gm/thread-lock';
+import { applySecureDelete, fileWriteLock, truncateWal, underLock } from '@gm/thread-lock';
 import type { VectorDocument, VectorHit, VectorIndex, VectorQuery } from '../vector-port.ts';
 import { epochMsOf, validVector } from '../vector-values.ts';
 
@@ -37,12 +37,24 @@ interface Row {
   vector: Buffer;
 }
 
-export function createSqliteVectorIndex(options: { file: string }): VectorIndex {
+export interface SqliteVectorIndexOptions {
+  /** Database file; created if missing. */
+  file: string;
+  /**
+   * Erasure that is physically true (design §8.4): secure_delete, FTS5 secure-delete and a
+   * TRUNCATE checkpoint in `eraseDeleted`. Default true; false only for the bench's A/B.
+   */
+  secureErasure?: boolean;
+}
+
+export function createSqliteVectorIndex(options: SqliteVectorIndexOptions): VectorIndex {
   const db = new Database(options.file);
   const writeLock = fileWriteLock(options.file);
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
   db.pragma('busy_timeout = 5000');
+  const secureErasure = options.secureErasure ?? true;
+  applySecureDelete(db, secureErasure);
   underLock(writeLock, () => db.exec(SCHEMA));
   const upsertStmt = db.prepare(`
     INSERT INTO vectors (tenant, record_id, partition_key, subject, kind, purposes, expires_at_ms, version, model_id, vector)
@@ -136,6 +148,9 @@ export function createSqliteVectorIndex(options: { file: string }): VectorIndex 
       underLock(writeLock, () => db.exec('DELETE FROM vectors'));
     },
 
+    async eraseDeleted() {
+      return truncateWal(db, writeLock, secureErasure);
+    },
     async close() {
       if (db.open) db.close();
     },

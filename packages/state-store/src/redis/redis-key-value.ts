@@ -340,6 +340,11 @@ export function createRedisKeyValueStore(options: RedisKeyValueStoreOptions): Ke
       }
     },
 
+    /** A deleted key leaves memory at once; the AOF and RDB files keep it until Redis rewrites them (BGREWRITEAOF, the next snapshot). */
+    async eraseDeleted() {
+      return 'memory_only' as const;
+    },
+
     async close() {
       if (redis.status === 'end') return;
       if (redis.status === 'ready') {

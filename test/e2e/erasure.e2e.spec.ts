@@ -1,0 +1,75 @@
+import { readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventually, memory, startTestRuntime, STARTUP_MS, type EmbeddedTestRuntime } from './harness.ts';
+
+/**
+ * Erasure that is physically true on the embedded runtime (design §8.4, §8.5): after a verified
+ * forget, no file of the data directory — the write-ahead logs and shared-memory files included —
+ * holds a byte of the forgotten content, while the runtime runs and after a clean shutdown; and
+ * the directory is its owner's only.
+ */
+describe('erasure on disk (embedded data directory)', () => {
+  let rt: EmbeddedTestRuntime;
+  let closed = false;
+  // Distinctive words that no tokenizer stems or splits: the index keeps terms, the summaries lines.
+  const CANARY = 'Quokkabond vexillary 7731 zumbrota stays at Ostrovia Lane';
+  const WORDS = ['Quokkabond', 'quokkabond', 'vexillary', 'zumbrota', 'ostrovia'];
+
+  beforeAll(async () => {
+    rt = await startTestRuntime();
+  }, STARTUP_MS);
+  afterAll(async () => {
+    if (!closed) await rt.close();
+    else rmSync(rt.dataDir, { recursive: true, force: true });
+  });
+
+  /** Every file under the data directory, WAL and SHM files included, as bytes. */
+  const files = (dir: string): string[] => readdirSync(dir).flatMap((name) => {
+    const entry = path.join(dir, name);
+    return statSync(entry).isDirectory() ? files(entry) : [entry];
+  });
+  /** The files (relative) whose bytes hold any of the needles, as UTF-8. */
+  const holding = (needles: readonly string[]): string[] => files(rt.dataDir).filter((file) => {
+    const bytes = readFileSync(file);
+    return needles.some((n) => bytes.includes(Buffer.from(n, 'utf8')));
+  }).map((file) => path.relative(rt.dataDir, file));
+
+  it('leaves no byte of a forgotten record in any file, and says so in the receipt, copy by copy', async () => {
+    const writer = await rt.issue({ agentId: 'support-bot', principal: { id: 'alice', kind: 'person' } });
+    const write = await rt.api('POST', '/v1/memories', { token: writer, body: memory({ id: 'canary-1', subjectId: 'cust-canary', kind: 'fact', content: CANARY }) });
+    expect(write.status).toBe(201);
+    // Every copy made: the index (search), an evidence packet and a cache entry (the search), the summary.
+    const found = await rt.api('POST', '/v1/search', { token: writer, body: { query: 'quokkabond vexillary' } });
+    expect(found.body.items.map((i) => i.recordId)).toEqual(['canary-1']);
+    await eventually('the subject summarised', async () => {
+      const res = await rt.api('GET', '/v1/subjects/cust-canary/summary', { token: writer });
+      return (res.body.items as unknown[]).length > 0 ? true : undefined;
+    });
+    // The copies are in the files now (the test would prove nothing otherwise).
+    expect(holding(WORDS).length).toBeGreaterThan(0);
+
+    const forget = await rt.api('POST', '/v1/subjects/cust-canary/forget', { token: writer, body: {} });
+    expect(forget.status).toBe(202);
+    const receipt = await eventually('the verified receipt', async () => {
+      const res = await rt.api<{ payload: { status: string; retention: string; copies?: Array<{ copy: string; state: string }> } }>(
+        'GET', `/v1/deletion-jobs/${String(forget.body.jobId)}/receipt`, { token: writer });
+      return res.status === 200 ? res.body.payload : undefined;
+    }, 30_000);
+    expect(receipt).toMatchObject({ status: 'verified', retention: 'purged' });
+    expect(receipt.copies?.map((c) => `${c.copy}:${c.state}`).sort()).toEqual(['index:erased', 'state:erased', 'summaries:erased', 'vectors:erased']);
+
+    // While the runtime runs…
+    expect(holding([CANARY, ...WORDS])).toEqual([]);
+    // …and after a clean shutdown (closing checkpoints the logs into the files).
+    await rt.runtime.close();
+    closed = true;
+    expect(holding([CANARY, ...WORDS])).toEqual([]);
+  }, 60_000);
+
+  it('keeps the data directory its owner\'s only: the directory 0700, every file 0600', () => {
+    expect(statSync(rt.dataDir).mode & 0o777).toBe(0o700);
+    const loose = files(rt.dataDir).filter((file) => (statSync(file).mode & 0o777) !== 0o600).map((file) => path.relative(rt.dataDir, file));
+    expect(loose).toEqual([]);
+  });
+});
