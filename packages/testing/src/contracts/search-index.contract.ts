@@ -270,6 +270,16 @@ export function testSearchIndex(adapterName: string, factory: SearchIndexFactory
       expect(await index.count()).toBe(1);
     });
 
+    it('erases what it removed and says what is physically true of it, keeping the rest searchable (design §8.4)', async () => {
+      const { index } = await open();
+      await index.upsert([doc('rec-1', 'erasure probe'), doc('rec-2', 'erasure probe')]);
+      expect(await index.remove('tenant-1', ['rec-1'])).toBe(1);
+      // SQLite (secure_delete, WAL truncated): erased; Elasticsearch: erased once expunged, else waiting for a merge.
+      expect(['erased', 'pending_compaction']).toContain(await index.eraseDeleted());
+      expect(ids(await search(index, query('erasure')))).toEqual(['rec-2']);
+      expect(await index.get('tenant-1', 'rec-1')).toBeNull();
+    });
+
     it('counts every document, or one tenant’s, expired ones included', async () => {
       const { index } = await open();
       expect(await index.count()).toBe(0);
