@@ -12,7 +12,7 @@ import { openStores, type MasterKeyEnv } from './stores.ts';
  * signed capabilities are not projections. Policy data (`pol:`), revisions (`rev:`) and
  * revocations (`revoked:`) are folded from policy.changes.
  */
-const PROJECTION_PREFIXES = ['rec:', 'content:', 'tomb:', 'claim:', 'subj:', 'quar:', 'expiry', 'gen:', 'pol:', 'rev:', 'revoked:'];
+const PROJECTION_PREFIXES = ['rec:', 'hist:', 'content:', 'tomb:', 'claim:', 'subj:', 'quar:', 'expiry', 'gen:', 'pol:', 'rev:', 'revoked:'];
 
 /** The record projections alone (the projector's fold of memory.events), for a replay of those only. */
 export const RECORD_PROJECTION_PREFIXES = ['rec:', 'content:', 'tomb:', 'claim:', 'subj:', 'quar:', 'gen:'];
@@ -37,9 +37,10 @@ export interface ReplayReport {
  */
 export async function replayDataDir(
   dataDir: string, partitions: number, onProgress: (events: number) => void = () => undefined, clock: Clock = systemClock,
-  masterKeyEnv: MasterKeyEnv = {},
+  masterKeyEnv: MasterKeyEnv = {}, options: { locked?: boolean } = {},
 ): Promise<ReplayReport> {
-  const unlock = lockDataDir(dataDir);
+  // `locked`: the caller holds the directory's lock already (a start migrating its key layout).
+  const unlock = options.locked === true ? () => undefined : lockDataDir(dataDir);
   const stores = await openStores(dataDir, partitions, clock, masterKeyEnv);
   try {
     const { index, summaries, state } = stores;

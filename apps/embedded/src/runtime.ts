@@ -12,6 +12,7 @@ import { shareFileWriteLocks } from '@gm/thread-lock';
 import { ConfigError, type RuntimeConfig } from './config.ts';
 import { loadOrCreateCredentials, type Credentials } from './credentials.ts';
 import { ownerOnly } from './data-dir-modes.ts';
+import { ensureKeyLayout } from './key-layout.ts';
 import { lockDataDir } from './lock.ts';
 import { logView, startPipeline, transitKeySweep, type PipelineContext, type PipelinePart } from './pipeline.ts';
 import { startPipelineThread, type PipelineThread } from './pipeline-thread.ts';
@@ -117,6 +118,7 @@ export async function startEmbeddedRuntime(config: RuntimeConfig, options: Runti
   const credentials = await loadOrCreateCredentials(config.dataDir, config.issuerCredential);
   let stores: Stores;
   try {
+    await ensureKeyLayout(config.dataDir, config.partitions, clock, masterKeyEnvOf(config), log);
     stores = await openStores(config.dataDir, config.partitions, clock, masterKeyEnvOf(config), { instanceId: 'embedded', rotate: true, secureErasure: options.secureErasure ?? true });
   } catch (err) {
     // A wrong master key (or any store that will not open) leaves the directory free for the next try.

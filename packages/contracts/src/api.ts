@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { Action } from './capability.ts';
 import { LIMITS } from './limits.ts';
 import {
-  Content, Id, IsoTime, MemoryKind, Principal, PrincipalKind, Purpose, ResourceRef, ScopeRef, Sensitivity, Visibility, WriteTrust,
+  Content, Id, IsoTime, MemoryKind, Principal, PrincipalKind, Purpose, ResourceRef, ScopeRef, Sensitivity, TenantId, Visibility, WriteTrust,
 } from './primitives.ts';
 import { Delegation, Grant, LegalHold, TENANT_ROLES } from './policy.ts';
 import { Provenance, RecordStatus } from './record.ts';
@@ -10,7 +10,7 @@ import { Provenance, RecordStatus } from './record.ts';
 /** POST /v1/capabilities — the issuer (an IdP or an admin) vouches for every claim here. */
 export const IssueCapabilityRequest = z
   .object({
-    tenant: Id,
+    tenant: TenantId,
     agentId: Id,
     principal: z.object({ id: Id, kind: PrincipalKind }).strict().optional(),
     run: Id.optional(),

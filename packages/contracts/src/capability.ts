@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Id, PrincipalKind, Purpose, ScopeRef } from './primitives.ts';
+import { Id, PrincipalKind, Purpose, ScopeRef, TenantId } from './primitives.ts';
 
 export const Action = z.enum(['search', 'read', 'cite', 'write', 'promote', 'review', 'request_delete', 'revoke', 'admin']);
 export type Action = z.infer<typeof Action>;
@@ -10,7 +10,7 @@ export const CapabilityClaims = z.object({
   aud: z.string().min(1),
   sub: Id,
   act: z.object({ sub: Id, kind: PrincipalKind }).strict(),
-  tenant: Id,
+  tenant: TenantId,
   run: Id,
   /** Resources, and at most the capability's own tenant (tenant-wide actions, §6.2). */
   scopes: z.array(ScopeRef).min(1).max(64),

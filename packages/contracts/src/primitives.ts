@@ -13,6 +13,20 @@ export const Id = z
   .regex(/^(?!\.{1,2}$)[A-Za-z0-9._:@-]+$/, 'ids may contain letters, digits and . _ : @ - only, and are not "." or ".."');
 export type Id = z.infer<typeof Id>;
 
+/**
+ * A tenant id (design §2): 1–64 letters, digits and `. _ -`, starting with a letter or digit —
+ * narrower than `Id`, so a tenant never holds a separator (`:`, `/`, `@`). Enforced where tenants
+ * are born: capability issue, and every capability's claims. Store keys stay injective for any
+ * string whatever (one encoding, @gm/ids `keyOf`); this grammar is defense in depth and keeps
+ * tenant ids readable in keys, logs and partition keys.
+ */
+export const TenantId = z
+  .string()
+  .min(1)
+  .max(64)
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'tenant ids are 1–64 letters, digits and . _ - (starting with a letter or digit)');
+export type TenantId = z.infer<typeof TenantId>;
+
 export const IsoTime = z.iso.datetime({ offset: true });
 export type IsoTime = z.infer<typeof IsoTime>;
 

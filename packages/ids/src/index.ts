@@ -1,2 +1,3 @@
 export * from './ulid.ts';
 export * from './derived.ts';
+export * from './key-encoding.ts';

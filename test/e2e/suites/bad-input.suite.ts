@@ -170,6 +170,19 @@ export const badInputSuite = (start: StartRuntime) => describe('bad input and ho
       const capAsIssuer = await rt.api('POST', '/v1/capabilities', { token: writer, body: { tenant: 'acme', agentId: 'x', scopes: [{ kind: 'project', id: 'p' }], purpose: 'support', actions: ['admin'] } });
       expect(capAsIssuer.status).toBe(401);
     });
+
+    it('issues no capability for a tenant id outside the grammar, nor one scoped to another tenant', async () => {
+      const issue = (body: Record<string, unknown>) => rt.api('POST', '/v1/capabilities', {
+        token: rt.issuerCredential(), body: { tenant: 'acme', agentId: 'x', scopes: [{ kind: 'project', id: 'p' }], purpose: 'support', actions: ['search'], ...body },
+      });
+      // A tenant holding a separator could name another tenant's keys under a plain join.
+      for (const tenant of ['acme:x', 'acme/x', 'acme@x', '', '-acme']) {
+        const res = await issue({ tenant });
+        expect([tenant, res.status, res.body.code]).toEqual([tenant, 422, 'MEM_VALIDATION']);
+      }
+      const foreign = await issue({ scopes: [{ kind: 'tenant', id: 'globex' }] });
+      expect([foreign.status, foreign.body.code]).toEqual([422, 'MEM_VALIDATION']);
+    });
   });
 
   describe('no existence oracle (§6.4)', () => {

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { AcceptedResult, Id } from '@gm/contracts';
 import type { KeyValueStore, KvWrite } from '../port.ts';
+import { keyOf } from '@gm/ids';
 import type { KeySpace } from './keys.ts';
 
 /** How long an asynchronous write's outcome can be asked for (GET /v1/commands/{id}). */
@@ -23,7 +24,7 @@ export type CommandOutcome = z.infer<typeof CommandOutcome>;
 export class CommandOutcomes {
   constructor(private readonly kv: KeyValueStore, private readonly keys: KeySpace) {}
 
-  private key = (tenant: string, commandId: string) => `${this.keys.prefix}cmd:${tenant}:${commandId}`;
+  private key = (tenant: string, commandId: string) => `${this.keys.prefix}cmd:${keyOf(tenant, commandId)}`;
 
   /** The pending entries of commands about to be sent, in one pipeline. */
   async pending(tenant: string, commands: ReadonlyArray<{ commandId: string; principalId: string }>): Promise<void> {

@@ -1,6 +1,7 @@
 import { DeletionJob } from '@gm/contracts';
 import type { KeyValueStore, KvWrite } from '../port.ts';
-import { SEP, type KeySpace } from './keys.ts';
+import { partsOf } from '@gm/ids';
+import { memberOf, partsOfMember, type KeySpace } from './keys.ts';
 
 /** Index slices a listing reads before it answers what it has (with a cursor to go on). */
 const LIST_SLICE = 200;
@@ -12,7 +13,7 @@ export class DeletionJobs {
 
   /** The job and its indexes in one round trip (every write is idempotent: a retry repeats it whole). */
   async put(job: DeletionJob): Promise<void> {
-    const member = `${job.tenant}${SEP}${job.jobId}`;
+    const member = memberOf(job.tenant, job.jobId);
     const finished = job.status === 'verified' || job.status === 'failed';
     await this.kv.pipeline([
       { op: 'set', key: this.keys.job(job.tenant, job.jobId), value: JSON.stringify(job) },
@@ -78,7 +79,7 @@ export class DeletionJobs {
   async open(): Promise<DeletionJob[]> {
     const jobs: DeletionJob[] = [];
     for (const member of await this.kv.smembers(this.keys.openJobs())) {
-      const [tenant, jobId] = member.split(SEP);
+      const [tenant, jobId] = partsOfMember(member);
       const job = tenant && jobId ? await this.get(tenant, jobId) : null;
       if (job) jobs.push(job);
     }
@@ -126,7 +127,7 @@ export class Revocations {
   /** Live revoked capability ids (they vanish with the capability's expiry), sorted. */
   async revokedCapabilities(): Promise<string[]> {
     const prefix = this.keys.revokedCapabilities();
-    return (await this.kv.keys(prefix)).map((k) => k.slice(prefix.length));
+    return (await this.kv.keys(prefix)).map((k) => partsOf(k.slice(prefix.length))[0] ?? '');
   }
 }
 

@@ -1,7 +1,8 @@
 import { ContentOpening, ReceiptPublicKey, SignedReceipt, Sha256Hex } from '@gm/contracts';
 import { z } from 'zod';
 import type { KeyValueStore } from '../port.ts';
-import { SEP, type KeySpace } from './keys.ts';
+import { keyOf } from '@gm/ids';
+import { memberOf, partsOfMember, type KeySpace } from './keys.ts';
 
 /** A record's content commitment and its opening, as kept for the job's requester (§8.4). */
 export const KeptOpening = ContentOpening.extend({ commitment: Sha256Hex }).strict();
@@ -14,10 +15,10 @@ export type KeptOpening = z.infer<typeof KeptOpening>;
 export class DeletionReceipts {
   constructor(private readonly kv: KeyValueStore, private readonly keys: KeySpace) {}
 
-  private key = (tenant: string, jobId: string) => `${this.keys.prefix}receipt:${tenant}:${jobId}`;
-  private publishedKey = (tenant: string, jobId: string) => `${this.keys.prefix}receipt-published:${tenant}:${jobId}`;
+  private key = (tenant: string, jobId: string) => `${this.keys.prefix}receipt:${keyOf(tenant, jobId)}`;
+  private publishedKey = (tenant: string, jobId: string) => `${this.keys.prefix}receipt-published:${keyOf(tenant, jobId)}`;
   private pendingKey = () => `${this.keys.prefix}receipts-pending`;
-  private signingKey = (kid: string) => `${this.keys.prefix}receipt-key:${kid}`;
+  private signingKey = (kid: string) => `${this.keys.prefix}receipt-key:${keyOf(kid)}`;
   private signingKeys = () => `${this.keys.prefix}receipt-keys`;
 
   /**
@@ -26,7 +27,7 @@ export class DeletionReceipts {
    */
   async putOnce(receipt: SignedReceipt): Promise<SignedReceipt> {
     const created = await this.kv.set(this.key(receipt.tenant, receipt.jobId), JSON.stringify(receipt), { nx: true });
-    await this.kv.srem(this.pendingKey(), [`${receipt.tenant}${SEP}${receipt.jobId}`]);
+    await this.kv.srem(this.pendingKey(), [memberOf(receipt.tenant, receipt.jobId)]);
     if (created) return receipt;
     return (await this.get(receipt.tenant, receipt.jobId)) ?? receipt;
   }
@@ -45,12 +46,12 @@ export class DeletionReceipts {
 
   /** A finished job whose receipt is still to be made: the orchestrator re-asks until it exists. */
   expect = async (tenant: string, jobId: string) => {
-    await this.kv.sadd(this.pendingKey(), [`${tenant}${SEP}${jobId}`]);
+    await this.kv.sadd(this.pendingKey(), [memberOf(tenant, jobId)]);
   };
 
   async pending(): Promise<Array<{ tenant: string; jobId: string }>> {
     return (await this.kv.smembers(this.pendingKey())).flatMap((member) => {
-      const [tenant, jobId] = member.split(SEP);
+      const [tenant, jobId] = partsOfMember(member);
       return tenant && jobId ? [{ tenant, jobId }] : [];
     });
   }

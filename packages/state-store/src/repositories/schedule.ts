@@ -1,5 +1,5 @@
 import type { KeyValueStore, KvWrite } from '../port.ts';
-import { SEP, type KeySpace } from './keys.ts';
+import { memberOf, partsOfMember, type KeySpace } from './keys.ts';
 
 export interface ScheduledExpiry {
   tenantId: string;
@@ -12,7 +12,7 @@ export interface ScheduledExpiry {
 export class ExpirySchedule {
   constructor(private readonly kv: KeyValueStore, private readonly keys: KeySpace) {}
 
-  private member = (e: Omit<ScheduledExpiry, 'dueAtMs'>) => [e.tenantId, e.subjectId, e.recordId].join(SEP);
+  private member = (e: Omit<ScheduledExpiry, 'dueAtMs'>) => memberOf(e.tenantId, e.subjectId, e.recordId);
 
   schedule = (e: ScheduledExpiry) => this.kv.zadd(this.keys.expirySchedule(), e.dueAtMs, this.member(e));
   unschedule = (e: Omit<ScheduledExpiry, 'dueAtMs'>) => this.kv.zrem(this.keys.expirySchedule(), [this.member(e)]);
@@ -22,7 +22,7 @@ export class ExpirySchedule {
   async due(nowMs: number, limit: number): Promise<ScheduledExpiry[]> {
     const rows = await this.kv.zrangeByScore(this.keys.expirySchedule(), 0, nowMs, limit);
     return rows.flatMap(({ member, score }) => {
-      const [tenantId, subjectId, recordId] = member.split(SEP);
+      const [tenantId, subjectId, recordId] = partsOfMember(member);
       return tenantId && subjectId && recordId ? [{ tenantId, subjectId, recordId, dueAtMs: score }] : [];
     });
   }

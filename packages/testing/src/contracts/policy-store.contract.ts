@@ -65,6 +65,22 @@ export function testPolicyRepository(adapterName: string, factory: KeyValueFacto
       expect((await state.policies.snapshot('acme')).grants).toHaveLength(1);
     });
 
+    it('keeps tenants apart whatever their ids hold: tenant "acme:x"\'s record "y" is not tenant "acme"\'s record "x:y" (one injective key encoding)', async () => {
+      const { state } = await open();
+      // Claims: each tenant claims its own id for its own subject; neither answers for the other.
+      expect(await state.idClaims.claim('acme:x', 'y', 'subject-1')).toBe(true);
+      expect(await state.idClaims.claim('acme', 'x:y', 'subject-2')).toBe(true);
+      expect(await state.idClaims.owner('acme', 'x:y')).toBe('subject-2');
+      // Tombstones: one tenant's deletion hides nothing of the other's.
+      await state.tombstones.add('acme:x', ['y']);
+      expect((await state.tombstones.filterTombstoned('acme', ['x:y'])).size).toBe(0);
+      expect((await state.tombstones.filterTombstoned('acme:x', ['y'])).size).toBe(1);
+      // Revoking an agent revokes it in its tenant only.
+      await state.policies.apply(policyChange('AgentRevoked', { agentId: 'bot' }, { tenant: 'acme:x' }));
+      expect(await state.revocations.isRevoked('acme:x', 'bot', 'jti-1')).toBe(true);
+      expect(await state.revocations.isRevoked('acme', 'x:bot', 'jti-1')).toBe(false);
+    });
+
     it('keeps grants per tenant; a removed grant disappears from the snapshot', async () => {
       const { state } = await open();
       await state.policies.apply(policyChange('GrantAdded', { grant: sampleGrant({ grantId: 'g-2', role: 'reviewer' }) }));
