@@ -33,7 +33,7 @@ export type Authorized =
   | { on: 'packet'; claims: CapabilityClaims; packetId: string }
   | { on: 'command'; claims: CapabilityClaims; commandId: string; outcome: CommandOutcome }
   | { on: 'job'; claims: CapabilityClaims; job: DeletionJob; tenantAdmin: boolean }
-  | { on: 'jobs'; claims: CapabilityClaims; tenantAdmin: boolean }
+  | { on: 'jobs'; claims: CapabilityClaims; tenantAdmin: boolean; own: boolean }
   | { on: 'grant'; claims: CapabilityClaims; add?: { request: AddGrantRequest; by: 'cedar' | 'bootstrap' }; remove?: { grantId: string } }
   | { on: 'delegation'; claims: CapabilityClaims; add?: AddDelegationRequest; revoke?: { delegationId: string } }
   | { on: 'capability'; claims: CapabilityClaims }
@@ -113,6 +113,10 @@ function resolvers(deps: BrokerDeps): Record<ResourceOf, Resolver> {
     return action;
   };
 
+  /** Whether this capability may request a deletion anywhere: a partition, or the tenant (a privacy officer). */
+  const requestsDeletion = async (claims: CapabilityClaims): Promise<boolean> =>
+    (await partitionsFor(claims, 'request_delete')).length > 0 || deps.pdp.authorizesTenant({ claims, action: 'request_delete' });
+
   return {
     partitions: async (_request, claims, actions) => ({ on: 'partitions', claims, partitions: await partitionsFor(claims, first(actions)) }),
 
@@ -143,33 +147,47 @@ function resolvers(deps: BrokerDeps): Record<ResourceOf, Resolver> {
       return { on: 'subject', claims, within: { kind: 'partitions', partitions: await partitionsFor(claims, 'request_delete') } };
     },
 
-    /** Only the packet's holder (its tenant and principal) learns anything of it; anyone else gets the 404 of an unknown one. */
+    /**
+     * Only the packet's holder (its tenant and principal), through a capability that may still
+     * cite somewhere, learns anything of it (a delegate whose delegation leaves out `cite` does
+     * not); anyone else gets the 404 of an unknown one.
+     */
     packet: async (request, claims) => {
       const packetId = pathId(request, 'id');
       const stored = await deps.state.packets.get(packetId);
-      if (stored === null || stored.tenantId !== claims.tenant || stored.principalId !== claims.act.sub) throw notFound();
+      const holder = stored !== null && stored.tenantId === claims.tenant && stored.principalId === claims.act.sub;
+      if (!holder || (await partitionsFor(claims, 'cite')).length === 0) throw notFound();
       return { on: 'packet', claims, packetId };
     },
 
-    /** The writing principal's own outcome; another principal's answers like an unknown command. */
+    /**
+     * The writing principal's own outcome, for a capability that may still write somewhere (a
+     * delegate whose delegation leaves out `write` learns nothing of its principal's writes);
+     * anything else answers like an unknown command.
+     */
     command: async (request, claims) => {
       const commandId = pathId(request, 'commandId');
       const outcome = await deps.state.commands.get(claims.tenant, commandId);
-      if (outcome === null || outcome.principalId !== claims.act.sub) throw new GovernedMemoryError('MEM_NOT_FOUND', 'no such command');
+      const writes = outcome !== null && outcome.principalId === claims.act.sub && (await partitionsFor(claims, 'write')).length > 0;
+      if (outcome === null || !writes) throw new GovernedMemoryError('MEM_NOT_FOUND', 'no such command');
       return { on: 'command', claims, commandId, outcome };
     },
 
-    /** The requesting principal's own job, or any job of the tenant for its administrator; else the 404 of an unknown job. */
+    /**
+     * The requesting principal's own job — through a capability that may still request deletion
+     * somewhere (a delegate whose delegation leaves it out reads none of its principal's jobs) —
+     * or any job of the tenant for its administrator; else the 404 of an unknown job.
+     */
     job: async (request, claims) => {
       await awaitConsistency(deps, request, claims.tenant, DELETION_JOB_GROUPS);
       const job = await deps.state.jobs.get(claims.tenant, pathId(request, 'id'));
       if (job === null) throw notFound();
       const tenantAdmin = await isTenantAdmin(admin, claims);
-      if (job.requestedBy.principalId !== claims.act.sub && !tenantAdmin) throw notFound();
+      if (!tenantAdmin && (job.requestedBy.principalId !== claims.act.sub || !(await requestsDeletion(claims)))) throw notFound();
       return { on: 'job', claims, job, tenantAdmin };
     },
 
-    jobs: async (_request, claims) => ({ on: 'jobs', claims, tenantAdmin: await isTenantAdmin(admin, claims) }),
+    jobs: async (_request, claims) => ({ on: 'jobs', claims, tenantAdmin: await isTenantAdmin(admin, claims), own: await requestsDeletion(claims) }),
 
     grant: async (request, claims) => {
       if (request.method === 'POST') {
@@ -204,13 +222,17 @@ function resolvers(deps: BrokerDeps): Record<ResourceOf, Resolver> {
     },
 
     /**
-     * A principal may always revoke its own capabilities; another's need `admin` on the tenant.
-     * Whether the jti exists is not looked at before this: an unknown jti and another's answer alike.
+     * A caller may always revoke its own capabilities: this one, another issued to the same agent
+     * for the same principal, or — the principal acting for itself — any of the principal's. A
+     * delegate does not revoke what its principal holds otherwise, nor the same agent id acting for
+     * someone else. Another's need `admin` on the tenant. Whether the jti exists is not looked at
+     * before this: an unknown jti and another's answer alike.
      */
     capability: async (request, claims) => {
       const jti = pathId(request, 'jti');
       const issued = jti === claims.jti ? null : await deps.state.issuedCapabilities.get(jti);
-      const own = jti === claims.jti || (issued !== null && issued.tenant === claims.tenant && issued.principalId === claims.act.sub);
+      const samePrincipal = issued !== null && issued.tenant === claims.tenant && issued.principalId === claims.act.sub;
+      const own = jti === claims.jti || (samePrincipal && (issued.agentId === claims.sub || claims.sub === claims.act.sub));
       if (!own) await authorizeTenantAdmin(admin, claims);
       return { on: 'capability', claims };
     },

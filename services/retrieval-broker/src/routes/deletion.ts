@@ -62,7 +62,7 @@ export function deletionRoutes(app: FastifyInstance, deps: BrokerDeps): void {
    * more. Jobs requested before this listing existed are not indexed.
    */
   app.get('/v1/deletion-jobs', async (request) => {
-    const { claims, tenantAdmin } = authorized(request, 'jobs');
+    const { claims, tenantAdmin, own } = authorized(request, 'jobs');
     const parsed = DeletionJobListQuery.safeParse(request.query ?? {});
     if (!parsed.success) {
       throw new GovernedMemoryError('MEM_VALIDATION', `query: ${parsed.error.issues.map((i) => `${i.path.join('.') || 'query'}: ${i.message}`).join('; ')}`);
@@ -71,7 +71,7 @@ export function deletionRoutes(app: FastifyInstance, deps: BrokerDeps): void {
     const after = query.cursor === undefined ? undefined : readCursor(query.cursor);
     const { jobs, next } = await deps.state.jobs.list(claims.tenant, {
       sinceMs: query.since === undefined ? 0 : Date.parse(query.since), ...(after ? { after } : {}), limit: query.limit ?? 50,
-      keep: (job) => (tenantAdmin || job.requestedBy.principalId === claims.act.sub) && (query.status === undefined || job.status === query.status),
+      keep: (job) => (tenantAdmin || (own && job.requestedBy.principalId === claims.act.sub)) && (query.status === undefined || job.status === query.status),
     });
     return { items: jobs.map((job) => jobView(job, tenantAdmin)), ...(next ? { nextCursor: writeCursor(next) } : {}) };
   });
