@@ -38,12 +38,18 @@ CRED=$(cat "$WORK/data/issuer-credential")
 export FUZZ_ISSUER_CREDENTIAL=$CRED
 json() { node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>{const v=JSON.parse(s);console.log(new Function("v","return "+process.argv[1])(v))})' "$1"; }
 cap() { curl -sf -X POST "$B/v1/capabilities" -H "authorization: Bearer $CRED" -H 'content-type: application/json' -d "$1" | json v.token; }
-SCOPE='"tenant":"acme","scopes":[{"kind":"project","id":"maple"}],"purpose":"support","ttlSeconds":900'
+# Scoped to maple and to the tenant itself: the tenant-wide operations (legal holds, the ops
+# overview, jobs) need an admin grant on the tenant (design §6.2 rule 12).
+SCOPE='"tenant":"acme","scopes":[{"kind":"project","id":"maple"},{"kind":"tenant","id":"acme"}],"purpose":"support","ttlSeconds":900'
 ADMIN=$(cap "{$SCOPE,\"agentId\":\"fuzz-admin\",\"principal\":{\"id\":\"fuzz-root\",\"kind\":\"person\"},\"actions\":[\"admin\"]}")
 # fuzz-root's own admin grant first: a resource's first admin grant is the bootstrap (the issuer's
 # word); every grant after it is decided by Cedar on that grant.
 curl -sf -X POST "$B/v1/grants" -H "authorization: Bearer $ADMIN" -H 'content-type: application/json' \
   -d '{"grantId":"fuzz-root-admin","principal":{"id":"fuzz-root","kind":"person"},"resource":{"kind":"project","id":"maple"},"role":"admin","purposes":["support"]}' >/dev/null
+for who in fuzz-root fuzz; do
+  curl -sf -X POST "$B/v1/grants" -H "authorization: Bearer $ADMIN" -H 'content-type: application/json' \
+    -d "{\"grantId\":\"$who-tenant-admin\",\"principal\":{\"id\":\"$who\",\"kind\":\"person\"},\"resource\":{\"kind\":\"tenant\",\"id\":\"acme\"},\"role\":\"admin\",\"purposes\":[\"support\"]}" >/dev/null
+done
 for role in member reviewer admin; do
   curl -sf -X POST "$B/v1/grants" -H "authorization: Bearer $ADMIN" -H 'content-type: application/json' \
     -d "{\"grantId\":\"fuzz-$role\",\"principal\":{\"id\":\"fuzz\",\"kind\":\"person\"},\"resource\":{\"kind\":\"project\",\"id\":\"maple\"},\"role\":\"$role\",\"purposes\":[\"support\"]}" >/dev/null
