@@ -1,5 +1,5 @@
 import { startTestRuntime } from './harness.ts';
 import { authorizationMatrixSuite } from './suites/authorization-matrix.suite.ts';
 
-/** The authorization matrix on the embedded runtime; test/distributed runs it on the stack. */
+/** Every operation as every persona on the embedded runtime; test/distributed runs the same suite on the stack. */
 authorizationMatrixSuite((env) => startTestRuntime(env));

@@ -6,7 +6,7 @@
  */
 import { WriteMemoryBatchItem, isGovernedMemoryError, type CapabilityClaims, type GovernedMemoryError, type WriteMemoryRequest } from '@gm/contracts';
 import { parseBody } from './parse.ts';
-import { claimWriteIds, idTaken } from './claim-ids.ts';
+import { claimWriteIds } from './claim-ids.ts';
 import { prepareWrite, type PreparedWrite, type WritePermission, type WriteEdgeDeps } from './prepare-write.ts';
 
 /** An item's fate at the edge: its command, ready to send (its id claimed), or the coded error of the rule it broke. */
@@ -33,10 +33,11 @@ export async function admitWrites(
   }));
   const prepared = outcomes.flatMap((o) => (o.write === undefined ? [] : [o.write]));
   if (prepared.length === 0) return outcomes;
-  const claimed = await claimWriteIds(deps, claims, prepared, mayWrite);
+  const refusals = await claimWriteIds(deps, claims, prepared, mayWrite);
   let next = 0;
   return outcomes.map((o) => {
     if (o.write === undefined) return o;
-    return claimed[next++] === true ? o : { error: idTaken() };
+    const refusal = refusals[next++];
+    return refusal === undefined ? o : { error: refusal };
   });
 }

@@ -13,6 +13,13 @@ import type { PreparedWrite, WritePermission } from './prepare-write.ts';
 /** The one answer for an id this writer may not use; byte-identical whatever holds it. */
 export const idTaken = (): GovernedMemoryError => new GovernedMemoryError('MEM_ID_TAKEN', 'this id is not available to this writer');
 
+/**
+ * The one answer for a `supersedesId` this writer may not act on — another subject's, in a
+ * partition it may not write to, deleted, or never written — the decider's own answer for a
+ * missing target, so a correction tells nobody which subject an id was about.
+ */
+export const supersededNotFound = (): GovernedMemoryError => new GovernedMemoryError('MEM_NOT_FOUND', 'the superseded memory does not exist');
+
 export type IdClaimDeps = { state: Pick<StateStore, 'idClaims' | 'records' | 'tombstones'> };
 
 /**
@@ -20,26 +27,36 @@ export type IdClaimDeps = { state: Pick<StateStore, 'idClaims' | 'records' | 'to
  * write-admission, false when it must be answered `idTaken()`. One read of the records, one of
  * their tombstones and one pipeline of claims for the whole list.
  */
-export async function claimWriteIds(deps: IdClaimDeps, claims: CapabilityClaims, writes: readonly PreparedWrite[], mayWrite: WritePermission): Promise<boolean[]> {
+export async function claimWriteIds(
+  deps: IdClaimDeps, claims: CapabilityClaims, writes: readonly PreparedWrite[], mayWrite: WritePermission,
+): Promise<Array<GovernedMemoryError | undefined>> {
   if (writes.length === 0) return [];
-  const ids = writes.map((w) => w.id);
+  const targets = writes.map((w) => w.command.data.supersedesId);
+  const ids = [...new Set([...writes.map((w) => w.id), ...targets.filter((t): t is string => t !== undefined)])];
   const [metas, tombstoned] = await Promise.all([
     deps.state.records.getMany(claims.tenant, ids),
     deps.state.tombstones.filterTombstoned(claims.tenant, ids),
   ]);
-  const usable = await Promise.all(writes.map(async (w) => {
+  /** Whether this writer may act on the record of `id` (absent: nothing to hide). */
+  const actsOn = async (id: string, subjectId: string): Promise<boolean> => {
+    const meta = metas.get(id);
+    return meta !== undefined && meta.subjectId === subjectId && LIVE_STATUSES.includes(meta.status) && !tombstoned.has(id) && (await mayWrite(recordPartition(meta)));
+  };
+  const refusals = await Promise.all(writes.map(async (w, i): Promise<GovernedMemoryError | undefined> => {
     const meta = metas.get(w.id);
-    if (meta === undefined) return true;
-    return LIVE_STATUSES.includes(meta.status) && !tombstoned.has(w.id) && (await mayWrite(recordPartition(meta)));
+    if (meta !== undefined && !(LIVE_STATUSES.includes(meta.status) && !tombstoned.has(w.id) && (await mayWrite(recordPartition(meta))))) return idTaken();
+    const target = targets[i];
+    if (target !== undefined && !(await actsOn(target, w.subjectId))) return supersededNotFound();
+    return undefined;
   }));
-  const claiming = writes.filter((_, i) => usable[i] === true);
+  const claiming = writes.filter((_, i) => refusals[i] === undefined);
   const claimed = await deps.state.idClaims.claimAll(claims.tenant, claiming.map((w) => ({ id: w.id, subjectId: w.subjectId })));
   let next = 0;
-  return usable.map((ok) => ok && claimed[next++] === true);
+  return refusals.map((refusal) => refusal ?? (claimed[next++] === true ? undefined : idTaken()));
 }
 
-/** The single write's form: throws `idTaken()` when the id may not be used. */
+/** The single write's form: throws the refusal when the write may not go on. */
 export async function claimWriteId(deps: IdClaimDeps, claims: CapabilityClaims, write: PreparedWrite, mayWrite: WritePermission): Promise<void> {
-  const [ok] = await claimWriteIds(deps, claims, [write], mayWrite);
-  if (ok !== true) throw idTaken();
+  const [refusal] = await claimWriteIds(deps, claims, [write], mayWrite);
+  if (refusal !== undefined) throw refusal;
 }
