@@ -98,7 +98,7 @@ export const authorizationMatrixSuite = (start: StartRuntime) => describe('autho
       const attempt = (token: string, resource: typeof MAPLE | typeof BIRCH, supersedesId: string, subjectId: string) => f.rt.api('POST', '/v1/memories', {
         token, body: memory({ id: f.fresh('correction'), subjectId, resource, visibility: 'private', supersedesId, content: 'Someone corrects Alice' }),
       });
-      // The right subject, another subject, an id that never existed: one answer (§5.11, §6.4),
+      // The right subject, another subject, an id that never existed: one answer (§5.10, §6.4),
       // for Mallory and for Bob, who may read nothing of maple.
       const answers: ApiResponse[] = [];
       for (const [token, resource] of [[f.mallory, MAPLE], [f.bob, BIRCH]] as const) {
