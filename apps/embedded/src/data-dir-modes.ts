@@ -9,20 +9,27 @@ import path from 'node:path';
 const DIRECTORY_MODE = 0o700;
 const FILE_MODE = 0o600;
 
-/** Makes `dir` and everything under it owner-only, creating `dir` when missing. */
+/**
+ * What the runtime writes in a data directory: only these are made owner-only, so a directory
+ * that also holds someone else's files (a mistaken MEMORY_DATA_DIR) has nothing else changed.
+ */
+const OURS = /^(?:(?:bus|state|index|vectors|summaries)\.db(?:-wal|-shm|-journal)?|issuer-credential|runtime\.lock|keys)$/;
+
+/** Makes `dir` and what the runtime keeps in it owner-only, creating `dir` when missing. */
 export function ownerOnly(dir: string): void {
   mkdirSync(dir, { recursive: true, mode: DIRECTORY_MODE });
-  restrict(dir);
+  chmodSync(dir, DIRECTORY_MODE);
+  for (const name of readdirSync(dir)) if (OURS.test(name)) restrict(path.join(dir, name));
 }
 
-function restrict(dir: string): void {
-  chmodSync(dir, DIRECTORY_MODE);
-  for (const name of readdirSync(dir)) {
-    const entry = path.join(dir, name);
-    const stat = statSync(entry, { throwIfNoEntry: false });
-    if (stat === undefined) continue;
-    if (stat.isDirectory()) restrict(entry);
-    else if (stat.isFile() && (stat.mode & 0o777) !== FILE_MODE) chmodSync(entry, FILE_MODE);
+function restrict(entry: string): void {
+  const stat = statSync(entry, { throwIfNoEntry: false });
+  if (stat === undefined) return;
+  if (stat.isDirectory()) {
+    chmodSync(entry, DIRECTORY_MODE);
+    for (const name of readdirSync(entry)) restrict(path.join(entry, name));
+  } else if (stat.isFile() && (stat.mode & 0o777) !== FILE_MODE) {
+    chmodSync(entry, FILE_MODE);
   }
 }
 
