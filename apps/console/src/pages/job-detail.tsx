@@ -213,7 +213,7 @@ function LegalHold({ job, receipt }: { job: DeletionJob; receipt: DeletionReceip
       <dl class="facts" data-testid="legal-hold">
         <div>
           <dt>Legal hold</dt>
-          <dd>{job.legalHold === undefined ? 'none' : <>hold <code data-testid="hold-id">{job.legalHold.holdId}</code>: {job.legalHold.reason}</>}</dd>
+          <dd>{job.legalHold === undefined ? 'none' : <>hold <code data-testid="hold-id">{job.legalHold.holdId}</code>{job.legalHold.reason === undefined ? ' (its reason is for the tenant\'s administrators)' : `: ${job.legalHold.reason}`}</>}</dd>
         </div>
         {receipt !== undefined && (
           <div>
