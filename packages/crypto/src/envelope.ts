@@ -16,10 +16,13 @@ export interface SecretKey {
 /**
  * What replaces a record's content in commands and events. `kid` names the data key; the
  * ciphertext is bound (AAD) to the record it belongs to, so it cannot be moved to another.
+ * `v` says what the plaintext is: 1, the bare content (logs written before the hashes were
+ * sealed); 2, the content codec's JSON payload (content and the hashes that would confirm a
+ * guess of it, design §8.5). The version is bound too, so neither reads as the other.
  */
 export const Envelope = z
   .object({
-    v: z.literal(1),
+    v: z.union([z.literal(1), z.literal(2)]),
     kid: z.string().min(1),
     iv: b64u(IV_BYTES),
     ct: b64u(),
@@ -27,6 +30,7 @@ export const Envelope = z
   })
   .strict();
 export type Envelope = z.infer<typeof Envelope>;
+export type EnvelopeVersion = Envelope['v'];
 
 /** The record a ciphertext belongs to. A new version re-encrypts; an old envelope stays bound to its version. */
 export interface ContentAad {
@@ -37,8 +41,8 @@ export interface ContentAad {
 }
 
 /* A JSON array, not a joined string: no separator inside an id can make two records collide. */
-const contentAad = (kid: string, aad: ContentAad): Buffer =>
-  Buffer.from(JSON.stringify(['gm.content.v1', kid, aad.tenantId, aad.subjectId, aad.recordId, aad.version]), 'utf8');
+const contentAad = (v: EnvelopeVersion, kid: string, aad: ContentAad): Buffer =>
+  Buffer.from(JSON.stringify([`gm.content.v${v}`, kid, aad.tenantId, aad.subjectId, aad.recordId, aad.version]), 'utf8');
 
 /** Low-level AES-256-GCM with a fresh random 96-bit IV; shared by content and key wrapping. */
 export function sealGcm(plaintext: Uint8Array, key: Buffer, aad: Buffer): { iv: Buffer; ct: Buffer; tag: Buffer } {
@@ -65,9 +69,10 @@ export function openGcm(sealed: { iv: Buffer; ct: Buffer; tag: Buffer }, key: Bu
   }
 }
 
-export function encryptContent(plaintext: string, dataKey: SecretKey, aad: ContentAad): Envelope {
-  const sealed = sealGcm(Buffer.from(plaintext, 'utf8'), dataKey.key, contentAad(dataKey.kid, aad));
-  return { v: 1, kid: dataKey.kid, iv: toB64u(sealed.iv), ct: toB64u(sealed.ct), tag: toB64u(sealed.tag) };
+/** `v`: what the plaintext is (see Envelope); 1, bare content, unless the caller seals a v2 payload. */
+export function encryptContent(plaintext: string, dataKey: SecretKey, aad: ContentAad, v: EnvelopeVersion = 1): Envelope {
+  const sealed = sealGcm(Buffer.from(plaintext, 'utf8'), dataKey.key, contentAad(v, dataKey.kid, aad));
+  return { v, kid: dataKey.kid, iv: toB64u(sealed.iv), ct: toB64u(sealed.ct), tag: toB64u(sealed.tag) };
 }
 
 /** The plaintext, or CryptoError AUTH_FAILED: never a partial or unauthenticated result. */
@@ -79,7 +84,7 @@ export function decryptContent(envelope: Envelope, dataKey: SecretKey, aad: Cont
   const plain = openGcm(
     { iv: fromB64u(parsed.iv), ct: fromB64u(parsed.ct), tag: fromB64u(parsed.tag) },
     dataKey.key,
-    contentAad(parsed.kid, aad),
+    contentAad(parsed.v, parsed.kid, aad),
     `content of ${aad.recordId} v${aad.version}`,
   );
   return plain.toString('utf8');

@@ -53,13 +53,22 @@ describe('content envelope (AES-256-GCM)', () => {
     expect(() => decryptContent(env, generateKey('dk:t1/other/1'), aad)).toThrow(expect.objectContaining({ reason: 'AUTH_FAILED' }));
   });
 
-  it('has a strict schema: unpadded base64url, 12-byte IV, 16-byte tag, v 1', () => {
+  it('has a strict schema: unpadded base64url, 12-byte IV, 16-byte tag, v 1 or 2', () => {
     const env = encryptContent(PLAINTEXT, dk, aad);
-    expect(Envelope.safeParse({ ...env, v: 2 }).success).toBe(false);
+    expect(Envelope.safeParse({ ...env, v: 3 }).success).toBe(false);
     expect(Envelope.safeParse({ ...env, iv: `${env.iv}AA` }).success).toBe(false);
     expect(Envelope.safeParse({ ...env, tag: env.tag.slice(1) }).success).toBe(false);
     expect(Envelope.safeParse({ ...env, ct: `${env.ct}=` }).success).toBe(false);
     expect(Envelope.safeParse({ ...env, extra: 1 }).success).toBe(false);
+  });
+
+  it('binds its version: a v1 envelope relabelled v2 (or the reverse) fails AUTH_FAILED instead of reading as the other format', () => {
+    const v1 = encryptContent(PLAINTEXT, dk, aad);
+    const v2 = encryptContent(PLAINTEXT, dk, aad, 2);
+    expect([v1.v, v2.v]).toEqual([1, 2]);
+    expect(decryptContent(v2, dk, aad)).toBe(PLAINTEXT);
+    expect(() => decryptContent({ ...v1, v: 2 }, dk, aad)).toThrow(expect.objectContaining({ reason: 'AUTH_FAILED' }));
+    expect(() => decryptContent({ ...v2, v: 1 }, dk, aad)).toThrow(expect.objectContaining({ reason: 'AUTH_FAILED' }));
   });
 
   it('holds no plaintext, in any encoding, and no key bytes', () => {

@@ -1,5 +1,5 @@
 import { GovernedMemoryError } from '@gm/contracts';
-import { decryptContent, encryptContent, type ContentAad, type Envelope, type SecretKey } from './envelope.ts';
+import { decryptContent, encryptContent, type ContentAad, type Envelope, type EnvelopeVersion, type SecretKey } from './envelope.ts';
 import { CryptoError, isCryptoError } from './errors.ts';
 import type { KeyStore, TombstoneOutcome } from './key-store.ts';
 import { dataKeyId, generateKey, isKekId, kekId, unwrapKey, wrapKey, type WrappedKey } from './keys.ts';
@@ -111,8 +111,8 @@ export class Keyring {
   }
 
   /** Encrypts a record's content with its data key, creating the subject's KEK and the data key on first use. */
-  async encrypt(plaintext: string, aad: ContentAad & { generation?: number; kekGeneration?: number }): Promise<Envelope> {
-    return encryptContent(plaintext, await this.dataKeyFor(aad), aad);
+  async encrypt(plaintext: string, aad: ContentAad & { generation?: number; kekGeneration?: number }, v: EnvelopeVersion = 1): Promise<Envelope> {
+    return encryptContent(plaintext, await this.dataKeyFor(aad), aad, v);
   }
 
   /** The content, or CryptoError: KEY_DESTROYED (forgotten / deleted), AUTH_FAILED (tampered or moved). */

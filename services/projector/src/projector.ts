@@ -115,6 +115,17 @@ function versionOf(meta: RecordMeta, event: MemoryEvent): StoredRecordVersion {
   return { event: event.type, at: event.metadata.now, by: { agentId, principalId, principalKind }, record };
 }
 
+/**
+ * A record's state as memory.records carries it: without the content and without its hash. The
+ * topic is compacted, not sealed, so a hash on it would outlive the record's keys until
+ * compaction; nothing that reads record state needs it (the state store keeps it for the copies
+ * a deletion takes and for the summaries' check, design §8.5).
+ */
+export function publishedState(meta: RecordMeta): Omit<RecordMeta, 'contentHash'> {
+  const { contentHash: _hash, ...state } = meta;
+  return state;
+}
+
 /** `projectEvents` of one event (replay folds the log one event at a time). */
 export function projectEvent(state: StateStore, event: MemoryEvent): Promise<RecordMeta[]> {
   return projectEvents(state, [event]);
@@ -123,6 +134,6 @@ export function projectEvent(state: StateStore, event: MemoryEvent): Promise<Rec
 export async function startProjector(deps: ProjectorDeps): Promise<ServiceHandle> {
   return subscribeToMemoryEventBatches(deps.bus, PROJECTOR_GROUP, async (batch, ctx) => {
     const changed = await projectEvents(deps.state, batch.map((b) => b.event));
-    ctx.send(changed.map((meta) => ({ topic: TOPICS.records, key: `${meta.tenantId}/${meta.id}`, value: meta })));
+    ctx.send(changed.map((meta) => ({ topic: TOPICS.records, key: `${meta.tenantId}/${meta.id}`, value: publishedState(meta) })));
   });
 }

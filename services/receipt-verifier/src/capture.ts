@@ -1,5 +1,5 @@
 import type { Bus } from '@gm/bus';
-import { TOPICS, isUnreadableContent, readMemoryEvent, subjectKey, type RecordMeta } from '@gm/contracts';
+import { ERASED_CONTENT_HASH, TOPICS, isUnreadableContent, readMemoryEvent, subjectKey, type RecordMeta } from '@gm/contracts';
 import type { StateStore } from '@gm/state-store';
 
 /**
@@ -105,7 +105,8 @@ export async function captureProbes(
     const texts = [...versions.values()];
     probes.set(id, {
       id, meta,
-      contentHashes: new Set([...versions.keys(), meta.contentHash]),
+      // The placeholder of a hash that was sealed with an erased content is no content's hash.
+      contentHashes: new Set([...versions.keys(), meta.contentHash].filter((h) => h !== ERASED_CONTENT_HASH)),
       phrases: [...new Set(texts.map(exactPhrase).filter((p) => p !== ''))],
       paraphrases: [...new Set(texts.map(paraphrase).filter((p) => p !== ''))],
     });

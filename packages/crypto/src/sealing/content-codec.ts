@@ -1,5 +1,6 @@
 import type { OutgoingMessage } from '@gm/bus';
-import { ERASED_CONTENT, GovernedMemoryError, SEALED_CONTENT, TOPICS } from '@gm/contracts';
+import { z } from 'zod';
+import { ERASED_CONTENT, ERASED_CONTENT_HASH, GovernedMemoryError, SEALED_CONTENT, Sha256Hex, TOPICS } from '@gm/contracts';
 import { Envelope, decryptContent, encryptContent, type ContentAad } from '../envelope.ts';
 import { isCryptoError } from '../errors.ts';
 import type { Keyring } from '../keyring.ts';
@@ -43,9 +44,33 @@ export const SEALED_TOPIC_TYPES = {
 type Json = Record<string, unknown>;
 const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** Where a message keeps its content, if it has any: [holder object, field name, AAD, KEK generation]. */
+/**
+ * What a v2 envelope seals: the content, when the message carries one, and the hashes that would
+ * confirm a guess of it — the content's sha256 and the request's idempotency fingerprint (which
+ * hashes the request body, content included). A plain hash of content is content: sealed with
+ * it, a hash is gone when its key is (design §8.5).
+ */
+const SealedPayload = z
+  .object({ content: z.string().optional(), contentHash: Sha256Hex.optional(), requestHash: Sha256Hex.optional() })
+  .strict();
+type SealedPayload = z.infer<typeof SealedPayload>;
+
+/**
+ * Where a promotion that carries no content keeps its sealed hashes on the log. Only the codec
+ * ever sees this field: `open` takes it away, whatever the mode.
+ */
+export const SEALED_HASHES_FIELD = 'sealedHashes';
+
+/**
+ * Where a message keeps what gets sealed: the envelope's holder and field (`content`, or the
+ * sealed-hashes field of a promotion without content), the object holding `contentHash`, the
+ * metadata holding `requestHash` (all shallow copies along the path), the AAD and KEK generation.
+ */
 interface ContentSlot {
   holder: Json;
+  field: 'content' | typeof SEALED_HASHES_FIELD;
+  hashHolder: Json;
+  metadata: Json;
   aad: ContentAad;
   kekGeneration?: number;
 }
@@ -55,15 +80,14 @@ function contentSlot(messageTopic: string, value: unknown): { topic: string; roo
   // A dead letter keeps its topic's content rules: whatever a handler forwards there is sealed too.
   const topic = messageTopic.endsWith('.dlq') ? messageTopic.slice(0, -'.dlq'.length) : messageTopic;
   if (!isObject(value) || !isObject(value.data) || !isObject(value.metadata)) return undefined;
-  const meta = value.metadata;
-  const tenantId = meta.tenantId;
-  const subjectId = meta.subjectId;
+  const metadata = { ...value.metadata };
+  const { tenantId, subjectId } = metadata;
   if (typeof tenantId !== 'string' || typeof subjectId !== 'string') return undefined;
   const data = { ...value.data };
-  const root: Json = { ...value, data };
+  const root: Json = { ...value, data, metadata };
   if (topic === TOPICS.commands && value.type === 'WriteMemory' && typeof data.id === 'string' && data.content !== undefined) {
     // A command has no record version yet: 0 binds the envelope to "the command for this id".
-    return { topic, root, slot: { holder: data, aad: { tenantId, subjectId, recordId: data.id, version: 0 } } };
+    return { topic, root, slot: { holder: data, field: 'content', hashHolder: data, metadata, aad: { tenantId, subjectId, recordId: data.id, version: 0 } } };
   }
   if (topic !== TOPICS.events) return undefined;
   if (value.type === 'MemoryWritten' && isObject(data.record) && data.record.content !== undefined) {
@@ -73,15 +97,22 @@ function contentSlot(messageTopic: string, value: unknown): { topic: string; roo
     const generation = typeof data.keyGeneration === 'number' ? data.keyGeneration : undefined;
     return {
       topic, root,
-      slot: { holder: record, aad: { tenantId, subjectId, recordId: record.id, version: record.version }, ...(generation ? { kekGeneration: generation } : {}) },
+      slot: {
+        holder: record, field: 'content', hashHolder: record, metadata,
+        aad: { tenantId, subjectId, recordId: record.id, version: record.version }, ...(generation ? { kekGeneration: generation } : {}),
+      },
     };
   }
-  if (value.type === 'MemoryPromoted' && data.content !== undefined && typeof data.id === 'string' && typeof data.version === 'number') {
-    return { topic, root, slot: { holder: data, aad: { tenantId, subjectId, recordId: data.id, version: data.version } } };
+  // The hash of a promotion sits in its record, beside the content or without any (a record
+  // already out of quarantine): sealed either way, in the content's envelope or a field of its own.
+  if (value.type === 'MemoryPromoted' && isObject(data.record) && typeof data.id === 'string' && typeof data.version === 'number') {
+    const record = { ...data.record };
+    data.record = record;
+    const field = data.content === undefined ? SEALED_HASHES_FIELD : 'content';
+    return { topic, root, slot: { holder: data, field, hashHolder: record, metadata, aad: { tenantId, subjectId, recordId: data.id, version: data.version } } };
   }
   return undefined;
 }
-
 /** Throws unless the value, which has no content slot, may be sent as it is. */
 function refuseUnsealable(messageTopic: string, value: unknown): void {
   const topic = messageTopic.endsWith('.dlq') ? messageTopic.slice(0, -'.dlq'.length) : messageTopic;
@@ -115,9 +146,12 @@ export class ContentCodec {
   }
 
   /**
-   * Replaces plaintext content with its envelope; messages of other topics, content-free types
-   * and content already sealed pass unchanged. Anything else on a sealed topic throws
-   * MEM_INTERNAL (see SEALED_TOPIC_TYPES): no shape the codec does not know reaches the log.
+   * Replaces plaintext content with a v2 envelope that also holds the message's `contentHash`
+   * and `requestHash`: the clear message keeps ERASED_CONTENT_HASH in place of the one and
+   * nothing of the other. A promotion without content gets an envelope of its hashes alone.
+   * Messages of other topics, content-free types and messages already sealed pass unchanged.
+   * Anything else on a sealed topic throws MEM_INTERNAL (see SEALED_TOPIC_TYPES): no shape the
+   * codec does not know reaches the log.
    */
   async seal(message: OutgoingMessage): Promise<OutgoingMessage> {
     const found = contentSlot(message.topic, message.value);
@@ -125,53 +159,82 @@ export class ContentCodec {
       refuseUnsealable(message.topic, message.value);
       return message;
     }
-    const { content } = found.slot.holder;
-    if (typeof content !== 'string') {
-      if (Envelope.safeParse(content).success) return message;
+    const { holder, field, hashHolder, metadata, aad, kekGeneration } = found.slot;
+    const current = holder[field];
+    if (current !== undefined && typeof current !== 'string') {
+      // Already sealed: a dead letter forwarded as it came.
+      if (Envelope.safeParse(current).success) return message;
       throw new GovernedMemoryError('MEM_INTERNAL', `${message.topic}: refusing to send content that is neither text nor a sealed envelope`);
     }
-    const { holder, aad, kekGeneration } = found.slot;
-    const plaintext = holder.content as string;
+    const { contentHash } = hashHolder;
+    if (typeof contentHash !== 'string') throw new GovernedMemoryError('MEM_INTERNAL', `${message.topic}: refusing to send a content-carrying message without its content hash`);
+    const { requestHash } = metadata;
+    const payload: SealedPayload = {
+      ...(typeof current === 'string' ? { content: current } : {}),
+      contentHash,
+      ...(typeof requestHash === 'string' ? { requestHash } : {}),
+    };
+    const plaintext = JSON.stringify(payload);
     if (found.topic === TOPICS.commands) {
-      holder.content = encryptContent(plaintext, await this.transitKeys('seal a command').active(), aad);
+      holder[field] = encryptContent(plaintext, await this.transitKeys('seal a command').active(), aad, 2);
     } else {
       const keyring = this.options.keyring;
       // Only a service that reads content (write-admission) writes it: the edge seals commands only.
       if (keyring === undefined || this.options.mode === 'redact') {
         throw new GovernedMemoryError('MEM_INTERNAL', 'this service may not write memory.events content');
       }
-      holder.content = await keyring.encrypt(plaintext, { ...aad, ...(kekGeneration ? { kekGeneration } : {}) });
+      holder[field] = await keyring.encrypt(plaintext, { ...aad, ...(kekGeneration ? { kekGeneration } : {}) }, 2);
     }
+    hashHolder.contentHash = ERASED_CONTENT_HASH;
+    delete metadata.requestHash;
     return { ...message, value: found.root };
   }
 
   /**
-   * Replaces an envelope with its plaintext (`open`), ERASED_CONTENT when its key was destroyed,
-   * or SEALED_CONTENT (`redact`). Plaintext content (a log written before issue 7) passes as is.
-   * A tampered envelope or a missing key throws: the bus retries, then dead-letters it.
+   * Gives back what seal took (`open`): the content, its hash and the request fingerprint. A
+   * destroyed key reads as ERASED_CONTENT with ERASED_CONTENT_HASH and no fingerprint, and so
+   * does `redact` with SEALED_CONTENT: neither view holds a hash of the content, whatever the
+   * envelope's version. v1 envelopes (bare content, hashes in clear) and plaintext content (a
+   * log written before issue 7) still open. A tampered envelope or a missing key throws: the
+   * bus retries, then dead-letters it.
    */
   async open(topic: string, value: unknown): Promise<unknown> {
     const found = contentSlot(topic, value);
-    if (found === undefined || !isObject(found.slot.holder.content)) return value;
-    const { holder, aad } = found.slot;
-    const envelope = Envelope.safeParse(holder.content);
+    if (found === undefined) return value;
+    const { holder, field, hashHolder, metadata, aad } = found.slot;
+    const sealed = holder[field];
+    if (!isObject(sealed)) return value;
+    const envelope = Envelope.safeParse(sealed);
     if (!envelope.success) throw new GovernedMemoryError('MEM_VALIDATION', `${topic}: content is neither text nor a sealed envelope`);
-    if (this.options.mode === 'redact') {
-      holder.content = SEALED_CONTENT;
+    if (field === SEALED_HASHES_FIELD) delete holder[field];
+    const unreadable = (marker: string) => {
+      if (field === 'content') holder.content = marker;
+      hashHolder.contentHash = ERASED_CONTENT_HASH;
+      delete metadata.requestHash;
       return found.root;
-    }
+    };
+    if (this.options.mode === 'redact') return unreadable(SEALED_CONTENT);
     const keyring = this.options.keyring;
     if (keyring === undefined) throw new GovernedMemoryError('MEM_INTERNAL', `this service holds no keyring and cannot open ${topic} content`);
+    let plaintext: string;
     try {
-      holder.content = found.topic === TOPICS.commands
+      plaintext = found.topic === TOPICS.commands
         ? decryptContent(envelope.data, await this.transitKeys('open a command').byId(envelope.data.kid), aad)
         : await keyring.decrypt(envelope.data, aad);
     } catch (err) {
       // A command whose transit key is gone reads as erased too: write-admission then rejects it
       // (its content no longer matches its hash) with a reply, instead of dead-lettering it.
       if (!isCryptoError(err, 'KEY_DESTROYED')) throw err;
-      holder.content = ERASED_CONTENT;
+      return unreadable(ERASED_CONTENT);
     }
+    const payload = envelope.data.v === 1 ? { content: plaintext } : parsePayload(topic, plaintext);
+    // An envelope sealed for content holds content; one sealed for hashes alone holds none.
+    if ((field === 'content') !== (payload.content !== undefined)) {
+      throw new GovernedMemoryError('MEM_VALIDATION', `${topic}: a sealed ${field === 'content' ? 'content' : 'hash'} envelope holds the wrong payload`);
+    }
+    if (payload.content !== undefined) holder.content = payload.content;
+    if (payload.contentHash !== undefined) hashHolder.contentHash = payload.contentHash;
+    if (payload.requestHash !== undefined) metadata.requestHash = payload.requestHash;
     return found.root;
   }
 
@@ -179,4 +242,17 @@ export class ContentCodec {
     if (this.transit === undefined) throw new GovernedMemoryError('MEM_INTERNAL', `this service holds no keys and cannot ${what}`);
     return this.transit;
   }
+}
+
+/** A v2 envelope's plaintext; authenticated already, so a bad one is a writer's bug, never a guess. */
+function parsePayload(topic: string, plaintext: string): SealedPayload {
+  let json: unknown;
+  try {
+    json = JSON.parse(plaintext);
+  } catch {
+    json = undefined;
+  }
+  const parsed = SealedPayload.safeParse(json);
+  if (!parsed.success) throw new GovernedMemoryError('MEM_VALIDATION', `${topic}: a sealed envelope holds no payload this version reads`);
+  return parsed.data;
 }

@@ -7,18 +7,18 @@ import { randomBytes } from 'node:crypto';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import type { OutgoingMessage } from '@gm/bus';
 import {
-  ERASED_CONTENT, MemoryCommand, MemoryEvent, MemoryPromoted, MemoryWritten, SEALED_CONTENT, TOPICS,
+  ERASED_CONTENT, ERASED_CONTENT_HASH, MemoryCommand, MemoryEvent, MemoryPromoted, MemoryWritten, SEALED_CONTENT, Sha256Hex, TOPICS,
   type EventOf,
 } from '@gm/contracts';
 import { createSqliteKeyStore } from '../embedded/sqlite-key-store.ts';
-import { Envelope } from '../envelope.ts';
+import { Envelope, encryptContent } from '../envelope.ts';
 import type { KeyStore } from '../key-store.ts';
 import { openKeyring, type Keyring } from '../keyring.ts';
 import { kekId } from '../keys.ts';
 import { masterKeys, type MasterKeys } from '../master-keys.ts';
-import { ContentCodec, SEALED_TOPIC_TYPES } from './content-codec.ts';
-import { ACTOR, HASH, SUBJECT, T0, TENANT, commandContent, commandMetadata, writeCommand as fixtureCommand, writtenContent } from './fixtures.ts';
-import { sweepTransitKeys } from './transit.ts';
+import { ContentCodec, SEALED_HASHES_FIELD, SEALED_TOPIC_TYPES } from './content-codec.ts';
+import { ACTOR, FINGERPRINT, HASH, SUBJECT, T0, TENANT, commandContent, commandMetadata, writeCommand as fixtureCommand, writtenContent } from './fixtures.ts';
+import { sweepTransitKeys, transitKeyId } from './transit.ts';
 
 const A = randomBytes(32);
 const B = randomBytes(32);
@@ -75,6 +75,21 @@ function deepFreeze<T>(value: T): T {
 }
 
 const promotedContent = (value: unknown): unknown => (value as EventOf<'MemoryPromoted'>).data.content;
+type Slot = 'command' | 'written' | 'promoted';
+interface Loose { data: { content?: unknown; contentHash?: unknown; record: { content?: unknown; contentHash?: unknown } } & Record<string, unknown>; metadata: { requestHash?: unknown } }
+/** The content hash a message carries, wherever its type keeps it. */
+const hashOf = (value: unknown, slot: Slot): unknown => (slot === 'command' ? (value as Loose).data.contentHash : (value as Loose).data.record.contentHash);
+/**
+ * What the log shows of a message once sealed: its envelope where the content was, the erased
+ * hash in place of the content's, no request fingerprint.
+ */
+function onTheLog(value: unknown, slot: Slot, envelope: unknown): unknown {
+  const copy = withContent(value, slot, envelope) as Loose;
+  if (slot === 'command') copy.data.contentHash = ERASED_CONTENT_HASH;
+  else copy.data.record.contentHash = ERASED_CONTENT_HASH;
+  delete copy.metadata.requestHash;
+  return copy;
+}
 /** A copy of a command or event value with its content replaced (an envelope moved, garbage put in). */
 function withContent(value: unknown, slot: 'command' | 'written' | 'promoted', content: unknown): unknown {
   const copy = structuredClone(value) as { data: { content?: unknown; record: { content?: unknown } } };
@@ -112,7 +127,7 @@ describe('ContentCodec: WriteMemory commands (transit keys)', () => {
     expect(JSON.stringify(sealed)).not.toContain('passport');
     const envelope = Envelope.parse(commandContent(sealed.value));
     expect(envelope.kid).toBe('tk:api-1:2025030109');
-    expect(withContent(sealed.value, 'command', SECRET)).toEqual(original.value);
+    expect(sealed.value).toEqual(onTheLog(original.value, 'command', envelope));
     expect({ ...sealed, value: undefined }).toEqual({ ...original, value: undefined });
     expect(await codec.open(TOPICS.commands, sealed.value)).toEqual(original.value);
     // The input was neither mutated nor reused.
@@ -279,8 +294,9 @@ describe('ContentCodec: redact mode', () => {
     expect(commandContent(command)).toBe(SEALED_CONTENT);
     expect(writtenContent(event)).toBe(SEALED_CONTENT);
     expect(promotedContent(promotion)).toBe(SEALED_CONTENT);
-    // Everything but the content is still there for a metadata-only service.
-    expect(withContent(event, 'written', writtenContent(written('r1').value))).toEqual(written('r1').value);
+    // Everything but the content and what hashes it is still there for a metadata-only service.
+    expect(event).toEqual(onTheLog(written('r1').value, 'written', SEALED_CONTENT));
+    expect(MemoryEvent.safeParse(event).success).toBe(true);
   });
 
   it('cannot seal content: a redact service sending content fails instead of writing it in the clear', async () => {
@@ -291,15 +307,10 @@ describe('ContentCodec: redact mode', () => {
 });
 
 describe('ContentCodec: messages it leaves alone', () => {
-  const withoutContent = (value: unknown): unknown => {
-    const { content: _dropped, ...data } = (value as EventOf<'MemoryPromoted'>).data;
-    return { ...(value as EventOf<'MemoryPromoted'>), data };
-  };
   const untouched: Array<[string, string, unknown]> = [
     ['another topic', TOPICS.replies, { type: 'WriteMemory', data: { id: 'r1', content: SECRET }, metadata: metadata() }],
     ['another command type', TOPICS.commands, { type: 'PromoteMemory', data: { id: 'r1', expectedVersion: 1 }, metadata: metadata() }],
     ['another event type', TOPICS.events, { type: 'MemoryExpired', data: { id: 'r1', version: 2 }, metadata: { ...metadata(), eventId: 'e' } }],
-    ['a MemoryPromoted without content', TOPICS.events, withoutContent(promoted('r1', 2).value)],
   ];
   /** Shapes sealing cannot place: refused on the way in (fail closed), passed as they are on the way out. */
   const unsealable: Array<[string, string, unknown]> = [
@@ -363,7 +374,7 @@ describe('ContentCodec: messages it leaves alone', () => {
   it('content that is neither text nor an envelope fails MEM_VALIDATION, in either mode', async () => {
     const { codec } = await openCodec();
     const valid = Envelope.parse(commandContent((await codec.seal(writeCommand('r1'))).value));
-    const garbage = [{ ...valid, v: 2 }, { ...valid, iv: 'short' }, { ...valid, extra: 1 }, { kid: 'tk:A' }, {}];
+    const garbage = [{ ...valid, v: 3 }, { ...valid, iv: 'short' }, { ...valid, extra: 1 }, { kid: 'tk:A' }, {}];
     for (const content of garbage) {
       for (const [topic, value] of [
         [TOPICS.commands, withContent(writeCommand('r1').value, 'command', content)],
@@ -374,5 +385,103 @@ describe('ContentCodec: messages it leaves alone', () => {
         await expect(new ContentCodec({ mode: 'redact' }).open(topic, value)).rejects.toEqual(code('MEM_VALIDATION'));
       }
     }
+  });
+});
+
+const withoutContent = (value: unknown): unknown => {
+  const { content: _dropped, ...data } = (value as EventOf<'MemoryPromoted'>).data;
+  return { ...(value as EventOf<'MemoryPromoted'>), data };
+};
+/** A promotion of a record already out of quarantine: record state, no content. */
+const promotedWithoutContent = (id: string, version: number): OutgoingMessage => ({ ...promoted(id, version), value: withoutContent(promoted(id, version).value) });
+
+describe('ContentCodec: the hashes that would confirm a guess are sealed with the content', () => {
+  const transit = (ring: Keyring) => new ContentCodec({ mode: 'open', keyring: ring, instanceId: 'api-1', clock: () => Date.parse(T0) });
+  const messages = (): Array<[Slot, OutgoingMessage]> => [
+    ['command', writeCommand('r1')], ['written', written('r1')], ['promoted', promoted('r1', 2)],
+  ];
+
+  it('leaves no content hash and no request fingerprint in clear; the placeholder still passes the contract’s schema; open gives both back', async () => {
+    const { keyring: ring } = await keyring();
+    const codec = transit(ring);
+    for (const [slot, message] of [...messages(), ['promoted', promotedWithoutContent('r1', 2)] as [Slot, OutgoingMessage]]) {
+      const sealed = await codec.seal(deepFreeze(message));
+      const bytes = JSON.stringify(sealed.value);
+      for (const secret of [HASH, FINGERPRINT, 'passport']) expect(bytes, slot).not.toContain(secret);
+      expect(hashOf(sealed.value, slot)).toBe(ERASED_CONTENT_HASH);
+      expect(Sha256Hex.safeParse(hashOf(sealed.value, slot)).success).toBe(true);
+      expect((sealed.value as Loose).metadata).not.toHaveProperty('requestHash');
+      expect(await codec.open(message.topic, sealed.value)).toEqual(message.value);
+    }
+  });
+
+  it('seals a promotion without content as an envelope of its hashes alone, under the record’s data key; readers never see that field', async () => {
+    const { codec, keyring: ring } = await openCodec();
+    const message = promotedWithoutContent('r1', 2);
+    const sealed = await codec.seal(message);
+    const envelope = Envelope.parse((sealed.value as Loose).data[SEALED_HASHES_FIELD]);
+    expect(envelope).toMatchObject({ v: 2, kid: 'dk:t1/r1/1' });
+    expect(promotedContent(sealed.value)).toBeUndefined();
+    expect(await codec.open(TOPICS.events, sealed.value)).toEqual(message.value);
+    const redacted = await new ContentCodec({ mode: 'redact' }).open(TOPICS.events, sealed.value);
+    expect(redacted).toEqual(onTheLog(message.value, 'promoted', undefined));
+    expect(MemoryEvent.parse(redacted)).toBeDefined();
+    await ring.destroyDataKey(TENANT, 'r1');
+    const erased = await codec.open(TOPICS.events, sealed.value);
+    expect(erased).toEqual(onTheLog(message.value, 'promoted', undefined));
+    // Sealing it again (a dead letter forwarded as it came) changes nothing.
+    expect(await codec.seal(sealed)).toBe(sealed);
+  });
+
+  it('a destroyed key leaves the placeholder and no fingerprint, as redact does: no reader holds a hash of erased content', async () => {
+    const { keyring: ring } = await keyring();
+    const codec = transit(ring);
+    const sealed = await Promise.all(messages().map(async ([slot, m]) => [slot, m, await codec.seal(m)] as const));
+    await ring.destroyDataKey(TENANT, 'r1');
+    await ring.destroyKey(transitKeyId('api-1', Date.parse(T0)));
+    const redact = new ContentCodec({ mode: 'redact' });
+    for (const [slot, original, s] of sealed) {
+      const erased = await codec.open(s.topic, s.value);
+      expect(erased, slot).toEqual(onTheLog(original.value, slot, ERASED_CONTENT));
+      expect(await redact.open(s.topic, s.value), slot).toEqual(onTheLog(original.value, slot, SEALED_CONTENT));
+      const schema = slot === 'command' ? MemoryCommand : MemoryEvent;
+      expect(schema.safeParse(erased).success, slot).toBe(true);
+    }
+  });
+
+  it('opens v1 envelopes (bare content, hashes in clear) as before; a destroyed key or redact hides their clear hashes too', async () => {
+    const { keyring: ring } = await keyring();
+    const codec = transit(ring);
+    const aad = (version: number) => ({ tenantId: TENANT, subjectId: SUBJECT, recordId: 'r1', version });
+    const command = writeCommand('r1');
+    const oldCommand = withContent(command.value, 'command', encryptContent(SECRET, await ring.transitKey(transitKeyId('api-1', Date.parse(T0)), true), aad(0)));
+    const event = written('r1');
+    const oldEvent = withContent(event.value, 'written', await ring.encrypt(writtenContent(event.value) as string, aad(1)));
+    const promotion = promoted('r1', 2);
+    const oldPromotion = withContent(promotion.value, 'promoted', await ring.encrypt(promotedContent(promotion.value) as string, aad(2)));
+    const old: Array<[Slot, OutgoingMessage, unknown]> = [['command', command, oldCommand], ['written', event, oldEvent], ['promoted', promotion, oldPromotion]];
+    for (const [slot, original, value] of old) {
+      expect(Envelope.parse(slot === 'written' ? writtenContent(value) : slot === 'command' ? commandContent(value) : promotedContent(value)).v).toBe(1);
+      expect(await codec.open(original.topic, deepFreeze(value)), slot).toEqual(original.value);
+      expect(await new ContentCodec({ mode: 'redact' }).open(original.topic, value), slot).toEqual(onTheLog(original.value, slot, SEALED_CONTENT));
+    }
+    // A v1 promotion without content had nothing sealed: it opens as it is.
+    const bare = deepFreeze(withoutContent(promotion.value));
+    expect(await codec.open(TOPICS.events, bare)).toBe(bare);
+    await ring.destroyDataKey(TENANT, 'r1');
+    for (const [slot, original, value] of old.slice(1)) {
+      expect(await codec.open(original.topic, value), slot).toEqual(onTheLog(original.value, slot, ERASED_CONTENT));
+    }
+  });
+
+  it('an envelope of hashes alone cannot stand in for content, nor the reverse (MEM_VALIDATION)', async () => {
+    const { codec } = await openCodec();
+    const hashesOnly = (await codec.seal(promotedWithoutContent('r1', 2))).value as Loose;
+    const withContentSealed = (await codec.seal(promoted('r1', 2))).value as Loose;
+    const contentFromHashes = withContent(withContentSealed, 'promoted', hashesOnly.data[SEALED_HASHES_FIELD]);
+    await expect(codec.open(TOPICS.events, contentFromHashes)).rejects.toEqual(code('MEM_VALIDATION'));
+    const hashesFromContent = structuredClone(hashesOnly);
+    hashesFromContent.data[SEALED_HASHES_FIELD] = withContentSealed.data.content;
+    await expect(codec.open(TOPICS.events, hashesFromContent)).rejects.toEqual(code('MEM_VALIDATION'));
   });
 });

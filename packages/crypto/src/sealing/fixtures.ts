@@ -6,10 +6,13 @@ export const TENANT = 't1';
 export const SUBJECT = 'alice@example.com';
 export const T0 = '2025-03-01T09:00:00.000Z';
 export const HASH = 'ab'.repeat(32);
+/** The idempotency fingerprint a write carries (it hashes the request body, content included). */
+export const FINGERPRINT = 'cd'.repeat(32);
 export const ACTOR = { agentId: 'agent-notes', principalId: 'person-ana', principalKind: 'person', runId: 'run-1', purpose: 'support' } as const;
 
 export const commandMetadata = (commandId: string, over: { tenantId?: string; subjectId?: string } = {}) => ({
   commandId, tenantId: over.tenantId ?? TENANT, subjectId: over.subjectId ?? SUBJECT, actor: ACTOR, now: T0, policyRevision: 0,
+  idempotencyKey: `key-${commandId}`, requestHash: FINGERPRINT,
 });
 
 /** A WriteMemory command on memory.commands, parsed with its contract schema. */

@@ -1,5 +1,5 @@
 import {
-  GovernedMemoryError, LIVE_STATUSES,
+  ERASED_CONTENT_HASH, GovernedMemoryError, LIVE_STATUSES,
   type AcceptedResult, type CommandOf, type MemoryCommand, type MemoryEvent, type MessageMetadata, type RecordMeta,
   type Visibility,
 } from '@gm/contracts';
@@ -70,8 +70,15 @@ export function decide(command: MemoryCommand, state: SubjectState, ctx: DecideC
   }
 }
 
+/**
+ * An event's metadata: its command's, with an id of its own. Only the event that answers the
+ * command (index 0, the one evolve remembers under the idempotency key) keeps the request's
+ * fingerprint. A follow-up (the record a correction supersedes) has no envelope to seal it in,
+ * and the fingerprint of a write hashes its content: a plain hash of content is content (§8.5).
+ */
 function eventMeta(command: MemoryCommand, index: number) {
-  return { ...command.metadata, eventId: `${command.metadata.commandId}:${index}` };
+  const { requestHash, ...metadata } = command.metadata;
+  return { ...metadata, ...(index === 0 && requestHash !== undefined ? { requestHash } : {}), eventId: `${command.metadata.commandId}:${index}` };
 }
 
 function samePurposes(a: string[], b: string[]): boolean {
@@ -300,6 +307,9 @@ function decideRevocation(command: CommandOf<'RevokeMemory' | 'DeleteMemory'>, s
   };
 }
 
+/** Whether two records hold the same content by their hashes; a hash a reader could not open (erased) matches nothing. */
+const sameContent = (a: RecordMeta, b: RecordMeta): boolean => a.contentHash === b.contentHash && a.contentHash !== ERASED_CONTENT_HASH;
+
 /**
  * The copies a `scope=content` deletion takes along: each named record that is still live and
  * still holds the deleted record's content. One rewritten or deleted since the edge looked is
@@ -308,7 +318,7 @@ function decideRevocation(command: CommandOf<'RevokeMemory' | 'DeleteMemory'>, s
 function copiesOf(command: CommandOf<'DeleteMemory'>, r: RecordState, state: SubjectState): { copies?: Array<{ id: string; version: number }> } {
   const copies = [...new Set(command.data.copies ?? [])]
     .map((id) => state.records[id])
-    .filter((c): c is RecordState => c !== undefined && c.meta.id !== r.meta.id && LIVE_STATUSES.includes(c.meta.status) && c.meta.contentHash === r.meta.contentHash)
+    .filter((c): c is RecordState => c !== undefined && c.meta.id !== r.meta.id && LIVE_STATUSES.includes(c.meta.status) && sameContent(c.meta, r.meta))
     .map((c) => ({ id: c.meta.id, version: c.meta.version + 1 }));
   return copies.length > 0 ? { copies } : {};
 }
