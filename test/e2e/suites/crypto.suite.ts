@@ -1,9 +1,9 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ERASED_CONTENT, MemoryEvent, TOPICS, type DeletionReceipt } from '@gm/contracts';
+import { ERASED_CONTENT, ERASED_CONTENT_HASH, MemoryEvent, TOPICS, type DeletionReceipt } from '@gm/contracts';
 import { eventually, expectKeyEvidence, memory, STARTUP_MS, type StartRuntime, type TestRuntime } from '../harness.ts';
 
 /** What each record's content reads as through a fresh reader of the log: its text, or ERASED_CONTENT. */
@@ -22,6 +22,32 @@ async function contentsInLog(rt: TestRuntime): Promise<Map<string, string[]>> {
   }
   return seen;
 }
+
+/** What a reader holding the keys sees of one subject's hashes on the log: every content hash and request fingerprint, by message. */
+interface SeenHashes { type: string; recordId: string; contentHash?: string; requestHash?: string }
+async function hashesInLog(rt: TestRuntime, subjectId: string): Promise<SeenHashes[]> {
+  const reader = await rt.logReader();
+  const seen: SeenHashes[] = [];
+  type Loose = { type: string; data: { id?: string; contentHash?: string; record?: { id: string; contentHash?: string } }; metadata: { subjectId: string; requestHash?: string } };
+  try {
+    for (const topic of [TOPICS.commands, TOPICS.events]) {
+      for await (const message of reader.log.readAll(topic)) {
+        const { type, data, metadata } = message.value as Loose;
+        if (metadata.subjectId !== subjectId) continue;
+        const contentHash = data.record?.contentHash ?? data.contentHash;
+        seen.push({
+          type, recordId: data.record?.id ?? data.id ?? '',
+          ...(contentHash === undefined ? {} : { contentHash }), ...(metadata.requestHash === undefined ? {} : { requestHash: metadata.requestHash }),
+        });
+      }
+    }
+  } finally {
+    await reader.close();
+  }
+  return seen;
+}
+
+const sha256Hex = (text: string): string => createHash('sha256').update(text, 'utf8').digest('hex');
 
 const masterKeyFile = (dir: string, name: string, keys: Record<string, string>, active: string): string => {
   const file = path.join(dir, name);
@@ -157,6 +183,50 @@ export const cryptoSuite = (start: StartRuntime) => describe('encryption at rest
     expect((await read('cr-a2')).status).toBe(404);
     expect((await read('cr-a4')).body.content).toBe('Osprey reopened the account with a new contact');
   }, STARTUP_MS);
+
+  it('keeps no plain hash of content on the log: the content hashes and request fingerprints are sealed with it and gone after a forget', async () => {
+    const idempotent = (key: string) => ({ 'Idempotency-Key': key });
+    const writeKeyed = async (id: string, content: string, extra: Record<string, unknown> = {}) => {
+      const res = await rt.api('POST', '/v1/memories', { token: writer, headers: idempotent(`idem-${id}`), body: memory({ id, subjectId: 'cust-crypt-h', content, ...extra }) });
+      expect(res.status, JSON.stringify(res.body)).toBe(201);
+      written.set(id, content);
+    };
+    await writeKeyed('cr-h1', 'Heron family banks with the cooperative in Tours');
+    // Promoted out of quarantine: the content travels with the promotion, its hash in the record.
+    await writeKeyed('cr-h2', 'Heron family pays school fees each September', { trust: 'untrusted' });
+    const promoted = await rt.api('POST', '/v1/memories/cr-h2/promote', { token: reviewer, headers: idempotent('idem-promote-h2'), body: { expectedVersion: 1 } });
+    expect(promoted.status, JSON.stringify(promoted.body)).toBe(200);
+    // A correction: the superseded record's event is content-free and carries no fingerprint.
+    await writeKeyed('cr-h3', 'Heron family banks online with the cooperative now', { supersedesId: 'cr-h1' });
+
+    // The control: a reader holding the keys gets every hash back, and they are the content's.
+    const before = await hashesInLog(rt, 'cust-crypt-h');
+    const contentHashes = new Set(['cr-h1', 'cr-h2', 'cr-h3'].map((id) => sha256Hex(written.get(id) ?? '')));
+    expect(new Set(before.flatMap((m) => (m.contentHash === undefined ? [] : [m.contentHash])))).toEqual(contentHashes);
+    expect(before.filter((m) => m.type === 'MemoryPromoted').map((m) => m.contentHash)).toEqual([sha256Hex(written.get('cr-h2') ?? '')]);
+    // The writes' fingerprints hash their bodies, content included; the command's and its event's
+    // are the same. (A promotion's hashes only `{expectedVersion}`: content-free, left in clear.)
+    const ofWrites = (type: string) => new Set(before.filter((m) => m.type === type).map((m) => m.requestHash));
+    const fingerprints = ofWrites('WriteMemory');
+    expect(fingerprints.size).toBe(3);
+    expect(ofWrites('MemoryWritten')).toEqual(fingerprints);
+    expect(before.find((m) => m.type === 'MemorySuperseded')).toEqual({ type: 'MemorySuperseded', recordId: 'cr-h1' });
+    const neverInClear = async () => {
+      const raw = await rt.rawLog();
+      expect(raw).toContain('cr-h2');
+      for (const hash of [...contentHashes, ...fingerprints]) expect(raw).not.toContain(hash);
+    };
+    await neverInClear();
+
+    const forget = await rt.api('POST', '/v1/subjects/cust-crypt-h/forget', { token: writer, body: {} });
+    expect(forget.status).toBe(202);
+    expect((await finished(String(forget.body.jobId))).status).toBe('verified');
+    await neverInClear();
+    // The events' keys are gone: no reader gets a hash of their content back, only the placeholder.
+    const after = (await hashesInLog(rt, 'cust-crypt-h')).filter((m) => m.type === 'MemoryWritten' || m.type === 'MemoryPromoted');
+    expect(after).toHaveLength(4);
+    for (const m of after) expect(m, `${m.type} ${m.recordId}`).toEqual({ type: m.type, recordId: m.recordId, contentHash: ERASED_CONTENT_HASH });
+  }, 120_000);
 
   it('rotates the master key without losing a record, and refuses to start on a wrong master key', async () => {
     const current = JSON.parse(readFileSync(rt.masterKeyFile(), 'utf8')) as { active: string; keys: Record<string, string> };

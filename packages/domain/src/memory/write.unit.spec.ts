@@ -284,6 +284,14 @@ describe('WriteMemory: supersession (§5.8)', () => {
     });
   });
 
+  it('keeps the request fingerprint on the written event only: the superseded record\'s event has no envelope to seal it in (§8.5)', () => {
+    const fingerprint = { idempotencyKey: 'key-c', requestHash: 'e'.repeat(64) };
+    spec.given(history([original])).when(correction({}, fingerprint)).then(({ events }) => {
+      expect(events.map((e) => [e.type, e.metadata.requestHash])).toEqual([['MemoryWritten', 'e'.repeat(64)], ['MemorySuperseded', undefined]]);
+      expect(events[1]?.metadata).not.toHaveProperty('requestHash');
+    });
+  });
+
   it('rejects a correction by another agent', () => {
     spec.given(history([original])).when(correction({}, { actor: OTHER_AGENT })).thenThrows('MEM_SUPERSEDE_MISMATCH');
   });
