@@ -1,7 +1,7 @@
 /**
  * `pnpm bench`: throughput and latency of the write and search paths of both runtimes, and
  * the raw engines measured in the same run, as ratios ours/raw (design §12), the cost of
- * sealing the log on the write path (issue 7) and of secure erasure (bench/erasure.ts).
+ * sealing the log on the write path (design §8.5) and of secure erasure (bench/erasure.ts).
  * Numbers, not test thresholds. `pnpm bench --help` lists the sizes; progress goes to stderr,
  * the table to stdout, everything to bench-results/bench-<ISO>.json and bench-results/latest.json.
  */

@@ -195,7 +195,7 @@ export class ContentCodec {
    * destroyed key reads as ERASED_CONTENT with ERASED_CONTENT_HASH and no fingerprint, and so
    * does `redact` with SEALED_CONTENT: neither view holds a hash of the content, whatever the
    * envelope's version. v1 envelopes (bare content, hashes in clear) and plaintext content (a
-   * log written before issue 7) still open. A tampered envelope or a missing key throws: the
+   * log written before sealing, design §8.5) still open. A tampered envelope or a missing key throws: the
    * bus retries, then dead-letters it.
    */
   async open(topic: string, value: unknown): Promise<unknown> {
