@@ -5,3 +5,4 @@ export * from './memory/index.ts';
 export * from './ranking/rank.ts';
 export * from './ranking/budget.ts';
 export * from './summary/extractive.ts';
+export * from './deletion/index.ts';

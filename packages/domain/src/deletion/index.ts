@@ -1,0 +1,3 @@
+export * from './job.ts';
+export * from './decide.ts';
+export * from './evolve.ts';
