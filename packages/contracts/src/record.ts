@@ -59,5 +59,3 @@ export const ERASED_CONTENT_HASH = '0'.repeat(64);
 export const MemoryRecord = RecordMeta.extend({ content: Content });
 export type MemoryRecord = z.infer<typeof MemoryRecord>;
 
-/** Statuses that still hold content somewhere and may be forgotten. */
-export const LIVE_STATUSES: readonly RecordStatus[] = ['quarantined', 'active', 'superseded', 'expired'];

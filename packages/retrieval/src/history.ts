@@ -1,4 +1,5 @@
-import type { CapabilityClaims, RecordHistory, RecordMeta, RecordStatus, RecordVersion, StoredRecordVersion, SupersessionLink } from '@gm/contracts';
+import type { CapabilityClaims, RecordHistory, RecordMeta, RecordVersion, StoredRecordVersion, SupersessionLink } from '@gm/contracts';
+import { isRetired } from '@gm/domain';
 import { coversRecord, type ReadPathDeps } from './retrieval.ts';
 
 /** How far a supersession chain is walked each way: corrections of corrections, not an unbounded scan. */
@@ -25,12 +26,6 @@ const versionView = ({ event, at, by, record }: StoredRecordVersion): RecordVers
 
 const link = (m: RecordMeta): SupersessionLink => ({ id: m.id, status: m.status, version: m.version, createdAt: m.createdAt });
 
-/**
- * A record on its way out or gone (a revocation, a delete, a forget): its history answers like
- * an id that never existed (§6.4) — provenance, writers and times are about the subject too —
- * and the projector removes it with the content at the purge.
- */
-const RETIRED: ReadonlySet<RecordStatus> = new Set(['revocation_pending', 'tombstoned', 'purged']);
 
 /**
  * `GET /v1/memories/{id}/history` (issue 15): the versions of a record and its supersession
@@ -40,7 +35,7 @@ const RETIRED: ReadonlySet<RecordStatus> = new Set(['revocation_pending', 'tombs
  */
 export async function readHistory(deps: ReadPathDeps, claims: CapabilityClaims, id: string): Promise<RecordHistory | null> {
   const meta = await deps.state.records.get(claims.tenant, id);
-  if (meta === null || RETIRED.has(meta.status)) return null;
+  if (meta === null || isRetired(meta.status)) return null;
   const [read, review] = await Promise.all([
     deps.pdp.authorizedPartitions({ claims, action: 'read' }),
     deps.pdp.authorizedPartitions({ claims, action: 'review' }),
@@ -63,7 +58,7 @@ async function walk(
   const seen = new Set([from.id]);
   for (let at = next(from); at !== undefined && !seen.has(at) && out.length < MAX_CHAIN_STEPS;) {
     const m = await deps.state.records.get(claims.tenant, at);
-    if (m === null || RETIRED.has(m.status) || !sees(claims, sight, m)) break;
+    if (m === null || isRetired(m.status) || !sees(claims, sight, m)) break;
     out.push(m);
     seen.add(at);
     at = next(m);

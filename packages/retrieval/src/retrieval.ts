@@ -3,7 +3,7 @@ import {
   GovernedMemoryError, type CapabilityClaims, type EvidencePacket, type MemoryRecord, type PacketItem, type PacketValidation, type RecordMeta, type RecordStatus,
   type SearchMode, type SearchRequest,
 } from '@gm/contracts';
-import { estimateTokens, fitToBudget, rank, recordPartition, type RankInput } from '@gm/domain';
+import { estimateTokens, fitToBudget, isReadableById, isSearchable, rank, recordPartition, type RankInput } from '@gm/domain';
 import type { EmbeddingModel } from '@gm/embedding';
 import { newUlid } from '@gm/ids';
 import type { Metrics } from '@gm/observability';
@@ -41,8 +41,6 @@ export const partitionOf = (m: RecordMeta): string => recordPartition(m);
 export const coversRecord = (meta: Pick<RecordMeta, 'tenantId' | 'purposes' | 'resource' | 'visibility' | 'sensitivity' | 'owner'>, claims: CapabilityClaims, partitions: Set<string>): boolean =>
   meta.tenantId === claims.tenant && meta.purposes.includes(claims.purpose) && partitions.has(recordPartition(meta));
 
-/** Statuses a reader gets by id: the current record, and one a correction superseded (history stays, §3). Search returns active ones only. */
-const READABLE_BY_ID: ReadonlySet<RecordStatus> = new Set(['active', 'superseded']);
 
 /** Whether a reader may see this record now: the one rule behind get, search and validate (`byId`: a get, which also answers superseded records). */
 export function isReadable(
@@ -51,7 +49,7 @@ export function isReadable(
   return (
     !!meta &&
     !tombstoned &&
-    (byId ? READABLE_BY_ID.has(meta.status) : meta.status === 'active') &&
+    (byId ? isReadableById(meta.status) : isSearchable(meta.status)) &&
     Date.parse(meta.expiresAt) > now.getTime() &&
     coversRecord(meta, claims, partitions)
   );

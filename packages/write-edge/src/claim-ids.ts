@@ -5,8 +5,8 @@
  * state holds it, so the write path tells nobody which subject an id was about or what became of
  * it. What remains observable is only that the id is taken (generated ids are unguessable).
  */
-import { GovernedMemoryError, LIVE_STATUSES, type CapabilityClaims } from '@gm/contracts';
-import { recordPartition } from '@gm/domain';
+import { GovernedMemoryError, type CapabilityClaims } from '@gm/contracts';
+import { isLive, recordPartition } from '@gm/domain';
 import type { StateStore } from '@gm/state-store';
 import type { PreparedWrite, WritePermission } from './prepare-write.ts';
 
@@ -40,11 +40,11 @@ export async function claimWriteIds(
   /** Whether this writer may act on the record of `id` (absent: nothing to hide). */
   const actsOn = async (id: string, subjectId: string): Promise<boolean> => {
     const meta = metas.get(id);
-    return meta !== undefined && meta.subjectId === subjectId && LIVE_STATUSES.includes(meta.status) && !tombstoned.has(id) && (await mayWrite(recordPartition(meta)));
+    return meta !== undefined && meta.subjectId === subjectId && isLive(meta.status) && !tombstoned.has(id) && (await mayWrite(recordPartition(meta)));
   };
   const refusals = await Promise.all(writes.map(async (w, i): Promise<GovernedMemoryError | undefined> => {
     const meta = metas.get(w.id);
-    if (meta !== undefined && !(LIVE_STATUSES.includes(meta.status) && !tombstoned.has(w.id) && (await mayWrite(recordPartition(meta))))) return idTaken();
+    if (meta !== undefined && !(isLive(meta.status) && !tombstoned.has(w.id) && (await mayWrite(recordPartition(meta))))) return idTaken();
     const target = targets[i];
     if (target !== undefined && !(await actsOn(target, w.subjectId))) return supersededNotFound();
     return undefined;

@@ -166,11 +166,11 @@ export class DeletionOrchestrator {
       if (facts.some((f) => f.type === 'JobVerified' || f.type === 'JobFailed')) await this.deps.state.receipts.expect(next.tenant, next.jobId);
       if (facts.length > 0) await this.deps.state.jobs.put(next);
       const messages = work.map((w) => this.message(next, w));
-      if (messages.length > 0) {
-        if (ctx === 'produce') await this.deps.bus.produce(messages);
-        else ctx.send(messages);
-      }
+      // Counted and logged as soon as the job shows its new status, before the sends.
       this.observe(job, next, facts, messages.length);
+      if (messages.length === 0) return;
+      if (ctx === 'produce') await this.deps.bus.produce(messages);
+      else ctx.send(messages);
     });
   }
 

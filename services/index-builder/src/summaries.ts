@@ -1,6 +1,6 @@
 import type { ConsumedMessage, ProcessContext } from '@gm/bus';
 import { DeletionTask, type Clock, type MemoryEvent } from '@gm/contracts';
-import { SUMMARY_KINDS, buildSummaries, touchedRecordIds } from '@gm/domain';
+import { SUMMARY_KINDS, buildSummaries, isRetired, isSearchable, touchedRecordIds } from '@gm/domain';
 import type { ScopeSummaries, SearchIndex, Summary, SummaryStore } from '@gm/search-index';
 import { deletionAck } from '@gm/service-kit';
 import type { StateStore } from '@gm/state-store';
@@ -24,8 +24,6 @@ const scopeKey = (s: SummaryScope) => `${s.partition}\u0000${s.subjectId}`;
 type Exclusions = { ids: ReadonlySet<string>; contentHashes: ReadonlySet<string> };
 const NOTHING_EXCLUDED: Exclusions = { ids: new Set(), contentHashes: new Set() };
 
-/** Records that are being or have been deleted (the read path already denies them). */
-const DELETED: ReadonlySet<string> = new Set(['revocation_pending', 'tombstoned', 'purged']);
 
 /**
  * Rebuilds the summaries of each scope from the search index — the index-builder's own fold of
@@ -57,7 +55,7 @@ async function buildScope(
   const hashes = new Set(exclude.contentHashes);
   const known = await deps.state.records.statusesOf(tenantId, await deps.state.records.idsOfSubject(tenantId, subjectId));
   for (const meta of known.values()) {
-    if (!DELETED.has(meta.status)) continue;
+    if (!isRetired(meta.status)) continue;
     ids.add(meta.id);
     hashes.add(meta.contentHash);
   }
@@ -81,7 +79,7 @@ async function scopesOf(deps: SummaryDeps, event: MemoryEvent, held: boolean): P
     ? (await deps.summaries.holding(tenantId, touchedRecordIds(event))).map((k) => ({ partition: k.partition, subjectId: k.subjectId }))
     : [];
   const record = event.type === 'MemoryWritten' ? event.data.record : event.type === 'MemoryPromoted' ? event.data.record : undefined;
-  if (record !== undefined && record.status === 'active' && SUMMARY_KINDS.includes(record.kind)) {
+  if (record !== undefined && isSearchable(record.status) && SUMMARY_KINDS.includes(record.kind)) {
     scopes.push({ partition: toIndexDocument(record, '').partition, subjectId: record.subjectId });
   }
   return scopes;

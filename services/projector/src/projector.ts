@@ -1,7 +1,7 @@
 import type { Bus } from '@gm/bus';
 import { subscribeToMemoryEventBatches } from '@gm/service-kit';
-import { touchedRecordIds } from '@gm/domain';
-import { ERASED_CONTENT_HASH, TOPICS, type MemoryEvent, type RecordMeta, type ServiceHandle, type StoredRecordVersion } from '@gm/contracts';
+import { movesFrom, recordTransitions, touchedRecordIds } from '@gm/domain';
+import { TOPICS, type MemoryEvent, type RecordMeta, type ServiceHandle, type StoredRecordVersion } from '@gm/contracts';
 import type { Logger } from '@gm/observability';
 import { recordRef, type KvWrite, type StateStore } from '@gm/state-store';
 
@@ -47,9 +47,12 @@ export async function projectEvents(state: StateStore, events: readonly MemoryEv
     writes.push(...state.records.putWrites(meta), history);
     tenants.add(meta.tenantId);
   };
-  const patch = (tenant: string, id: string, fields: Partial<RecordMeta>, cause: MemoryEvent) => {
-    const stored = current.get(recordRef(tenant, id));
-    if (stored !== undefined) put({ ...stored, ...fields }, cause);
+  /** The record's status after the event, as the domain's one transition table has it (§3). */
+  const move = (tenant: string, cause: MemoryEvent) => {
+    for (const t of recordTransitions(cause)) {
+      const stored = current.get(recordRef(tenant, t.id));
+      if (stored !== undefined && movesFrom(t, stored.status)) put({ ...stored, ...t.patch }, cause);
+    }
   };
   for (const event of events) {
     const tenant = event.metadata.tenantId;
@@ -63,43 +66,26 @@ export async function projectEvents(state: StateStore, events: readonly MemoryEv
         put(meta, event);
         break;
       }
-      case 'MemoryPromoted':
-        patch(tenant, event.data.id, event.data.record, event);
-        break;
-      case 'MemorySuperseded':
-        patch(tenant, event.data.id, { status: 'superseded', version: event.data.version, supersededById: event.data.supersededById }, event);
-        break;
-      case 'MemoryExpired':
-        patch(tenant, event.data.id, { status: 'expired', version: event.data.version }, event);
-        break;
       case 'MemoryRevocationRequested':
-        // Tombstone first: the read path denies from here on, before any purge work (§3).
-        writes.push(...state.tombstones.addWrites(tenant, [event.data.id, ...(event.data.copies ?? []).map((c) => c.id)]));
-        patch(tenant, event.data.id, { status: event.data.alreadyTombstoned ? 'tombstoned' : 'revocation_pending', version: event.data.version }, event);
-        for (const c of event.data.copies ?? []) patch(tenant, c.id, { status: 'revocation_pending', version: c.version }, event);
-        break;
       case 'SubjectForgotten':
-        writes.push(...state.tombstones.addWrites(tenant, event.data.records.map((r) => r.id)));
-        for (const r of event.data.records) {
-          patch(tenant, r.id, { status: r.alreadyTombstoned ? 'tombstoned' : 'revocation_pending', version: r.version }, event);
-        }
+        // Tombstone first: the read path denies from here on, before any purge work (§3).
+        writes.push(...state.tombstones.addWrites(tenant, recordTransitions(event).map((t) => t.id)));
+        move(tenant, event);
         break;
       case 'MemoryTombstoned':
         writes.push(...state.tombstones.addWrites(tenant, [event.data.id]));
         // A rejected quarantine never becomes a deletion job: its only copy goes now.
         if (event.data.reason === 'rejected') writes.push(state.contents.removeWrite(tenant, [event.data.id]));
-        patch(tenant, event.data.id, { status: 'tombstoned', version: event.data.version }, event);
+        move(tenant, event);
         break;
       case 'MemoryPurged':
         // The deletion job already removed the content; removing again keeps replay identical.
-        writes.push(state.contents.removeWrite(tenant, [event.data.id]));
         // The record hash keeps that the id was purged (ids are never reused), not its content's hash (§8.4).
-        patch(tenant, event.data.id, { status: 'purged', version: event.data.version, contentHash: ERASED_CONTENT_HASH }, event);
+        writes.push(state.contents.removeWrite(tenant, [event.data.id]));
+        move(tenant, event);
         break;
-      default: {
-        const never: never = event;
-        throw new Error(`unhandled event ${JSON.stringify(never)}`);
-      }
+      default:
+        move(tenant, event);
     }
   }
   // The data generation of every tenant whose records changed, after the changes (search caches key on it).

@@ -1,4 +1,5 @@
-import { LIVE_STATUSES, SearchRequest, type CapabilityClaims, type DeletionResidual, type DeletionTask, type RecordMeta } from '@gm/contracts';
+import { SearchRequest, type CapabilityClaims, type DeletionResidual, type DeletionTask, type RecordMeta } from '@gm/contracts';
+import { isLive } from '@gm/domain';
 import { partitionOf, rankedResults, readRecord, validatePacket, type ReadPathDeps } from '@gm/retrieval';
 import { createHash } from 'node:crypto';
 import type { SummaryStore } from '@gm/search-index';
@@ -88,7 +89,7 @@ export async function replay(
     if (!hashes.has(contentHash)) return false;
     const owner = await ownerOf(recordId);
     if (owner === undefined || owner.contentHash !== contentHash) return true;
-    if (LIVE_STATUSES.includes(owner.status) && subjects.has(owner.subjectId)) {
+    if (isLive(owner.status) && subjects.has(owner.subjectId)) {
       residual.set(recordId, { recordId, reason: 'identical_content' });
     }
     return false;
@@ -110,7 +111,7 @@ export async function replay(
     });
     await run('record_hash', 'record-hash', async () => {
       const status = (await deps.state.records.get(tenant, id))?.status;
-      if (status !== undefined && LIVE_STATUSES.includes(status)) findings.add(`record-hash-live:${id}`);
+      if (status !== undefined && isLive(status)) findings.add(`record-hash-live:${id}`);
     });
     // Probes are built from the log; a record the log did not give back was not replayed.
     if (!captured.has(id)) findings.add(`uncaptured:${id}`);

@@ -6,9 +6,10 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import {
-  AddDelegationRequest, AddGrantRequest, GovernedMemoryError, LIVE_STATUSES, guardOf,
+  AddDelegationRequest, AddGrantRequest, GovernedMemoryError, guardOf,
   type Action, type CapabilityClaims, type DeletionJob, type ForgetWithin, type Guard, type RecordMeta, type ResourceOf,
 } from '@gm/contracts';
+import { isLive } from '@gm/domain';
 import { newUlid } from '@gm/ids';
 import { requireAction } from '@gm/policy';
 import type { CommandOutcome } from '@gm/state-store';
@@ -130,7 +131,7 @@ function resolvers(deps: BrokerDeps): Record<ResourceOf, Resolver> {
       const id = pathId(request, 'id');
       if (action === 'read') await awaitConsistency(deps, request, claims.tenant, READ_YOUR_WRITES_GROUPS);
       const meta = await deps.state.records.get(claims.tenant, id);
-      if (meta === null || !LIVE_STATUSES.includes(meta.status)) throw notFound();
+      if (meta === null || !isLive(meta.status)) throw notFound();
       const sight = new Set(await partitionsFor(claims, action));
       if (action === 'read' && meta.status === 'quarantined' && claims.actions.includes('review')) {
         for (const p of await partitionsFor(claims, 'review')) sight.add(p);

@@ -1,11 +1,12 @@
 import {
-  ERASED_CONTENT_HASH, GovernedMemoryError, LIVE_STATUSES,
+  ERASED_CONTENT_HASH, GovernedMemoryError,
   type AcceptedResult, type CommandOf, type MemoryCommand, type MemoryEvent, type MessageMetadata, type RecordMeta,
   type Visibility,
 } from '@gm/contracts';
 import { isWidening, recordPartition } from '../partition.ts';
 import { resolveExpiry, type TtlPolicy } from '../ttl.ts';
 import type { RecordState, SubjectState } from './state.ts';
+import { isLive, isRetained, isRetired } from './transitions.ts';
 
 export interface DecideContext {
   ttl: TtlPolicy;
@@ -19,7 +20,6 @@ export interface Decision {
   result: AcceptedResult;
 }
 
-const RETIRED = new Set(['revocation_pending', 'tombstoned', 'purged']);
 const fail = (code: ConstructorParameters<typeof GovernedMemoryError>[0], message: string): never => {
   throw new GovernedMemoryError(code, message);
 };
@@ -117,7 +117,7 @@ function decideWrite(command: CommandOf<'WriteMemory'>, state: SubjectState, ctx
   const existing = state.records[data.id];
   // Deleted ids are never reused (§5.9), and say so in the edge's one answer for an id a writer
   // may not use (§5.10): a distinct code would tell anyone what became of the record.
-  if (existing && RETIRED.has(existing.meta.status)) fail('MEM_ID_TAKEN', 'this id is not available to this writer');
+  if (existing && isRetired(existing.meta.status)) fail('MEM_ID_TAKEN', 'this id is not available to this writer');
   if (data.expectedVersion !== (existing?.meta.version ?? 0)) {
     fail('MEM_CONFLICT', `expectedVersion ${data.expectedVersion} does not match the current version`);
   }
@@ -185,7 +185,7 @@ function checkSupersedeTarget(command: CommandOf<'WriteMemory'>, state: SubjectS
   const { data, metadata: m } = command;
   if (data.supersedesId === data.id) fail('MEM_VALIDATION', 'a memory cannot supersede itself');
   const target = state.records[data.supersedesId ?? ''];
-  if (!target || RETIRED.has(target.meta.status)) return fail('MEM_NOT_FOUND', 'the superseded memory does not exist');
+  if (!target || isRetired(target.meta.status)) return fail('MEM_NOT_FOUND', 'the superseded memory does not exist');
   if (!isWriter(target, m) || !samePurposes(target.meta.purposes, data.purposes)) {
     fail('MEM_SUPERSEDE_MISMATCH', 'a correction must come from the same writer (principal and agent) with the same purposes');
   }
@@ -198,7 +198,7 @@ function checkSupersedeTarget(command: CommandOf<'WriteMemory'>, state: SubjectS
 function decidePromote(command: CommandOf<'PromoteMemory'>, state: SubjectState): Decision {
   const { data, metadata: m } = command;
   const r = requireRecord(state, data.id);
-  if (RETIRED.has(r.meta.status)) fail('MEM_NOT_FOUND', 'no such memory');
+  if (isRetired(r.meta.status)) fail('MEM_NOT_FOUND', 'no such memory');
   requireVersion(r, data.expectedVersion);
   requireReviewer(r, m);
   if (isDue(r.meta, m.now)) fail('MEM_INVALID_TRANSITION', 'the memory has expired');
@@ -260,18 +260,11 @@ function decideExpire(command: CommandOf<'ExpireMemory'>, state: SubjectState): 
   };
 }
 
-/** Revoked earlier: tombstoned with its content retained for audit, not yet erased. */
-/**
- * Tombstoned but not purged: its content is still kept — for audit (a revocation), for a legal
- * hold (its job kept it), or until its job purges it. A later delete or forget takes it in, so
- * content a released hold kept is never out of reach of a new request.
- */
-const isRetained = (r: RecordState): boolean => r.meta.status === 'tombstoned';
 
 function decideRevocation(command: CommandOf<'RevokeMemory' | 'DeleteMemory'>, state: SubjectState): Decision {
   const { data } = command;
   const r = requireRecord(state, data.id);
-  if (command.type === 'DeleteMemory' && isRetained(r) && !r.meta.legalHold) {
+  if (command.type === 'DeleteMemory' && isRetained(r.meta.status) && !r.meta.legalHold) {
     // Deletion overrides an earlier revocation's audit retention (but never a legal hold).
     const version = r.meta.version + 1;
     return {
@@ -289,7 +282,7 @@ function decideRevocation(command: CommandOf<'RevokeMemory' | 'DeleteMemory'>, s
     // Answering with the revocation's job would let a deletion end as "retained": say so instead.
     throw new GovernedMemoryError('MEM_CONFLICT', 'a revocation of this memory is in progress; retry the deletion once it completes', { retriable: true });
   }
-  if (!LIVE_STATUSES.includes(r.meta.status)) {
+  if (!isLive(r.meta.status)) {
     // Already owned by a deletion job: report that job, change nothing.
     return { events: [], result: { id: r.meta.id, version: r.meta.version, status: r.meta.status, jobId: r.deletion?.jobId ?? data.jobId } };
   }
@@ -318,7 +311,7 @@ const sameContent = (a: RecordMeta, b: RecordMeta): boolean => a.contentHash ===
 function copiesOf(command: CommandOf<'DeleteMemory'>, r: RecordState, state: SubjectState): { copies?: Array<{ id: string; version: number }> } {
   const copies = [...new Set(command.data.copies ?? [])]
     .map((id) => state.records[id])
-    .filter((c): c is RecordState => c !== undefined && c.meta.id !== r.meta.id && LIVE_STATUSES.includes(c.meta.status) && sameContent(c.meta, r.meta))
+    .filter((c): c is RecordState => c !== undefined && c.meta.id !== r.meta.id && isLive(c.meta.status) && sameContent(c.meta, r.meta))
     .map((c) => ({ id: c.meta.id, version: c.meta.version + 1 }));
   return copies.length > 0 ? { copies } : {};
 }
@@ -335,8 +328,8 @@ function decideForget(command: CommandOf<'ForgetSubject'>, state: SubjectState):
   const partitions = within.kind === 'partitions' ? new Set(within.partitions) : undefined;
   const records = Object.values(state.records)
     .filter((r) => partitions === undefined || partitions.has(recordPartition(r.meta)))
-    .filter((r) => LIVE_STATUSES.includes(r.meta.status) || (isRetained(r) && !r.meta.legalHold))
-    .map((r) => ({ id: r.meta.id, version: r.meta.version + 1, ...(isRetained(r) ? { alreadyTombstoned: true as const } : {}) }))
+    .filter((r) => isLive(r.meta.status) || (isRetained(r.meta.status) && !r.meta.legalHold))
+    .map((r) => ({ id: r.meta.id, version: r.meta.version + 1, ...(isRetained(r.meta.status) ? { alreadyTombstoned: true as const } : {}) }))
     .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   return {
     events: [

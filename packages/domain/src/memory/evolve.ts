@@ -1,6 +1,7 @@
-import { ERASED_CONTENT_HASH, LIVE_STATUSES, type MemoryEvent, type RecordMeta } from '@gm/contracts';
+import type { MemoryEvent, RecordMeta } from '@gm/contracts';
 import { idempotencySlot } from './decide.ts';
 import type { RecordState, SubjectState } from './state.ts';
+import { movesFrom, recordTransitions } from './transitions.ts';
 
 /**
  * evolve(state, event) → state, pure and total: an event about a record this state has
@@ -63,72 +64,40 @@ export function evolveDraft(draft: SubjectState, event: MemoryEvent): void {
     return { ...rest, meta: { ...r.meta, ...patch } };
   };
 
+  if (event.type === 'MemoryWritten') {
+    const { content, ...meta } = event.data.record;
+    const current = records[meta.id];
+    if (current && current.meta.version >= meta.version) return;
+    records[meta.id] = meta.status === 'quarantined' ? { meta, pendingContent: content } : { meta };
+    remember({ id: meta.id, version: meta.version, status: meta.status });
+    return;
+  }
+  // The record's status after the event: the one transition table (transitions.ts).
+  for (const t of recordTransitions(event)) {
+    update(t.id, t.version, (r) => (movesFrom(t, r.meta.status) ? { ...transition(r, t.patch), ...(t.deletion ? { deletion: t.deletion } : {}) } : r));
+  }
+  // What the decider keeps beyond the records: idempotency results, fingerprints, key generations.
   switch (event.type) {
-    case 'MemoryWritten': {
-      const { content, ...meta } = event.data.record;
-      const current = records[meta.id];
-      if (current && current.meta.version >= meta.version) break;
-      records[meta.id] = meta.status === 'quarantined' ? { meta, pendingContent: content } : { meta };
-      remember({ id: meta.id, version: meta.version, status: meta.status });
-      break;
-    }
     case 'MemoryPromoted':
-      update(event.data.id, event.data.version, (r) => transition(r, event.data.record));
       remember({ id: event.data.id, version: event.data.version, status: 'active' }, event.data.id);
       break;
-    case 'MemorySuperseded':
-      update(event.data.id, event.data.version, (r) =>
-        transition(r, { status: 'superseded', version: event.data.version, supersededById: event.data.supersededById }),
-      );
-      break;
-    case 'MemoryExpired':
-      update(event.data.id, event.data.version, (r) => transition(r, { status: 'expired', version: event.data.version }));
-      break;
-    case 'MemoryRevocationRequested': {
-      const reason = event.data.mode === 'revoke' ? 'revoked' : 'deleted';
-      const status = event.data.alreadyTombstoned ? 'tombstoned' : 'revocation_pending';
-      update(event.data.id, event.data.version, (r) => ({
-        ...transition(r, { status, version: event.data.version }),
-        deletion: { jobId: event.data.jobId, reason },
-      }));
-      for (const copy of event.data.copies ?? []) {
-        update(copy.id, copy.version, (r) => ({
-          ...transition(r, { status: 'revocation_pending', version: copy.version }),
-          deletion: { jobId: event.data.jobId, reason },
-        }));
-      }
+    case 'MemoryRevocationRequested':
       remember({ id: event.data.id, version: event.data.version, status: 'revocation_pending', jobId: event.data.jobId }, event.data.id);
       break;
-    }
     case 'SubjectForgotten':
-      for (const { id, version, alreadyTombstoned } of event.data.records) {
-        update(id, version, (r) =>
-          LIVE_STATUSES.includes(r.meta.status) || alreadyTombstoned
-            ? {
-                ...transition(r, { status: alreadyTombstoned ? 'tombstoned' : 'revocation_pending', version }),
-                deletion: { jobId: event.data.jobId, reason: 'forgotten' },
-              }
-            : r,
-        );
-      }
       forgetFingerprints(new Set(event.data.records.map((r) => r.id)));
       remember({ jobId: event.data.jobId });
       // Max, not +1: folding the same forget twice (a redelivery) must not skip a generation.
       keyGeneration = Math.max(keyGeneration ?? 1, (event.data.keyGeneration ?? keyGeneration ?? 1) + 1);
       break;
     case 'MemoryTombstoned':
-      update(event.data.id, event.data.version, (r) => transition(r, { status: 'tombstoned', version: event.data.version }));
       if (event.data.reason === 'rejected') remember({ id: event.data.id, version: event.data.version, status: 'tombstoned' }, event.data.id);
       break;
     case 'MemoryPurged':
-      // The content hash goes with the content: a plain hash of it is content (§8.4).
-      update(event.data.id, event.data.version, (r) => transition(r, { status: 'purged', version: event.data.version, contentHash: ERASED_CONTENT_HASH }));
       forgetFingerprints(new Set([event.data.id]));
       break;
-    default: {
-      const never: never = event;
-      throw new Error(`unhandled event ${JSON.stringify(never)}`);
-    }
+    default:
+      break;
   }
   if (keyGeneration !== undefined) draft.keyGeneration = keyGeneration;
 }

@@ -1,5 +1,6 @@
 import { isUnreadableContent, type MemoryEvent, type MemoryRecord, type RecordMeta } from '@gm/contracts';
 import { endedRecordIds } from './ended.ts';
+import { isSearchable } from './transitions.ts';
 
 /**
  * What a batch of events leaves of each record for an index of active records (keyword,
@@ -29,7 +30,7 @@ export function lastIndexedStates(events: readonly MemoryEvent[]): IndexedRecord
       case 'MemoryWritten': {
         const { content, ...meta }: MemoryRecord = event.data.record;
         const recordId = meta.id;
-        set(meta.status === 'active' && !isUnreadableContent(content)
+        set(isSearchable(meta.status) && !isUnreadableContent(content)
           ? { tenantId, recordId, kind: 'present', meta, content }
           : { tenantId, recordId, kind: 'absent' });
         break;

@@ -1,9 +1,10 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { newUlid } from '@gm/ids';
 import {
-  DeletionJobListQuery, DeletionReceipt, DeletionScope, GovernedMemoryError, LIMITS, LIVE_STATUSES,
+  DeletionJobListQuery, DeletionReceipt, DeletionScope, GovernedMemoryError, LIMITS,
   type CapabilityClaims, type DeletionJob, type MemoryCommand, type RecordMeta,
 } from '@gm/contracts';
+import { isLive } from '@gm/domain';
 import { decodeReceiptPayload } from '@gm/policy/receipts';
 import { authorized } from '../authorization.ts';
 import type { BrokerDeps } from '../deps.ts';
@@ -140,7 +141,7 @@ function deletionScope(request: FastifyRequest): DeletionScope {
 async function deletableCopies(deps: BrokerDeps, claims: CapabilityClaims, meta: RecordMeta): Promise<string[]> {
   const ids = (await deps.state.records.idsOfSubject(claims.tenant, meta.subjectId)).filter((other) => other !== meta.id);
   const same = [...(await deps.state.records.getMany(claims.tenant, ids)).values()]
-    .filter((m) => m.contentHash === meta.contentHash && LIVE_STATUSES.includes(m.status));
+    .filter((m) => m.contentHash === meta.contentHash && isLive(m.status));
   if (same.length === 0) return [];
   const partitions = new Set(await deps.pdp.authorizedPartitions({ claims, action: 'request_delete' }));
   const tombstoned = await deps.state.tombstones.filterTombstoned(claims.tenant, same.map((m) => m.id));
