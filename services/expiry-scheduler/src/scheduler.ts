@@ -5,7 +5,7 @@ import {
   type Clock, type CommandOf, type MemoryEvent, type ServiceHandle,
 } from '@gm/contracts';
 import { endedRecordIds } from '@gm/domain';
-import { derivedId } from '@gm/ids';
+import { derivedId, keyOf } from '@gm/ids';
 import type { Logger } from '@gm/observability';
 import type { KvWrite, ScheduledExpiry, StateStore } from '@gm/state-store';
 
@@ -77,7 +77,7 @@ export function createTicker(deps: Pick<ExpirySchedulerDeps, 'bus' | 'state' | '
     const now = deps.clock.now();
     const nowMs = now.getTime();
     const due = (await deps.state.expiries.due(nowMs, 500)).filter((d) => {
-      const key = `${d.tenantId}/${d.recordId}/${d.dueAtMs}`;
+      const key = keyOf(d.tenantId, d.recordId, String(d.dueAtMs));
       const last = sentAt.get(key);
       if (last !== undefined && nowMs - last < resendMs) return false;
       sentAt.set(key, nowMs);
