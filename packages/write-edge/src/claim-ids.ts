@@ -54,9 +54,3 @@ export async function claimWriteIds(
   let next = 0;
   return refusals.map((refusal) => refusal ?? (claimed[next++] === true ? undefined : idTaken()));
 }
-
-/** The single write's form: throws the refusal when the write may not go on. */
-export async function claimWriteId(deps: IdClaimDeps, claims: CapabilityClaims, write: PreparedWrite, mayWrite: WritePermission): Promise<void> {
-  const [refusal] = await claimWriteIds(deps, claims, [write], mayWrite);
-  if (refusal !== undefined) throw refusal;
-}

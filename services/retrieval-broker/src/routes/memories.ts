@@ -11,7 +11,7 @@ import { partitionOf, readHistory, readRecord } from '../retrieval.ts';
 import { PREFERENCE_APPLIED_HEADER, postAsync, prefersAsync } from '../async-writes.ts';
 import { answerMutation, requestPoint } from '../consistency.ts';
 import { metadataFor } from '../metadata.ts';
-import { claimWriteId, prepareWrite, writeAuthority } from '@gm/write-edge';
+import { admitWrite, writeAuthority } from '@gm/write-edge';
 import { BATCH_BODY_LIMIT_FACTOR, writeBatch } from '../write-batch.ts';
 
 export function memoryRoutes(app: FastifyInstance, deps: BrokerDeps): void {
@@ -21,10 +21,7 @@ export function memoryRoutes(app: FastifyInstance, deps: BrokerDeps): void {
     const body = parseBody(WriteMemoryRequest, request.body);
     const respondAsync = prefersAsync(request);
     if (respondAsync) await deps.backlog.admitAsync();
-    const revision = await deps.state.policyRevisions.current(claims.tenant);
-    const mayWrite = writeAuthority(deps.pdp, claims, partitions);
-    const write = await prepareWrite(deps, claims, body, idempotencyKey(request), mayWrite, revision);
-    await claimWriteId(deps, claims, write, mayWrite);
+    const write = await admitWrite(deps, claims, writeAuthority(deps.pdp, claims, partitions), body, idempotencyKey(request));
     if (respondAsync) {
       const commands = await postAsync(deps, claims, [write.command]);
       const consistencyToken = answerMutation(deps, reply, claims.tenant, carried, { commands });
