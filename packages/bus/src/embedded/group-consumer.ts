@@ -24,16 +24,13 @@
  */
 import { DEFAULT_BATCH_MESSAGES, deadLetterOf } from '../messages.ts';
 import { isDependencyOutage, retryDelayMs } from '@gm/contracts';
+import { errorMessage, type BusLogger } from '../bus-logger.ts';
 import { HandlerAttempt, type AttemptSettings } from '../handler-attempt.ts';
 import type { BatchHandler, ConsumedMessage, LogPosition, MessageHandler, OutgoingMessage, Subscription, SubscribeOptions } from '../port.ts';
 import type { GroupCoordinator, GroupMember } from './group-coordinator.ts';
 import { lingerDelayMs } from './linger.ts';
-import { Signal } from './signal.ts';
+import { Signal } from '../signal.ts';
 import { serializeMessage, type ConsumedRange, type SerializedMessage, type SqliteLog } from './sqlite-log.ts';
-
-export interface BusLogger {
-  warn(obj: object, msg: string): void;
-}
 
 export interface ConsumerDeps {
   log: SqliteLog;
@@ -59,8 +56,6 @@ async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boo
     clearTimeout(timer);
   }
 }
-
-export const errorMessage = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
 type Attempt = HandlerAttempt<SerializedMessage>;
 

@@ -28,7 +28,7 @@ import { GovernedMemoryError } from '@gm/contracts';
 import { fileWriteLock, underLock, type ThreadLock } from '@gm/thread-lock';
 import type { ConsumedMessage, LogPosition, OutgoingMessage, TopicSpec } from '../port.ts';
 import { PartitionCountMismatchError } from '../partition-count.ts';
-import { partitionForKey } from './partitioner.ts';
+import { partitionForKey } from '../partitioner.ts';
 
 const SCHEMA_VERSION = 1;
 

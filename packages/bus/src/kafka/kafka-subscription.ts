@@ -31,12 +31,12 @@
 import { DEFAULT_BATCH_MESSAGES, deadLetterOf } from '../messages.ts';
 import { isDependencyOutage, isGovernedMemoryError, retryDelayMs } from '@gm/contracts';
 import type { Batch, Consumer, EachBatchPayload, Kafka, Producer } from 'kafkajs';
-import type { BusLogger } from '../embedded/group-consumer.ts';
-import { Signal } from '../embedded/signal.ts';
+import { errorMessage, type BusLogger } from '../bus-logger.ts';
+import { Signal } from '../signal.ts';
 import { HandlerAttempt, type AttemptSettings } from '../handler-attempt.ts';
 import type { BatchHandler, ConsumedMessage, LogPosition, MessageHandler, Subscription, SubscribeOptions } from '../port.ts';
 import { ChunkCommitter, type Chunk, type ChunkLimits } from './kafka-chunks.ts';
-import { decodeMessage, encodeMessage, errorMessage, Mutex, type EncodedMessage, type Namespace } from './kafka-codec.ts';
+import { decodeMessage, encodeMessage, Mutex, type EncodedMessage, type Namespace } from './kafka-codec.ts';
 import type { TransactionRunner } from './kafka-transactions.ts';
 
 export interface SubscriptionDeps {
