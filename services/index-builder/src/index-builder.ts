@@ -1,30 +1,13 @@
 import type { Bus } from '@gm/bus';
 import { subscribeToMemoryEventBatches } from '@gm/service-kit';
-import { GovernedMemoryError, isUnreadableContent, type MemoryEvent, type RecordMeta, type ServiceHandle } from '@gm/contracts';
-import { indexChanges, recordPartition } from '@gm/domain';
+import { GovernedMemoryError, isUnreadableContent, type MemoryEvent, type ServiceHandle } from '@gm/contracts';
+import { indexChanges } from '@gm/domain';
 import type { IndexDocument, SearchIndex, SummaryStore } from '@gm/search-index';
 import type { StateStore } from '@gm/state-store';
+import { toIndexDocument } from './index-document.ts';
 import { summarizeEvents } from './summaries.ts';
 
 export const INDEX_BUILDER_GROUP = 'index-builder';
-
-export function toIndexDocument(meta: RecordMeta, content: string): IndexDocument {
-  return {
-    tenantId: meta.tenantId,
-    recordId: meta.id,
-    partition: recordPartition(meta),
-    subjectId: meta.subjectId,
-    kind: meta.kind,
-    purposes: meta.purposes,
-    content,
-    contentHash: meta.contentHash,
-    confidence: meta.confidence,
-    createdAt: meta.createdAt,
-    expiresAt: meta.expiresAt,
-    version: meta.version,
-    provenance: meta.provenance,
-  };
-}
 
 /**
  * Keeps the index equal to the set of active records — active ⇒ indexed, anything else ⇒
