@@ -4,11 +4,11 @@
  * in a worker thread of their own (pipeline-thread.ts) on their own connections to the files.
  */
 import type { Bus } from '@gm/bus';
-import type { Clock, ServiceHandle } from '@gm/contracts';
+import { CONSUMER_GROUPS, type Clock, type ServiceHandle } from '@gm/contracts';
 import { deletionTargetsOf } from '@gm/domain';
 import type { Logger, Metrics } from '@gm/observability';
 import type { CompiledPolicySet, SigningKeyPair } from '@gm/policy';
-import { WRITE_ADMISSION_GROUP, startWriteAdmission } from '@gm/write-admission';
+import { startWriteAdmission } from '@gm/write-admission';
 import { startPolicyProjector, startPrimaryTarget, startProjector } from '@gm/projector';
 import { startIndexBuilder, startIndexTargets, startSummaryBuilder } from '@gm/index-builder';
 import { startExpiryScheduler } from '@gm/expiry-scheduler';
@@ -43,7 +43,7 @@ export function logView(stores: Stores, role: ContentRole, plaintextLog: boolean
 /** Destroys the transit keys that are past; returns how many. */
 export function transitKeySweep(stores: Stores, clock: Clock): () => Promise<number> {
   return () => sweepTransitKeys({
-    keyring: stores.crypto.keyring, clock: () => clock.now().getTime(), consumedAll: () => consumedAllCommands(stores.bus, WRITE_ADMISSION_GROUP),
+    keyring: stores.crypto.keyring, clock: () => clock.now().getTime(), consumedAll: () => consumedAllCommands(stores.bus, CONSUMER_GROUPS.writeAdmission),
   });
 }
 

@@ -1,11 +1,11 @@
 import type { Bus } from '@gm/bus';
 import { subscribeToMemoryEventBatches } from '@gm/service-kit';
 import { touchedRecordIds } from '@gm/domain';
-import { ERASED_CONTENT_HASH, TOPICS, type MemoryEvent, type RecordMeta, type ServiceHandle, type StoredRecordVersion } from '@gm/contracts';
+import { CONSUMER_GROUPS, ERASED_CONTENT_HASH, TOPICS, type MemoryEvent, type RecordMeta, type ServiceHandle, type StoredRecordVersion } from '@gm/contracts';
 import type { Logger } from '@gm/observability';
 import { recordRef, type KvWrite, type StateStore } from '@gm/state-store';
 
-export const PROJECTOR_GROUP = 'projector';
+export const PROJECTOR_GROUP = CONSUMER_GROUPS.projector;
 
 export interface ProjectorDeps {
   bus: Bus;
