@@ -15,7 +15,7 @@ import { startExpiryScheduler } from '@gm/expiry-scheduler';
 import { startDeletionOrchestrator } from '@gm/deletion-orchestrator';
 import { startReceiptSigner, startReceiptVerifier } from '@gm/receipt-verifier';
 import { meteredBus, periodic } from '@gm/service-kit';
-import { sharedOnnxEmbeddingModel } from '@gm/embedding';
+import { loadEmbeddingModel } from '@gm/embedding';
 import type { SemanticLeg } from '@gm/retrieval';
 import { startVectorIndexer, startVectorTargets } from '@gm/vector-indexer';
 import { consumedAllCommands, sweepTransitKeys, type ContentRole } from '@gm/crypto';
@@ -80,7 +80,7 @@ export async function startPipeline(ctx: PipelineContext, part: PipelinePart = '
       // under load the embeddings lag, not the work writes wait for (it took most of a core).
       const semantic: SemanticLeg | undefined = config.semantic === undefined
         ? undefined
-        : { vectors, model: await sharedOnnxEmbeddingModel(config.semantic.modelDir, { background: true }) };
+        : { vectors, model: await loadEmbeddingModel(config.semantic.modelDir, { background: true, shared: true }) };
       handles.push(await startPrimaryTarget({ bus, state, clock }));
       handles.push(await startSummaryBuilder({ bus, index, state, summaries }));
       handles.push(await startIndexTargets({ bus, index, clock, summaries: { store: summaries, state } }));

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Bus } from '@gm/bus';
 import { CONSUMER_GROUPS, TOPICS, type Clock } from '@gm/contracts';
 import { createLogger, createMetrics, mergedExposition, type Logger, type Metrics, type MetricsSnapshot } from '@gm/observability';
-import { sharedOnnxEmbeddingModel } from '@gm/embedding';
+import { loadEmbeddingModel } from '@gm/embedding';
 import type { SemanticLeg } from '@gm/retrieval';
 import { startRetrievalBroker } from '@gm/retrieval-broker';
 import { loadPolicySet } from '@gm/policy';
@@ -138,7 +138,7 @@ export async function startEmbeddedRuntime(config: RuntimeConfig, options: Runti
   let semantic: SemanticLeg | undefined;
   try {
     // The query model first: a missing model stops the start before the pipeline thread runs.
-    if (config.semantic !== undefined) semantic = { vectors: stores.vectors, model: await sharedOnnxEmbeddingModel(config.semantic.modelDir) };
+    if (config.semantic !== undefined) semantic = { vectors: stores.vectors, model: await loadEmbeddingModel(config.semantic.modelDir, { shared: true }) };
     pipeline = await runPipeline({ stores, config, clock, log, metrics, policySet, receiptKeys: credentials.receipt, plaintextLog }, options);
   } catch (err) {
     await stores.close();
