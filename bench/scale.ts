@@ -9,7 +9,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync } from 'nod
 import os from 'node:os';
 import path from 'node:path';
 import { createKafkaBus, groupLag } from '@gm/bus';
-import { TOPICS } from '@gm/contracts';
+import { CONSUMER_GROUPS, TOPICS } from '@gm/contracts';
 import { startStack, type ServiceName } from '@gm/distributed';
 import { sweepNamespace } from './cleanup.ts';
 import { localEngineProcesses, sampleCpu, type ProcessCpu } from './cpu.ts';
@@ -26,8 +26,8 @@ const PIPELINE: ServiceName[] = ['ingest-gateway', 'write-admission', 'projector
 const PARTITIONS = 12;
 /** The groups the load passes through, with the topic each consumes. */
 const GROUPS: Array<[group: string, topic: string]> = [
-  ['ingest-gateway', TOPICS.ingest], ['write-admission', TOPICS.commands], ['projector', TOPICS.events],
-  ['index-builder', TOPICS.events], ['summary-builder', TOPICS.events],
+  [CONSUMER_GROUPS.ingestGateway, TOPICS.ingest], [CONSUMER_GROUPS.writeAdmission, TOPICS.commands], [CONSUMER_GROUPS.projector, TOPICS.events],
+  [CONSUMER_GROUPS.indexBuilder, TOPICS.events], [CONSUMER_GROUPS.summaryBuilder, TOPICS.events],
 ];
 
 export interface ScaleStep {

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { startStack, type Stack } from '@gm/distributed';
 import { existsSync, readdirSync } from 'node:fs';
 import { createKafkaBus } from '@gm/bus';
-import { TOPICS } from '@gm/contracts';
+import { CONSUMER_GROUPS, TOPICS } from '@gm/contracts';
 import { loadMasterKeys, openBusKeyStore, openContentCrypto } from '@gm/crypto';
 import { RECORD_PROJECTION_PREFIXES } from '@gm/embedded';
 import { MODEL_DIMENSIONS } from '@gm/embedding';
@@ -14,7 +14,7 @@ import { sweepNamespace } from '../../bench/cleanup.ts';
 import { apiClient, capabilityIssuer, type TestRuntime } from '../e2e/harness.ts';
 
 /** The groups that fold memory.events into the record projections, the index, the summaries and the vectors. */
-const REPLAYED_GROUPS = ['projector', 'index-builder', 'summary-builder', 'vector-indexer'];
+const REPLAYED_GROUPS = [CONSUMER_GROUPS.projector, CONSUMER_GROUPS.indexBuilder, CONSUMER_GROUPS.summaryBuilder, CONSUMER_GROUPS.vectorIndexer];
 
 /** Where the local launcher's Kafka keeps its segments (infra/local/engines.sh). */
 const KAFKA_DATA = path.resolve(import.meta.dirname, '../../infra/local/.run/kafka/data');

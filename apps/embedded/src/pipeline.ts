@@ -4,18 +4,18 @@
  * in a worker thread of their own (pipeline-thread.ts) on their own connections to the files.
  */
 import type { Bus } from '@gm/bus';
-import type { Clock, ServiceHandle } from '@gm/contracts';
+import { CONSUMER_GROUPS, type Clock, type ServiceHandle } from '@gm/contracts';
 import { deletionTargetsOf } from '@gm/domain';
 import type { Logger, Metrics } from '@gm/observability';
 import type { CompiledPolicySet, SigningKeyPair } from '@gm/policy';
-import { WRITE_ADMISSION_GROUP, startWriteAdmission } from '@gm/write-admission';
+import { startWriteAdmission } from '@gm/write-admission';
 import { startPolicyProjector, startPrimaryTarget, startProjector } from '@gm/projector';
 import { startIndexBuilder, startIndexTargets, startSummaryBuilder } from '@gm/index-builder';
 import { startExpiryScheduler } from '@gm/expiry-scheduler';
 import { startDeletionOrchestrator } from '@gm/deletion-orchestrator';
 import { startReceiptSigner, startReceiptVerifier } from '@gm/receipt-verifier';
 import { meteredBus, periodic } from '@gm/service-kit';
-import { sharedOnnxEmbeddingModel } from '@gm/embedding';
+import { loadEmbeddingModel } from '@gm/embedding';
 import type { SemanticLeg } from '@gm/retrieval';
 import { startVectorIndexer, startVectorTargets } from '@gm/vector-indexer';
 import { consumedAllCommands, sweepTransitKeys, type ContentRole } from '@gm/crypto';
@@ -43,7 +43,7 @@ export function logView(stores: Stores, role: ContentRole, plaintextLog: boolean
 /** Destroys the transit keys that are past; returns how many. */
 export function transitKeySweep(stores: Stores, clock: Clock): () => Promise<number> {
   return () => sweepTransitKeys({
-    keyring: stores.crypto.keyring, clock: () => clock.now().getTime(), consumedAll: () => consumedAllCommands(stores.bus, WRITE_ADMISSION_GROUP),
+    keyring: stores.crypto.keyring, clock: () => clock.now().getTime(), consumedAll: () => consumedAllCommands(stores.bus, CONSUMER_GROUPS.writeAdmission),
   });
 }
 
@@ -80,7 +80,7 @@ export async function startPipeline(ctx: PipelineContext, part: PipelinePart = '
       // under load the embeddings lag, not the work writes wait for (it took most of a core).
       const semantic: SemanticLeg | undefined = config.semantic === undefined
         ? undefined
-        : { vectors, model: await sharedOnnxEmbeddingModel(config.semantic.modelDir, { background: true }) };
+        : { vectors, model: await loadEmbeddingModel(config.semantic.modelDir, { background: true, shared: true }) };
       handles.push(await startPrimaryTarget({ bus, state, clock }));
       handles.push(await startSummaryBuilder({ bus, index, state, summaries }));
       handles.push(await startIndexTargets({ bus, index, clock, summaries: { store: summaries, state } }));

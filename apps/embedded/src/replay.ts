@@ -1,8 +1,7 @@
-import { PolicyChange, TOPICS, readMemoryEvent, type Clock } from '@gm/contracts';
+import { CONSUMER_GROUPS, PolicyChange, TOPICS, readMemoryEvent, type Clock } from '@gm/contracts';
 import { indexEvent, summarizeEvent } from '@gm/index-builder';
 import { projectEvent } from '@gm/projector';
 import { scheduleFromEvent } from '@gm/expiry-scheduler';
-import { VECTOR_INDEXER_GROUP } from '@gm/vector-indexer';
 import { lockDataDir } from './lock.ts';
 import { systemClock } from '@gm/service-kit';
 import { openStores, type MasterKeyEnv } from './stores.ts';
@@ -53,7 +52,7 @@ export async function replayDataDir(
     await index.clear();
     await summaries.clear();
     await stores.vectors.clear();
-    await stores.bus.resetGroup(VECTOR_INDEXER_GROUP);
+    await stores.bus.resetGroup(CONSUMER_GROUPS.vectorIndexer);
     for (const prefix of PROJECTION_PREFIXES) {
       const keys = await state.kv.keys(`${state.keys.prefix}${prefix}`);
       if (keys.length > 0) await state.kv.del(keys);

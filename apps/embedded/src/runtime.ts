@@ -1,10 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import type { Bus } from '@gm/bus';
-import { TOPICS, type Clock } from '@gm/contracts';
+import { CONSUMER_GROUPS, TOPICS, type Clock } from '@gm/contracts';
 import { createLogger, createMetrics, mergedExposition, type Logger, type Metrics, type MetricsSnapshot } from '@gm/observability';
-import { sharedOnnxEmbeddingModel } from '@gm/embedding';
+import { loadEmbeddingModel } from '@gm/embedding';
 import type { SemanticLeg } from '@gm/retrieval';
-import { SUMMARY_BUILDER_GROUP } from '@gm/index-builder';
 import { startRetrievalBroker } from '@gm/retrieval-broker';
 import { loadPolicySet } from '@gm/policy';
 import { meteredBus, sharedMsOf, systemClock } from '@gm/service-kit';
@@ -139,7 +138,7 @@ export async function startEmbeddedRuntime(config: RuntimeConfig, options: Runti
   let semantic: SemanticLeg | undefined;
   try {
     // The query model first: a missing model stops the start before the pipeline thread runs.
-    if (config.semantic !== undefined) semantic = { vectors: stores.vectors, model: await sharedOnnxEmbeddingModel(config.semantic.modelDir) };
+    if (config.semantic !== undefined) semantic = { vectors: stores.vectors, model: await loadEmbeddingModel(config.semantic.modelDir, { shared: true }) };
     pipeline = await runPipeline({ stores, config, clock, log, metrics, policySet, receiptKeys: credentials.receipt, plaintextLog }, options);
   } catch (err) {
     await stores.close();
@@ -183,7 +182,7 @@ export async function startEmbeddedRuntime(config: RuntimeConfig, options: Runti
     sweepTransitKeys: sweep,
     digest: async () => {
       // Summaries follow the index in their own group: digest them once they caught up with the log.
-      await caughtUp(stores.bus, SUMMARY_BUILDER_GROUP, TOPICS.events);
+      await caughtUp(stores.bus, CONSUMER_GROUPS.summaryBuilder, TOPICS.events);
       return { projection: await state.projectionDigest(), index: await index.digest(), summaries: await summaries.digest() };
     },
     close: async () => {
@@ -192,7 +191,7 @@ export async function startEmbeddedRuntime(config: RuntimeConfig, options: Runti
       await broker.close();
       // No new writes now; let the summaries finish what the log already holds, so a stopped
       // data directory is a complete fold (replay compares against it).
-      await caughtUp(stores.bus, SUMMARY_BUILDER_GROUP, TOPICS.events, 5_000);
+      await caughtUp(stores.bus, CONSUMER_GROUPS.summaryBuilder, TOPICS.events, 5_000);
       await pipeline.close();
       await stores.close();
       unlock();

@@ -4,7 +4,7 @@
  * once, by whoever learns the fate of the transaction that carries the results.
  */
 import { GovernedMemoryError } from '@gm/contracts';
-import type { BusLogger } from './embedded/group-consumer.ts';
+import { errorMessage, type BusLogger } from './bus-logger.ts';
 import type { BatchHandler, ConsumedMessage, LogPosition, MessageHandler, OutgoingMessage, ProcessContext } from './port.ts';
 
 /** How an adapter runs attempts of one subscription. */
@@ -123,7 +123,7 @@ export class HandlerAttempt<Encoded> {
         hook();
       } catch (err) {
         const { topic, partition, offset } = this.message;
-        this.logger.warn({ topic, partition, offset, err: err instanceof Error ? err.message : String(err) }, `bus ${what} hook failed`);
+        this.logger.warn({ topic, partition, offset, err: errorMessage(err) }, `bus ${what} hook failed`);
       }
     }
   }

@@ -3,6 +3,7 @@ export * from './primitives.ts';
 export * from './record.ts';
 export * from './capability.ts';
 export * from './topics.ts';
+export * from './consumer-groups.ts';
 export * from './messages.ts';
 export * from './commands.ts';
 export * from './events.ts';

@@ -1,6 +1,6 @@
 import type { Bus, ConsumedMessage, OutgoingMessage, ProcessContext } from '@gm/bus';
 import {
-  DeletionAck, MemoryEvent, PolicyChange, TOPICS, dlqTopic, readMemoryEvent, serviceActor, subjectKey,
+  CONSUMER_GROUPS, DeletionAck, MemoryEvent, PolicyChange, TOPICS, dlqTopic, readMemoryEvent, serviceActor, subjectKey,
   type Clock, type DeletionJob, type DeletionTarget, type DeletionTask, type MemoryCommand, type ServiceHandle,
 } from '@gm/contracts';
 import {
@@ -12,7 +12,7 @@ import type { Logger, Metrics } from '@gm/observability';
 import { periodic } from '@gm/service-kit';
 import type { StateStore } from '@gm/state-store';
 
-export const ORCHESTRATOR_GROUP = 'deletion-orchestrator';
+export const ORCHESTRATOR_GROUP = CONSUMER_GROUPS.deletionOrchestrator;
 
 export interface OrchestratorDeps {
   bus: Bus;

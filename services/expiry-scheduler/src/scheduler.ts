@@ -1,7 +1,7 @@
 import type { Bus } from '@gm/bus';
 import { periodic, subscribeToMemoryEventBatches } from '@gm/service-kit';
 import {
-  TOPICS, serviceActor, subjectKey,
+  CONSUMER_GROUPS, TOPICS, serviceActor, subjectKey,
   type Clock, type CommandOf, type MemoryEvent, type ServiceHandle,
 } from '@gm/contracts';
 import { endedRecordIds } from '@gm/domain';
@@ -9,7 +9,7 @@ import { derivedId, keyOf } from '@gm/ids';
 import type { Logger } from '@gm/observability';
 import type { KvWrite, ScheduledExpiry, StateStore } from '@gm/state-store';
 
-export const EXPIRY_SCHEDULER_GROUP = 'expiry-scheduler';
+export const EXPIRY_SCHEDULER_GROUP = CONSUMER_GROUPS.expiryScheduler;
 
 export interface ExpirySchedulerDeps {
   bus: Bus;

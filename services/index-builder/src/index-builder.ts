@@ -1,30 +1,13 @@
 import type { Bus } from '@gm/bus';
 import { subscribeToMemoryEventBatches } from '@gm/service-kit';
-import { GovernedMemoryError, isUnreadableContent, type MemoryEvent, type RecordMeta, type ServiceHandle } from '@gm/contracts';
-import { indexChanges, recordPartition } from '@gm/domain';
+import { CONSUMER_GROUPS, GovernedMemoryError, isUnreadableContent, type MemoryEvent, type ServiceHandle } from '@gm/contracts';
+import { indexChanges } from '@gm/domain';
 import type { IndexDocument, SearchIndex, SummaryStore } from '@gm/search-index';
 import type { StateStore } from '@gm/state-store';
+import { toIndexDocument } from './index-document.ts';
 import { summarizeEvents } from './summaries.ts';
 
-export const INDEX_BUILDER_GROUP = 'index-builder';
-
-export function toIndexDocument(meta: RecordMeta, content: string): IndexDocument {
-  return {
-    tenantId: meta.tenantId,
-    recordId: meta.id,
-    partition: recordPartition(meta),
-    subjectId: meta.subjectId,
-    kind: meta.kind,
-    purposes: meta.purposes,
-    content,
-    contentHash: meta.contentHash,
-    confidence: meta.confidence,
-    createdAt: meta.createdAt,
-    expiresAt: meta.expiresAt,
-    version: meta.version,
-    provenance: meta.provenance,
-  };
-}
+export const INDEX_BUILDER_GROUP = CONSUMER_GROUPS.indexBuilder;
 
 /**
  * Keeps the index equal to the set of active records — active ⇒ indexed, anything else ⇒
@@ -62,7 +45,7 @@ export async function startIndexBuilder(deps: { bus: Bus; index: SearchIndex; st
   });
 }
 
-export const SUMMARY_BUILDER_GROUP = 'summary-builder';
+export const SUMMARY_BUILDER_GROUP = CONSUMER_GROUPS.summaryBuilder;
 /** How long one attempt waits for the index-builder before the bus retries the event. */
 const INDEX_WAIT_MS = 5_000;
 /**

@@ -1,11 +1,11 @@
 import type { Bus, ConsumedMessage, ProcessContext } from '@gm/bus';
-import { DeletionTask, TOPICS, type Clock, type ServiceHandle } from '@gm/contracts';
+import { CONSUMER_GROUPS, DeletionTask, TOPICS, type Clock, type ServiceHandle } from '@gm/contracts';
 import { removalAck } from '@gm/service-kit';
 import type { SearchIndex, SummaryStore } from '@gm/search-index';
 import type { StateStore } from '@gm/state-store';
 import { summaryTargetHandler } from './summaries.ts';
 
-export const INDEX_TARGETS_GROUP = 'index-builder.deletion';
+export const INDEX_TARGETS_GROUP = CONSUMER_GROUPS.indexTargets;
 
 /**
  * Executes deletion tasks for the `keyword` target (the search index). The ack's evidence is

@@ -4,7 +4,7 @@ import { SUMMARY_KINDS, buildSummaries, isRetired, isSearchable, touchedRecordId
 import type { ScopeSummaries, SearchIndex, Summary, SummaryStore } from '@gm/search-index';
 import { deletionAck } from '@gm/service-kit';
 import type { StateStore } from '@gm/state-store';
-import { toIndexDocument } from './index-builder.ts';
+import { toIndexDocument } from './index-document.ts';
 
 export interface SummaryDeps {
   index: SearchIndex;

@@ -8,7 +8,7 @@
  */
 import type { BatchHandler, Bus, ConsumedMessage, OutgoingMessage } from '@gm/bus';
 import {
-  GovernedMemoryError, INGEST_CAPABILITY_HEADER, Id, OPERATIONS, TOPICS, dlqTopic, isDependencyOutage, isGovernedMemoryError, subjectKey,
+  CONSUMER_GROUPS, GovernedMemoryError, INGEST_CAPABILITY_HEADER, Id, OPERATIONS, TOPICS, dlqTopic, isDependencyOutage, isGovernedMemoryError, subjectKey,
   type CapabilityClaims, type IngestResult, type ServiceHandle,
 } from '@gm/contracts';
 import type { Logger, Metrics } from '@gm/observability';
@@ -16,7 +16,7 @@ import type { CapabilityVerifier, PolicyDecisionPoint } from '@gm/policy';
 import { admitWrites, verifyCapability, writeAuthority, type WriteEdgeDeps } from '@gm/write-edge';
 import { z } from 'zod';
 
-export const INGEST_GATEWAY_GROUP = 'ingest-gateway';
+export const INGEST_GATEWAY_GROUP = CONSUMER_GROUPS.ingestGateway;
 
 /** The authorization table's declaration of this edge: the same action and resource as POST /v1/memories. */
 const GUARD = OPERATIONS['KAFKA memory.ingest'];

@@ -1,9 +1,9 @@
 import type { Bus, MessageHandler } from '@gm/bus';
-import { PolicyChange, TOPICS, type ServiceHandle } from '@gm/contracts';
+import { CONSUMER_GROUPS, PolicyChange, TOPICS, type ServiceHandle } from '@gm/contracts';
 import type { Logger } from '@gm/observability';
 import type { StateStore } from '@gm/state-store';
 
-export const POLICY_PROJECTOR_GROUP = 'policy-projector';
+export const POLICY_PROJECTOR_GROUP = CONSUMER_GROUPS.policyProjector;
 
 /**
  * Applies policy.changes to the state store (grants, delegations, revocations, legal holds)

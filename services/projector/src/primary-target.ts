@@ -1,9 +1,9 @@
 import type { Bus, ConsumedMessage, ProcessContext } from '@gm/bus';
-import { DeletionTask, TOPICS, type Clock, type ServiceHandle } from '@gm/contracts';
+import { CONSUMER_GROUPS, DeletionTask, TOPICS, type Clock, type ServiceHandle } from '@gm/contracts';
 import { deletionAck } from '@gm/service-kit';
 import type { StateStore } from '@gm/state-store';
 
-export const PRIMARY_TARGET_GROUP = 'projector.deletion';
+export const PRIMARY_TARGET_GROUP = CONSUMER_GROUPS.primaryTarget;
 
 /** Executes deletion tasks for the `primary` target: the content copy next to the record hash. */
 export function primaryTargetHandler(state: StateStore, clock: Clock) {

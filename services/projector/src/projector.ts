@@ -1,11 +1,11 @@
 import type { Bus } from '@gm/bus';
 import { subscribeToMemoryEventBatches } from '@gm/service-kit';
 import { movesFrom, recordTransitions, touchedRecordIds } from '@gm/domain';
-import { TOPICS, type MemoryEvent, type RecordMeta, type ServiceHandle, type StoredRecordVersion } from '@gm/contracts';
+import { CONSUMER_GROUPS, TOPICS, type MemoryEvent, type RecordMeta, type ServiceHandle, type StoredRecordVersion } from '@gm/contracts';
 import type { Logger } from '@gm/observability';
 import { recordRef, type KvWrite, type StateStore } from '@gm/state-store';
 
-export const PROJECTOR_GROUP = 'projector';
+export const PROJECTOR_GROUP = CONSUMER_GROUPS.projector;
 
 export interface ProjectorDeps {
   bus: Bus;

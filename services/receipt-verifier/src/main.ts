@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { DEFAULT_MODEL_DIR, loadThreadedOnnxEmbeddingModel } from '@gm/embedding';
+import { loadEmbeddingModel } from '@gm/embedding';
 import type { ReceiptKeyPair } from '@gm/policy/receipts';
 import {
   loadPolicySetOrExit, meteredBus, openIndex, openSealedBus, openState, openSummaries, openVectors, parseEnvOrExit, runService, systemClock,
@@ -21,7 +21,7 @@ await runService('receipt-verifier', ReceiptVerifierEnv, async ({ env, log, metr
   const index = openIndex(env);
   const summaries = openSummaries(env);
   // The vectors are a copy too (issue 14): the replays probe them by kNN, with the model that made them.
-  const model = env.MEMORY_SEMANTIC === 'on' ? await loadThreadedOnnxEmbeddingModel({ dir: env.MEMORY_EMBEDDING_MODEL_DIR ?? DEFAULT_MODEL_DIR }) : undefined;
+  const model = env.MEMORY_SEMANTIC === 'on' ? await loadEmbeddingModel(env.MEMORY_EMBEDDING_MODEL_DIR) : undefined;
   const semantic = model === undefined ? undefined : { model, vectors: openVectors(env, model.dimensions) };
   const service = await startReceiptVerifier({
     bus, index, summaries, state, clock: systemClock, policySet, ...(sealed.keys ? { keys: sealed.keys } : {}), ...(semantic === undefined ? {} : { semantic }),

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Bus, ConsumedMessage, ProcessContext } from '@gm/bus';
 import {
-  CopyErasureState,
+  CONSUMER_GROUPS, CopyErasureState,
   DeletionTask, TOPICS,
   type Clock, type ContentCommitment, type DeletionJob, type DeletionReceipt, type ServiceHandle,
 } from '@gm/contracts';
@@ -11,7 +11,7 @@ import { ReceiptSigner, type ReceiptKeyPair } from '@gm/policy/receipts';
 import type { StateStore } from '@gm/state-store';
 import { receiptCommitments } from './commitments.ts';
 
-export const RECEIPT_SIGNER_GROUP = 'receipt-verifier.receipts';
+export const RECEIPT_SIGNER_GROUP = CONSUMER_GROUPS.receiptSigner;
 export const RECEIPT_ISSUER = 'governed-memory/receipt-verifier';
 
 /** The event log before (or without) crypto-shredding: the content is still readable there. */

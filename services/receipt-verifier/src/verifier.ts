@@ -1,5 +1,5 @@
 import type { Bus, ConsumedMessage, ProcessContext } from '@gm/bus';
-import { DeletionTask, TOPICS, type Clock, type ServiceHandle } from '@gm/contracts';
+import { CONSUMER_GROUPS, DeletionTask, TOPICS, type Clock, type ServiceHandle } from '@gm/contracts';
 import { CedarPolicyDecisionPoint, RevisionCachedPolicySource, loadPolicySet, type CompiledPolicySet, type PolicyDecisionPoint } from '@gm/policy';
 import type { SemanticLeg } from '@gm/retrieval';
 import type { SearchIndex } from '@gm/search-index';
@@ -11,7 +11,7 @@ import { commitContents } from './commitments.ts';
 import { shredAndProve, type ErasableCopy } from './shredder.ts';
 import { replay, replayRef, type ReplayReport, type SummaryProbeSource } from './replay.ts';
 
-export const RECEIPT_VERIFIER_GROUP = 'receipt-verifier';
+export const RECEIPT_VERIFIER_GROUP = CONSUMER_GROUPS.receiptVerifier;
 
 export interface VerifierDeps {
   bus: Bus;

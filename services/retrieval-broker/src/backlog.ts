@@ -8,8 +8,8 @@
  * waits for the pipeline anyway and is never refused for it.
  */
 import { groupLag, type Bus } from '@gm/bus';
-import { GovernedMemoryError, TOPICS } from '@gm/contracts';
-import { READ_YOUR_WRITES_GROUPS, WRITE_ADMISSION_GROUP } from './command-gateway.ts';
+import { CONSUMER_GROUPS, GovernedMemoryError, TOPICS } from '@gm/contracts';
+import { READ_YOUR_WRITES_GROUPS } from './command-gateway.ts';
 
 /** The backlog is read from the log at most this often (on Kafka it is two admin requests per group). */
 const FRESH_MS = 100;
@@ -35,7 +35,7 @@ export class PipelineBacklog {
       try {
         const lagOf = async (topic: string, group: string) => (await groupLag(this.bus, group, topic)).reduce((sum, lag) => sum + lag, 0);
         const [commands, ...events] = await Promise.all([
-          lagOf(TOPICS.commands, WRITE_ADMISSION_GROUP), ...READ_YOUR_WRITES_GROUPS.map((g) => lagOf(TOPICS.events, g)),
+          lagOf(TOPICS.commands, CONSUMER_GROUPS.writeAdmission), ...READ_YOUR_WRITES_GROUPS.map((g) => lagOf(TOPICS.events, g)),
         ]);
         this.last = (commands ?? 0) + Math.max(0, ...events);
         this.readAt = performance.now();

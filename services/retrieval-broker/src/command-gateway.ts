@@ -1,29 +1,24 @@
 import type { Bus, LogPosition, Subscription } from '@gm/bus';
 import { raise, type ConsistencyPoint, type Positions } from './consistency-token.ts';
 import {
-  CommandReply, GovernedMemoryError, TOPICS, asErrorCode, subjectKey,
+  CONSUMER_GROUPS, CommandReply, GovernedMemoryError, TOPICS, asErrorCode, subjectKey,
   type AcceptedResult, type MemoryCommand,
 } from '@gm/contracts';
 
-/** write-admission's consumer group (services/write-admission): an async write is decided once it passed the command. */
-export const WRITE_ADMISSION_GROUP = 'write-admission';
-
 /** Consumer groups whose progress the API waits for before it answers a mutation. */
-export const READ_YOUR_WRITES_GROUPS = ['projector', 'index-builder'] as const;
+export const READ_YOUR_WRITES_GROUPS = [CONSUMER_GROUPS.projector, CONSUMER_GROUPS.indexBuilder] as const;
 
 /**
- * A semantic search sent with a consistency token waits for the vector-indexer too (its group,
- * services/vector-indexer): vectors lag the keyword index, and the token promises that the
+ * A semantic search sent with a consistency token waits for the vector-indexer too: vectors lag the keyword index, and the token promises that the
  * search sees the writes it names.
  */
-export const SEMANTIC_READ_GROUPS = [...READ_YOUR_WRITES_GROUPS, 'vector-indexer'] as const;
+export const SEMANTIC_READ_GROUPS = [...READ_YOUR_WRITES_GROUPS, CONSUMER_GROUPS.vectorIndexer] as const;
 
 /**
- * A deletion job read with a consistency token waits for the deletion-orchestrator (its group,
- * services/deletion-orchestrator), which opens the job when it folds the event the 202 named:
+ * A deletion job read with a consistency token waits for the deletion-orchestrator, which opens the job when it folds the event the 202 named:
  * without the wait, the job of a deletion just accepted answers 404 for a moment.
  */
-export const DELETION_JOB_GROUPS = ['deletion-orchestrator'] as const;
+export const DELETION_JOB_GROUPS = [CONSUMER_GROUPS.deletionOrchestrator] as const;
 
 /**
  * Whether the projector shows a command's result (the record hash at its version). Offsets alone
@@ -192,7 +187,7 @@ export class CommandGateway {
     const events = new Map(point.events);
     if (point.commands.size > 0) {
       const admitted = await Promise.all([...point.commands].map(([partition, offset]) =>
-        this.bus.waitForCommitted(WRITE_ADMISSION_GROUP, { topic: TOPICS.commands, partition, offset }, left())));
+        this.bus.waitForCommitted(CONSUMER_GROUPS.writeAdmission, { topic: TOPICS.commands, partition, offset }, left())));
       if (!admitted.every(Boolean)) return false;
       await this.raiseToEventsEnd(events, point.commands.keys());
     }

@@ -2,14 +2,14 @@
  * Consistency tokens at the HTTP edge (consistency-token.ts): every accepted mutation answers
  * one, and a read that sends one waits until the projections passed it.
  */
-import { GovernedMemoryError } from '@gm/contracts';
+import { CONSUMER_GROUPS, GovernedMemoryError } from '@gm/contracts';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { READ_YOUR_WRITES_GROUPS, READ_YOUR_WRITES_HEADER, readYourWritesValue } from './command-gateway.ts';
 import { CONSISTENCY_TOKEN_HEADER, mergePoints, type ConsistencyPoint, type Positions } from './consistency-token.ts';
 import type { BrokerDeps } from './deps.ts';
 
 /** A record read or a search waits for READ_YOUR_WRITES_GROUPS; a summary read for the summaries too. */
-export const SUMMARY_GROUPS: readonly string[] = [...READ_YOUR_WRITES_GROUPS, 'summary-builder'];
+export const SUMMARY_GROUPS: readonly string[] = [...READ_YOUR_WRITES_GROUPS, CONSUMER_GROUPS.summaryBuilder];
 
 /** The point the request's token names, checked (a bad token is a 400 before anything else); undefined without one. */
 export function requestPoint(deps: BrokerDeps, request: FastifyRequest, tenant: string): ConsistencyPoint | undefined {

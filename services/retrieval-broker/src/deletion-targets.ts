@@ -1,9 +1,9 @@
 import type { Bus, ConsumedMessage, ProcessContext } from '@gm/bus';
-import { DeletionTask, TOPICS, type Clock, type ServiceHandle } from '@gm/contracts';
+import { CONSUMER_GROUPS, DeletionTask, TOPICS, type Clock, type ServiceHandle } from '@gm/contracts';
 import { deletionAck } from '@gm/service-kit';
 import type { StateStore } from '@gm/state-store';
 
-export const BROKER_TARGETS_GROUP = 'retrieval-broker.deletion';
+export const BROKER_TARGETS_GROUP = CONSUMER_GROUPS.brokerTargets;
 
 /**
  * Executes deletion tasks for the copies the read path makes: cached results and evidence

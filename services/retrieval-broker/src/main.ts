@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { TOPICS } from '@gm/contracts';
-import { DEFAULT_MODEL_DIR, loadThreadedOnnxEmbeddingModel } from '@gm/embedding';
+import { loadEmbeddingModel } from '@gm/embedding';
 import type { SigningKeyPair } from '@gm/policy';
 import {
   brokerSettingsOf, loadPolicySetOrExit, meteredBus, openIndex, openSealedBus, openState, openSummaries, openVectors, parseEnvOrExit, runService, systemClock,
@@ -25,7 +25,7 @@ await runService('retrieval-broker', RetrievalBrokerEnv, async ({ env, log, metr
   const summaries = openSummaries(env);
   // Semantic retrieval (issue 14): the query's embedding by the same model as the vector-indexer's
   // (in a thread of its own, so a query's inference never stalls the API), kNN in Elasticsearch.
-  const model = env.MEMORY_SEMANTIC === 'on' ? await loadThreadedOnnxEmbeddingModel({ dir: env.MEMORY_EMBEDDING_MODEL_DIR ?? DEFAULT_MODEL_DIR }) : undefined;
+  const model = env.MEMORY_SEMANTIC === 'on' ? await loadEmbeddingModel(env.MEMORY_EMBEDDING_MODEL_DIR) : undefined;
   const semantic = model === undefined ? undefined : { model, vectors: openVectors(env, model.dimensions) };
   const { host, port, issuerName, policyDir: _policyDir, consoleDir, ...config } = brokerSettingsOf(env);
   const broker = await startRetrievalBroker({

@@ -1,14 +1,11 @@
 import type { Bus, LogPosition } from '@gm/bus';
 import { newUlid } from '@gm/ids';
 import {
-  GovernedMemoryError, PolicyChange, TOPICS,
+  CONSUMER_GROUPS, GovernedMemoryError, PolicyChange, TOPICS,
   type CapabilityClaims, type Clock, type PolicyChangeType,
 } from '@gm/contracts';
 import type { Logger } from '@gm/observability';
 import type { StateStore } from '@gm/state-store';
-
-/** The consumer group of services/projector that applies policy.changes. */
-export const POLICY_PROJECTOR_GROUP = 'policy-projector';
 
 type ChangeData<T extends PolicyChangeType> = Extract<PolicyChange, { type: T }>['data'];
 
@@ -26,7 +23,7 @@ export class PolicyGateway {
   async submit<T extends PolicyChangeType>(claims: CapabilityClaims, type: T, data: ChangeData<T>): Promise<number> {
     const tenant = claims.tenant;
     const { changeId, position } = await this.produce(tenant, { agentId: claims.sub, principalId: claims.act.sub }, type, data);
-    const applied = await this.deps.bus.waitForCommitted(POLICY_PROJECTOR_GROUP, position, this.options.timeoutMs);
+    const applied = await this.deps.bus.waitForCommitted(CONSUMER_GROUPS.policyProjector, position, this.options.timeoutMs);
     if (!applied) {
       throw new GovernedMemoryError('MEM_TIMEOUT', 'the policy change is recorded and takes effect once applied; repeating it is safe', { retriable: true });
     }

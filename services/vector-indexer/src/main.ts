@@ -1,4 +1,4 @@
-import { DEFAULT_MODEL_DIR, loadThreadedOnnxEmbeddingModel } from '@gm/embedding';
+import { loadEmbeddingModel } from '@gm/embedding';
 import { meteredBus, openSealedBus, openState, openVectors, runService, systemClock } from '@gm/service-kit';
 import { VectorIndexerEnv } from './env.ts';
 import { startVectorIndexer } from './vector-indexer.ts';
@@ -15,7 +15,7 @@ await runService('vector-indexer', VectorIndexerEnv, async ({ env, log, metrics 
     throw new Error('MEMORY_SEMANTIC=off: this stack keeps no vectors, so the vector-indexer has nothing to do; do not start it');
   }
   // Background priority: on a busy machine the vectors lag, not the processes writes wait for.
-  const model = await loadThreadedOnnxEmbeddingModel({ dir: env.MEMORY_EMBEDDING_MODEL_DIR ?? DEFAULT_MODEL_DIR, background: true });
+  const model = await loadEmbeddingModel(env.MEMORY_EMBEDDING_MODEL_DIR, { background: true });
   const sealed = await openSealedBus(env, 'vector-indexer', 'open', { onError: (err) => log.warn({ err }, 'key store poll failed') });
   // Consumer lag of every group this process runs, on /metrics.
   const bus = meteredBus(sealed.bus, metrics);

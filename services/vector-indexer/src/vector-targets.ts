@@ -1,9 +1,9 @@
 import type { Bus } from '@gm/bus';
-import { DeletionTask, TOPICS, type Clock, type ServiceHandle } from '@gm/contracts';
+import { CONSUMER_GROUPS, DeletionTask, TOPICS, type Clock, type ServiceHandle } from '@gm/contracts';
 import type { VectorIndex } from '@gm/search-index';
 import { removalAck } from '@gm/service-kit';
 
-export const VECTOR_TARGETS_GROUP = 'vector-indexer.deletion';
+export const VECTOR_TARGETS_GROUP = CONSUMER_GROUPS.vectorTargets;
 
 /**
  * Executes deletion tasks for the `vector` target (design §8): removes the records' vectors,

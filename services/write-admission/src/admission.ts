@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Bus, ConsumedMessage, LogPosition, OutgoingMessage, ProcessContext } from '@gm/bus';
 import {
-  GovernedMemoryError, Id, MemoryCommand, MemoryEvent, TOPICS, dlqTopic, readMemoryEvent, isGovernedMemoryError, isUnreadableContent, subjectKey,
+  CONSUMER_GROUPS, GovernedMemoryError, Id, MemoryCommand, MemoryEvent, TOPICS, dlqTopic, readMemoryEvent, isGovernedMemoryError, isUnreadableContent, subjectKey,
   type CommandReply, type IngestResult, type ServiceHandle,
 } from '@gm/contracts';
 import { decide, draftOf, evolveDraft, pruneIdempotency, type DecideContext, type SubjectState } from '@gm/domain';
@@ -11,7 +11,7 @@ import type { AdmissionSnapshots } from '@gm/state-store';
 import { CommittedStates, markPendingContent } from './committed-states.ts';
 import { PartitionView } from './partition-view.ts';
 
-export const WRITE_ADMISSION_GROUP = 'write-admission';
+export const WRITE_ADMISSION_GROUP = CONSUMER_GROUPS.writeAdmission;
 
 export interface WriteAdmissionDeps {
   bus: Bus;

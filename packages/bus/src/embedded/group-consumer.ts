@@ -23,17 +23,14 @@
  * throws has its batch split in halves, each handed over again, down to single messages.
  */
 import { DEFAULT_BATCH_MESSAGES, deadLetterOf } from '../messages.ts';
-import { isDependencyOutage, retryDelayMs } from '@gm/contracts';
+import { errorMessage, type BusLogger } from '../bus-logger.ts';
 import { HandlerAttempt, type AttemptSettings } from '../handler-attempt.ts';
 import type { BatchHandler, ConsumedMessage, LogPosition, MessageHandler, OutgoingMessage, Subscription, SubscribeOptions } from '../port.ts';
+import { RetryPolicy } from '../retry-policy.ts';
 import type { GroupCoordinator, GroupMember } from './group-coordinator.ts';
 import { lingerDelayMs } from './linger.ts';
-import { Signal } from './signal.ts';
+import { Signal } from '../signal.ts';
 import { serializeMessage, type ConsumedRange, type SerializedMessage, type SqliteLog } from './sqlite-log.ts';
-
-export interface BusLogger {
-  warn(obj: object, msg: string): void;
-}
 
 export interface ConsumerDeps {
   log: SqliteLog;
@@ -60,8 +57,6 @@ async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boo
   }
 }
 
-export const errorMessage = (err: unknown): string => (err instanceof Error ? err.message : String(err));
-
 type Attempt = HandlerAttempt<SerializedMessage>;
 
 const slot = (topic: string, partition: number): string => `${topic}\u0000${partition}`;
@@ -71,8 +66,7 @@ export class GroupConsumer implements Subscription, GroupMember {
   readonly topics: readonly string[];
   private readonly handler: MessageHandler | undefined;
   private readonly batchHandler: BatchHandler | undefined;
-  private readonly maxAttempts: number;
-  private readonly retryBackoffMs: number;
+  private readonly retries: RetryPolicy;
   /** Interrupts idle waits and retry back-off when the subscription closes. */
   private readonly stopping = new Signal();
   /** Notified by the bus when one of our topics was appended to (see `appended`). */
@@ -106,8 +100,7 @@ export class GroupConsumer implements Subscription, GroupMember {
     this.topics = [...new Set(options.topics)];
     this.handler = options.handler;
     this.batchHandler = options.batchHandler;
-    this.maxAttempts = options.maxAttempts ?? 5;
-    this.retryBackoffMs = options.retryBackoffMs ?? 50;
+    this.retries = new RetryPolicy(options, { logger: deps.logger, stopping: this.stopping, closing: () => this.closing });
     this.lingerMs = options.lingerMs ?? 0;
     this.lingerShare = options.lingerShare ?? 1;
     this.batchSize = options.maxBatchMessages ?? DEFAULT_BATCH_MESSAGES;
@@ -363,14 +356,8 @@ export class GroupConsumer implements Subscription, GroupMember {
   private async retry(message: ConsumedMessage, firstFailure: unknown): Promise<boolean> {
     let failure = firstFailure;
     for (let attempt = 1; ; attempt++) {
-      // An outage of a dependency is not the message's fault: retry it for as long as it lasts.
-      if (attempt >= this.maxAttempts && !isDependencyOutage(failure)) return this.deadLetter(message, failure, attempt);
-      this.deps.logger.warn(
-        { groupId: this.groupId, topic: message.topic, partition: message.partition, offset: message.offset, attempt, err: errorMessage(failure) },
-        'bus handler failed; retrying',
-      );
-      // Closing during back-off leaves the message uncommitted; the next owner retries it.
-      if (await this.backOff(retryDelayMs(this.retryBackoffMs, attempt))) return false;
+      if (this.retries.exhausted(attempt, failure)) return this.deadLetter(message, failure, attempt);
+      if (await this.retries.backOff(message, attempt, failure)) return false;
       const run = await this.attemptOne(message);
       if (!run.failed) return this.commit([run], { topic: message.topic, partition: message.partition, from: message.offset, next: message.offset + 1 });
       run.discarded();
@@ -387,10 +374,7 @@ export class GroupConsumer implements Subscription, GroupMember {
     // Fenced: another consumer already moved past this message; nothing was written.
     if (written === undefined) return false;
     this.deps.onCommitted(written);
-    this.deps.logger.warn(
-      { groupId: this.groupId, topic: message.topic, partition: message.partition, offset: message.offset, attempts, err: error },
-      'bus message dead-lettered',
-    );
+    this.retries.deadLettered(message, attempts, error);
     return true;
   }
 

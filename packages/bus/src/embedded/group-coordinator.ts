@@ -8,7 +8,7 @@
  * consume every partition. The commit fence in SqliteLog still keeps bus appends exactly-once
  * then, but handlers may run twice — the embedded runtime is meant to be one process.
  */
-import { Signal } from './signal.ts';
+import { Signal } from '../signal.ts';
 
 export interface GroupMember {
   readonly groupId: string;

@@ -12,7 +12,8 @@ import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { testBus } from '../../../testing/src/contracts/bus.contract.ts';
 import type { Bus, ConsumedMessage, MessageHandler } from '../port.ts';
-import { createSqliteBus, type BusLogger } from './sqlite-bus.ts';
+import type { BusLogger } from '../bus-logger.ts';
+import { createSqliteBus } from './sqlite-bus.ts';
 
 async function tempFile(): Promise<{ dir: string; file: string }> {
   const dir = await mkdtemp(join(tmpdir(), 'gm-bus-'));

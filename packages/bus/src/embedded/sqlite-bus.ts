@@ -20,13 +20,13 @@ import { resolve as resolvePath } from 'node:path';
 import { validateSubscribeOptions } from '../messages.ts';
 import { GovernedMemoryError } from '@gm/contracts';
 import type { Bus, ConsumedMessage, LogPosition, OutgoingMessage, SubscribeOptions, Subscription, TopicSpec } from '../port.ts';
-import { GroupConsumer, type BusLogger } from './group-consumer.ts';
+import { stderrLogger, type BusLogger } from '../bus-logger.ts';
+import { GroupConsumer } from './group-consumer.ts';
 import { GroupCoordinator } from './group-coordinator.ts';
-import { partitionForKey } from './partitioner.ts';
-import { Signal } from './signal.ts';
+import { partitionForKey } from '../partitioner.ts';
+import { Signal } from '../signal.ts';
 import { serializeMessages, SqliteLog, type SerializedMessage } from './sqlite-log.ts';
 
-export type { BusLogger } from './group-consumer.ts';
 
 export interface SqliteBusOptions {
   /** The database file; created with its folder if missing. */
@@ -55,11 +55,6 @@ export function createSqliteBus(options: SqliteBusOptions): Bus {
     pollIntervalMs, defaultPartitions, logger: options.logger ?? stderrLogger, channel: options.file === ':memory:' ? undefined : `gm-bus:${resolvePath(options.file)}`,
   });
 }
-
-/** Without a logger a failing consumer must still be visible, so warnings go to stderr. */
-const stderrLogger: BusLogger = {
-  warn: (obj, msg) => console.warn(JSON.stringify({ level: 'warn', time: Date.now(), ...obj, msg })),
-};
 
 /** What one bus tells the others on its file: partitions appended to, and whether a group committed. */
 interface Announcement {

@@ -23,12 +23,12 @@
 import { encodeMessage } from '../messages.ts';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
 import { GovernedMemoryError } from '@gm/contracts';
-import { fileWriteLock, underLock, type ThreadLock } from '@gm/thread-lock';
+import { openSqlite, underLock, type ThreadLock } from '@gm/thread-lock';
 import type { ConsumedMessage, LogPosition, OutgoingMessage, TopicSpec } from '../port.ts';
 import { PartitionCountMismatchError } from '../partition-count.ts';
-import { partitionForKey } from './partitioner.ts';
+import { partitionForKey } from '../partitioner.ts';
 
 const SCHEMA_VERSION = 1;
 
@@ -123,15 +123,14 @@ export class SqliteLog {
   private readonly writeLock: ThreadLock | undefined;
 
   constructor(file: string) {
-    this.writeLock = fileWriteLock(file);
     if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
-    this.db = new Database(file);
-    const mode = this.db.pragma('journal_mode = WAL', { simple: true });
-    if (file !== ':memory:' && mode !== 'wal') {
+    const { db: opened, writeLock, journalMode } = openSqlite(file, { synchronous: 'FULL' });
+    this.db = opened;
+    this.writeLock = writeLock;
+    if (file !== ':memory:' && journalMode !== 'wal') {
       this.db.close();
-      throw new GovernedMemoryError('MEM_UNAVAILABLE', `bus file ${file}: SQLite refused WAL mode (journal_mode=${String(mode)})`);
+      throw new GovernedMemoryError('MEM_UNAVAILABLE', `bus file ${file}: SQLite refused WAL mode (journal_mode=${journalMode})`);
     }
-    this.db.pragma('synchronous = FULL');
     this.synchronous = 'FULL';
     this.db.exec(SCHEMA);
     this.db.pragma(`user_version = ${SCHEMA_VERSION}`);

@@ -11,7 +11,7 @@ import { Kafka, logLevel, type Admin } from 'kafkajs';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { testBus } from '../../../testing/src/contracts/bus.contract.ts';
 import { engineEndpoint } from '../../../testing/src/infra/engines.ts';
-import type { BusLogger } from '../embedded/group-consumer.ts';
+import type { BusLogger } from '../bus-logger.ts';
 import type { Bus, ConsumedMessage, LogPosition } from '../port.ts';
 import { createKafkaBus, type KafkaBusOptions } from './kafka-bus.ts';
 

@@ -17,11 +17,11 @@ import { validateSubscribeOptions } from '../messages.ts';
 import { randomUUID } from 'node:crypto';
 import { GovernedMemoryError } from '@gm/contracts';
 import { Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
-import type { BusLogger } from '../embedded/group-consumer.ts';
-import { partitionForKey } from '../embedded/partitioner.ts';
-import { Signal } from '../embedded/signal.ts';
+import { errorMessage, stderrLogger, type BusLogger } from '../bus-logger.ts';
+import { partitionForKey } from '../partitioner.ts';
+import { Signal } from '../signal.ts';
 import type { Bus, ConsumedMessage, LogPosition, OutgoingMessage, SubscribeOptions, Subscription, TopicSpec } from '../port.ts';
-import { encodeMessage, errorMessage, Mutex, Namespace, unavailable, withMetadataRetry } from './kafka-codec.ts';
+import { encodeMessage, Mutex, Namespace, unavailable, withMetadataRetry } from './kafka-codec.ts';
 import { CommitWatch } from './kafka-commit-watch.ts';
 import { Groups } from './kafka-groups.ts';
 import { readRange } from './kafka-reader.ts';
@@ -56,11 +56,6 @@ export function createKafkaBus(options: KafkaBusOptions): Bus {
   if (!Number.isInteger(sessionTimeoutMs) || sessionTimeoutMs < 6_000) throw invalid('sessionTimeoutMs must be an integer ≥ 6000');
   return new KafkaBus(options, sessionTimeoutMs);
 }
-
-/** Without a logger a failing consumer must still be visible, so warnings go to stderr. */
-const stderrLogger: BusLogger = {
-  warn: (obj, msg) => console.warn(JSON.stringify({ level: 'warn', time: Date.now(), ...obj, msg })),
-};
 
 class KafkaBus implements Bus {
   private readonly kafka: Kafka;

@@ -4,6 +4,7 @@
  */
 import { GovernedMemoryError, readStrictJson } from '@gm/contracts';
 import type { IHeaders, KafkaMessage, Message } from 'kafkajs';
+import { errorMessage } from '../bus-logger.ts';
 import type { ConsumedMessage } from '../port.ts';
 
 import type { EncodedMessage } from '../messages.ts';
@@ -71,8 +72,6 @@ export class Namespace {
 
 export const unknownTopic = (topic: string): GovernedMemoryError =>
   new GovernedMemoryError('MEM_VALIDATION', `unknown topic "${topic}" (create it with ensureTopics first)`);
-
-export const errorMessage = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
 /** Kafka failures reach callers as one retriable code; the kafkajs error stays the cause. */
 export function unavailable(what: string, err: unknown): GovernedMemoryError {

@@ -5,7 +5,7 @@
  * group fetches the group's offsets every few milliseconds while anyone waits on it, and
  * answers every waiter of that group from the same fetch.
  */
-import { Signal } from '../embedded/signal.ts';
+import { Signal } from '../signal.ts';
 import type { Groups } from './kafka-groups.ts';
 
 /** Short: a write's acknowledgement waits for this; one fetch per group per tick serves all. */

@@ -29,14 +29,15 @@
  * floor — the committed offset, advanced by every commit — skips whatever was already handled.
  */
 import { DEFAULT_BATCH_MESSAGES, deadLetterOf } from '../messages.ts';
-import { isDependencyOutage, isGovernedMemoryError, retryDelayMs } from '@gm/contracts';
+import { isGovernedMemoryError } from '@gm/contracts';
 import type { Batch, Consumer, EachBatchPayload, Kafka, Producer } from 'kafkajs';
-import type { BusLogger } from '../embedded/group-consumer.ts';
-import { Signal } from '../embedded/signal.ts';
+import { errorMessage, type BusLogger } from '../bus-logger.ts';
+import { Signal } from '../signal.ts';
 import { HandlerAttempt, type AttemptSettings } from '../handler-attempt.ts';
 import type { BatchHandler, ConsumedMessage, LogPosition, MessageHandler, Subscription, SubscribeOptions } from '../port.ts';
+import { RetryPolicy } from '../retry-policy.ts';
 import { ChunkCommitter, type Chunk, type ChunkLimits } from './kafka-chunks.ts';
-import { decodeMessage, encodeMessage, errorMessage, Mutex, type EncodedMessage, type Namespace } from './kafka-codec.ts';
+import { decodeMessage, encodeMessage, Mutex, type EncodedMessage, type Namespace } from './kafka-codec.ts';
 import type { TransactionRunner } from './kafka-transactions.ts';
 
 export interface SubscriptionDeps {
@@ -99,8 +100,7 @@ export class KafkaSubscription implements Subscription {
   private readonly handler: MessageHandler;
   /** Set for a batch subscription: consecutive messages of a fetched batch go to it together. */
   private readonly batchHandler: BatchHandler | undefined;
-  private readonly maxAttempts: number;
-  private readonly retryBackoffMs: number;
+  private readonly retries: RetryPolicy;
   /** Messages per batch handler call (maxBatchMessages); the chunk limits still bound each transaction. */
   private readonly batchMessages: number;
   /**
@@ -134,8 +134,7 @@ export class KafkaSubscription implements Subscription {
     if (handler !== undefined) this.handler = handler;
     else if (batchHandler !== undefined) this.handler = (message, ctx) => batchHandler([message], ctx);
     else throw new Error('subscribe: a handler or a batchHandler is required');
-    this.maxAttempts = options.maxAttempts ?? 5;
-    this.retryBackoffMs = options.retryBackoffMs ?? 50;
+    this.retries = new RetryPolicy(options, { logger: deps.logger, stopping: this.stopping, closing: () => this.closing });
     this.batchMessages = options.maxBatchMessages ?? DEFAULT_BATCH_MESSAGES;
     this.sends = options.sends !== false;
     this.attemptSettings = { encode: encodeMessage, logger: deps.logger, sends: this.sends, groupId: options.groupId };
@@ -298,7 +297,7 @@ export class KafkaSubscription implements Subscription {
             this.floors.delete(key);
             await this.dropProducer(key);
           });
-          setTimeout(resume, this.retryBackoffMs).unref();
+          setTimeout(resume, this.retries.retryBackoffMs).unref();
         },
       );
   }
@@ -455,26 +454,14 @@ export class KafkaSubscription implements Subscription {
   ): Promise<'stopped' | 'done'> {
     let failure = firstFailure;
     for (let attempt = 1; ; attempt++) {
-      // An outage of a dependency is not the message's fault: retry it for as long as it lasts.
-      if (attempt >= this.maxAttempts && !isDependencyOutage(failure)) {
+      if (this.retries.exhausted(attempt, failure)) {
         await this.deps.ensureDeadLetterTopic(message.topic);
         const error = errorMessage(failure);
         chunks.add({ queued: [encodeMessage(deadLetterOf(message, this.groupId, error, attempt))], ...position });
-        if ((await chunks.drain()) === undefined) {
-          this.deps.logger.warn(
-            { groupId: this.groupId, topic: message.topic, partition: message.partition, offset: message.offset, attempts: attempt, err: error },
-            'bus message dead-lettered',
-          );
-        }
+        if ((await chunks.drain()) === undefined) this.retries.deadLettered(message, attempt, error);
         return 'done';
       }
-      this.deps.logger.warn(
-        { groupId: this.groupId, topic: message.topic, partition: message.partition, offset: message.offset, attempt, err: errorMessage(failure) },
-        'bus handler failed; retrying',
-      );
-      // Closing during back-off leaves the message uncommitted; the next owner retries it.
-      if (!this.closing) await Signal.any([this.stopping], retryDelayMs(this.retryBackoffMs, attempt));
-      if (this.closing) return 'stopped';
+      if (await this.retries.backOff(message, attempt, failure)) return 'stopped';
       await heartbeat();
       const run = await this.attempt(message);
       if (!run.failed) {

@@ -6,7 +6,7 @@
  */
 import { GovernedMemoryError } from '@gm/contracts';
 import type { Admin } from 'kafkajs';
-import { partitionForKey } from '../embedded/partitioner.ts';
+import { partitionForKey } from '../partitioner.ts';
 import { PartitionCountMismatchError } from '../partition-count.ts';
 import type { TopicSpec } from '../port.ts';
 import { unknownTopic, type Namespace } from './kafka-codec.ts';

@@ -5,7 +5,7 @@
  * and a read_committed reader or an offset fetch right after it could still miss the result.
  */
 import { Partitioners, type Admin, type Kafka, type Message, type Producer, type RecordMetadata, type TopicMessages } from 'kafkajs';
-import type { BusLogger } from '../embedded/group-consumer.ts';
+import type { BusLogger } from '../bus-logger.ts';
 import type { LogPosition } from '../port.ts';
 import { delay, toRecord, withMetadataRetry, type EncodedMessage, type Namespace } from './kafka-codec.ts';
 import type { Topics } from './kafka-topics.ts';

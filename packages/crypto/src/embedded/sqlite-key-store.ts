@@ -1,5 +1,4 @@
-import Database from 'better-sqlite3';
-import { fileWriteLock, underLock } from '@gm/thread-lock';
+import { openSqlite, underLock } from '@gm/thread-lock';
 import { GovernedMemoryError } from '@gm/contracts';
 import { WrappedKey } from '../keys.ts';
 import type { KeyLookup, KeyStore } from '../key-store.ts';
@@ -35,15 +34,9 @@ CREATE TABLE IF NOT EXISTS crypto_keys (
 `;
 
 export function createSqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
-  const db = new Database(options.file);
-  // Writers of this file in other threads of the process queue here, not in SQLite's busy handler.
-  const writeLock = fileWriteLock(options.file);
-  db.pragma('journal_mode = WAL');
   // FULL unless the caller shares a FULL-committed WAL (see the option): a lost key write is lost
   // content, not a rebuildable projection.
-  db.pragma(`synchronous = ${options.synchronous ?? 'FULL'}`);
-  db.pragma('secure_delete = ON');
-  db.pragma('busy_timeout = 5000');
+  const { db, writeLock } = openSqlite(options.file, { synchronous: options.synchronous ?? 'FULL', secureDelete: true });
   db.exec(SCHEMA);
 
   const select = db.prepare<[string], { value: string | null }>('SELECT value FROM crypto_keys WHERE key_id = ?');

@@ -1,5 +1,4 @@
-import Database from 'better-sqlite3';
-import { applySecureDelete, fileWriteLock, truncateWal, underLock } from '@gm/thread-lock';
+import { openSqlite, truncateWal, underLock } from '@gm/thread-lock';
 import { GovernedMemoryError } from '@gm/contracts';
 import type { MemoryKind, Provenance } from '@gm/contracts';
 import type { IndexDocument, SearchHit, SearchIndex, SearchQuery } from '../port.ts';
@@ -181,19 +180,9 @@ function fromRow(row: DocumentRow): IndexDocument {
 }
 
 export function createSqliteSearchIndex(options: SqliteSearchIndexOptions): SearchIndex {
-  const db = new Database(options.file);
-  // Writers of this file in other threads of the process queue here, not in SQLite's busy handler.
-  const writeLock = fileWriteLock(options.file);
-  db.pragma('journal_mode = WAL');
-  // NORMAL, not FULL: in WAL mode a committed transaction survives a process crash (kill -9);
-  // only an OS crash or power loss can drop the last few, like Redis with appendfsync everysec.
-  // The log (bus.db) stays FULL and is the source of truth; `memctl replay` rebuilds this file's
-  // projections from it. FULL here cost ~1.5 ms per write and doubled search latency.
-  db.pragma('synchronous = NORMAL');
-  // Another process (e.g. memctl) may hold the write lock briefly; wait instead of failing.
-  db.pragma('busy_timeout = 5000');
   const secureErasure = options.secureErasure ?? true;
-  applySecureDelete(db, secureErasure);
+  // A projection: `memctl replay` rebuilds it from the log (bus.db, FULL).
+  const { db, writeLock } = openSqlite(options.file, { synchronous: 'NORMAL', secureDelete: secureErasure });
   db.exec(SCHEMA);
   // FTS5 keeps a deleted row's terms in its segments until a merge unless secure-delete is on (persistent, per table).
   // A literal: FTS5 reads this configuration value from the statement text, not from a bound parameter.

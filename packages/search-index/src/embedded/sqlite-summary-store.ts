@@ -1,5 +1,4 @@
-import Database from 'better-sqlite3';
-import { applySecureDelete, fileWriteLock, truncateWal, underLock } from '@gm/thread-lock';
+import { openSqlite, truncateWal, underLock } from '@gm/thread-lock';
 import type { ScopeSummaries, Summary, SummaryHit, SummaryKey, SummaryQuery, SummarySource, SummaryStore } from '../summary-port.ts';
 import { toFtsMatchExpression } from './fts-query.ts';
 import { checkReplaceMany, epochMs, summaryDigest } from './summary-digest.ts';
@@ -127,15 +126,9 @@ const fromRow = (r: SummaryRow): Summary => ({
 });
 
 export function createSqliteSummaryStore(options: SqliteSummaryStoreOptions): SummaryStore {
-  const db = new Database(options.file);
-  // Writers of this file in other threads of the process queue here, not in SQLite's busy handler.
-  const writeLock = fileWriteLock(options.file);
-  // Same durability choices as the search index: a projection, rebuilt by replay.
-  db.pragma('journal_mode = WAL');
-  db.pragma('synchronous = NORMAL');
-  db.pragma('busy_timeout = 5000');
   const secureErasure = options.secureErasure ?? true;
-  applySecureDelete(db, secureErasure);
+  // A projection: `memctl replay` rebuilds it from the log (bus.db, FULL).
+  const { db, writeLock } = openSqlite(options.file, { synchronous: 'NORMAL', secureDelete: secureErasure });
   db.exec(SCHEMA);
   // FTS5 keeps a deleted row's terms in its segments until a merge unless secure-delete is on (persistent, per table).
   // A literal: FTS5 reads this configuration value from the statement text, not from a bound parameter.

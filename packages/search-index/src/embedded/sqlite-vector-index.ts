@@ -4,9 +4,8 @@
  * only those by exact dot product: no approximation, and nothing outside the filters is ever
  * scored.
  */
-import Database from 'better-sqlite3';
 import type { MemoryKind } from '@gm/contracts';
-import { applySecureDelete, fileWriteLock, truncateWal, underLock } from '@gm/thread-lock';
+import { openSqlite, truncateWal, underLock } from '@gm/thread-lock';
 import type { VectorDocument, VectorHit, VectorIndex, VectorQuery } from '../vector-port.ts';
 import { epochMsOf, validVector } from '../vector-values.ts';
 
@@ -48,13 +47,9 @@ export interface SqliteVectorIndexOptions {
 }
 
 export function createSqliteVectorIndex(options: SqliteVectorIndexOptions): VectorIndex {
-  const db = new Database(options.file);
-  const writeLock = fileWriteLock(options.file);
-  db.pragma('journal_mode = WAL');
-  db.pragma('synchronous = NORMAL');
-  db.pragma('busy_timeout = 5000');
   const secureErasure = options.secureErasure ?? true;
-  applySecureDelete(db, secureErasure);
+  // A projection: `memctl replay` rebuilds it from the log (bus.db, FULL).
+  const { db, writeLock } = openSqlite(options.file, { synchronous: 'NORMAL', secureDelete: secureErasure });
   underLock(writeLock, () => db.exec(SCHEMA));
   const upsertStmt = db.prepare(`
     INSERT INTO vectors (tenant, record_id, partition_key, subject, kind, purposes, expires_at_ms, version, model_id, vector)

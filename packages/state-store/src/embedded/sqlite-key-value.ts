@@ -1,6 +1,5 @@
-import Database from 'better-sqlite3';
 import { GovernedMemoryError } from '@gm/contracts';
-import { applySecureDelete, fileWriteLock, truncateWal, underLock } from '@gm/thread-lock';
+import { openSqlite, truncateWal, underLock } from '@gm/thread-lock';
 import { checkWrite } from '../pipeline.ts';
 import type { KeyValueStore, KvWrite, KvWriteResult } from '../port.ts';
 
@@ -77,23 +76,16 @@ function wrongType(): GovernedMemoryError {
 
 export function createSqliteKeyValueStore(options: SqliteKeyValueStoreOptions): KeyValueStore {
   const clock = options.now ?? Date.now;
-  const db = new Database(options.file);
-  // Writers of this file in other threads of the process queue here, not in SQLite's busy handler.
-  const writeLock = fileWriteLock(options.file);
-  db.pragma('journal_mode = WAL');
-  // NORMAL, not FULL: in WAL mode a committed transaction survives a process crash (kill -9);
-  // only an OS crash or power loss can drop the last few, like Redis with appendfsync everysec.
-  // The log (bus.db) stays FULL and is the source of truth; `memctl replay` rebuilds this file's
-  // projections from it. FULL here cost ~1.5 ms per write and doubled search latency.
-  db.pragma('synchronous = NORMAL');
-  // Another process may hold the write lock briefly; wait instead of failing.
-  db.pragma('busy_timeout = 5000');
-  // Up to 64 MiB of pages in memory (the default is 2 MiB): the read path touches the record
-  // hash, tombstones and content copies of every hit, and the cache and packet indexes on each
-  // search; with the default most of those lookups went to the OS (search p50 3.6 → 2.9 ms).
-  db.pragma('cache_size = -65536');
   const secureErasure = options.secureErasure ?? true;
-  applySecureDelete(db, secureErasure);
+  const { db, writeLock } = openSqlite(options.file, {
+    // A projection: `memctl replay` rebuilds it from the log (bus.db, FULL).
+    synchronous: 'NORMAL',
+    secureDelete: secureErasure,
+    // Up to 64 MiB of pages in memory (the default is 2 MiB): the read path touches the record
+    // hash, tombstones and content copies of every hit, and the cache and packet indexes on each
+    // search; with the default most of those lookups went to the OS (search p50 3.6 → 2.9 ms).
+    cacheKiB: 65_536,
+  });
   db.exec(SCHEMA);
 
   const getLive = db.prepare<[{ key: string; now: number }], { value: string }>(
