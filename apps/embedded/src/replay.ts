@@ -4,7 +4,7 @@ import { projectEvent } from '@gm/projector';
 import { scheduleFromEvent } from '@gm/expiry-scheduler';
 import { VECTOR_INDEXER_GROUP } from '@gm/vector-indexer';
 import { lockDataDir } from './lock.ts';
-import { systemClock } from '@gm/service-kit';
+import { systemClock } from '@gm/time';
 import { openStores, type MasterKeyEnv } from './stores.ts';
 
 /**

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { Bus } from '@gm/bus';
+import { meteredBus, type Bus } from '@gm/bus';
 import { TOPICS, type Clock } from '@gm/contracts';
 import { createLogger, createMetrics, mergedExposition, type Logger, type Metrics, type MetricsSnapshot } from '@gm/observability';
 import { sharedOnnxEmbeddingModel } from '@gm/embedding';
@@ -7,7 +7,7 @@ import type { SemanticLeg } from '@gm/retrieval';
 import { SUMMARY_BUILDER_GROUP } from '@gm/index-builder';
 import { startRetrievalBroker } from '@gm/retrieval-broker';
 import { loadPolicySet } from '@gm/policy';
-import { meteredBus, sharedMsOf, systemClock } from '@gm/service-kit';
+import { sharedMsOf, systemClock } from '@gm/time';
 import { shareFileWriteLocks } from '@gm/thread-lock';
 import { ConfigError, type RuntimeConfig } from './config.ts';
 import { loadOrCreateCredentials, type Credentials } from './credentials.ts';

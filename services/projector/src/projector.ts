@@ -1,5 +1,4 @@
-import type { Bus } from '@gm/bus';
-import { subscribeToMemoryEventBatches } from '@gm/service-kit';
+import { subscribeToMemoryEventBatches, type Bus } from '@gm/bus';
 import { touchedRecordIds } from '@gm/domain';
 import { ERASED_CONTENT_HASH, TOPICS, type MemoryEvent, type RecordMeta, type ServiceHandle, type StoredRecordVersion } from '@gm/contracts';
 import type { Logger } from '@gm/observability';

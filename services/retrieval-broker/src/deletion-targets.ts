@@ -1,6 +1,5 @@
 import type { Bus, ConsumedMessage, ProcessContext } from '@gm/bus';
-import { DeletionTask, TOPICS, type Clock, type ServiceHandle } from '@gm/contracts';
-import { deletionAck } from '@gm/service-kit';
+import { DeletionTask, TOPICS, deletionAck, type Clock, type ServiceHandle } from '@gm/contracts';
 import type { StateStore } from '@gm/state-store';
 
 export const BROKER_TARGETS_GROUP = 'retrieval-broker.deletion';

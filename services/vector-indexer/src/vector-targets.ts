@@ -1,7 +1,6 @@
 import type { Bus } from '@gm/bus';
-import { DeletionTask, TOPICS, type Clock, type ServiceHandle } from '@gm/contracts';
+import { DeletionTask, TOPICS, removalAck, type Clock, type ServiceHandle } from '@gm/contracts';
 import type { VectorIndex } from '@gm/search-index';
-import { removalAck } from '@gm/service-kit';
 
 export const VECTOR_TARGETS_GROUP = 'vector-indexer.deletion';
 
