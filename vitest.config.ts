@@ -22,7 +22,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'embedded',
-          include: ['packages/*/src/**/*.spec.ts', 'services/*/src/**/*.spec.ts', 'apps/*/src/**/*.spec.ts', 'test/**/*.spec.ts'],
+          include: ['packages/*/src/**/*.spec.ts', 'services/*/src/**/*.spec.ts', 'apps/*/src/**/*.spec.ts', 'test/**/*.spec.ts', 'scripts/**/*.spec.ts'],
           exclude: ['**/node_modules/**', ...ENGINE_SUITES, GOVBENCH_SUITES],
         },
       },

@@ -4,18 +4,18 @@
  * lines between its two markers; the prose around them is hand-written and left alone.
  */
 import path from 'node:path';
-import { EnvSchema } from '../apps/embedded/src/config.ts';
-import { McpEnv } from '../apps/mcp/src/env.ts';
-import { envVariablesOf, type EnvVariable } from '../packages/service-kit/src/env-reference.ts';
-import { OrchestratorEnv } from '../services/deletion-orchestrator/src/env.ts';
-import { ExpirySchedulerEnv } from '../services/expiry-scheduler/src/env.ts';
-import { IndexBuilderEnv } from '../services/index-builder/src/env.ts';
-import { IngestGatewayEnv } from '../services/ingest-gateway/src/env.ts';
-import { ProjectorEnv } from '../services/projector/src/env.ts';
-import { ReceiptVerifierEnv } from '../services/receipt-verifier/src/env.ts';
-import { RetrievalBrokerEnv } from '../services/retrieval-broker/src/env.ts';
-import { VectorIndexerEnv } from '../services/vector-indexer/src/env.ts';
-import { WriteAdmissionEnv } from '../services/write-admission/src/env.ts';
+import { EnvSchema } from '@gm/embedded/config';
+import { McpEnv } from '@gm/mcp/env';
+import { envVariablesOf, type EnvVariable } from '@gm/config';
+import { OrchestratorEnv } from '@gm/deletion-orchestrator/env';
+import { ExpirySchedulerEnv } from '@gm/expiry-scheduler/env';
+import { IndexBuilderEnv } from '@gm/index-builder/env';
+import { IngestGatewayEnv } from '@gm/ingest-gateway/env';
+import { ProjectorEnv } from '@gm/projector/env';
+import { ReceiptVerifierEnv } from '@gm/receipt-verifier/env';
+import { RetrievalBrokerEnv } from '@gm/retrieval-broker/env';
+import { VectorIndexerEnv } from '@gm/vector-indexer/env';
+import { WriteAdmissionEnv } from '@gm/write-admission/env';
 
 export const ROOT = path.resolve(import.meta.dirname, '..');
 

@@ -1,7 +1,7 @@
 /** `pnpm schemas`: writes the topics' JSON Schemas (generated from the zod contracts) into docs/schemas/. */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { topicJsonSchemas } from '../packages/contracts/src/json-schema.ts';
+import { topicJsonSchemas } from '@gm/contracts';
 
 const dir = path.resolve(import.meta.dirname, '../docs/schemas');
 mkdirSync(dir, { recursive: true });

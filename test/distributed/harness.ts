@@ -9,8 +9,9 @@ import { CONSUMER_GROUPS, TOPICS } from '@gm/contracts';
 import { loadMasterKeys, openBusKeyStore, openContentCrypto } from '@gm/crypto';
 import { RECORD_PROJECTION_PREFIXES } from '@gm/embedded';
 import { MODEL_DIMENSIONS } from '@gm/embedding';
-import { DistributedEnv, WithElasticsearch, WithRedis, openIndex, openState, openSummaries, openVectors } from '@gm/service-kit';
-import { sweepNamespace } from '../../bench/cleanup.ts';
+import { DistributedEnv, WithElasticsearch, WithRedis } from '@gm/config';
+import { openIndex, openState, openSummaries, openVectors } from '@gm/adapters';
+import { sweepNamespace } from '@gm/bench/cleanup';
 import { apiClient, capabilityIssuer, type TestRuntime } from '../e2e/harness.ts';
 
 /** The groups that fold memory.events into the record projections, the index, the summaries and the vectors. */

@@ -1,4 +1,5 @@
-import { DistributedEnv, openBus } from '@gm/service-kit';
+import { DistributedEnv } from '@gm/config';
+import { openBus } from '@gm/adapters';
 import { receiptsSuite } from '../e2e/suites/receipts.suite.ts';
 import { startDistributedTestRuntime } from './harness.ts';
 

@@ -5,7 +5,8 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import type { Action, Clock, IssueCapabilityRequest, Role } from '@gm/contracts';
 import type { Bus } from '@gm/bus';
-import { ManualClock } from '@gm/service-kit';
+import { eventually } from '@gm/testing/eventually';
+import { ManualClock } from '@gm/testing/manual-clock';
 import { createSqliteKeyStore, openContentCrypto } from '@gm/crypto';
 import {
   KEY_STORE_FILE_NAME, MASTER_KEY_FILE_NAME, loadConfig, loadOrCreateMasterKeys, masterKeyEnvOf, replayDataDir, startEmbeddedRuntime,
@@ -13,6 +14,8 @@ import {
 } from '@gm/embedded';
 import type { SearchIndex, VectorIndex } from '@gm/search-index';
 import type { StateStore } from '@gm/state-store';
+
+export { eventually };
 
 /** A clock the test moves by hand; the runtime reads every "now" from it. */
 export class TestClock extends ManualClock {
@@ -365,13 +368,3 @@ export function memory(overrides: Record<string, unknown> = {}) {
   };
 }
 
-/** Polls a condition without fixed sleeps in the assertions; fails with `what` after `ms`. */
-export async function eventually<T>(what: string, probe: () => Promise<T | undefined | false>, ms = 10_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}

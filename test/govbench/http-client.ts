@@ -66,7 +66,7 @@ export async function distributedClient(namespace: string): Promise<GovClient> {
     await stack.stop();
     rmSync(dataDir, { recursive: true, force: true });
     // Topics, groups, indices and keys of this namespace only; the engines keep running.
-    const { sweepNamespace } = await import('../../bench/cleanup.ts');
+    const { sweepNamespace } = await import('@gm/bench/cleanup');
     const env = stack.env;
     await sweepNamespace({ kafkaBrokers: String(env.KAFKA_BROKERS), redisUrl: String(env.REDIS_URL), elasticsearchUrl: String(env.ELASTICSEARCH_URL) }, namespace);
   });

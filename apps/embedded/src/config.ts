@@ -2,10 +2,11 @@ import path from 'node:path';
 import { z } from 'zod';
 import type { TtlPolicy } from '@gm/domain';
 import { DEFAULT_MODEL_DIR } from '@gm/embedding';
-import {
-  WithMasterKeys, type BootstrapAdmin, admissionEnvShape, admissionSettingsOf, brokerEnvShape, brokerSettingsOf, deletionEnvShape, expiryEnvShape, integer, logEnvShape,
-  parseDuration, ttlPolicyOf, ttlShape,
-} from '@gm/service-kit';
+import { WithMasterKeys, integer, logEnvShape, parseDuration } from '@gm/config';
+import { brokerEnvShape, brokerSettingsOf, type BootstrapAdmin } from '@gm/retrieval-broker/env';
+import { admissionEnvShape, admissionSettingsOf, ttlPolicyOf, ttlShape } from '@gm/write-admission/env';
+import { deletionEnvShape } from '@gm/deletion-orchestrator/env';
+import { expiryEnvShape } from '@gm/expiry-scheduler/env';
 
 export { parseDuration };
 

@@ -3,7 +3,7 @@ import { Writable } from 'node:stream';
 import { parentPort, workerData } from 'node:worker_threads';
 import { createLogger, createMetrics } from '@gm/observability';
 import { loadPolicySet } from '@gm/policy';
-import { clockOnShared, systemClock } from '@gm/service-kit';
+import { clockOnShared, systemClock } from '@gm/time';
 import { adoptFileWriteLocks } from '@gm/thread-lock';
 import type { FromPipeline, PipelineThreadData, ToPipeline } from './pipeline-thread.ts';
 import { startPipeline } from './pipeline.ts';

@@ -3,7 +3,7 @@
  * They talk only through the bus and the stores, so they run the same in the HTTP thread or
  * in a worker thread of their own (pipeline-thread.ts) on their own connections to the files.
  */
-import type { Bus } from '@gm/bus';
+import { meteredBus, type Bus } from '@gm/bus';
 import { CONSUMER_GROUPS, type Clock, type ServiceHandle } from '@gm/contracts';
 import { deletionTargetsOf } from '@gm/domain';
 import type { Logger, Metrics } from '@gm/observability';
@@ -14,7 +14,7 @@ import { startIndexBuilder, startIndexTargets, startSummaryBuilder } from '@gm/i
 import { startExpiryScheduler } from '@gm/expiry-scheduler';
 import { startDeletionOrchestrator } from '@gm/deletion-orchestrator';
 import { startReceiptSigner, startReceiptVerifier } from '@gm/receipt-verifier';
-import { meteredBus, periodic } from '@gm/service-kit';
+import { periodic } from '@gm/time';
 import { loadEmbeddingModel } from '@gm/embedding';
 import type { SemanticLeg } from '@gm/retrieval';
 import { startVectorIndexer, startVectorTargets } from '@gm/vector-indexer';

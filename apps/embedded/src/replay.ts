@@ -3,7 +3,7 @@ import { indexEvent, summarizeEvent } from '@gm/index-builder';
 import { projectEvent } from '@gm/projector';
 import { scheduleFromEvent } from '@gm/expiry-scheduler';
 import { lockDataDir } from './lock.ts';
-import { systemClock } from '@gm/service-kit';
+import { systemClock } from '@gm/time';
 import { openStores, type MasterKeyEnv } from './stores.ts';
 
 /**

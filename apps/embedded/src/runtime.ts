@@ -1,12 +1,12 @@
 import type { FastifyInstance } from 'fastify';
-import type { Bus } from '@gm/bus';
+import { meteredBus, type Bus } from '@gm/bus';
 import { CONSUMER_GROUPS, TOPICS, type Clock } from '@gm/contracts';
 import { createLogger, createMetrics, mergedExposition, type Logger, type Metrics, type MetricsSnapshot } from '@gm/observability';
 import { loadEmbeddingModel } from '@gm/embedding';
 import type { SemanticLeg } from '@gm/retrieval';
 import { startRetrievalBroker } from '@gm/retrieval-broker';
 import { loadPolicySet } from '@gm/policy';
-import { meteredBus, sharedMsOf, systemClock } from '@gm/service-kit';
+import { sharedMsOf, systemClock } from '@gm/time';
 import { shareFileWriteLocks } from '@gm/thread-lock';
 import { ConfigError, type RuntimeConfig } from './config.ts';
 import { loadOrCreateCredentials, type Credentials } from './credentials.ts';

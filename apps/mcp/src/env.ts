@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { LIMITS } from '@gm/contracts';
-import { integer } from '@gm/service-kit/env';
+import { integer } from '@gm/config';
 
 const capabilityMinutes = LIMITS.maxCapabilityTtlSeconds / 60;
 

@@ -6,3 +6,5 @@ export { memoryTopicSpecs, keysTopicSpec, KEYS_TOPIC_CONFIG, INGEST_RETENTION_MS
 export { createKafkaBus, type KafkaBusOptions } from './kafka/kafka-bus.ts';
 export { PartitionCountMismatchError, isPartitionCountMismatch } from './partition-count.ts';
 export { groupLag } from './lag.ts';
+export { subscribeToMemoryEvents, subscribeToMemoryEventBatches, type EventInBatch } from './memory-events.ts';
+export { meteredBus } from './metered-bus.ts';

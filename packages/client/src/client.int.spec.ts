@@ -2,9 +2,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually } from '@gm/testing';
+import { ManualClock, eventually } from '@gm/testing';
 import { loadConfig, startEmbeddedRuntime, type EmbeddedRuntime } from '@gm/embedded';
-import { ManualClock } from '@gm/service-kit';
 import { issueCapability, issuedCapabilities, MemoryApiError, MemoryClient, MemoryNetworkError, type CapabilityRequest, type WriteMemory } from './index.ts';
 
 const MAPLE = { kind: 'project', id: 'maple' } as const;

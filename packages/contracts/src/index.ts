@@ -11,6 +11,7 @@ export * from './replies.ts';
 export * from './errors.ts';
 export * from './api.ts';
 export * from './deletion.ts';
+export * from './deletion-ack.ts';
 export * from './receipt.ts';
 export * from './policy.ts';
 export * from './runtime.ts';

@@ -21,7 +21,7 @@ export function createMetrics(options: { processMetrics?: boolean } = {}) {
   if (options.processMetrics !== false) collectDefaultMetrics({ register: registry });
   const counter = (name: string, help: string, labelNames: string[] = []) =>
     new Counter({ name, help, labelNames, registers: [registry] });
-  /** Asked at every scrape: each reports the lag of the consumer groups it knows (see meteredBus in service-kit). */
+  /** Asked at every scrape: each reports the lag of the consumer groups it knows (see meteredBus in @gm/bus). */
   const lagSources = new Set<() => Promise<ConsumerLag[]>>();
   new Gauge({
     name: 'gm_consumer_lag', help: 'Messages in the log past a consumer group\'s committed offset', labelNames: ['group', 'topic', 'partition'], registers: [registry],

@@ -4,3 +4,4 @@ export * from './cedar/cedar-pdp.ts';
 export * from './cedar/policy-set.ts';
 export * from './cached-source.ts';
 export * from './receipts.ts';
+export * from './load-or-exit.ts';

@@ -18,6 +18,8 @@ import {
 import { createSqliteSearchIndex, type SearchIndex } from '@gm/search-index';
 import { StateStore, createSqliteKeyValueStore, type KeyValueStore } from '@gm/state-store';
 
+export { eventually } from './eventually.ts';
+
 /** A clock the test moves by hand; services read every "now" from it. */
 export class TestClock implements Clock {
   constructor(public ms = Date.parse('2026-11-30T08:00:00.000Z')) {}
@@ -121,17 +123,6 @@ export async function openEmbeddedFixture(options: { partitions?: number; clock?
       }
     },
   };
-}
-
-/** Polls `probe` until it returns a value (not undefined/false); fails naming `what` after `timeoutMs`. */
-export async function eventually<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
 }
 
 export const sha256Hex = (text: string): string => createHash('sha256').update(text, 'utf8').digest('hex');

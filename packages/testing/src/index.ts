@@ -9,3 +9,5 @@ export * from './contracts/summary-store.contract.ts';
 export * from './contracts/key-store.contract.ts';
 export * from './contracts/embedding.contract.ts';
 export * from './contracts/vector-index.contract.ts';
+export * from './eventually.ts';
+export * from './manual-clock.ts';

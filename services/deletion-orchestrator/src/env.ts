@@ -1,7 +1,13 @@
 import { z } from 'zod';
+import { DistributedEnv, WithRedis, WithSemantic, duration } from '@gm/config';
 import { DeletionTarget } from '@gm/contracts';
 import { deletionTargetsOf } from '@gm/domain';
-import { DistributedEnv, WithRedis, WithSemantic, deletionEnvShape } from '@gm/service-kit';
+
+/** The deletion-orchestrator's deadline and retry, read the same way by the embedded runtime and the service. */
+export const deletionEnvShape = {
+  MEMORY_DELETION_DEADLINE: duration('60s').meta({ description: 'a deletion job not verified by then fails with an alert' }),
+  MEMORY_DELETION_VERIFY_RETRY: duration('500ms', true).meta({ description: 'delay before re-running a verification that found a copy' }),
+};
 
 /** The deletion-orchestrator's environment (main.ts); `pnpm docs:config` renders it into docs/distributed.md. */
 export const OrchestratorEnv = DistributedEnv.extend({

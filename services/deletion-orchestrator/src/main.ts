@@ -1,4 +1,6 @@
-import { meteredBus, openSealedBus, openState, runService, systemClock } from '@gm/service-kit';
+import { openSealedBus, openState, runService } from '@gm/adapters';
+import { meteredBus } from '@gm/bus';
+import { systemClock } from '@gm/time';
 import { OrchestratorEnv } from './env.ts';
 import { startDeletionOrchestrator } from './orchestrator.ts';
 

@@ -1,22 +1,21 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ConsumedMessage, LogPosition } from '@gm/bus';
 import {
-  CommandReply, DeletionTask, MemoryCommand, MemoryEvent, PolicyChange, TOPICS, dlqTopic, subjectKey,
+  CommandReply, DeletionTask, MemoryCommand, MemoryEvent, PolicyChange, TOPICS, deletionAck, dlqTopic, subjectKey,
   type DeletionJob, type DeletionTarget, type MemoryCommandType, type ServiceHandle,
 } from '@gm/contracts';
 import { DEFAULT_TTL_POLICY } from '@gm/domain';
 import { derivedId } from '@gm/ids';
 import { createLogger, createMetrics, type Logger, type Metrics } from '@gm/observability';
-import { deletionAck } from '@gm/service-kit';
 import {
   LogSink, TEST_WRITER, eventually, openEmbeddedFixture, writeMemoryCommand, type EmbeddedFixture,
-} from '../../../packages/testing/src/embedded-fixture.ts';
-// Services run in-process by relative path: this package depends on none of them.
-import { INDEX_BUILDER_GROUP, startIndexBuilder, startIndexTargets, toIndexDocument } from '../../index-builder/src/index.ts';
-import { PROJECTOR_GROUP, startPrimaryTarget, startProjector } from '../../projector/src/index.ts';
-import { startReceiptVerifier } from '../../receipt-verifier/src/index.ts';
-import { startBrokerTargets } from '../../retrieval-broker/src/deletion-targets.ts';
-import { WRITE_ADMISSION_GROUP, startWriteAdmission } from '../../write-admission/src/index.ts';
+} from '@gm/testing/embedded-fixture';
+// The services run in-process: devDependencies, for this spec only.
+import { INDEX_BUILDER_GROUP, startIndexBuilder, startIndexTargets, toIndexDocument } from '@gm/index-builder';
+import { PROJECTOR_GROUP, startPrimaryTarget, startProjector } from '@gm/projector';
+import { startReceiptVerifier } from '@gm/receipt-verifier';
+import { startBrokerTargets } from '@gm/retrieval-broker';
+import { WRITE_ADMISSION_GROUP, startWriteAdmission } from '@gm/write-admission';
 import { DeletionOrchestrator, ORCHESTRATOR_GROUP, startDeletionOrchestrator } from './orchestrator.ts';
 
 const TENANT = 'acme';

@@ -9,7 +9,7 @@ import {
 } from '@gm/domain';
 import { derivedId } from '@gm/ids';
 import type { Logger, Metrics } from '@gm/observability';
-import { periodic } from '@gm/service-kit';
+import { periodic } from '@gm/time';
 import type { StateStore } from '@gm/state-store';
 
 export const ORCHESTRATOR_GROUP = CONSUMER_GROUPS.deletionOrchestrator;

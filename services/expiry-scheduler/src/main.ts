@@ -1,4 +1,6 @@
-import { meteredBus, openSealedBus, openState, runService, systemClock } from '@gm/service-kit';
+import { openSealedBus, openState, runService } from '@gm/adapters';
+import { meteredBus } from '@gm/bus';
+import { systemClock } from '@gm/time';
 import { ExpirySchedulerEnv } from './env.ts';
 import { startExpiryScheduler } from './scheduler.ts';
 

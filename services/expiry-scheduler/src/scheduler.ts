@@ -1,5 +1,5 @@
-import type { Bus } from '@gm/bus';
-import { periodic, subscribeToMemoryEventBatches } from '@gm/service-kit';
+import { subscribeToMemoryEventBatches, type Bus } from '@gm/bus';
+import { periodic } from '@gm/time';
 import {
   CONSUMER_GROUPS, TOPICS, serviceActor, subjectKey,
   type Clock, type CommandOf, type MemoryEvent, type ServiceHandle,

@@ -1,5 +1,4 @@
-import type { Bus } from '@gm/bus';
-import { subscribeToMemoryEventBatches } from '@gm/service-kit';
+import { subscribeToMemoryEventBatches, type Bus } from '@gm/bus';
 import { CONSUMER_GROUPS, GovernedMemoryError, isUnreadableContent, type MemoryEvent, type ServiceHandle } from '@gm/contracts';
 import { indexChanges } from '@gm/domain';
 import type { IndexDocument, SearchIndex, SummaryStore } from '@gm/search-index';

@@ -1,6 +1,5 @@
 import type { Bus, ConsumedMessage, ProcessContext } from '@gm/bus';
-import { CONSUMER_GROUPS, DeletionTask, TOPICS, type Clock, type ServiceHandle } from '@gm/contracts';
-import { removalAck } from '@gm/service-kit';
+import { CONSUMER_GROUPS, DeletionTask, TOPICS, removalAck, type Clock, type ServiceHandle } from '@gm/contracts';
 import type { SearchIndex, SummaryStore } from '@gm/search-index';
 import type { StateStore } from '@gm/state-store';
 import { summaryTargetHandler } from './summaries.ts';

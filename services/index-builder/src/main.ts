@@ -1,4 +1,6 @@
-import { meteredBus, openIndex, openSealedBus, openState, openSummaries, runService, systemClock } from '@gm/service-kit';
+import { openIndex, openSealedBus, openState, openSummaries, runService } from '@gm/adapters';
+import { meteredBus } from '@gm/bus';
+import { systemClock } from '@gm/time';
 import { IndexBuilderEnv } from './env.ts';
 import { startIndexBuilder, startSummaryBuilder } from './index-builder.ts';
 import { startIndexTargets } from './index-targets.ts';

@@ -3,12 +3,12 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { OutgoingMessage, ProcessContext } from '@gm/bus';
 import { TOPICS, type DeletionAck, type DeletionTask, type MemoryEvent } from '@gm/contracts';
 import { createSqliteSummaryStore, type SummaryStore } from '@gm/search-index';
-// Relative on purpose: the test fixtures, the decider's fixtures and the projector are no dependencies of this package.
-import { TestClock, openEmbeddedFixture, sha256Hex, type EmbeddedFixture } from '../../../packages/testing/src/embedded-fixture.ts';
+// The test fixtures, the decider's fixtures and the projector: devDependencies, for this spec only.
+import { TestClock, openEmbeddedFixture, sha256Hex, type EmbeddedFixture } from '@gm/testing/embedded-fixture';
 import {
   DAY, HOUR, SUBJECT, T0, TENANT, after, deleteMemory, forget, history, promote, tombstone, write,
-} from '../../../packages/domain/src/memory/fixtures.ts';
-import { projectEvent } from '../../projector/src/projector.ts';
+} from '@gm/domain/fixtures';
+import { projectEvent } from '@gm/projector';
 import { indexEvent } from './index-builder.ts';
 import { summarizeEvent, summaryTargetHandler } from './summaries.ts';
 

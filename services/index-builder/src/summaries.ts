@@ -1,8 +1,7 @@
 import type { ConsumedMessage, ProcessContext } from '@gm/bus';
-import { DeletionTask, type Clock, type MemoryEvent } from '@gm/contracts';
+import { DeletionTask, deletionAck, type Clock, type MemoryEvent } from '@gm/contracts';
 import { SUMMARY_KINDS, buildSummaries, isRetired, isSearchable, touchedRecordIds } from '@gm/domain';
 import type { ScopeSummaries, SearchIndex, Summary, SummaryStore } from '@gm/search-index';
-import { deletionAck } from '@gm/service-kit';
 import type { StateStore } from '@gm/state-store';
 import { toIndexDocument } from './index-document.ts';
 

@@ -10,7 +10,7 @@ import { createLogger, createMetrics } from '@gm/observability';
 import { CapabilityIssuer, generateSigningKeyPair, loadPolicySet } from '@gm/policy';
 import { WRITE_ADMISSION_GROUP, startWriteAdmission } from '@gm/write-admission';
 import { edgeAuthority } from '@gm/write-edge';
-import { openEmbeddedFixture, type EmbeddedFixture } from '../../../packages/testing/src/embedded-fixture.ts';
+import { openEmbeddedFixture, type EmbeddedFixture } from '@gm/testing/embedded-fixture';
 import { INGEST_GATEWAY_GROUP, startIngestGateway } from './gateway.ts';
 
 const ISSUER = 'gm-spec';

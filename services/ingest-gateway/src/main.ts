@@ -1,7 +1,9 @@
 import { readFileSync } from 'node:fs';
+import { openSealedBus, openState, parseEnvOrExit, runService } from '@gm/adapters';
+import { meteredBus } from '@gm/bus';
 import { TOPICS } from '@gm/contracts';
-import type { SigningKeyPair } from '@gm/policy';
-import { loadPolicySetOrExit, meteredBus, openSealedBus, openState, parseEnvOrExit, runService, systemClock } from '@gm/service-kit';
+import { loadPolicySetOrExit, type SigningKeyPair } from '@gm/policy';
+import { systemClock } from '@gm/time';
 import { edgeAuthority } from '@gm/write-edge';
 import { IngestGatewayEnv } from './env.ts';
 import { startIngestGateway } from './gateway.ts';

@@ -1,7 +1,9 @@
-import { meteredBus, openSealedBus, openState, runService, systemClock } from '@gm/service-kit';
+import { openSealedBus, openState, runService } from '@gm/adapters';
+import { meteredBus } from '@gm/bus';
+import { systemClock } from '@gm/time';
 import { ProjectorEnv } from './env.ts';
-import { startPrimaryTarget } from './primary-target.ts';
 import { startPolicyProjector } from './policy-projector.ts';
+import { startPrimaryTarget } from './primary-target.ts';
 import { startProjector } from './projector.ts';
 
 /** projector as its own process: record hash, primary content, tombstones, memory.records, policy data. */

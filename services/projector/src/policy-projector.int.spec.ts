@@ -2,8 +2,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { GovernedMemoryError, TOPICS, dlqTopic, type PolicyChange, type ServiceHandle } from '@gm/contracts';
 import { createLogger } from '@gm/observability';
 import { StateStore, type KeyValueStore } from '@gm/state-store';
-import { LogSink, openEmbeddedFixture, type EmbeddedFixture } from '../../../packages/testing/src/embedded-fixture.ts';
-import { policyChange, sampleGrant } from '../../../packages/testing/src/contracts/policy-store.contract.ts';
+import { LogSink, openEmbeddedFixture, type EmbeddedFixture } from '@gm/testing/embedded-fixture';
+import { policyChange, sampleGrant } from '@gm/testing/contracts/policy-store';
 import { POLICY_PROJECTOR_GROUP, startPolicyProjector } from './policy-projector.ts';
 
 let fx: EmbeddedFixture | undefined;

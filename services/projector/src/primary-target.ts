@@ -1,6 +1,5 @@
 import type { Bus, ConsumedMessage, ProcessContext } from '@gm/bus';
-import { CONSUMER_GROUPS, DeletionTask, TOPICS, type Clock, type ServiceHandle } from '@gm/contracts';
-import { deletionAck } from '@gm/service-kit';
+import { CONSUMER_GROUPS, DeletionTask, TOPICS, deletionAck, type Clock, type ServiceHandle } from '@gm/contracts';
 import type { StateStore } from '@gm/state-store';
 
 export const PRIMARY_TARGET_GROUP = CONSUMER_GROUPS.primaryTarget;

@@ -1,10 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ERASED_CONTENT_HASH, type MemoryEvent } from '@gm/contracts';
-// Relative on purpose, as the other services' specs: the fixtures are no dependencies of this package.
-import { openEmbeddedFixture, sha256Hex, type EmbeddedFixture } from '../../../packages/testing/src/embedded-fixture.ts';
+import { openEmbeddedFixture, sha256Hex, type EmbeddedFixture } from '@gm/testing/embedded-fixture';
 import {
   HOUR, T0, TENANT, after, deleteMemory, forget, history, purge, tombstone, write,
-} from '../../../packages/domain/src/memory/fixtures.ts';
+} from '@gm/domain/fixtures';
 import { projectEvents } from './projector.ts';
 
 const CONTENT = 'Wryneck door code is 8812';

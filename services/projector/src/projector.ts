@@ -1,5 +1,4 @@
-import type { Bus } from '@gm/bus';
-import { subscribeToMemoryEventBatches } from '@gm/service-kit';
+import { subscribeToMemoryEventBatches, type Bus } from '@gm/bus';
 import { movesFrom, recordTransitions, touchedRecordIds } from '@gm/domain';
 import { CONSUMER_GROUPS, TOPICS, type MemoryEvent, type RecordMeta, type ServiceHandle, type StoredRecordVersion } from '@gm/contracts';
 import type { Logger } from '@gm/observability';

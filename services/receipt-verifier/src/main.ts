@@ -1,9 +1,10 @@
 import { readFileSync } from 'node:fs';
+import { openIndex, openSealedBus, openState, openSummaries, openVectors, parseEnvOrExit, runService } from '@gm/adapters';
+import { meteredBus } from '@gm/bus';
 import { loadEmbeddingModel } from '@gm/embedding';
+import { loadPolicySetOrExit } from '@gm/policy';
 import type { ReceiptKeyPair } from '@gm/policy/receipts';
-import {
-  loadPolicySetOrExit, meteredBus, openIndex, openSealedBus, openState, openSummaries, openVectors, parseEnvOrExit, runService, systemClock,
-} from '@gm/service-kit';
+import { systemClock } from '@gm/time';
 import { ReceiptVerifierEnv } from './env.ts';
 import { startReceiptSigner } from './receipts.ts';
 import { startReceiptVerifier } from './verifier.ts';

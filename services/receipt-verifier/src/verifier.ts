@@ -1,9 +1,8 @@
 import type { Bus, ConsumedMessage, ProcessContext } from '@gm/bus';
-import { CONSUMER_GROUPS, DeletionTask, TOPICS, type Clock, type ServiceHandle } from '@gm/contracts';
+import { CONSUMER_GROUPS, DeletionTask, TOPICS, deletionAck, type Clock, type ServiceHandle } from '@gm/contracts';
 import { CedarPolicyDecisionPoint, RevisionCachedPolicySource, loadPolicySet, type CompiledPolicySet, type PolicyDecisionPoint } from '@gm/policy';
 import type { SemanticLeg } from '@gm/retrieval';
 import type { SearchIndex } from '@gm/search-index';
-import { deletionAck } from '@gm/service-kit';
 import type { StateStore } from '@gm/state-store';
 import type { KeyStore, Keyring } from '@gm/crypto';
 import { captureProbes } from './capture.ts';

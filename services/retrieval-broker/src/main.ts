@@ -1,11 +1,11 @@
 import { readFileSync } from 'node:fs';
+import { openIndex, openSealedBus, openState, openSummaries, openVectors, parseEnvOrExit, runService } from '@gm/adapters';
+import { meteredBus } from '@gm/bus';
 import { TOPICS } from '@gm/contracts';
 import { loadEmbeddingModel } from '@gm/embedding';
-import type { SigningKeyPair } from '@gm/policy';
-import {
-  brokerSettingsOf, loadPolicySetOrExit, meteredBus, openIndex, openSealedBus, openState, openSummaries, openVectors, parseEnvOrExit, runService, systemClock,
-} from '@gm/service-kit';
-import { RetrievalBrokerEnv } from './env.ts';
+import { loadPolicySetOrExit, type SigningKeyPair } from '@gm/policy';
+import { systemClock } from '@gm/time';
+import { RetrievalBrokerEnv, brokerSettingsOf } from './env.ts';
 import { startRetrievalBroker } from './start.ts';
 
 /** retrieval-broker as its own process: the HTTP API of design §9. Scale it by adding instances. */

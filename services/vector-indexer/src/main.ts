@@ -1,5 +1,7 @@
+import { openSealedBus, openState, openVectors, runService } from '@gm/adapters';
+import { meteredBus } from '@gm/bus';
 import { loadEmbeddingModel } from '@gm/embedding';
-import { meteredBus, openSealedBus, openState, openVectors, runService, systemClock } from '@gm/service-kit';
+import { systemClock } from '@gm/time';
 import { VectorIndexerEnv } from './env.ts';
 import { startVectorIndexer } from './vector-indexer.ts';
 import { startVectorTargets } from './vector-targets.ts';

@@ -11,7 +11,7 @@ import { loadOnnxEmbeddingModel, type EmbeddingModel } from '@gm/embedding';
 import { createLogger, createMetrics } from '@gm/observability';
 import { createSqliteVectorIndex, type VectorIndex } from '@gm/search-index';
 import { WRITE_ADMISSION_GROUP, startWriteAdmission } from '@gm/write-admission';
-import { TEST_WRITER, openEmbeddedFixture, writeMemoryCommand, type EmbeddedFixture } from '../../../packages/testing/src/embedded-fixture.ts';
+import { TEST_WRITER, openEmbeddedFixture, writeMemoryCommand, type EmbeddedFixture } from '@gm/testing/embedded-fixture';
 import { VECTOR_INDEXER_GROUP, startVectorIndexer } from './vector-indexer.ts';
 
 const PARTITION = partitionKey({ tenantId: 'acme', resource: { kind: 'project', id: 'maple' }, visibility: 'team', sensitivity: 'normal', ownerPrincipalId: TEST_WRITER.principalId });

@@ -5,12 +5,11 @@
  * are derived data: an ended or erased record's vector is removed, and replay rebuilds them.
  * Its own consumer group, so semantic visibility lags without slowing keyword visibility.
  */
-import type { Bus } from '@gm/bus';
+import { subscribeToMemoryEventBatches, type Bus } from '@gm/bus';
 import { CONSUMER_GROUPS, isUnreadableContent, type MemoryEvent, type ServiceHandle } from '@gm/contracts';
 import { indexChanges, recordPartition } from '@gm/domain';
 import type { EmbeddingModel } from '@gm/embedding';
 import type { VectorDocument, VectorIndex } from '@gm/search-index';
-import { subscribeToMemoryEventBatches } from '@gm/service-kit';
 
 export const VECTOR_INDEXER_GROUP = CONSUMER_GROUPS.vectorIndexer;
 

@@ -1,7 +1,6 @@
 import type { Bus } from '@gm/bus';
-import { CONSUMER_GROUPS, DeletionTask, TOPICS, type Clock, type ServiceHandle } from '@gm/contracts';
+import { CONSUMER_GROUPS, DeletionTask, TOPICS, removalAck, type Clock, type ServiceHandle } from '@gm/contracts';
 import type { VectorIndex } from '@gm/search-index';
-import { removalAck } from '@gm/service-kit';
 
 export const VECTOR_TARGETS_GROUP = CONSUMER_GROUPS.vectorTargets;
 

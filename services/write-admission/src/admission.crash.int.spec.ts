@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CommandReply, MemoryEvent, TOPICS, subjectKey, type ServiceHandle } from '@gm/contracts';
 import { DEFAULT_TTL_POLICY } from '@gm/domain';
 import { createLogger, createMetrics } from '@gm/observability';
-import { openEmbeddedFixture, writeMemoryCommand, type EmbeddedFixture } from '../../../packages/testing/src/embedded-fixture.ts';
+import { openEmbeddedFixture, writeMemoryCommand, type EmbeddedFixture } from '@gm/testing/embedded-fixture';
 import { WRITE_ADMISSION_GROUP, startWriteAdmission } from './admission.ts';
 
 const COMMANDS = 600;

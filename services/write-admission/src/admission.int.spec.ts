@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { ConsumedMessage, LogPosition, OutgoingMessage, ProcessContext } from '@gm/bus';
+import { subscribeToMemoryEvents, type ConsumedMessage, type LogPosition, type OutgoingMessage, type ProcessContext } from '@gm/bus';
 import {
   CommandReply, MemoryCommand, MemoryEvent, TOPICS, dlqTopic, subjectKey, type ServiceHandle,
 } from '@gm/contracts';
@@ -7,8 +7,7 @@ import { DEFAULT_TTL_POLICY, type DecideContext } from '@gm/domain';
 import { createLogger, createMetrics, type Metrics } from '@gm/observability';
 import {
   LogSink, eventually, openEmbeddedFixture, sha256Hex, writeMemoryCommand, type EmbeddedFixture,
-} from '../../../packages/testing/src/embedded-fixture.ts';
-import { subscribeToMemoryEvents } from '@gm/service-kit';
+} from '@gm/testing/embedded-fixture';
 import { WRITE_ADMISSION_GROUP, WriteAdmission, startWriteAdmission, type SnapshotOptions } from './admission.ts';
 
 const TENANT = 'acme';
@@ -182,11 +181,8 @@ describe('write-admission over the embedded bus', () => {
     };
     expect(await observe()).toBe(false);
     await start();
-    const deadline = Date.now() + WAIT_MS;
-    while (!(await observe())) {
-      if (Date.now() > deadline) throw new Error('write-admission did not process the correction');
-      await new Promise((resolve) => setTimeout(resolve, 1));
-    }
+    // Polled every millisecond: each observation checks the order of the facts on the way.
+    await eventually('write-admission to process the correction', observe, WAIT_MS, 1);
 
     // The reply names the last of its two events (the supersession).
     expect(await replyTo('cmd-b')).toEqual({

@@ -6,7 +6,7 @@ import {
 } from '@gm/contracts';
 import { decide, draftOf, evolveDraft, pruneIdempotency, type DecideContext, type SubjectState } from '@gm/domain';
 import type { Logger, Metrics } from '@gm/observability';
-import { periodic } from '@gm/service-kit';
+import { periodic } from '@gm/time';
 import type { AdmissionSnapshots } from '@gm/state-store';
 import { CommittedStates, markPendingContent } from './committed-states.ts';
 import { PartitionView } from './partition-view.ts';

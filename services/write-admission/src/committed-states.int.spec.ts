@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MemoryCommand, type MemoryEvent } from '@gm/contracts';
 import { DEFAULT_TTL_POLICY, decide, evolve, initialState, type SubjectState } from '@gm/domain';
 import { StateStore, type KeyValueStore } from '@gm/state-store';
-import { TEST_WRITER, openEmbeddedFixture, writeMemoryCommand, type EmbeddedFixture } from '../../../packages/testing/src/embedded-fixture.ts';
+import { TEST_WRITER, openEmbeddedFixture, writeMemoryCommand, type EmbeddedFixture } from '@gm/testing/embedded-fixture';
 import { CommittedStates } from './committed-states.ts';
 
 /** A subject state with `records` active records, all at `version`. */

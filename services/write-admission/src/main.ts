@@ -1,7 +1,8 @@
-import { admissionSettingsOf, meteredBus, openSealedBus, openState, runService, ttlPolicyOf } from '@gm/service-kit';
+import { openSealedBus, openState, runService } from '@gm/adapters';
+import { meteredBus } from '@gm/bus';
 import { startTransitSweeper } from '@gm/crypto';
 import { WRITE_ADMISSION_GROUP, startWriteAdmission } from './admission.ts';
-import { WriteAdmissionEnv } from './env.ts';
+import { WriteAdmissionEnv, admissionSettingsOf, ttlPolicyOf } from './env.ts';
 
 /** write-admission as its own process: the single writer of memory.events (design §4). */
 await runService('write-admission', WriteAdmissionEnv, async ({ env, log, metrics }) => {

@@ -10,8 +10,7 @@ import type { Bus } from '@gm/bus';
 import {
   DeletionReceipt, SignedReceipt, TOPICS, subjectKey, type DeletionAck, type DeletionTask, type MemoryCommand, type ReceiptPublicKey,
 } from '@gm/contracts';
-// By relative path, as the service specs do: the e2e package does not depend on @gm/policy.
-import { verifyReceipt } from '../../../packages/policy/src/receipts.ts';
+import { verifyReceipt } from '@gm/policy/receipts';
 import { eventually, expectKeyEvidence, memory, STARTUP_MS, type TestRuntime } from '../harness.ts';
 
 const run = promisify(execFile);

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { testBus } from '../../../testing/src/contracts/bus.contract.ts';
+import { testBus } from '@gm/testing/contracts/bus';
 import type { Bus, ConsumedMessage, MessageHandler } from '../port.ts';
 import type { BusLogger } from '../bus-logger.ts';
 import { createSqliteBus } from './sqlite-bus.ts';

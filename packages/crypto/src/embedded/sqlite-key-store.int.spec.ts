@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { createSqliteBus, type Bus } from '@gm/bus';
-// Relative on purpose: @gm/testing depends on this package, so a workspace import would be a cycle.
-import { keysLogBytes, testKeyStore, type KeyStoreHarness } from '../../../testing/src/contracts/key-store.contract.ts';
+// @gm/testing depends on this package: a devDependency cycle that pnpm accepts (docs/architecture.md).
+import { keysLogBytes, testKeyStore, type KeyStoreHarness } from '@gm/testing/contracts/key-store';
 import type { KeyStore } from '../key-store.ts';
 import { generateKey, kekId, wrapKey } from '../keys.ts';
 import { openBusKeyStore } from '../kafka/bus-key-store.ts';

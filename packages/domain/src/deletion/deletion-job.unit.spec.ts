@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { DeletionEvidence, DeletionJob, DeletionTarget } from '@gm/contracts';
-import { deciderSpec } from '../../../testing/src/decider-spec.ts';
+import { deciderSpec } from '@gm/testing/decider-spec';
 import { decideDeletion, pendingWork, receiptAskDue, retainsPrimary } from './decide.ts';
 import { evolveDeletion, foldDeletion } from './evolve.ts';
 import type { DeletionDecision, DeletionFact, DeletionInput, DeletionRequest, DeletionSettings, HoldNow } from './job.ts';

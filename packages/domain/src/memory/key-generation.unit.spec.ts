@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { MemoryEvent, type EventOf, type MemoryCommand } from '@gm/contracts';
-import { deciderSpec } from '../../../testing/src/decider-spec.ts';
+import { deciderSpec } from '@gm/testing/decider-spec';
 import { decide } from './decide.ts';
 import { evolve, fold } from './evolve.ts';
 import { CTX, HOUR, T0, after, forget, history, stateOf, write } from './fixtures.ts';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { MemoryCommand } from '@gm/contracts';
-import { deciderSpec } from '../../../testing/src/decider-spec.ts';
+import { deciderSpec } from '@gm/testing/decider-spec';
 import { decide } from './decide.ts';
 import { evolve, fold } from './evolve.ts';
 import {

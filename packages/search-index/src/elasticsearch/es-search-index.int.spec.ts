@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { Client } from '@elastic/elasticsearch';
 import { describe, expect, it, onTestFinished } from 'vitest';
-// Relative on purpose: @gm/testing depends on this package, so a workspace import would be a cycle.
-import { testSearchIndex } from '../../../testing/src/contracts/search-index.contract.ts';
-import type { SearchIndexHarness } from '../../../testing/src/contracts/search-index.contract.ts';
-import { engineEndpoint } from '../../../testing/src/infra/engines.ts';
+// @gm/testing depends on this package: a devDependency cycle that pnpm accepts (docs/architecture.md).
+import { testSearchIndex } from '@gm/testing/contracts/search-index';
+import type { SearchIndexHarness } from '@gm/testing/contracts/search-index';
+import { engineEndpoint } from '@gm/testing/engines';
 import type { IndexDocument, SearchIndex, SearchQuery } from '../port.ts';
 import { createElasticsearchSearchIndex, esIndexNames } from './es-search-index.ts';
 

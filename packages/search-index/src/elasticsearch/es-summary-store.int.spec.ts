@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { Client } from '@elastic/elasticsearch';
-// Relative on purpose: @gm/testing depends on this package, so a workspace import would be a cycle.
-import { testSummaryStore } from '../../../testing/src/contracts/summary-store.contract.ts';
-import type { SummaryStoreHarness } from '../../../testing/src/contracts/summary-store.contract.ts';
-import { engineEndpoint } from '../../../testing/src/infra/engines.ts';
+// @gm/testing depends on this package: a devDependency cycle that pnpm accepts (docs/architecture.md).
+import { testSummaryStore } from '@gm/testing/contracts/summary-store';
+import type { SummaryStoreHarness } from '@gm/testing/contracts/summary-store';
+import { engineEndpoint } from '@gm/testing/engines';
 import type { SummaryStore } from '../summary-port.ts';
 import { createElasticsearchSummaryStore, esSummaryIndexNames } from './es-summary-store.ts';
 

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { Client } from '@elastic/elasticsearch';
-// Relative on purpose: @gm/testing depends on this package, so a workspace import would be a cycle.
-import { testVectorIndex } from '../../../testing/src/contracts/vector-index.contract.ts';
-import { engineEndpoint } from '../../../testing/src/infra/engines.ts';
+// @gm/testing depends on this package: a devDependency cycle that pnpm accepts (docs/architecture.md).
+import { testVectorIndex } from '@gm/testing/contracts/vector-index';
+import { engineEndpoint } from '@gm/testing/engines';
 import { createElasticsearchVectorIndex, esVectorIndexNames } from './es-vector-index.ts';
 
 testVectorIndex('elasticsearch (dense_vector, kNN with filter)', async () => {

@@ -2,9 +2,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
-// Relative on purpose: @gm/testing depends on this package, so a workspace import would be a cycle.
-import { testSearchIndex } from '../../../testing/src/contracts/search-index.contract.ts';
-import type { SearchIndexHarness } from '../../../testing/src/contracts/search-index.contract.ts';
+// @gm/testing depends on this package: a devDependency cycle that pnpm accepts (docs/architecture.md).
+import { testSearchIndex } from '@gm/testing/contracts/search-index';
+import type { SearchIndexHarness } from '@gm/testing/contracts/search-index';
 import type { IndexDocument, SearchIndex, SearchQuery } from '../port.ts';
 import { createSqliteSearchIndex } from './sqlite-search-index.ts';
 

@@ -1,9 +1,9 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-// Relative on purpose: @gm/testing depends on this package, so a workspace import would be a cycle.
-import { testSummaryStore } from '../../../testing/src/contracts/summary-store.contract.ts';
-import type { SummaryStoreHarness } from '../../../testing/src/contracts/summary-store.contract.ts';
+// @gm/testing depends on this package: a devDependency cycle that pnpm accepts (docs/architecture.md).
+import { testSummaryStore } from '@gm/testing/contracts/summary-store';
+import type { SummaryStoreHarness } from '@gm/testing/contracts/summary-store';
 import type { SummaryStore } from '../summary-port.ts';
 import { createSqliteSummaryStore } from './sqlite-summary-store.ts';
 

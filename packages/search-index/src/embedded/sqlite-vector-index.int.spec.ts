@@ -1,8 +1,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-// Relative on purpose: @gm/testing depends on this package, so a workspace import would be a cycle.
-import { testVectorIndex } from '../../../testing/src/contracts/vector-index.contract.ts';
+// @gm/testing depends on this package: a devDependency cycle that pnpm accepts (docs/architecture.md).
+import { testVectorIndex } from '@gm/testing/contracts/vector-index';
 import { createSqliteVectorIndex } from './sqlite-vector-index.ts';
 
 testVectorIndex('sqlite (exact scan of the filtered rows)', async () => {

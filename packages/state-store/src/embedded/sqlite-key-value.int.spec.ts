@@ -2,10 +2,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
-// Relative on purpose: @gm/testing depends on this package, so a workspace import would be a cycle.
-import { testKeyValueStore } from '../../../testing/src/contracts/key-value.contract.ts';
-import type { KeyValueHarness } from '../../../testing/src/contracts/key-value.contract.ts';
-import { testPolicyRepository } from '../../../testing/src/contracts/policy-store.contract.ts';
+// @gm/testing depends on this package: a devDependency cycle that pnpm accepts (docs/architecture.md).
+import { testKeyValueStore } from '@gm/testing/contracts/key-value';
+import type { KeyValueHarness } from '@gm/testing/contracts/key-value';
+import { testPolicyRepository } from '@gm/testing/contracts/policy-store';
 import type { KeyValueStore } from '../port.ts';
 import { createSqliteKeyValueStore } from './sqlite-key-value.ts';
 

@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, connect, type AddressInfo, type Socket } from 'node:net';
 import { describe, expect, it, onTestFinished, vi } from 'vitest';
-// Relative on purpose: @gm/testing depends on this package, so a workspace import would be a cycle.
-import { testKeyValueStore } from '../../../testing/src/contracts/key-value.contract.ts';
-import type { KeyValueHarness } from '../../../testing/src/contracts/key-value.contract.ts';
-import { testPolicyRepository } from '../../../testing/src/contracts/policy-store.contract.ts';
-import { engineEndpoint } from '../../../testing/src/infra/engines.ts';
+// @gm/testing depends on this package: a devDependency cycle that pnpm accepts (docs/architecture.md).
+import { testKeyValueStore } from '@gm/testing/contracts/key-value';
+import type { KeyValueHarness } from '@gm/testing/contracts/key-value';
+import { testPolicyRepository } from '@gm/testing/contracts/policy-store';
+import { engineEndpoint } from '@gm/testing/engines';
 import type { KeyValueStore } from '../port.ts';
 import { createRedisKeyValueStore } from './redis-key-value.ts';
 

@@ -1,5 +1,6 @@
 import { describe, expect, it, onTestFinished } from 'vitest';
 import type { KeyValueStore } from '@gm/state-store';
+import { eventually } from '../eventually.ts';
 
 /**
  * What an adapter under test hands the suite. Every test calls the factory once, so each gets
@@ -40,11 +41,7 @@ const SENTINEL = 'sentinel:short-ttl';
  */
 async function letShortTtlPass(harness: KeyValueHarness): Promise<void> {
   if (harness.advanceClock !== undefined) await harness.advanceClock(SHORT_TTL_MS + 1);
-  const deadline = Date.now() + EXPIRY_WAIT_LIMIT_MS;
-  while ((await harness.store.get(SENTINEL)) !== null) {
-    if (Date.now() > deadline) throw new Error(`a ${SHORT_TTL_MS} ms TTL had not passed within ${EXPIRY_WAIT_LIMIT_MS} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
+  await eventually(`a ${SHORT_TTL_MS} ms TTL to pass`, async () => (await harness.store.get(SENTINEL)) === null, EXPIRY_WAIT_LIMIT_MS);
 }
 
 const armSentinel = (store: KeyValueStore) => store.set(SENTINEL, '1', { ttlMs: SHORT_TTL_MS });

@@ -1,6 +1,7 @@
 import { describe, expect, it, onTestFinished } from 'vitest';
 import type { Grant, PolicyChange } from '@gm/contracts';
 import { StateStore } from '@gm/state-store';
+import { eventually } from '../eventually.ts';
 import type { KeyValueFactory, KeyValueHarness } from './key-value.contract.ts';
 
 const SHORT_TTL_MS = 100;
@@ -133,11 +134,7 @@ export function testPolicyRepository(adapterName: string, factory: KeyValueFacto
       expect(await state.revocations.isRevoked('acme', 'bot', 'jti-past')).toBe(false);
       expect(await state.policyRevisions.current('acme')).toBe(3);
       if (harness.advanceClock) await harness.advanceClock(SHORT_TTL_MS + 1);
-      const deadline = Date.now() + WAIT_LIMIT_MS;
-      while (await state.revocations.isRevoked('acme', 'bot', 'jti-short')) {
-        if (Date.now() > deadline) throw new Error('the short revocation outlived its capability');
-        await new Promise((r) => setTimeout(r, 10));
-      }
+      await eventually('the short revocation to end with its capability', async () => !(await state.revocations.isRevoked('acme', 'bot', 'jti-short')), WAIT_LIMIT_MS);
       expect(await state.revocations.isRevoked('acme', 'bot', 'jti-long')).toBe(true);
     });
 

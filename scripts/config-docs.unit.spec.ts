@@ -7,7 +7,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CONFIG_DOCS, END_MARKER, ROOT, SERVICE_ENVS, beginMarker, renderDoc } from '../../scripts/config-docs.ts';
+import { CONFIG_DOCS, END_MARKER, ROOT, SERVICE_ENVS, beginMarker, renderDoc } from './config-docs.ts';
 
 const committed = (file: string) => readFileSync(path.join(ROOT, file), 'utf8');
 

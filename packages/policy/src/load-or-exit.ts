@@ -1,4 +1,4 @@
-import { PolicySetError, loadPolicySet, type CompiledPolicySet } from '@gm/policy';
+import { PolicySetError, loadPolicySet, type CompiledPolicySet } from './cedar/policy-set.ts';
 
 /**
  * Loads and validates the Cedar policy set (the shipped one, or MEMORY_POLICY_DIR's) before

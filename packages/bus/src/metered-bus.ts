@@ -1,5 +1,6 @@
-import { groupLag, type Bus } from '@gm/bus';
 import type { ConsumerLag, Metrics } from '@gm/observability';
+import { groupLag } from './lag.ts';
+import type { Bus } from './port.ts';
 
 /**
  * The bus, with the consumer lag of every group subscribed through it on /metrics

@@ -2,8 +2,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createSqliteBus, type Bus } from '@gm/bus';
 import { createMetrics } from '@gm/observability';
+import { createSqliteBus } from './embedded/sqlite-bus.ts';
+import type { Bus } from './port.ts';
 import { meteredBus } from './metered-bus.ts';
 
 describe('meteredBus', () => {

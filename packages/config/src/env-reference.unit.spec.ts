@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { envVariablesOf } from './env-reference.ts';
-import { duration, integer } from './env.ts';
+import { duration, integer } from './primitives.ts';
 
 describe('envVariablesOf', () => {
   it('reads each variable with its description and what leaving it unset does, in shape order', () => {

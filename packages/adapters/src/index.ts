@@ -1,0 +1,2 @@
+export * from './open.ts';
+export * from './run-service.ts';

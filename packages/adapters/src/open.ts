@@ -1,0 +1,100 @@
+/**
+ * Opens the real adapters of the distributed runtime from a service's environment (the shapes
+ * of @gm/config): wiring only, every port's behaviour is its own package's.
+ */
+import { createKafkaBus, memoryTopicSpecs, type Bus } from '@gm/bus';
+import type { DistributedEnv, WithElasticsearch, WithMasterKeys, WithRedis } from '@gm/config';
+import {
+  loadMasterKeys, openBusKeyStore, openContentCrypto, redactedBus, transitKeyId,
+  type ContentRole, type KeyStore, type Keyring, type RotationResult,
+} from '@gm/crypto';
+import {
+  createElasticsearchSearchIndex, createElasticsearchSummaryStore, createElasticsearchVectorIndex, type SearchIndex, type SummaryStore, type VectorIndex,
+} from '@gm/search-index';
+import { StateStore, createRedisKeyValueStore } from '@gm/state-store';
+import type { z } from 'zod';
+
+export async function openBus(env: DistributedEnv, clientId: string): Promise<Bus> {
+  const bus = createKafkaBus({
+    brokers: env.KAFKA_BROKERS,
+    clientId,
+    topicPrefix: env.MEMORY_NAMESPACE ? `${env.MEMORY_NAMESPACE}.` : '',
+    transactionalIdPrefix: env.MEMORY_NAMESPACE ? `gm.${env.MEMORY_NAMESPACE}` : 'gm',
+  });
+  await bus.ensureTopics(memoryTopicSpecs(env.MEMORY_PARTITIONS));
+  return bus;
+}
+
+export function openState(env: DistributedEnv & z.infer<typeof WithRedis>, nowMs: () => number = Date.now): StateStore {
+  const kv = createRedisKeyValueStore({ url: env.REDIS_URL });
+  return new StateStore(kv, `gm:${env.MEMORY_NAMESPACE ? `${env.MEMORY_NAMESPACE}:` : ''}`, nowMs);
+}
+
+/** The names of a deployment's Elasticsearch indices start with this (its namespace's, or `gm`). */
+const indexPrefixOf = (env: DistributedEnv): string => (env.MEMORY_NAMESPACE ? `gm-${env.MEMORY_NAMESPACE}` : 'gm');
+
+export function openIndex(env: DistributedEnv & z.infer<typeof WithElasticsearch>): SearchIndex {
+  return createElasticsearchSearchIndex({ node: env.ELASTICSEARCH_URL, indexPrefix: indexPrefixOf(env) });
+}
+
+/** The summary store beside the search index: `<prefix>-summaries` under the same prefix. */
+export function openSummaries(env: DistributedEnv & z.infer<typeof WithElasticsearch>): SummaryStore {
+  return createElasticsearchSummaryStore({ node: env.ELASTICSEARCH_URL, indexPrefix: indexPrefixOf(env) });
+}
+
+/** The vector index beside the search index: `<prefix>-vectors` under the same prefix, `dimensions` fixed by its mapping. */
+export function openVectors(env: DistributedEnv & z.infer<typeof WithElasticsearch>, dimensions: number): VectorIndex {
+  return createElasticsearchVectorIndex({ node: env.ELASTICSEARCH_URL, indexPrefix: indexPrefixOf(env), dimensions });
+}
+
+export interface SealedBus {
+  /** The service's view: content sealed on the way in, opened (or redacted) on the way out. */
+  bus: Bus;
+  /** The log as stored (offsets, the transit-key sweeper). */
+  raw: Bus;
+  /** The key store and keyring, for a service that holds keys (`open`, `edge`). */
+  keys?: { keyring: Keyring; store: KeyStore };
+  /** Set when opening re-wrapped KEKs under the active master key. */
+  rotation?: RotationResult;
+  close(): Promise<void>;
+}
+
+/**
+ * Opens the bus as a service of `role` sees it (content-crypto.ts): `redact` holds no key;
+ * `edge` (the API) and `open` hold the master keys and the key store on memory.keys (the edge
+ * for its transit keys). A missing, malformed or wrong master key throws CryptoError before
+ * anything reads the log (runService exits 2 naming it). `rotate`: re-wrap keys of older master
+ * keys (write-admission). `clientId` also names the instance's transit keys.
+ */
+export async function openSealedBus(
+  env: DistributedEnv & z.infer<typeof WithMasterKeys>, clientId: string, role: ContentRole, options: { rotate?: boolean; onError?: (err: unknown) => void } = {},
+): Promise<SealedBus> {
+  const masterKeys = role === 'redact'
+    ? undefined
+    : loadMasterKeys({ MEMORY_MASTER_KEY_FILE: env.MEMORY_MASTER_KEY_FILE, MEMORY_MASTER_KEY: env.MEMORY_MASTER_KEY });
+  const raw = await openBus(env, clientId);
+  if (masterKeys === undefined) return { bus: redactedBus(raw), raw, close: () => raw.close() };
+  let store: KeyStore | undefined;
+  try {
+    store = await openBusKeyStore({ bus: raw, partitions: env.MEMORY_PARTITIONS, ...(options.onError ? { onError: options.onError } : {}) });
+    const crypto = await openContentCrypto({ masterKeys, store, rotate: options.rotate === true, instanceId: clientId });
+    // The edge creates this hour's transit key now rather than on the first write it seals.
+    if (role === 'edge') await crypto.keyring.transitKey(transitKeyId(clientId, Date.now()), true);
+    const opened = store;
+    return {
+      bus: crypto.view(raw, role),
+      raw,
+      keys: { keyring: crypto.keyring, store: opened },
+      ...(crypto.rotation ? { rotation: crypto.rotation } : {}),
+      close: async () => {
+        crypto.close();
+        await opened.close();
+        await raw.close();
+      },
+    };
+  } catch (err) {
+    await store?.close();
+    await raw.close();
+    throw err;
+  }
+}

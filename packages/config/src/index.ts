@@ -1,0 +1,3 @@
+export * from './primitives.ts';
+export * from './shared.ts';
+export * from './env-reference.ts';

@@ -1,0 +1,91 @@
+import { hostname } from 'node:os';
+import { z } from 'zod';
+import { integer, logEnvShape } from './primitives.ts';
+
+/**
+ * Environment every distributed service reads (design §11 names the engine variables). Each
+ * service composes its own schema beside its main.ts (`services/<name>/src/env.ts`) from this
+ * base and the `With…` parts below; `pnpm docs:config` renders which service reads which
+ * variable into docs/distributed.md.
+ */
+export const DistributedEnv = z.object({
+  KAFKA_BROKERS: z
+    .string()
+    .min(1, 'comma-separated host:port list')
+    .transform((v) => v.split(',').map((b) => b.trim()).filter(Boolean))
+    .meta({ description: 'comma-separated `host:port`' }),
+  // Every service refuses topics of another count (PartitionCountMismatchError).
+  MEMORY_PARTITIONS: integer(12, 1, 256).meta({
+    description: 'partitions per topic (commands and events co-partitioned). Fixed per deployment: a service started with another count than the topics have exits 2, naming the topic and both counts',
+  }),
+  ...logEnvShape,
+  HEALTH_PORT: integer(0, 0, 65535).meta({ description: 'health/metrics port (0 = any)' }),
+  MEMORY_NAMESPACE: z.string().regex(/^[a-z0-9-]*$/, 'lower-case letters, digits and -').default('')
+    .meta({ description: 'isolates topics, keys and indices of one deployment on shared engines' }),
+});
+export type DistributedEnv = z.infer<typeof DistributedEnv>;
+
+export const WithRedis = z.object({
+  REDIS_URL: z.string().url().meta({ description: '`redis://host:port` (the state store; write-admission keeps its subject state snapshots there)' }),
+});
+export const WithElasticsearch = z.object({
+  ELASTICSEARCH_URL: z.string().url().meta({ description: '`http://host:port` (client major 9 = server major)' }),
+});
+
+/** The capability signing key pair, read by the edges that verify capabilities (the broker also signs them). */
+export const WithSigningKey = z.object({
+  MEMORY_SIGNING_KEY_FILE: z.string().min(1).meta({
+    description: 'the capability signing key pair (JSON `{privateJwk, publicJwk}`, Ed25519); the ingest-gateway uses only its public half (`node --import tsx apps/distributed/src/generate-credentials.ts DIR` creates it)',
+  }),
+});
+
+/**
+ * The capabilities' issuer and the Cedar policy set: read by the broker, by the ingest-gateway
+ * (it verifies capabilities and decides writes) and by the receipt-verifier (its replayed reads
+ * are decided by the broker's policy set).
+ */
+export const WithPolicy = z.object({
+  MEMORY_ISSUER_NAME: z.string().min(1).default('governed-memory').meta({ description: '`iss` of capabilities' }),
+  MEMORY_POLICY_DIR: z.string().min(1).optional().meta({
+    description: 'a directory with `schema.cedarschema` and `default.cedar` replacing `packages/policy/policies/`',
+    whenUnset: 'shipped set',
+  }),
+});
+
+/** Names one instance of a service that runs several (the edges): its transit keys, and the broker's reply group. */
+export const WithInstanceId = z.object({
+  MEMORY_INSTANCE_ID: z.string().regex(/^[A-Za-z0-9._-]+$/).default(`${hostname()}-${process.pid}`).meta({
+    description: "names this instance's transit keys (and the broker's reply consumer group); unique per running instance",
+    // The schema's default is this process's own value: the docs show how it is made.
+    whenUnset: '`<hostname>-<pid>`',
+  }),
+});
+
+/**
+ * Semantic retrieval (docs/embedding.md), read by every process that touches vectors: the
+ * vector-indexer, the retrieval-broker (query embeddings, kNN), the receipt-verifier (kNN probes)
+ * and the deletion-orchestrator (whether `vector` is a deletion target). One value for the whole
+ * stack: a broker that searched vectors nobody keeps, or an orchestrator that waited on a
+ * `vector` target nobody serves, would fail every search or every deletion.
+ */
+export const WithSemantic = z.object({
+  MEMORY_SEMANTIC: z.enum(['on', 'off']).default('on').meta({
+    description: '`on` or `off`, one value for the whole stack: with `on` the vector-indexer keeps a vector per active record in Elasticsearch (`<prefix>-vectors`), the broker searches hybrid by default, the verifier probes the vectors by kNN and `vector` is a deletion target; the stack launcher starts no vector-indexer with `off` (and the vector-indexer refuses to start)',
+  }),
+  // The .onnx file and its tokenizer.json; the services resolve an unset one to @gm/embedding's DEFAULT_MODEL_DIR.
+  MEMORY_EMBEDDING_MODEL_DIR: z.string().min(1).optional().meta({
+    description: "the model's directory; a missing model stops the process at start",
+    whenUnset: 'where `scripts/setup.sh` fetched it',
+  }),
+});
+
+/** Master keys of content encryption (docs/encryption.md): exactly one of the two (see @gm/crypto loadMasterKeys). */
+export const WithMasterKeys = z.object({
+  MEMORY_MASTER_KEY_FILE: z.string().min(1).optional().meta({
+    description: 'the master keys (see [encryption.md](encryption.md); `generate-credentials.ts` writes `DIR/keys/master-keys.json`); the orchestrator and the expiry-scheduler hold no key',
+    // loadMasterKeys refuses to start without one of the two: there is no default key.
+    whenUnset: 'required unless `MEMORY_MASTER_KEY` is set',
+  }),
+  MEMORY_MASTER_KEY: z.string().min(1).optional()
+    .meta({ description: 'one base64 master key (id `env`) instead of the file; set one of the two, not both' }),
+});

@@ -1,0 +1,2 @@
+export * from './clocks.ts';
+export * from './periodic.ts';
