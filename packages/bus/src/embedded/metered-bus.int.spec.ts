@@ -3,9 +3,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createMetrics } from '@gm/observability';
-import { createSqliteBus } from './embedded/sqlite-bus.ts';
-import type { Bus } from './port.ts';
-import { meteredBus } from './metered-bus.ts';
+import { createSqliteBus } from './sqlite-bus.ts';
+import type { Bus } from '../port.ts';
+import { meteredBus } from '../metered-bus.ts';
 
 describe('meteredBus', () => {
   const cleanups: Array<() => Promise<void>> = [];
