@@ -40,7 +40,7 @@ export interface EncryptionResult {
 const lossPct = (plain: number, sealed: number): number => (plain > 0 ? ((plain - sealed) / plain) * 100 : Number.NaN);
 
 /**
- * The cost of sealing the log on the write path (issue 7): an A/B of the embedded runtime, then
+ * The cost of sealing the log on the write path (§8.5): an A/B of the embedded runtime, then
  * the crypto operations alone. The machine drifts (other load, page cache, thermal): many short
  * rounds alternate the order — plaintext then sealed, then sealed then plaintext — so a steady
  * drift weighs on both variants alike, and a discarded warm-up run comes first so neither

@@ -1,5 +1,5 @@
 /**
- * Ingest at platform scale (issue 13), over HTTP: batch writes (4 clients × 500 items) and
+ * Ingest at platform scale (docs/ingest.md), over HTTP: batch writes (4 clients × 500 items) and
  * asynchronous single writes (64 clients), each for a fixed time, with a probe measuring
  * write→searchable by a consistency-token read while the load runs.
  *

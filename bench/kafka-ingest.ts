@@ -1,5 +1,5 @@
 /**
- * Ingest straight onto Kafka (issue 13): kafkajs producers send requests to memory.ingest in
+ * Ingest straight onto Kafka (docs/ingest.md): kafkajs producers send requests to memory.ingest in
  * sends of 500 for a fixed time, the ingest-gateway admits them, and a consumer of
  * memory.ingest.results counts their results as they arrive. A probe meanwhile produces one
  * request with a fresh word at a time and searches over HTTP until it is found.

@@ -16,7 +16,7 @@ export interface PlacementResult {
 }
 
 /**
- * The pipeline's placement (issue 12: "a worker thread, or in-process consumers, whichever
+ * The pipeline's placement (docs/pipeline.md: "a worker thread, or in-process consumers, whichever
  * measures better"): the same write load on fresh data directories, the consumer services in a
  * thread of their own and in the HTTP thread, rounds alternating the order so a drift of the
  * machine weighs on both alike.

@@ -79,7 +79,7 @@ export function computeRatios(r: Pick<BenchResult, 'raw' | 'embedded' | 'distrib
       const hybrid = d.search.find((s) => s.mode === 'hybrid' && s.records === step.records);
       if (hybrid) {
         out.push(ratio(`distributed hybrid ÷ lexical p95 @${step.records}`, hybrid.query.p95, step.query.p95, 'ms',
-          'hybrid search p95 (query embedded, ES kNN and BM25, fused) ÷ lexical search p95 over HTTP, same records and run (issue 14 asks ≤ 2)'));
+          'hybrid search p95 (query embedded, ES kNN and BM25, fused) ÷ lexical search p95 over HTTP, same records and run (design §6.7 asks ≤ 2)'));
       }
     }
   }
@@ -102,7 +102,7 @@ export function computeRatios(r: Pick<BenchResult, 'raw' | 'embedded' | 'distrib
       const hybrid = e.search.find((s) => s.mode === 'hybrid' && s.records === step.records);
       if (hybrid) {
         out.push(ratio(`embedded hybrid ÷ lexical p95 @${step.records}`, hybrid.query.p95, step.query.p95, 'ms',
-          'hybrid search p95 (query embedded, kNN and BM25, fused) ÷ lexical search p95 over HTTP, same records and run (issue 14 asks ≤ 2)'));
+          'hybrid search p95 (query embedded, kNN and BM25, fused) ÷ lexical search p95 over HTTP, same records and run (design §6.7 asks ≤ 2)'));
       }
     }
   }

@@ -1,6 +1,6 @@
 /**
  * `pnpm bench:restart [--events 1000000] [--subjects 10000] [--tail 10000]`: how long
- * write-admission takes to start over a log of N events (issue 12 asks ≤ 10 s for 1,000,000),
+ * write-admission takes to start over a log of N events (the target is ≤ 10 s for 1,000,000, docs/pipeline.md),
  * beside the raw read of the same log in the same run. The log is generated with the real
  * decider (MemoryWritten events, records spread over `subjects` subjects) into an embedded bus
  * file. Two starts are measured, both write-admission's own:

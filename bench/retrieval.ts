@@ -1,5 +1,5 @@
 /**
- * `pnpm bench:retrieval` (issue 14): retrieval quality of the three search modes, through the
+ * `pnpm bench:retrieval` (§6.7): retrieval quality of the three search modes, through the
  * public API of the embedded runtime, with governance on (a capability, its grant, its
  * partition and its purpose).
  * - The paraphrase set (bench/retrieval/paraphrases.ts, shipped): 256 facts, 512 queries worded

@@ -30,7 +30,7 @@ export interface RuntimeResult {
   revocation: RevocationResult;
   deletion: DeletionResult;
   search: Array<SearchStepResult & { seedMs: number }>;
-  /** Batch and asynchronous writes under load (issue 13). */
+  /** Batch and asynchronous writes under load (docs/ingest.md). */
   ingest: IngestResult;
 }
 

@@ -1,5 +1,5 @@
 /**
- * `pnpm bench --scale` (issue 13): the distributed stack with 1, 2 and 4 instances of each
+ * `pnpm bench --scale` (docs/ingest.md): the distributed stack with 1, 2 and 4 instances of each
  * pipeline service (write-admission, projector, index-builder, and the ingest-gateway that the
  * load enters by) on 12 partitions, each under the same memory.ingest load. Per configuration:
  * admitted writes/s, write→searchable p95, the largest consumer lag each group reached, and CPU

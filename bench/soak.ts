@@ -1,6 +1,6 @@
 /**
  * `pnpm bench:soak`: a long run at full write throughput against the real entry point, to show
- * that the runtime neither crashes, nor errs, nor grows under sustained load (issue 12). Not a
+ * that the runtime neither crashes, nor errs, nor grows under sustained load (docs/pipeline.md). Not a
  * test: no thresholds, numbers only.
  *
  *   pnpm bench:soak [--minutes 20] [--concurrency 8] [--search-every 10] [--records 20000] [--runtime embedded|distributed]

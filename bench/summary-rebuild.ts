@@ -1,5 +1,5 @@
 /**
- * Hand-run probe of what keeping summaries in step costs the index-builder per event (issue 5):
+ * Hand-run probe of what keeping summaries in step costs the index-builder per event (§6.8):
  * `holding` + one scope rebuild (record hash read, subjectDocuments, build, replace), on the
  * embedded SQLite stores, for subjects with 1, 10 and 50 active facts. Not a test: no thresholds.
  * Usage: node --import tsx bench/summary-rebuild.ts [rounds=200]

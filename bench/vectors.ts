@@ -1,5 +1,5 @@
 /**
- * `pnpm bench:vectors` (issue 14): the parts semantic retrieval is built from, measured alone.
+ * `pnpm bench:vectors` (§6.7): the parts semantic retrieval is built from, measured alone.
  * - Embedding throughput of the local model on one thread, one text at a time (the
  *   vector-indexer's way; the issue asks ≥ 250 records/s per instance on one core).
  * - kNN latency of both vector indexes at 10,000 and 100,000 documents spread over 100 tenants,

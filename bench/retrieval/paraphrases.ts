@@ -1,5 +1,5 @@
 /**
- * The paraphrase set of `pnpm bench:retrieval` (issue 14): facts of the four govbench domains,
+ * The paraphrase set of `pnpm bench:retrieval` (§6.7): facts of the four govbench domains,
  * each asked about in two wordings that share (almost) no content word with it. A fact is
  * "<subject> <relation>", and a query "<relation question> <subject alias>": every subject holds
  * eight facts, so a query must find the right relation, and every relation holds eight

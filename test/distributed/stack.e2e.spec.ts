@@ -205,7 +205,7 @@ describe('distributed runtime (separate processes on Kafka, Elasticsearch, Redis
       const versions = new Map<string, number>();
       try {
         for await (const message of bus.readAll(TOPICS.events)) {
-          // The raw log holds sealed content (issue 7): check what ordering needs, never the content.
+          // The raw log holds sealed content (§8.5): check what ordering needs, never the content.
           const event = SealedEventShape.parse(message.value);
           expect(seen.has(event.metadata.eventId), event.metadata.eventId).toBe(false);
           seen.add(event.metadata.eventId);

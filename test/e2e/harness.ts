@@ -169,7 +169,7 @@ export function apiClient(baseUrl: () => string): TestRuntime['api'] {
  * Issues a capability through the API with the issuer credential; tenant acme, project maple
  * and purpose support by default. Unless `grants: false`, it first grants the principal the
  * roles its actions need on every scope (member, reviewer, admin) — capabilities carry no
- * rights of their own since the Cedar PDP (issue 4); the governance suite grants by hand.
+ * rights of their own since the Cedar PDP (§6.2); the governance suite grants by hand.
  */
 export function capabilityIssuer(api: TestRuntime['api'], issuerCredential: () => string): TestRuntime['issue'] {
   const post = async (body: IssueCapabilityRequest) => {

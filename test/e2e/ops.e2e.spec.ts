@@ -3,7 +3,7 @@ import { TOPICS, type OpsOverview } from '@gm/contracts';
 import { memory, startTestRuntime, type EmbeddedTestRuntime } from './harness.ts';
 
 /**
- * GET /v1/ops/overview on the embedded runtime (issue 17): the lag of every consumer group the
+ * GET /v1/ops/overview on the embedded runtime (docs/console.md): the lag of every consumer group the
  * runtime runs, from its metrics, and the writes it counted; for administrators only.
  */
 describe('the operations overview', () => {

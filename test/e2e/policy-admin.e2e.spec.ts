@@ -4,7 +4,7 @@ import { loadConfig, replayDataDir } from '@gm/embedded';
 import { eventually, memory, startTestRuntime, type EmbeddedTestRuntime } from './harness.ts';
 
 /**
- * Administration over the HTTP API of the embedded runtime (issue 4): grants, delegations,
+ * Administration over the HTTP API of the embedded runtime (§6.2): grants, delegations,
  * capability and agent revocation, legal holds — each a policy.changes message applied by the
  * policy projector before the API answers, so the very next request sees it (§7).
  */

@@ -6,7 +6,7 @@ interface SummaryBody {
   items: Array<{ subjectId: string; text: string; derivedFrom: string[]; updatedAt: string }>;
 }
 
-/** Summaries (issue 5) through the HTTP API of the embedded runtime: in step, partition-first, purged by deletion. */
+/** Summaries (§6.8) through the HTTP API of the embedded runtime: in step, partition-first, purged by deletion. */
 describe('subject summaries over the API', () => {
   let rt: EmbeddedTestRuntime;
   let writer: string;

@@ -82,7 +82,7 @@ export type Expected =
   | { outcome: 'denied' }
   | { outcome: 'packet_invalid'; recordIds: string[] }
   /**
-   * The record, read by id, marked as what a correction replaced (issue 15: history stays):
+   * The record, read by id, marked as what a correction replaced (docs/api.md: history stays):
    * `status: superseded` and `supersededById` naming the correction. Served as current, or
    * without its successor, it is a violation.
    */

@@ -59,7 +59,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   const keyFile = path.join(options.dataDir, 'keys', 'capability-signing.jwk.json');
   const credentialFile = credentials.issuerCredentialFile ?? path.join(options.dataDir, 'issuer-credential');
   if (!credentials.issuerCredentialFile) writeFileSync(credentialFile, credentials.issuerCredential, { mode: 0o600 });
-  // One master key file for every service (content encryption, issue 7), unless the env names one.
+  // One master key file for every service (content encryption, §8.5), unless the env names one.
   const masterKeyEnv: Record<string, string> = options.env?.MEMORY_MASTER_KEY !== undefined || options.env?.MEMORY_MASTER_KEY_FILE !== undefined
     ? {}
     : { MEMORY_MASTER_KEY_FILE: loadOrCreateMasterKeys(options.dataDir, {}, false).source };

@@ -25,7 +25,7 @@ export const EnvSchema = z.object({
   }),
   ...expiryEnvShape,
   ...deletionEnvShape,
-  // Master keys for content encryption (issue 7); neither set = generated into the data directory (master-keys.ts).
+  // Master keys for content encryption (§8.5); neither set = generated into the data directory (master-keys.ts).
   MEMORY_MASTER_KEY_FILE: z.string().min(1).optional().meta({
     description: 'JSON `{"active": id, "keys": {id: base64 of 32 bytes}}`: the master keys that wrap every subject key (distributed: every service but the orchestrator and the expiry-scheduler needs it)',
     whenUnset: '`<data>/keys/master-keys.json`, generated at first start',
@@ -34,7 +34,7 @@ export const EnvSchema = z.object({
   MEMORY_PIPELINE: z.enum(['thread', 'inline']).default('thread').meta({
     description: 'embedded: where the services behind the API run — `thread`, two worker threads of their own (what writes wait for, and what follows them; see [pipeline.md](pipeline.md#where-the-embedded-stages-run)), or `inline`, the HTTP server\'s thread',
   }),
-  // Semantic retrieval (issue 14): a vector per active record, embedded by the local model.
+  // Semantic retrieval (§6.7): a vector per active record, embedded by the local model.
   MEMORY_SEMANTIC: z.enum(['on', 'off']).default('on').meta({
     description: 'keep a vector per active record and search in `hybrid` mode by default; `off` = lexical only, no model loaded ([embedding.md](embedding.md#search-modes)); on the distributed runtime one value for every process ([distributed.md](distributed.md))',
   }),

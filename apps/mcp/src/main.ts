@@ -1,5 +1,5 @@
 /**
- * `pnpm mcp`: the governed memory's MCP server (issue 15), over stdio (default) or streamable
+ * `pnpm mcp`: the governed memory's MCP server (docs/agents.md), over stdio (default) or streamable
  * HTTP. It holds no credential of its own: every tool call is made with the session's
  * capability, from MEMORY_CAPABILITY, _FILE or _COMMAND (stdio) or from each HTTP
  * session's Authorization header. Diagnostics go to stderr: on stdio, stdout is the protocol.

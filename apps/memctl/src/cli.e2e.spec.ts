@@ -12,7 +12,7 @@ const CLI = fileURLToPath(new URL('./cli.ts', import.meta.url));
 /** Each memctl call is a fresh Node process with tsx (about a second, more on a busy machine). */
 const CLI_TEST_MS = 120_000;
 
-/** The administration commands of memctl against a running embedded runtime (issue 4). */
+/** The administration commands of memctl against a running embedded runtime (§6.2). */
 describe('memctl administration', () => {
   let dataDir: string;
   let rt: EmbeddedRuntime;

@@ -6,7 +6,7 @@ import type { TopicSpec } from './port.ts';
  * co-partitioned (same key, same count), so one write-admission partition owns a subject.
  */
 /**
- * memory.keys compaction (issue 7): a destroyed key is a marker record under the key's id, and
+ * memory.keys compaction (§8.5): a destroyed key is a marker record under the key's id, and
  * compaction then drops every older record of that id — the wrapped key itself. Kafka rolls the
  * active segment and makes the log cleanable once a record is older than max.compaction.lag.ms,
  * so the wrapped key is physically gone from each broker's segments within about one hour plus
@@ -23,7 +23,7 @@ export const KEYS_TOPIC_CONFIG: Record<string, string> = {
 export const keysTopicSpec = (partitions: number): TopicSpec => ({ name: TOPICS.keys, partitions, compacted: true, config: KEYS_TOPIC_CONFIG });
 
 /**
- * memory.ingest holds what platforms produce, content in clear (issue 13): it is a queue, not a
+ * memory.ingest holds what platforms produce, content in clear (docs/ingest.md): it is a queue, not a
  * record of anything, so it and its dead letters keep messages for a bounded time only. The
  * bound must outlast any ingest-gateway outage (a message older than it is gone unread), which
  * is why it is a day, and why docs/known-limits.md names it as a copy outside deletion.

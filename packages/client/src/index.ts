@@ -1,5 +1,5 @@
 /**
- * @gm/client: the TypeScript SDK of the governed memory API (issue 15). Types come from the
+ * @gm/client: the TypeScript SDK of the governed memory API (docs/agents.md). Types come from the
  * zod contracts of @gm/contracts, never from hand-kept copies.
  */
 export { MemoryClient, MemorySession, type BatchItem, type MutationOptions, type NewDelegation, type NewGrant, type NewLegalHold, type Search, type Versioned, type WriteMemory } from './client.ts';

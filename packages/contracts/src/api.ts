@@ -93,7 +93,7 @@ export const SearchRequest = z
     limit: z.number().int().min(1).max(LIMITS.maxSearchLimit).default(10),
     tokenBudget: z.number().int().min(1).max(LIMITS.maxTokenBudget).default(2000),
     /**
-     * Which legs answer (issue 14): BM25 only, nearest neighbours only, or both fused by
+     * Which legs answer (§6.7): BM25 only, nearest neighbours only, or both fused by
      * reciprocal rank. Unset = hybrid where the runtime keeps vectors, else lexical.
      */
     mode: SearchMode.optional(),
@@ -157,7 +157,7 @@ export const DeletionScope = z.enum(['record', 'content']);
 export type DeletionScope = z.infer<typeof DeletionScope>;
 
 /**
- * `key`: crypto-shredding (issue 7). Runs after the verification replays found nothing: the
+ * `key`: crypto-shredding (§8.5). Runs after the verification replays found nothing: the
  * records' data keys (and, for a forget, the subject's KEK once nothing else depends on it)
  * are destroyed, then every event of the records is shown to no longer decrypt.
  */
@@ -301,7 +301,7 @@ export const CommandStatusResponse = z.object({
 
 
 /*
- * Administration (issue 4): bodies of the policy routes. The tenant always comes from the
+ * Administration (§6.2): bodies of the policy routes. The tenant always comes from the
  * capability; a body may name it only to have it checked (a mismatch is impersonation), the
  * same rule as POST /v1/memories. Ids are client-chosen or generated.
  */

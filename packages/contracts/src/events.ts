@@ -51,7 +51,7 @@ export const SubjectForgotten = event(
     .object({
       jobId: Id,
       records: z.array(Versioned.extend(AlreadyTombstoned.shape)),
-      /** The key generation this forget retires (absent in logs older than issue 7); writes after it use the next. */
+      /** The key generation this forget retires (absent in logs older than content encryption); writes after it use the next. */
       keyGeneration: z.number().int().min(1).optional(),
     })
     .strict(),

@@ -4,7 +4,7 @@ import { MemoryEvent, type MemoryEventType } from './events.ts';
 import { RecordMeta, RecordStatus } from './record.ts';
 
 /**
- * One version of a record as the projector folded it (issue 15): the record's metadata after
+ * One version of a record as the projector folded it (docs/api.md): the record's metadata after
  * the event, when the event happened and who caused it. Never content, nor its hash: history
  * outlives an erasure, and a hash of erased content would let anyone confirm a guess of it.
  */

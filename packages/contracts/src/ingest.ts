@@ -1,5 +1,5 @@
 /**
- * Kafka-native ingest (issue 13): platforms produce writes straight onto memory.ingest, and the
+ * Kafka-native ingest (docs/ingest.md): platforms produce writes straight onto memory.ingest, and the
  * ingest-gateway admits each one under exactly the rules of POST /v1/memories. Every request
  * gets one result on memory.ingest.results, keyed by its requestId.
  */

@@ -1,5 +1,5 @@
 /**
- * The JSON Schemas of the topics platforms produce to and consume from (issue 13), generated
+ * The JSON Schemas of the topics platforms produce to and consume from (docs/ingest.md), generated
  * from the zod contracts so that they cannot drift: docs/schemas/ holds them (`pnpm schemas`
  * writes them; a spec fails when they differ from what this generates).
  */

@@ -3,7 +3,7 @@ import { Action } from './capability.ts';
 import { Id, IsoTime, PrincipalKind, Purpose, ResourceRef, ScopeRef, Sensitivity } from './primitives.ts';
 
 /**
- * The policy data of a tenant (design §6.2, issue 4): who holds which role on which resource,
+ * The policy data of a tenant (design §6.2): who holds which role on which resource,
  * for which purposes, until when; which agents act for which principals within which bounds;
  * what is revoked and what is on legal hold. It changes only through `policy.changes`
  * messages; each applied change bumps the tenant's policy revision.

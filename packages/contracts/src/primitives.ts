@@ -87,7 +87,7 @@ export const Content = z
 
 /**
  * What a consumer of memory.commands / memory.events finds in place of content it cannot or
- * may not read (the log itself holds sealed envelopes, issue 7):
+ * may not read (the log itself holds sealed envelopes, §8.5):
  * - ERASED_CONTENT: the key was destroyed (forgotten subject, deleted record): erased for good;
  * - SEALED_CONTENT: the service reads metadata only and holds no content keys.
  * Both pass `Content` so events keep their shape; consumers that index or probe content skip them.

@@ -11,7 +11,7 @@ import { Id, IsoTime, Sha256Hex } from './primitives.ts';
  * content, nor a plain hash of it (one can be checked against a guess). It claims no more than is true:
  * - `retention: 'purged'` means every copy the job targeted (its `targets`) was removed, the
  *   verification replays found nothing, and the `key` target destroyed the records' keys so their
- *   events in memory.events can no longer be decrypted (crypto-shredding, issue 7);
+ *   events in memory.events can no longer be decrypted (crypto-shredding, §8.5);
  * - `access_revoked_retained` means the records are tombstoned (no read path returns them) but a
  *   copy is kept on purpose: a revocation (audit), a legal hold, or a job that failed before
  *   it could prove the removal;

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { Id, IsoTime } from './primitives.ts';
 
 /**
- * GET /v1/subjects/{subjectId}/summary (issue 5): the extractive summaries of a subject in the
+ * GET /v1/subjects/{subjectId}/summary (§6.8): the extractive summaries of a subject in the
  * partitions the caller may search, for the caller's purpose. No partition names, no counts of
  * what was left out: an unauthorised subject and an unknown one both answer `{items: []}`.
  */

@@ -8,9 +8,9 @@ export const TOPICS = {
   deletionTasks: 'deletion.tasks',
   deletionAcks: 'deletion.acks',
   deletionReceipts: 'deletion.receipts',
-  /** Wrapped encryption keys by key id (compacted); a destroyed key is a final marker record (issue 7). */
+  /** Wrapped encryption keys by key id (compacted); a destroyed key is a final marker record (§8.5). */
   keys: 'memory.keys',
-  /** Writes produced by platforms (issue 13): admitted by the ingest-gateway. */
+  /** Writes produced by platforms (docs/ingest.md): admitted by the ingest-gateway. */
   ingest: 'memory.ingest',
   /** One result per memory.ingest request, keyed by its requestId. */
   ingestResults: 'memory.ingest.results',

@@ -23,7 +23,7 @@ export interface ShredResult {
 }
 
 /**
- * Crypto-shreds records (issue 7): their data keys are destroyed, so their content in the log
+ * Crypto-shreds records (§8.5): their data keys are destroyed, so their content in the log
  * can never be decrypted again; siblings keep theirs. For a forget, each KEK that wrapped them is
  * destroyed too once no other record depends on it — destroying a KEK that still protects a
  * record outside the job would erase that record as a side effect. KEKs go before data keys: a

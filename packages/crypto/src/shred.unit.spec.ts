@@ -96,7 +96,7 @@ describe('shredRecords', () => {
     expect(await shredRecords(keyring, store, { ...request, subjectKeys: false })).toEqual({ dataKeys: 2, keks: 0, keksKept: 0, keyResidue: 'none', checkpoints: 2 });
   });
 
-  it('a record that never got a key (written before issue 7) is shredded too: no key can be made for it later', async () => {
+  it('a record that never got a key (written before content encryption) is shredded too: no key can be made for it later', async () => {
     const { keyring, store } = await open();
     const result = await shredRecords(keyring, store, { tenantId: TENANT, recordIds: ['legacy'], subjectKeys: true });
     expect(result).toEqual({ dataKeys: 1, keks: 0, keksKept: 0, keyResidue: 'none', checkpoints: 1 });

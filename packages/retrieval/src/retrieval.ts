@@ -19,7 +19,7 @@ export interface ReadPathDeps {
   index: SearchIndex;
   state: StateStore;
   pdp: PolicyDecisionPoint;
-  /** The semantic leg (issue 14): absent where the runtime keeps no vectors, and then searches are lexical. */
+  /** The semantic leg (§6.7): absent where the runtime keeps no vectors, and then searches are lexical. */
   semantic?: SemanticLeg;
 }
 

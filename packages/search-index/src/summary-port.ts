@@ -1,6 +1,6 @@
 import type { CopyErasureState } from '@gm/contracts';
 /**
- * The summary store port (issue 5): a derived store of extractive summaries, one per
+ * The summary store port (§6.8): a derived store of extractive summaries, one per
  * (tenant, partition, subject, purpose), each naming the records it was built from. The
  * index-builder keeps it in step with the active records; deletion rebuilds or removes every
  * summary holding a deleted record. The embedded adapter is SQLite FTS5, the distributed one

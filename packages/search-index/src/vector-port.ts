@@ -1,6 +1,6 @@
 import type { CopyErasureState } from '@gm/contracts';
 /**
- * The vector index port (issue 14): one embedding per active record, searched by nearest
+ * The vector index port (§6.7): one embedding per active record, searched by nearest
  * neighbour *inside* the same filters as the lexical index — partition, tenant, purpose,
  * expiry, kind, subject — never filtered after ranking, so an unauthorised record cannot take
  * a place among the k nearest. The embedded adapter is SQLite with an exact scan of the

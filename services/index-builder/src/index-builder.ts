@@ -68,7 +68,7 @@ const SUMMARY_BATCH_MESSAGES = 4096;
 const SUMMARY_LINGER_SHARE = 0.25;
 
 /**
- * Summaries (issue 5) in a consumer group of their own, one step behind the index-builder:
+ * Summaries (§6.8) in a consumer group of their own, one step behind the index-builder:
  * they are folded from the search index, so each batch of events waits until the index-builder
  * has committed past it, then the summaries of every scope it touched are rebuilt, once each. Kept out of the
  * index-builder's handler because read-your-writes waits for that group, and a rebuild (searches,

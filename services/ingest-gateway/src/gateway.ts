@@ -1,5 +1,5 @@
 /**
- * The ingest-gateway (issue 13): admits what platforms produce onto memory.ingest under exactly
+ * The ingest-gateway (docs/ingest.md): admits what platforms produce onto memory.ingest under exactly
  * the rules of POST /v1/memories (@gm/write-edge): the capability in the message's header is
  * verified, revocation checked, impersonation and scope refused, the PDP asked, ids claimed.
  * Each admitted request becomes a WriteMemory command, sent in the transaction that commits the

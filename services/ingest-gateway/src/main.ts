@@ -9,7 +9,7 @@ import { IngestGatewayEnv } from './env.ts';
 import { startIngestGateway } from './gateway.ts';
 
 /**
- * ingest-gateway as its own process: the edge of memory.ingest (issue 13), its own consumer
+ * ingest-gateway as its own process: the edge of memory.ingest (docs/ingest.md), its own consumer
  * group. Scale it by adding instances, up to the topic's partition count.
  */
 const env = parseEnvOrExit(IngestGatewayEnv, process.env, 'ingest-gateway');

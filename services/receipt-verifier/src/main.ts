@@ -21,7 +21,7 @@ await runService('receipt-verifier', ReceiptVerifierEnv, async ({ env, log, metr
   const state = openState(env);
   const index = openIndex(env);
   const summaries = openSummaries(env);
-  // The vectors are a copy too (issue 14): the replays probe them by kNN, with the model that made them.
+  // The vectors are a copy too (§6.7): the replays probe them by kNN, with the model that made them.
   const model = env.MEMORY_SEMANTIC === 'on' ? await loadEmbeddingModel(env.MEMORY_EMBEDDING_MODEL_DIR) : undefined;
   const semantic = model === undefined ? undefined : { model, vectors: openVectors(env, model.dimensions) };
   const service = await startReceiptVerifier({

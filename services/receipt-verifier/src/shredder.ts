@@ -26,7 +26,7 @@ export interface ErasureProof {
 }
 
 /**
- * The `key` target (issue 7): destroys the records' keys, then reads every event of theirs in
+ * The `key` target (§8.5): destroys the records' keys, then reads every event of theirs in
  * memory.events back through the same decrypting path every service uses and counts what still
  * opens. Done only when nothing does. Runs after the replays, which needed the content.
  */

@@ -1,5 +1,5 @@
 /**
- * Consistency tokens (issue 13): what a session has written, as positions in the log, so that a
+ * Consistency tokens (docs/ingest.md): what a session has written, as positions in the log, so that a
  * later read can wait until the projections have passed them — read-your-writes and monotonic
  * reads per token, without the write having waited.
  *

@@ -34,7 +34,7 @@ export interface BrokerConfig {
 export interface BrokerDeps {
   bus: Bus;
   index: SearchIndex;
-  /** Vectors and the query model (issue 14); absent = lexical search only. */
+  /** Vectors and the query model (§6.7); absent = lexical search only. */
   semantic?: SemanticLeg;
   summaries: SummaryStore;
   state: StateStore;

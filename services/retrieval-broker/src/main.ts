@@ -23,7 +23,7 @@ await runService('retrieval-broker', RetrievalBrokerEnv, async ({ env, log, metr
   const state = openState(env);
   const index = openIndex(env);
   const summaries = openSummaries(env);
-  // Semantic retrieval (issue 14): the query's embedding by the same model as the vector-indexer's
+  // Semantic retrieval (§6.7): the query's embedding by the same model as the vector-indexer's
   // (in a thread of its own, so a query's inference never stalls the API), kNN in Elasticsearch.
   const model = env.MEMORY_SEMANTIC === 'on' ? await loadEmbeddingModel(env.MEMORY_EMBEDDING_MODEL_DIR) : undefined;
   const semantic = model === undefined ? undefined : { model, vectors: openVectors(env, model.dimensions) };

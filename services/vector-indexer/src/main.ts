@@ -7,7 +7,7 @@ import { startVectorIndexer } from './vector-indexer.ts';
 import { startVectorTargets } from './vector-targets.ts';
 
 /**
- * vector-indexer as its own process (issue 14): active records ⇒ a vector in Elasticsearch,
+ * vector-indexer as its own process (§6.7): active records ⇒ a vector in Elasticsearch,
  * embedded by the local model; everything else removed; and the `vector` deletion target.
  * Scaled like the other consumer groups: each instance embeds the partitions it holds.
  */

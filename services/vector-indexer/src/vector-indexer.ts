@@ -1,5 +1,5 @@
 /**
- * The vector-indexer (issue 14): keeps the vector index equal to the set of active records,
+ * The vector-indexer (§6.7): keeps the vector index equal to the set of active records,
  * exactly as the index-builder keeps the keyword index (the same `indexChanges` fold of
  * each batch), with each record's vector embedded from the decrypted event's content. Vectors
  * are derived data: an ended or erased record's vector is removed, and replay rebuilds them.

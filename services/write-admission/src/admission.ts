@@ -318,7 +318,7 @@ interface Batch {
 
 /**
  * Where a command's outcome goes: its reply on memory.replies, where the API waits for it, or
- * for a memory.ingest request (issue 13) its one result on memory.ingest.results, keyed by the
+ * for a memory.ingest request (docs/ingest.md) its one result on memory.ingest.results, keyed by the
  * producer's requestId; nobody waits on memory.replies for those.
  */
 function answerTo(command: MemoryCommand, reply: CommandReply): OutgoingMessage {

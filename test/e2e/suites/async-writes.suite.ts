@@ -3,7 +3,7 @@ import { eventually, memory, STARTUP_MS, type StartRuntime, type TestRuntime } f
 
 const ASYNC = { prefer: 'respond-async' };
 
-/** Asynchronous writes (issue 13): 202 once the command is durable, its outcome at GET /v1/commands/{id}. */
+/** Asynchronous writes (docs/ingest.md): 202 once the command is durable, its outcome at GET /v1/commands/{id}. */
 export const asyncWritesSuite = (start: StartRuntime) => describe('asynchronous writes over the API', () => {
   let rt: TestRuntime;
   let writer: string;

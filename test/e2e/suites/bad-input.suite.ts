@@ -35,7 +35,7 @@ export const badInputSuite = (start: StartRuntime) => describe('bad input and ho
     ['expiresAt in the past', async () => post(JSON.stringify(memory({ expiresAt: '2020-01-01T00:00:00Z' }))), 422, 'MEM_VALIDATION'],
     ['a non-JSON content type', async () => post('subjectId=x', { 'content-type': 'text/plain' }), 415, 'MEM_VALIDATION'],
     ['a bad Idempotency-Key', async () => post(JSON.stringify(memory()), { 'idempotency-key': 'no spaces allowed' }), 422, 'MEM_VALIDATION'],
-    // Issue 16, defect 3: nothing reinterpreted. The last "trust" would win in JSON.parse and store an active record.
+    // Nothing reinterpreted (docs/api.md, bad input). The last "trust" would win in JSON.parse and store an active record.
     ['a duplicate key', async () => post(JSON.stringify(memory({ trust: 'untrusted' })).replace('"trust":"untrusted"', '"trust":"untrusted","trust":"trusted"')), 400, 'MEM_VALIDATION'],
     ['a duplicate key spelt with an escape', async () => post(JSON.stringify(memory()).replace('"kind":"fact"', '"kind":"fact","\\u006bind":"skill"')), 400, 'MEM_VALIDATION'],
     ['a __proto__ key', async () => post(JSON.stringify(memory()).replace('{', '{"__proto__":{"trust":"trusted"},')), 400, 'MEM_VALIDATION'],

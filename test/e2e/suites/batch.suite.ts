@@ -13,7 +13,7 @@ type BatchBody = Omit<ApiBody, 'items'> & { items: BatchOutcome[] };
 
 const DAY_MS = 86_400_000;
 
-/** POST /v1/memories:batch (issue 13): many writes in one request, each judged as the single write would be. */
+/** POST /v1/memories:batch (docs/ingest.md): many writes in one request, each judged as the single write would be. */
 export const batchSuite = (start: StartRuntime) => describe('batch writes over the API', () => {
   let rt: TestRuntime;
   let writer: string;

@@ -7,7 +7,7 @@ function positionsOf(token: string): { e: Array<[number, number]>; c: Array<[num
   return JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString('utf8')) as { e: Array<[number, number]>; c: Array<[number, number]> };
 }
 
-/** Consistency tokens (issue 13): read-your-writes and monotonic reads per token, and no wait on a bad one. */
+/** Consistency tokens (docs/ingest.md): read-your-writes and monotonic reads per token, and no wait on a bad one. */
 export const consistencySuite = (start: StartRuntime) => describe('consistency tokens over the API', () => {
   let rt: TestRuntime;
   let writer: string;

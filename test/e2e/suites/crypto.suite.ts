@@ -56,7 +56,7 @@ const masterKeyFile = (dir: string, name: string, keys: Record<string, string>, 
 };
 
 /**
- * Crypto-shredding (issue 7) through the API of a running runtime (either kind): content is
+ * Crypto-shredding (§8.5) through the API of a running runtime (either kind): content is
  * sealed in the log, a forget or a delete destroys keys so nothing can decrypt those events,
  * replay rebuilds the same state, and the master key rotates without losing anything.
  */

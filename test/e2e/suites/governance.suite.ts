@@ -3,7 +3,7 @@ import type { IssueCapabilityRequest, Role, Sensitivity } from '@gm/contracts';
 import { auditedQueries, memory, STARTUP_MS, type AuditedQuery, type StartRuntime, type TestRuntime } from '../harness.ts';
 
 /**
- * Shared memory between two teams (issue 4): every request has an expected outcome — the
+ * Shared memory between two teams (§6.2): every request has an expected outcome — the
  * exact items, nothing, or a denial — and the suite counts them. The teams' projects have
  * confusable names (Maple, Maplemark); around them: a restricted HR case, a contractor with a
  * logs-only grant until a deadline, an executive assistant agent delegated for scheduling

@@ -9,7 +9,7 @@ interface HistoryBody {
   chain: Array<{ id: string; status: string; version: number }>;
 }
 
-/** Record history (issue 15): `GET /v1/memories/{id}/history` and superseded records read by id, on either runtime. */
+/** Record history (docs/api.md): `GET /v1/memories/{id}/history` and superseded records read by id, on either runtime. */
 export const historySuite = (start: StartRuntime) => describe('record history over the API', () => {
   let rt: TestRuntime;
   let writer: string;

@@ -203,7 +203,7 @@ export const lifecycleSuite = (start: StartRuntime) => describe('memory lifecycl
       return res.body.status === 'verified' || res.body.status === 'failed' ? res.body : undefined;
     });
     expect(job.status).toBe('verified');
-    // Both runtimes keep vectors (issue 14): the vector-indexer's target vouches for them too.
+    // Both runtimes keep vectors (§6.7): the vector-indexer's target vouches for them too.
     expect(job.evidence?.map((e) => `${e.target}:${e.status}`).sort()).toEqual([
       'evidence_packet:done', 'key:done', 'keyword:done', 'primary:done', 'retrieval_cache:done', 'summary:done', 'vector:done', 'verification:done',
     ]);

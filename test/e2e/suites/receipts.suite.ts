@@ -36,7 +36,7 @@ const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').diges
 const decodePayload = (jws: string) => Buffer.from(jws.split('.')[1] ?? '', 'base64url').toString('utf8');
 
 /**
- * Signed deletion receipts and legal holds (§8.4, issue 5) through the HTTP API of a running
+ * Signed deletion receipts and legal holds (§8.4, §6.8) through the HTTP API of a running
  * runtime (either kind), verified offline with the published public key and with memctl.
  */
 export const receiptsSuite = <R extends TestRuntime>(start: () => Promise<R>, busOf: (rt: R) => Promise<BusAccess>) =>

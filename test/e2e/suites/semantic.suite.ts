@@ -1,5 +1,5 @@
 /**
- * Semantic retrieval (issue 14), on both runtimes with the real embedding model: a paraphrase
+ * Semantic retrieval (§6.7), on both runtimes with the real embedding model: a paraphrase
  * finds a record that shares none of its words, both legs of a hybrid search stay inside the
  * asker's partitions (the nearest neighbour in another one is never returned, nor even
  * queried: the query audit shows what each index was asked), a caller's own embedding is

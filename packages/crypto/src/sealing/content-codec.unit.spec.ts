@@ -363,7 +363,7 @@ describe('ContentCodec: messages it leaves alone', () => {
     expect(classified(TOPICS.events)).toEqual(typesOf(MemoryEvent));
   });
 
-  it('plaintext content (a log written before issue 7) opens as it is', async () => {
+  it('plaintext content (a log written before content encryption) opens as it is', async () => {
     const { codec } = await openCodec();
     for (const message of [writeCommand('r1'), written('r1'), promoted('r1', 2)]) {
       const value = deepFreeze(structuredClone(message.value));

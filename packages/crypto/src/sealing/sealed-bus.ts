@@ -4,7 +4,7 @@ import type { ContentCodec } from './content-codec.ts';
 
 /**
  * A service's view of the bus in which content on memory.commands and memory.events is sealed
- * on the way in and opened on the way out (issue 7). Services keep handling plaintext; the log
+ * on the way in and opened on the way out (§8.5). Services keep handling plaintext; the log
  * — Kafka segments, the SQLite log, their dead letters — only ever holds envelopes.
  */
 export function sealedBus(inner: Bus, codec: ContentCodec): Bus {

@@ -1,5 +1,5 @@
 /**
- * Key generations (issue 7): each forget retires the subject's current key-encryption key
+ * Key generations (§8.5): each forget retires the subject's current key-encryption key
  * generation, and every write after it names the next one, so no new content is ever sealed
  * under a key the forget is about to destroy.
  */
@@ -27,7 +27,7 @@ function only<T extends MemoryEvent['type']>(events: MemoryEvent[], type: T): Ev
 }
 
 describe('key generations', () => {
-  it('a first write names no key generation (generation 1, as before issue 7)', () => {
+  it('a first write names no key generation (generation 1, as before content encryption)', () => {
     spec.given([]).when(write(T0)).then(({ events }) => {
       const written = only(events, 'MemoryWritten');
       expect(written.data).not.toHaveProperty('keyGeneration');
@@ -71,7 +71,7 @@ describe('key generations', () => {
     expect(fold([forgets[0] as MemoryEvent], stateOf(given)).keyGeneration).toBe(3);
   });
 
-  it('a SubjectForgotten from before issue 7 (no keyGeneration) counts as retiring generation 1', () => {
+  it('a SubjectForgotten from before content encryption (no keyGeneration) counts as retiring generation 1', () => {
     const [legacy] = history([forget(T0)]);
     if (legacy?.type !== 'SubjectForgotten') throw new Error('expected a SubjectForgotten');
     const { keyGeneration: _dropped, ...data } = legacy.data;

@@ -105,7 +105,7 @@ describe('fitToBudget (§6.3 step 7)', () => {
   });
 });
 
-describe('rank in semantic and hybrid modes (issue 14: reciprocal rank fusion, explained)', () => {
+describe('rank in semantic and hybrid modes (§6.7: reciprocal rank fusion, explained)', () => {
   it('fuses by reciprocal rank: an item both legs found beats the top of one leg alone', () => {
     const ranked = rank([
       hit('lexical-only', { lexicalScore: 9, lexicalRank: 1 }),

@@ -1,7 +1,7 @@
 import type { MemoryKind } from '@gm/contracts';
 
 /**
- * Extractive summaries (issue 5): per (partition, subject) a few lines taken verbatim from the
+ * Extractive summaries (§6.8): per (partition, subject) a few lines taken verbatim from the
  * active records about that subject. No model, no paraphrase: every character of the text is
  * a prefix of one source's content, so a summary can hold nothing its sources do not, and
  * rebuilding from the same sources always gives the same text.

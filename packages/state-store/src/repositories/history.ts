@@ -3,7 +3,7 @@ import type { KeyValueStore, KvWrite } from '../port.ts';
 import type { KeySpace } from './keys.ts';
 
 /**
- * Every version of every record, metadata only (issue 15: `GET /v1/memories/{id}/history`).
+ * Every version of every record, metadata only (docs/api.md: `GET /v1/memories/{id}/history`).
  * One key per version: versions count up by one from 1, so the history of a record at version
  * n is read in one `mget` of versions 1..n, with no list to keep in order. Written by the
  * projector beside the record hash; a redelivered event rewrites the same value.

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EmbeddingModel } from '@gm/embedding';
 
 /**
- * What every embedding model behind the port must do (issue 14): the real ONNX model and the
+ * What every embedding model behind the port must do (§6.7): the real ONNX model and the
  * hashing double of the unit specs alike. Meaning is not part of the contract (the double has
  * none); the real model's semantic specs sit beside its adapter.
  */

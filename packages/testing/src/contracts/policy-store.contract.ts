@@ -30,7 +30,7 @@ export const sampleGrant = (overrides: Partial<Grant> = {}): Grant => ({
 });
 
 /**
- * The policy repository (issue 4) on one key-value adapter: the same specs run on SQLite and
+ * The policy repository (§6.2) on one key-value adapter: the same specs run on SQLite and
  * on real Redis, so both runtimes project policy.changes with one semantics.
  */
 export function testPolicyRepository(adapterName: string, factory: KeyValueFactory): void {

@@ -40,7 +40,7 @@ function query(overrides: Partial<SummaryQuery> = {}): SummaryQuery {
 const keysOf = (hits: SummaryHit[]) => hits.map((h) => `${h.summary.partition}/${h.summary.subjectId}/${h.summary.purpose}`);
 
 /**
- * The shared semantics of the summary store (issue 5). The vocabulary avoids stop words and
+ * The shared semantics of the summary store (§6.8). The vocabulary avoids stop words and
  * does not depend on stemming, so analyzers may differ there.
  */
 export function testSummaryStore(adapterName: string, factory: SummaryStoreFactory): void {

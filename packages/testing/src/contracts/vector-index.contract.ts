@@ -9,7 +9,7 @@ export interface VectorIndexHarness {
 }
 
 /**
- * What every vector index behind the port must do (issue 14): nearest neighbours *within* the
+ * What every vector index behind the port must do (§6.7): nearest neighbours *within* the
  * filters of the lexical index, so the partition-first rule holds for semantic retrieval too.
  */
 export function testVectorIndex(name: string, open: () => Promise<VectorIndexHarness>): void {
