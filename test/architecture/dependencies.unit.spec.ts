@@ -5,7 +5,7 @@
  * folder. pnpm links what package.json lists, so an unlisted import works only by accident
  * of hoisting, and a listed one nobody imports draws an arrow that is not there.
  */
-import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
@@ -27,7 +27,9 @@ function workspacePackages(): WorkspacePackage[] {
   const dirs = globs.flatMap((glob) => {
     if (!glob.endsWith('/*')) return [path.join(ROOT, glob)];
     const parent = path.join(ROOT, glob.slice(0, -2));
-    return readdirSync(parent).map((entry) => path.join(parent, entry)).filter((dir) => statSync(dir).isDirectory());
+    // A folder without package.json (a package removed, its untracked node_modules left behind) is no package to pnpm either.
+    return readdirSync(parent).map((entry) => path.join(parent, entry))
+      .filter((dir) => statSync(dir).isDirectory() && existsSync(path.join(dir, 'package.json')));
   });
   return [ROOT, ...dirs].map((dir) => {
     const manifest = JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as {
