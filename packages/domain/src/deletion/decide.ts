@@ -53,6 +53,24 @@ export function pendingWork(job: DeletionJob): DeletionWork[] {
   return [];
 }
 
+/**
+ * Findings (`path:id`, the receipt-verifier's probes, §8.3) of copies that are derived again from
+ * other copies after their target ran: a summary is rebuilt from the index whenever its scope
+ * changes, and a rebuild that lags the purge (which takes the content's hash, §8.4) can take a
+ * stray copy of the deleted content back in. The other copies are only ever removed by their
+ * target: a survivor there stays a finding until someone removes it.
+ */
+const TARGET_OF_FINDING: Readonly<Record<string, DeletionTarget>> = { summary: 'summary', 'summary-search': 'summary' };
+
+/**
+ * The job's targets whose derived copies the last replays still found. A retry sends their tasks
+ * again before replaying, so the job verifies once the source of such a copy is gone.
+ */
+export function targetsToRedo(job: DeletionJob): DeletionTarget[] {
+  const found = new Set((job.progress.findings ?? []).map((f) => TARGET_OF_FINDING[f.slice(0, f.indexOf(':'))]));
+  return fanOutTargets(job).filter((t) => found.has(t));
+}
+
 const after = (iso: string, ms: number): string => new Date(Date.parse(iso) + ms).toISOString();
 
 const failed = (job: DeletionJob, reason: string, cause: 'deadline' | 'target_failed', at: string): DeletionDecision => ({
@@ -168,7 +186,7 @@ function onTimePassed(now: string, job: DeletionJob, settings: DeletionSettings)
   }
   const retryAt = job.progress.nextVerificationAt;
   if (job.status === 'verifying' && retryAt !== undefined && Date.parse(retryAt) <= at) {
-    return { facts: [{ type: 'VerificationRetried', at: now }], work: tasks(['verification']) };
+    return { facts: [{ type: 'VerificationRetried', at: now }], work: tasks([...targetsToRedo(job), 'verification']) };
   }
   if (at - Date.parse(job.updatedAt) < settings.resendAfterMs) return NOTHING;
   const work = pendingWork(job);

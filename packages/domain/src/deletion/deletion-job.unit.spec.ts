@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import type { DeletionEvidence, DeletionJob, DeletionTarget } from '@gm/contracts';
 import { deciderSpec } from '@gm/testing/decider-spec';
-import { decideDeletion, pendingWork, receiptAskDue, retainsPrimary } from './decide.ts';
+import { decideDeletion, pendingWork, receiptAskDue, retainsPrimary, targetsToRedo } from './decide.ts';
 import { evolveDeletion, foldDeletion } from './evolve.ts';
 import type { DeletionDecision, DeletionFact, DeletionInput, DeletionRequest, DeletionSettings, HoldNow } from './job.ts';
 
@@ -180,6 +180,34 @@ describe('verification replays and keys (§8.2, §8.3, §8.5)', () => {
       expect(facts).toEqual([{ type: 'VerificationRetried', at: at(800) }]);
       expect(foldDeletion(facts, jobAfter([...allAcked, verification(at(300), ['keyword:mem-1'])]))?.progress.nextVerificationAt).toBeUndefined();
       expect(work).toEqual([{ type: 'Task', target: 'verification' }]);
+    });
+  });
+});
+
+describe('a retry removes again what the replays still found (§8.3)', () => {
+  it('sends the summary task again before replaying when a summary still held the content', () => {
+    const found = [...allAcked, verification(at(300), ['summary-search:ghost-copy', 'index:ghost-copy', 'search:mem-1'])];
+    spec.given(history(found)).when(timePassed(at(800))).then(({ work }) => {
+      expect(work).toEqual([{ type: 'Task', target: 'summary' }, { type: 'Task', target: 'verification' }]);
+    });
+  });
+
+  it('leaves copies only their target removes to that target: a survivor stays a finding', () => {
+    const found = [...allAcked, verification(at(300), ['index:mem-1', 'vector:mem-1', 'primary:mem-1', 'retrieval-cache:ab', 'evidence-packet:p'])];
+    spec.given(history(found)).when(timePassed(at(800))).then(({ work }) => expect(work).toEqual([{ type: 'Task', target: 'verification' }]));
+  });
+
+  it('names the summary once, and only when the job has that target', () => {
+    const job = jobAfter([...allAcked, verification(at(300), ['summary:mem-1', 'summary-search:x'])]);
+    expect(targetsToRedo(job)).toEqual(['summary']);
+    expect(targetsToRedo({ ...job, targets: job.targets.filter((t) => t !== 'summary') })).toEqual([]);
+  });
+
+  it('a redone target\'s ack while verifying changes only its evidence', () => {
+    const found = [...allAcked, verification(at(300), ['summary-search:x']), timePassed(at(800))];
+    spec.given(history(found)).when(acked('summary', at(900))).then(({ facts, work }) => {
+      expect(facts.map((f) => f.type)).toEqual(['TargetDone']);
+      expect(work).toEqual([]);
     });
   });
 });
