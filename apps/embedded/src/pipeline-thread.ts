@@ -32,7 +32,6 @@ export interface PipelineThreadData {
   writeLocks: Array<[string, SharedArrayBuffer]>;
 }
 
-/** Messages from the thread. */
 export type FromPipeline =
   | { kind: 'ready' }
   | { kind: 'failed'; error: { name: string; message: string } }
@@ -40,7 +39,6 @@ export type FromPipeline =
   | { kind: 'metrics'; requestId: number; metrics: MetricsSnapshot }
   | { kind: 'closed' };
 
-/** Messages to the thread. */
 export type ToPipeline = { kind: 'close' } | { kind: 'metrics'; requestId: number };
 
 export interface PipelineThreadHost {

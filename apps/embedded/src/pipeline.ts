@@ -62,7 +62,6 @@ export type PipelinePart = 'all' | 'write' | 'derived';
 export async function startPipeline(ctx: PipelineContext, part: PipelinePart = 'all'): Promise<ServiceHandle[]> {
   const { stores, config, clock, log, metrics, policySet } = ctx;
   const { index, vectors, summaries, state, crypto, keyStore } = stores;
-  // Consumer lag of every group below, on /metrics.
   const bus = meteredBus(logView(stores, 'open', ctx.plaintextLog), metrics);
   const redacted = meteredBus(logView(stores, 'redact', ctx.plaintextLog), metrics);
   const handles: ServiceHandle[] = [];

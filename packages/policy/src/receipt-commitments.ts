@@ -15,7 +15,6 @@ import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypt
  * By hand: `printf %s "$CONTENT" | openssl dgst -sha256 -binary | openssl dgst -sha256 -mac HMAC -macopt hexkey:$OPENING`.
  */
 
-/** A fresh opening: 32 random bytes, hex. */
 export const newOpening = (): string => randomBytes(32).toString('hex');
 
 /** The commitment to the content whose sha256 (hex) is `contentSha256`, under `opening` (hex). */

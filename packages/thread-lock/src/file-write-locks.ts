@@ -2,7 +2,7 @@
  * One ThreadLock per database file, per process: every SQLite adapter takes its file's lock
  * around each write, so threads of this process writing the same file queue here rather than
  * in SQLite's busy handler (thread-lock.ts). Other processes on the file still meet SQLite's
- * own locking, as before.
+ * own locking.
  *
  * The registry is this thread's; a thread that opens the same files must adopt the opener's
  * locks first (`shareFileWriteLocks` → `adoptFileWriteLocks`), or it would lock on its own.

@@ -8,7 +8,6 @@ import { startDeletionOrchestrator } from './orchestrator.ts';
 await runService('deletion-orchestrator', OrchestratorEnv, async ({ env, log, metrics }) => {
   // Metadata only: the orchestrator holds no key; the receipt-verifier runs the `key` target.
   const sealed = await openSealedBus(env, 'deletion-orchestrator', 'redact');
-  // Consumer lag of every group this process runs, on /metrics.
   const bus = meteredBus(sealed.bus, metrics);
   const state = openState(env);
   const service = await startDeletionOrchestrator({

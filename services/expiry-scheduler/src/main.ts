@@ -8,7 +8,6 @@ import { startExpiryScheduler } from './scheduler.ts';
 await runService('expiry-scheduler', ExpirySchedulerEnv, async ({ env, log, metrics }) => {
   // Metadata only: this service holds no key and sees no content.
   const sealed = await openSealedBus(env, 'expiry-scheduler', 'redact');
-  // Consumer lag of every group this process runs, on /metrics.
   const bus = meteredBus(sealed.bus, metrics);
   const state = openState(env);
   const service = await startExpiryScheduler({ bus, state, clock: systemClock, log, tickMs: env.MEMORY_EXPIRY_TICK });

@@ -8,7 +8,6 @@ import { startIndexTargets } from './index-targets.ts';
 /** index-builder as its own process: active records ⇒ Elasticsearch, everything else removed; summaries kept in step. */
 await runService('index-builder', IndexBuilderEnv, async ({ env, log, metrics }) => {
   const sealed = await openSealedBus(env, 'index-builder', 'open', { onError: (err) => log.warn({ err }, 'key store poll failed') });
-  // Consumer lag of every group this process runs, on /metrics.
   const bus = meteredBus(sealed.bus, metrics);
   const index = openIndex(env);
   const summaries = openSummaries(env);

@@ -127,7 +127,6 @@ export async function summarizeEvents(deps: SummaryDeps, events: readonly Memory
   for (const [tenantId, scopes] of built) await deps.summaries.replaceMany(tenantId, scopes);
 }
 
-/** `summarizeEvents` of one event. */
 export function summarizeEvent(deps: SummaryDeps, event: MemoryEvent): Promise<void> {
   return summarizeEvents(deps, [event]);
 }

@@ -9,7 +9,6 @@ import { startProjector } from './projector.ts';
 /** projector as its own process: record hash, primary content, tombstones, memory.records, policy data. */
 await runService('projector', ProjectorEnv, async ({ env, log, metrics }) => {
   const sealed = await openSealedBus(env, 'projector', 'open', { onError: (err) => log.warn({ err }, 'key store poll failed') });
-  // Consumer lag of every group this process runs, on /metrics.
   const bus = meteredBus(sealed.bus, metrics);
   const state = openState(env);
   const projector = await startProjector({ bus, state, log });

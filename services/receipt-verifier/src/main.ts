@@ -16,7 +16,6 @@ await runService('receipt-verifier', ReceiptVerifierEnv, async ({ env, log, metr
   const keys = JSON.parse(readFileSync(env.MEMORY_RECEIPT_KEY_FILE, 'utf8')) as ReceiptKeyPair;
   // Opens content (the replays' probes) and holds the key store: it runs the `key` target.
   const sealed = await openSealedBus(env, 'receipt-verifier', 'open', { onError: (err) => log.warn({ err }, 'key store poll failed') });
-  // Consumer lag of every group this process runs, on /metrics.
   const bus = meteredBus(sealed.bus, metrics);
   const state = openState(env);
   const index = openIndex(env);

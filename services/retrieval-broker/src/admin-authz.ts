@@ -36,7 +36,6 @@ export interface AdminDeps {
   bootstrap?: 'issuer' | 'configured';
 }
 
-/** What the admin checks read, from the broker's dependencies. */
 export const adminDepsOf = (deps: Pick<BrokerDeps, 'pdp' | 'state' | 'config'>): AdminDeps => ({
   pdp: deps.pdp,
   grants: (tenant) => deps.state.policies.grants(tenant),

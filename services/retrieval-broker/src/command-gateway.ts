@@ -29,7 +29,6 @@ export const DELETION_JOB_GROUPS = [CONSUMER_GROUPS.deletionOrchestrator] as con
  */
 export type ProjectionCheck = (tenant: string, result: AcceptedResult) => Promise<boolean>;
 
-/** How often a confirmation is asked again while the projections lag. */
 const CONFIRM_POLL_MS = 5;
 
 /**

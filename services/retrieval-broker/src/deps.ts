@@ -45,7 +45,6 @@ export interface BrokerDeps {
   gateway: CommandGateway;
   /** Refuses asynchronous writes while the pipeline is too far behind (backlog.ts). */
   backlog: PipelineBacklog;
-  /** Issues and checks consistency tokens (consistency-token.ts). */
   tokens: ConsistencyTokens;
   policy: PolicyGateway;
   clock: Clock;

@@ -13,7 +13,6 @@ export class BodyRejected extends Error {
   }
 }
 
-/** The charset a Content-Type declares, lower-cased, if any. */
 function charsetOf(contentType: string | undefined): string | undefined {
   const match = /;\s*charset\s*=\s*"?([^";\s]+)"?/i.exec(contentType ?? '');
   return match?.[1]?.toLowerCase();

@@ -18,7 +18,6 @@ await runService('retrieval-broker', RetrievalBrokerEnv, async ({ env, log, metr
   if (issuerCredential.length < 32) throw new Error('MEMORY_ISSUER_CREDENTIAL_FILE must hold at least 32 characters');
   // The edge seals the content of the commands it sends; it reads no content from the log.
   const sealed = await openSealedBus(env, `retrieval-broker-${env.MEMORY_INSTANCE_ID}`, 'edge');
-  // Consumer lag of every group this process runs, on /metrics.
   const bus = meteredBus(sealed.bus, metrics);
   const state = openState(env);
   const index = openIndex(env);

@@ -27,7 +27,6 @@ const jsonSchema = (s: z.ZodType): Record<string, unknown> => {
   return rest;
 };
 
-/** The named schemas of components/schemas. */
 const SCHEMAS = {
   IssueCapabilityRequest, IssueCapabilityResponse, WriteMemoryRequest, MutationResponse, AsyncWriteAccepted, CommandStatusResponse,
   // The handler checks the envelope first and each item on its own; documented as items of the write body.

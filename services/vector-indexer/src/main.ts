@@ -19,7 +19,6 @@ await runService('vector-indexer', VectorIndexerEnv, async ({ env, log, metrics 
   // Background priority: on a busy machine the vectors lag, not the processes writes wait for.
   const model = await loadEmbeddingModel(env.MEMORY_EMBEDDING_MODEL_DIR, { background: true });
   const sealed = await openSealedBus(env, 'vector-indexer', 'open', { onError: (err) => log.warn({ err }, 'key store poll failed') });
-  // Consumer lag of every group this process runs, on /metrics.
   const bus = meteredBus(sealed.bus, metrics);
   const vectors = openVectors(env, model.dimensions);
   const state = openState(env);

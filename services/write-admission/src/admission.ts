@@ -165,8 +165,6 @@ export class WriteAdmission {
 
   private async admit(message: ConsumedMessage, view: PartitionView, batch: Batch): Promise<void> {
     const { ctx } = batch;
-    // Commands and events are co-partitioned: this partition of memory.events holds the
-    // whole history of every subject whose commands arrive here.
     const fold = view.mustFold(message.offset);
     if (fold) await this.catchUp(message.partition);
     view.handling(message.offset, fold);

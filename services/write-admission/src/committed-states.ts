@@ -10,7 +10,6 @@ export interface CommittedStatesOptions {
    * loads them again.
    */
   maxEntries: number;
-  /** Called for every subject dropped from memory. */
   onEvicted?: (key: string) => void;
 }
 
@@ -128,7 +127,6 @@ export class CommittedStates {
     this.deferredEvents += 1;
   }
 
-  /** Events waiting for their subjects to be loaded. */
   get deferredCount(): number {
     return this.deferredEvents;
   }
@@ -247,7 +245,6 @@ export class CommittedStates {
     this.evict();
   }
 
-  /** Stores the partition's changed states. */
   private async storeDirty(partition: number): Promise<void> {
     const keys = this.dirty.get(partition);
     if (keys === undefined || keys.size === 0) return;

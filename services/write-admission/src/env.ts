@@ -32,7 +32,6 @@ export const ttlShape = Object.fromEntries(
   ]),
 );
 
-/** The TTL policy out of parsed MEMORY_TTL_* variables. */
 export function ttlPolicyOf(env: Record<string, unknown>): TtlPolicy {
   return Object.fromEntries(KINDS.map((k) => [k, env[ttlVar(k)]])) as TtlPolicy;
 }

@@ -9,7 +9,6 @@ await runService('write-admission', WriteAdmissionEnv, async ({ env, log, metric
   // The only service that creates keys, so the one that re-wraps KEKs after a master-key rotation.
   const sealed = await openSealedBus(env, 'write-admission', 'open', { rotate: true, onError: (err) => log.warn({ err }, 'key store poll failed') });
   if (sealed.rotation) log.info({ ...sealed.rotation }, 'subject keys re-wrapped with the active master key');
-  // Consumer lag of every group this process runs, on /metrics.
   const bus = meteredBus(sealed.bus, metrics);
   // Past transit keys go once this group has consumed what they sealed (commands become unreadable too).
   const sweeper = sealed.keys

@@ -44,7 +44,6 @@ export interface ConsumerDeps {
 /** The longest a handled message's results wait behind a slow successor before they commit. */
 const MAX_RESULT_WAIT_MS = 25;
 
-/** Whether `promise` settles within `ms`. */
 async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
   const expired = new Promise<false>((resolve) => {

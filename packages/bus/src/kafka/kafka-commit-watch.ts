@@ -1,9 +1,8 @@
 /**
- * `waitForCommitted` for many callers at once. Each waiter used to poll the group's offsets
- * itself with a doubling back-off (10 → 100 ms), so a commit was noticed up to 100 ms late
- * and every concurrent request added its own offset fetches. Here one loop per consumer
- * group fetches the group's offsets every few milliseconds while anyone waits on it, and
- * answers every waiter of that group from the same fetch.
+ * `waitForCommitted` for many callers at once: one loop per consumer group fetches the group's
+ * offsets every few milliseconds while anyone waits on it and answers every waiter from the
+ * same fetch, so a commit is noticed within a tick and concurrent requests add no fetches of
+ * their own (a waiter polling with back-off noticed it up to 100 ms late).
  */
 import { Signal } from '../signal.ts';
 import type { Groups } from './kafka-groups.ts';
@@ -61,7 +60,7 @@ export class CommitWatch {
         if (waiting.size > 0) await Signal.any([this.closing], POLL_INTERVAL_MS);
       }
     } catch (err) {
-      // The offsets could not be read (the broker is down): every waiter learns it, as before.
+      // The offsets could not be read (the broker is down): every waiter learns it.
       for (const w of waiting) w.reject(err);
       waiting.clear();
     } finally {

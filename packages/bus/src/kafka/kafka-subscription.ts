@@ -4,8 +4,7 @@
  * messages at a time (kafka-chunks.ts) — the handlers' sends and the offset past the chunk's
  * last message in one Kafka transaction (sendOffsets), or a plain group commit when the chunk
  * sent nothing. A handler that fails first gets what was handled before it committed, then is
- * retried and dead-lettered on its own, as before. Handlers learn the fate of their results
- * through ctx.onCommitted / ctx.onDiscarded.
+ * retried and dead-lettered on its own.
  *
  * Exactly-once across owners. kafkajs speaks TxnOffsetCommit v0–1, which carries no group
  * generation, so a member that lost its partition (a stalled process the group evicted) could
@@ -62,7 +61,6 @@ type Outcome = 'committed' | 'stopped' | 'lost';
 /** The key of one input partition in the per-partition maps (locks, producers, floors). */
 const partitionKey = (kafkaTopic: string, partition: number): string => `${kafkaTopic}\u0000${partition}`;
 
-/** What handling a fetched batch uses of kafkajs's eachBatch payload. */
 type BatchPayload = Pick<EachBatchPayload, 'resolveOffset' | 'heartbeat' | 'isRunning' | 'isStale'>;
 
 /** A fetched message of a batch subscription, with where its commit points. */
@@ -91,7 +89,6 @@ const CHUNK_LIMITS: ChunkLimits = { maxMessages: 256, maxBytes: 512 * 1024, maxA
  */
 const PARTITIONS_IN_PARALLEL = 8;
 
-/** How long an idle fetch waits on the broker before it returns empty (see the consumer config). */
 const FETCH_WAIT_MS = 100;
 
 export class KafkaSubscription implements Subscription {
@@ -418,7 +415,7 @@ export class KafkaSubscription implements Subscription {
     return false;
   }
 
-  /** A failed message: what was handled before it commits first; then it alone, as it always was. True when stopped. */
+  /** What was handled before the failed message commits first; then it is retried alone. True when stopped. */
   private async retryAlone(item: BatchItem, failure: unknown, payload: Pick<EachBatchPayload, 'heartbeat'>, chunks: ChunkCommitter): Promise<boolean> {
     if ((await chunks.drain()) !== undefined) return false;
     return (await this.retry(item.message, failure, { next: item.next, offset: item.offset }, payload.heartbeat, chunks)) === 'stopped';
@@ -445,10 +442,7 @@ export class KafkaSubscription implements Subscription {
     return attempt;
   }
 
-  /**
-   * Today's per-message path for a message whose handler failed once: retry it, then
-   * dead-letter it, each result committed on its own before the batch goes on.
-   */
+  /** Retry, then dead-letter: each result commits on its own before the batch goes on. */
   private async retry(
     message: ConsumedMessage, firstFailure: unknown, position: { next: number; offset: string }, heartbeat: () => Promise<void>, chunks: ChunkCommitter,
   ): Promise<'stopped' | 'done'> {

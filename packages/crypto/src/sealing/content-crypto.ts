@@ -18,7 +18,6 @@ export interface ContentCrypto {
   readonly masterKeys: MasterKeys;
   /** Set when opening re-wrapped KEKs under the active master key (`rotate`). */
   readonly rotation: RotationResult | undefined;
-  /** A service's view of the bus for its role. */
   view(bus: Bus, role: ContentRole): Bus;
   /** Drops every cached key; the key store stays open (its owner closes it). */
   close(): void;

@@ -141,10 +141,10 @@ export function createSqliteKeyValueStore(options: SqliteKeyValueStoreOptions): 
    *
    * Writes are group-committed: those called within one turn of the event loop run in call
    * order in one transaction after it (each with the clock read when it was called), as the
-   * bus groups its produces. Concurrent API requests each wrote two or three transactions of
-   * their own (an id claim, an async outcome, a settle), each taking the file's lock against
-   * the pipeline threads' writes. If the group's transaction fails, each write runs again alone,
-   * so one write's error fails only its own caller.
+   * bus groups its produces: concurrent API requests' writes (an id claim, an async outcome, a
+   * settle) then take the file's lock against the pipeline threads' writes once, not each. If
+   * the group's transaction fails, each write runs again alone, so one write's error fails only
+   * its own caller.
    */
   interface QueuedWrite {
     run: () => unknown;

@@ -38,7 +38,6 @@ function loadFiles(dir: string): Map<string, { type: string; body: Buffer }> {
   return files;
 }
 
-/** Whether `dir` holds a built console (its index.html). */
 export const consoleBuiltIn = (dir: string): boolean => existsSync(path.join(dir, 'index.html'));
 
 /**

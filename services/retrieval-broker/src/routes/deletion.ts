@@ -111,7 +111,6 @@ function jobView(job: DeletionJob, tenantAdmin: boolean): DeletionJob {
   return { ...job, legalHold: hold };
 }
 
-/** `?scope=record` (the default) or `?scope=content`; anything else is refused, never read as the default. */
 /** A listing's position, opaque to clients: the last job it looked at. */
 const writeCursor = (at: { ms: number; jobId: string }): string => Buffer.from(JSON.stringify([at.ms, at.jobId]), 'utf8').toString('base64url');
 function readCursor(cursor: string): { ms: number; jobId: string } {
@@ -124,6 +123,7 @@ function readCursor(cursor: string): { ms: number; jobId: string } {
   throw new GovernedMemoryError('MEM_VALIDATION', 'cursor: not a cursor of this listing');
 }
 
+/** `?scope=record` (the default) or `?scope=content`; anything else is refused, never read as the default. */
 function deletionScope(request: FastifyRequest): DeletionScope {
   const raw = (request.query as Record<string, unknown> | undefined)?.scope;
   if (raw === undefined) return 'record';
