@@ -274,6 +274,22 @@ describe('distributed runtime (separate processes on Kafka, Elasticsearch, Redis
     }
   }, 60_000);
 
+  it('refuses to start a production service on topics replicated below its settings, naming each topic and both values', async () => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'services/projector/src/main.ts'], {
+      cwd: ROOT, env: { ...process.env, ...stack.env, MEMORY_PRODUCTION: 'true', HEALTH_PORT: '0' }, stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr?.on('data', (c: Buffer) => (stderr += c.toString()));
+    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+    expect(code).toBe(2);
+    expect(stderr).toContain('projector: MEMORY_PRODUCTION: refusing to start on topics that could lose acknowledged records');
+    // The local engine is one broker: every topic is below the production default of 3 (min ISR 2).
+    expect(stderr).toContain('memory.events: replication factor 1, below the required 3');
+    expect(stderr).toContain('policy.changes: min.insync.replicas 1, below the required 2');
+    // The stack created its sources of truth to keep every record: no retention complaint.
+    expect(stderr).not.toContain('retention');
+  }, 60_000);
+
   it('with two write-admission instances splitting the partitions, concurrent conflicting writes have exactly one winner', async () => {
     await stack.start('write-admission');
     expect(stack.children.get('write-admission')?.length).toBe(2);

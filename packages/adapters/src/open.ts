@@ -2,7 +2,7 @@
  * Opens the real adapters of the distributed runtime from a service's environment (the shapes
  * of @gm/config): wiring only, every port's behaviour is its own package's.
  */
-import { createKafkaBus, memoryTopicSpecs, type Bus } from '@gm/bus';
+import { KEPT_FOREVER_TOPICS, createKafkaBus, memoryTopicSpecs, topicDurabilityProblems, type Bus, type TopicReplication } from '@gm/bus';
 import type { DistributedEnv, WithElasticsearch, WithMasterKeys, WithRedis } from '@gm/config';
 import {
   loadMasterKeys, openBusKeyStore, openContentCrypto, redactedBus, transitKeyId,
@@ -14,14 +14,44 @@ import {
 import { StateStore, createRedisKeyValueStore } from '@gm/state-store';
 import type { z } from 'zod';
 
+/** The replication the deployment asks of the topics it creates; none set: the broker's defaults. */
+export function topicReplicationOf(env: DistributedEnv): TopicReplication | undefined {
+  const factor = env.MEMORY_KAFKA_REPLICATION_FACTOR;
+  if (factor === undefined) return undefined;
+  return { factor, minInsyncReplicas: env.MEMORY_KAFKA_MIN_INSYNC_REPLICAS ?? Math.max(1, factor - 1) };
+}
+
+/** A production deployment's topics fall short of its settings (docs/reliability.md). */
+export class UnsafeTopicsError extends Error {
+  constructor(readonly problems: readonly string[]) {
+    super(`MEMORY_PRODUCTION: refusing to start on topics that could lose acknowledged records:\n  ${problems.join('\n  ')}`);
+    this.name = 'UnsafeTopicsError';
+  }
+}
+
 export async function openBus(env: DistributedEnv, clientId: string): Promise<Bus> {
+  const topicPrefix = env.MEMORY_NAMESPACE ? `${env.MEMORY_NAMESPACE}.` : '';
+  const replication = topicReplicationOf(env);
   const bus = createKafkaBus({
     brokers: env.KAFKA_BROKERS,
     clientId,
-    topicPrefix: env.MEMORY_NAMESPACE ? `${env.MEMORY_NAMESPACE}.` : '',
+    topicPrefix,
     transactionalIdPrefix: env.MEMORY_NAMESPACE ? `gm.${env.MEMORY_NAMESPACE}` : 'gm',
+    ...(replication ? { replication } : {}),
   });
-  await bus.ensureTopics(memoryTopicSpecs(env.MEMORY_PARTITIONS));
+  const specs = memoryTopicSpecs(env.MEMORY_PARTITIONS);
+  await bus.ensureTopics(specs);
+  if (env.MEMORY_PRODUCTION) {
+    // Judged on the topics as the cluster has them: created earlier, by hand, or by another version.
+    const factor = replication?.factor ?? 3;
+    const problems = await topicDurabilityProblems({ brokers: env.KAFKA_BROKERS, topicPrefix }, specs.map((s) => s.name), {
+      replicationFactor: factor, minInsyncReplicas: replication?.minInsyncReplicas ?? Math.max(1, factor - 1), keptForever: KEPT_FOREVER_TOPICS,
+    });
+    if (problems.length > 0) {
+      await bus.close();
+      throw new UnsafeTopicsError(problems);
+    }
+  }
   return bus;
 }
 

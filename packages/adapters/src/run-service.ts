@@ -5,6 +5,7 @@ import type { ServiceHandle } from '@gm/contracts';
 import { isPartitionCountMismatch } from '@gm/bus';
 import { isCryptoError } from '@gm/crypto';
 import { createLogger, createMetrics, type Logger, type Metrics } from '@gm/observability';
+import { UnsafeTopicsError } from './open.ts';
 
 export interface Started {
   handle: ServiceHandle;
@@ -72,6 +73,12 @@ export async function runService<S extends z.ZodType<{ HEALTH_PORT: number; MEMO
     // Topics created with another partition count: starting would remap subjects.
     if (isPartitionCountMismatch(err)) {
       log.fatal({ topic: err.topic, existing: err.existing, wanted: err.wanted }, 'partition count mismatch');
+      process.stderr.write(`${name}: ${err.message}\n`);
+      process.exit(2);
+    }
+    // A production deployment on topics that could lose acknowledged records (docs/reliability.md).
+    if (err instanceof UnsafeTopicsError) {
+      log.fatal({ problems: err.problems }, 'unsafe topics');
       process.stderr.write(`${name}: ${err.message}\n`);
       process.exit(2);
     }

@@ -35,13 +35,21 @@ const ingestConfig = (retentionMs: number): Record<string, string> => ({
   'segment.ms': String(Math.max(60_000, Math.floor(retentionMs / 24))),
 });
 
+/**
+ * memory.events and policy.changes are the sources of truth every projection is folded from
+ * (design §4): they keep every record for good, whatever the broker's default retention.
+ * A deletion never needs their records gone: it destroys the keys that seal their content (§8.5).
+ */
+export const KEPT_FOREVER_CONFIG: Record<string, string> = { 'retention.ms': '-1', 'retention.bytes': '-1' };
+export const KEPT_FOREVER_TOPICS: readonly string[] = [TOPICS.events, TOPICS.policyChanges];
+
 export function memoryTopicSpecs(partitions: number, ingestRetentionMs = INGEST_RETENTION_MS): TopicSpec[] {
   return [
     { name: TOPICS.commands, partitions },
-    { name: TOPICS.events, partitions },
+    { name: TOPICS.events, partitions, config: KEPT_FOREVER_CONFIG },
     { name: TOPICS.replies, partitions },
     { name: TOPICS.records, partitions, compacted: true },
-    { name: TOPICS.policyChanges, partitions },
+    { name: TOPICS.policyChanges, partitions, config: KEPT_FOREVER_CONFIG },
     { name: TOPICS.deletionTasks, partitions },
     { name: TOPICS.deletionAcks, partitions },
     { name: TOPICS.deletionReceipts, partitions },

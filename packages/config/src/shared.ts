@@ -22,6 +22,15 @@ export const DistributedEnv = z.object({
   HEALTH_PORT: integer(0, 0, 65535).meta({ description: 'health/metrics port (0 = any)' }),
   MEMORY_NAMESPACE: z.string().regex(/^[a-z0-9-]*$/, 'lower-case letters, digits and -').default('')
     .meta({ description: 'isolates topics, keys and indices of one deployment on shared engines' }),
+  MEMORY_KAFKA_REPLICATION_FACTOR: z.coerce.number().int().min(1).max(16).optional().meta({
+    description: 'replication factor of the topics a service creates (unset: the broker default); production deployments use 3',
+  }),
+  MEMORY_KAFKA_MIN_INSYNC_REPLICAS: z.coerce.number().int().min(1).max(16).optional().meta({
+    description: '`min.insync.replicas` of the topics a service creates (unset: the broker default; with a replication factor set: one less than it, at least 1)',
+  }),
+  MEMORY_PRODUCTION: z.enum(['true', 'false']).default('false').transform((v) => v === 'true').meta({
+    description: 'refuse to start (exit 2, naming each topic) when a topic is replicated below `MEMORY_KAFKA_REPLICATION_FACTOR` (3 when unset) or its `min.insync.replicas`, or when `memory.events` / `policy.changes` do not keep every record',
+  }),
 });
 export type DistributedEnv = z.infer<typeof DistributedEnv>;
 

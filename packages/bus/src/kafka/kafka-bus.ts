@@ -26,7 +26,7 @@ import { CommitWatch } from './kafka-commit-watch.ts';
 import { Groups } from './kafka-groups.ts';
 import { readRange } from './kafka-reader.ts';
 import { KafkaSubscription } from './kafka-subscription.ts';
-import { Topics } from './kafka-topics.ts';
+import { Topics, isConfigurationError, type TopicReplication } from './kafka-topics.ts';
 import { PartitionCountMismatchError } from '../partition-count.ts';
 import { PartitionProduceGroups } from './kafka-produce-groups.ts';
 import { TransactionRunner, type Routed } from './kafka-transactions.ts';
@@ -45,6 +45,8 @@ export interface KafkaBusOptions {
   transactionalIdPrefix?: string;
   /** Consumer group session timeout: how long a silent member keeps its partitions (default 10 s). */
   sessionTimeoutMs?: number;
+  /** Replication of the topics this bus creates (default: the broker's defaults). */
+  replication?: TopicReplication;
 }
 
 export function createKafkaBus(options: KafkaBusOptions): Bus {
@@ -97,7 +99,7 @@ class KafkaBus implements Bus {
     this.adminClient = this.kafka.admin();
     this.ns = new Namespace(options.topicPrefix ?? '');
     this.logger = options.logger ?? stderrLogger;
-    this.topics = new Topics(() => this.admin(), this.ns);
+    this.topics = new Topics(() => this.admin(), this.ns, options.replication);
     this.groups = new Groups(() => this.admin());
     this.transactions = new TransactionRunner(this.kafka, () => this.admin(), this.topics, this.ns, this.logger);
     this.commitWatch = new CommitWatch(this.groups, this.closingSignal, () => this.closing);
@@ -109,7 +111,7 @@ class KafkaBus implements Bus {
       await this.topics.ensure(specs);
     } catch (err) {
       // A configuration problem, not an outage: said as it is, never retried.
-      if (err instanceof PartitionCountMismatchError) throw err;
+      if (err instanceof PartitionCountMismatchError || isConfigurationError(err)) throw err;
       throw unavailable('ensureTopics', err);
     }
   }

@@ -13,12 +13,20 @@ import { unknownTopic, type Namespace } from './kafka-codec.ts';
 
 type Wanted = Map<string, { partitions: number; compacted: boolean; config?: Record<string, string> }>;
 
+/** How the deployment replicates the topics it creates (absent: the broker's defaults apply). */
+export interface TopicReplication {
+  factor: number;
+  /** `min.insync.replicas` of each topic: how many replicas an acknowledged write is on. */
+  minInsyncReplicas: number;
+}
+
 export class Topics {
   private readonly counts = new Map<string, number>();
 
   constructor(
     private readonly admin: () => Promise<Admin>,
     private readonly ns: Namespace,
+    private readonly replication?: TopicReplication,
   ) {}
 
   /** Creates missing topics and their `.dlq`; refuses another count for an existing one. Idempotent. */
@@ -38,7 +46,7 @@ export class Topics {
     try {
       await this.apply(wanted);
     } catch (err) {
-      if (err instanceof PartitionCountMismatchError) throw err;
+      if (err instanceof PartitionCountMismatchError || isConfigurationError(err)) throw err;
       // Another process may have created some of them between our listing and our request.
       await this.apply(wanted);
     }
@@ -101,17 +109,43 @@ export class Topics {
     }
     const missing = [...wanted].filter(([name]) => !existing.has(this.ns.topic(name)));
     if (missing.length === 0) return;
-    await admin.createTopics({
-      waitForLeaders: true,
-      topics: missing.map(([name, spec]) => ({
-        topic: this.ns.topic(name),
-        numPartitions: spec.partitions,
-        configEntries: [
-          ...(spec.compacted ? [{ name: 'cleanup.policy', value: 'compact' }] : []),
-          ...Object.entries(spec.config ?? {}).map(([name, value]) => ({ name, value })),
-        ],
-      })),
-    });
+    const replication = this.replication;
+    try {
+      await admin.createTopics({
+        waitForLeaders: true,
+        topics: missing.map(([name, spec]) => ({
+          topic: this.ns.topic(name),
+          numPartitions: spec.partitions,
+          ...(replication ? { replicationFactor: replication.factor } : {}),
+          configEntries: [
+            ...(spec.compacted ? [{ name: 'cleanup.policy', value: 'compact' }] : []),
+            ...(replication ? [{ name: 'min.insync.replicas', value: String(replication.minInsyncReplicas) }] : []),
+            ...Object.entries(spec.config ?? {}).map(([name, value]) => ({ name, value })),
+          ],
+        })),
+      });
+    } catch (err) {
+      if (replication === undefined || !brokerErrorTypes(err).includes('INVALID_REPLICATION_FACTOR')) throw err;
+      throw new GovernedMemoryError(
+        'MEM_VALIDATION',
+        `cannot create topics with replication factor ${replication.factor} (MEMORY_KAFKA_REPLICATION_FACTOR; more than the cluster's brokers?): ${errorText(err)}`,
+      );
+    }
     for (const [name, spec] of missing) this.record(name, spec.partitions);
   }
 }
+
+/** The broker's error types behind a kafkajs error (an aggregate holds one per topic). */
+function brokerErrorTypes(err: unknown): string[] {
+  const nested = (err as { errors?: unknown[] }).errors ?? [];
+  return [err, ...nested].map((e) => (e as { type?: unknown }).type).filter((t): t is string => typeof t === 'string');
+}
+
+/** An error's message with the broker's nested errors (kafkajs wraps them in `errors`). */
+function errorText(err: unknown): string {
+  const nested = (err as { errors?: unknown[] }).errors ?? [];
+  return [err, ...nested].map((e) => (e instanceof Error ? e.message : String(e))).join('; ');
+}
+
+/** A setting the cluster cannot honour: said as it is, not retried and not reported as an outage. */
+export const isConfigurationError = (err: unknown): boolean => err instanceof GovernedMemoryError && err.code === 'MEM_VALIDATION';
