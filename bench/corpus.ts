@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { MemoryEvent, type RecordMeta } from '@gm/contracts';
+import { seededRandom } from '@gm/testing/seeded-random';
 
 /**
  * The deterministic text every probe uses: the runtimes, the raw engines and the seeded
@@ -7,17 +8,8 @@ import { MemoryEvent, type RecordMeta } from '@gm/contracts';
  */
 const SYLLABLES = ['ka', 'lo', 'mi', 'ne', 'ru', 'sa', 'ti', 'vo', 'ze', 'pa', 'qui', 'dor', 'fen', 'gal', 'hus', 'jor', 'bex', 'wyn'];
 
-/** mulberry32: a small seeded PRNG, so every run indexes and queries the same text. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** Seeded, so every run indexes and queries the same text. */
+export const prng = seededRandom;
 
 /** 600 distinct pseudo-words of 2–3 syllables (no English stems for porter to conflate). */
 export const VOCABULARY: readonly string[] = (() => {

@@ -1,15 +1,10 @@
+import { seededRandom } from '@gm/testing/seeded-random';
+
 /** A small seeded PRNG (mulberry32): same seed ⇒ same episodes, checkpoints and scores. */
 export class Rng {
-  private state: number;
+  readonly next: () => number;
   constructor(seed: number) {
-    this.state = seed >>> 0;
-  }
-  next(): number {
-    this.state = (this.state + 0x6d2b79f5) >>> 0;
-    let t = this.state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    this.next = seededRandom(seed);
   }
   int(maxExclusive: number): number {
     return Math.floor(this.next() * maxExclusive);
