@@ -256,13 +256,19 @@ describe('distributed runtime (separate processes on Kafka, Elasticsearch, Redis
     expect(dlq).toEqual([]);
   }, 300_000);
 
-  it('refuses to start a service whose MEMORY_PARTITIONS differs from the topics, naming the topic and both counts', async () => {
+  /** Starts a projector on the stack's env plus `env`, and waits for it to exit: its code and what it said. */
+  async function projectorExit(env: Record<string, string>): Promise<{ code: number | null; stderr: string }> {
     const child = spawn(process.execPath, ['--import', 'tsx', 'services/projector/src/main.ts'], {
-      cwd: ROOT, env: { ...process.env, ...stack.env, MEMORY_PARTITIONS: '6', HEALTH_PORT: '0' }, stdio: ['ignore', 'ignore', 'pipe'],
+      cwd: ROOT, env: { ...process.env, ...stack.env, ...env, HEALTH_PORT: '0' }, stdio: ['ignore', 'ignore', 'pipe'],
     });
     let stderr = '';
     child.stderr?.on('data', (c: Buffer) => (stderr += c.toString()));
     const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+    return { code, stderr };
+  }
+
+  it('refuses to start a service whose MEMORY_PARTITIONS differs from the topics, naming the topic and both counts', async () => {
+    const { code, stderr } = await projectorExit({ MEMORY_PARTITIONS: '6' });
     expect(code).toBe(2);
     expect(stderr).toMatch(/projector: topic "memory\.[a-z.]+" has 4 partitions, but 6 were asked for/);
     // The running stack is untouched: its topics keep their count.
@@ -275,12 +281,7 @@ describe('distributed runtime (separate processes on Kafka, Elasticsearch, Redis
   }, 60_000);
 
   it('refuses to start a production service on topics replicated below its settings, naming each topic and both values', async () => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'services/projector/src/main.ts'], {
-      cwd: ROOT, env: { ...process.env, ...stack.env, MEMORY_PRODUCTION: 'true', HEALTH_PORT: '0' }, stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    let stderr = '';
-    child.stderr?.on('data', (c: Buffer) => (stderr += c.toString()));
-    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+    const { code, stderr } = await projectorExit({ MEMORY_PRODUCTION: 'true' });
     expect(code).toBe(2);
     expect(stderr).toContain('projector: MEMORY_PRODUCTION: refusing to start on topics that could lose acknowledged records');
     // The local engine is one broker: every topic is below the production default of 3 (min ISR 2).
