@@ -6,6 +6,7 @@
  */
 import { GovernedMemoryError } from '@gm/contracts';
 import type { Admin } from 'kafkajs';
+import { errorMessage } from '../bus-logger.ts';
 import { partitionForKey } from '../partitioner.ts';
 import { PartitionCountMismatchError } from '../partition-count.ts';
 import type { TopicSpec } from '../port.ts';
@@ -135,17 +136,10 @@ export class Topics {
   }
 }
 
-/** The broker's error types behind a kafkajs error (an aggregate holds one per topic). */
-function brokerErrorTypes(err: unknown): string[] {
-  const nested = (err as { errors?: unknown[] }).errors ?? [];
-  return [err, ...nested].map((e) => (e as { type?: unknown }).type).filter((t): t is string => typeof t === 'string');
-}
-
-/** An error's message with the broker's nested errors (kafkajs wraps them in `errors`). */
-function errorText(err: unknown): string {
-  const nested = (err as { errors?: unknown[] }).errors ?? [];
-  return [err, ...nested].map((e) => (e instanceof Error ? e.message : String(e))).join('; ');
-}
+/** A kafkajs error and the broker's errors it wraps (an aggregate holds one per topic). */
+const withNested = (err: unknown): unknown[] => [err, ...((err as { errors?: unknown[] }).errors ?? [])];
+const brokerErrorTypes = (err: unknown): unknown[] => withNested(err).map((e) => (e as { type?: unknown }).type);
+const errorText = (err: unknown): string => withNested(err).map(errorMessage).join('; ');
 
 /** A setting the cluster cannot honour: said as it is, not retried and not reported as an outage. */
 export const isConfigurationError = (err: unknown): boolean => err instanceof GovernedMemoryError && err.code === 'MEM_VALIDATION';

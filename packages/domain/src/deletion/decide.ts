@@ -67,7 +67,7 @@ const TARGET_OF_FINDING: Readonly<Record<string, DeletionTarget>> = { summary: '
  * again before replaying, so the job verifies once the source of such a copy is gone.
  */
 export function targetsToRedo(job: DeletionJob): DeletionTarget[] {
-  const found = new Set((job.progress.findings ?? []).map((f) => TARGET_OF_FINDING[f.slice(0, f.indexOf(':'))]));
+  const found = new Set((job.progress.findings ?? []).map((f) => TARGET_OF_FINDING[f.split(':', 1)[0] ?? '']));
   return fanOutTargets(job).filter((t) => found.has(t));
 }
 
