@@ -233,6 +233,8 @@ export const DeletionJob = z.object({
     residual: z.array(DeletionResidual).optional(),
     /** The replays found nothing and the `key` task (crypto-shredding) was sent; its ack finishes the job. */
     shredding: z.boolean().optional(),
+    /** How often in a row what the job waits for was sent again without progress (each wait twice the last, §8.1). */
+    resumes: z.number().int().min(1).optional(),
   }),
 });
 export type DeletionJob = z.infer<typeof DeletionJob>;

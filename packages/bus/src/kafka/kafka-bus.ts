@@ -49,6 +49,9 @@ export interface KafkaBusOptions {
   replication?: TopicReplication;
 }
 
+/** How long the client waits for any one answer: half the session timeout, at least 3 s. */
+const requestTimeoutOf = (sessionTimeoutMs: number): number => Math.max(3_000, Math.floor(sessionTimeoutMs / 2));
+
 export function createKafkaBus(options: KafkaBusOptions): Bus {
   const invalid = (why: string): GovernedMemoryError => new GovernedMemoryError('MEM_VALIDATION', `createKafkaBus: ${why}`);
   if (options.brokers.length === 0 || options.brokers.some((b) => b.trim() === '')) throw invalid('brokers must be non-empty host:port strings');
@@ -92,6 +95,12 @@ class KafkaBus implements Bus {
       brokers: options.brokers,
       // kafkajs logs every retriable response as an error; failures reach us as exceptions.
       logLevel: logLevel.NOTHING,
+      // A broker that hangs (a long GC pause, SIGSTOP, a saturated disk) keeps its socket open:
+      // without a bound each request to it waits out kafkajs's 30 s default, and the bus stalls
+      // after the cluster has fenced the broker and moved its leaders. Half the session timeout
+      // lets a retry meet the new leader once the controller has fenced the old one
+      // (docs/reliability.md). Fetches and joins extend it by their own wait.
+      requestTimeout: requestTimeoutOf(sessionTimeoutMs),
       // Short first retry: the next transaction of a producer often meets the markers of the
       // previous one still being written (CONCURRENT_TRANSACTIONS) for a few milliseconds.
       retry: { initialRetryTime: 25, maxRetryTime: 3_000, retries: 10 },

@@ -177,6 +177,18 @@ function onVerification(input: Extract<DeletionInput, { type: 'VerificationRepor
   return verified(facts, now);
 }
 
+/** At most 2^5 × resendAfterMs between two resends (64 s at the default 2 s). */
+const MAX_RESEND_DOUBLINGS = 5;
+
+/**
+ * How long a job waits without progress before it sends again what it waits for: resendAfterMs,
+ * doubled after each resend that brought no progress. A worker that is only slow (a loaded
+ * machine, a failover in progress) is then not sent the same task every resendAfterMs, each
+ * resend adding to the load that made it slow.
+ */
+const resendWaitMs = (job: DeletionJob, settings: DeletionSettings): number =>
+  settings.resendAfterMs * 2 ** Math.min(job.progress.resumes ?? 0, MAX_RESEND_DOUBLINGS);
+
 /** Timer work: the deadline, verification retries, and stalled jobs (a crash between saving a job and sending its work). */
 function onTimePassed(now: string, job: DeletionJob, settings: DeletionSettings): DeletionDecision {
   const at = Date.parse(now);
@@ -188,7 +200,7 @@ function onTimePassed(now: string, job: DeletionJob, settings: DeletionSettings)
   if (job.status === 'verifying' && retryAt !== undefined && Date.parse(retryAt) <= at) {
     return { facts: [{ type: 'VerificationRetried', at: now }], work: tasks([...targetsToRedo(job), 'verification']) };
   }
-  if (at - Date.parse(job.updatedAt) < settings.resendAfterMs) return NOTHING;
+  if (at - Date.parse(job.updatedAt) < resendWaitMs(job, settings)) return NOTHING;
   const work = pendingWork(job);
   return work.length === 0 ? NOTHING : { facts: [{ type: 'JobResumed', at: now }], work };
 }

@@ -329,6 +329,21 @@ describe('stalled jobs and receipts (§8.1: a restarted orchestrator resumes)', 
     });
   });
 
+  it('a job that stays stalled is resumed at doubling intervals, and they start over once it progresses', () => {
+    const stalled = [...opened, tombstoned('mem-1', at(10))];
+    const resumedOnce = [...stalled, timePassed(at(2_010))];
+    spec.given(history(resumedOnce)).when(timePassed(at(6_009))).then((d) => expect(d).toEqual({ facts: [], work: [] }));
+    spec.given(history(resumedOnce)).when(timePassed(at(6_010))).then(({ facts }) => expect(facts).toEqual([{ type: 'JobResumed', at: at(6_010) }]));
+    const resumedTwice = [...resumedOnce, timePassed(at(6_010))];
+    expect(jobAfter(resumedTwice).progress.resumes).toBe(2);
+    spec.given(history(resumedTwice)).when(timePassed(at(14_009))).then((d) => expect(d).toEqual({ facts: [], work: [] }));
+    const progressed = [...resumedTwice, tombstoned('mem-2', at(7_000))];
+    expect(jobAfter(progressed).progress.resumes).toBeUndefined();
+    // resendAfterMs again, not the 8 s the third resend would have waited.
+    spec.given(history(progressed)).when(timePassed(at(8_999))).then((d) => expect(d).toEqual({ facts: [], work: [] }));
+    spec.given(history(progressed)).when(timePassed(at(9_000))).then(({ facts }) => expect(facts).toEqual([{ type: 'JobResumed', at: at(9_000) }]));
+  });
+
   it('what a job waits for, by its state', () => {
     expect(pendingWork(jobAfter([...allTombstoned, acked('primary', at(100))]))).toEqual(FAN_OUT.slice(1).map((target) => ({ type: 'Task', target })));
     expect(pendingWork(jobAfter(allAcked))).toEqual([

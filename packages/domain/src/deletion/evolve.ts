@@ -6,6 +6,14 @@ const withEvidence = (job: DeletionJob, evidence: DeletionEvidence): DeletionEvi
 
 /** The job after one fact: the only place a stored job changes (§8.1). */
 export function evolveDeletion(job: DeletionJob | undefined, fact: DeletionFact): DeletionJob | undefined {
+  const next = evolveOnce(job, fact);
+  // Progress (any other fact that moves the job on) starts the resend intervals over.
+  if (next === undefined || fact.type === 'JobResumed' || next.updatedAt === job?.updatedAt || next.progress.resumes === undefined) return next;
+  const { resumes: _progressMade, ...progress } = next.progress;
+  return { ...next, progress };
+}
+
+function evolveOnce(job: DeletionJob | undefined, fact: DeletionFact): DeletionJob | undefined {
   if (fact.type === 'JobOpened') return fact.job;
   if (job === undefined) return undefined;
   switch (fact.type) {
@@ -37,7 +45,7 @@ export function evolveDeletion(job: DeletionJob | undefined, fact: DeletionFact)
       return { ...job, progress, updatedAt: fact.at };
     }
     case 'JobResumed':
-      return { ...job, updatedAt: fact.at };
+      return { ...job, updatedAt: fact.at, progress: { ...job.progress, resumes: (job.progress.resumes ?? 0) + 1 } };
     case 'JobVerified':
       return { ...job, status: 'verified', updatedAt: fact.at };
     case 'JobFailed':

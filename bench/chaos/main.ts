@@ -1,0 +1,101 @@
+/**
+ * `pnpm chaos`: the fault suite on the local cluster (docs/reliability.md "The fault suite").
+ * Starts the cluster engines (three Kafka brokers at replication 3 / min ISR 2, two
+ * Elasticsearch nodes, Redis with a replica and Sentinels), the distributed runtime on them in
+ * production mode, then runs each scenario under a sustained mixed load and judges the
+ * invariants. Writes bench-results/chaos-<time>.json and prints the failure matrix.
+ *
+ *   pnpm chaos                       every scenario
+ *   pnpm chaos --reduced             CI's run: one broker kill -9 under load, shorter phases
+ *   pnpm chaos --scenarios a,b       these scenarios (names in the table)
+ *   pnpm chaos --keep                leave the cluster running afterwards
+ *   pnpm chaos --engines local       the control scenario (no fault) on the engines the env names
+ *
+ * Exit code 1 when any invariant is violated or a target of the matrix is missed.
+ */
+import { randomBytes } from 'node:crypto';
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { openIndex, openState } from '@gm/adapters';
+import { createKafkaBus } from '@gm/bus';
+import { DistributedEnv, WithElasticsearch, WithRedis } from '@gm/config';
+import { startStack } from '@gm/distributed';
+import { progress } from '../stats.ts';
+import { CLUSTER_ENV, clusterControl } from './cluster.ts';
+import { violations } from './invariants.ts';
+import { openLagProbe } from './lag.ts';
+import { renderMatrix, targetsMissed } from './report.ts';
+import { runScenario, type Phases, type ScenarioResult } from './scenario.ts';
+import { scenarios } from './scenarios.ts';
+
+const args = process.argv.slice(2);
+const flag = (name: string) => args.includes(name);
+const value = (name: string) => {
+  const i = args.indexOf(name);
+  return i >= 0 ? args[i + 1] : undefined;
+};
+const reduced = flag('--reduced');
+const phases: Phases = reduced ? { baselineMs: 20_000, afterMs: 20_000, settleMs: 180_000 } : { baselineMs: 30_000, afterMs: 30_000, settleMs: 300_000 };
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+const run = randomBytes(3).toString('hex');
+const namespace = `chaos-${run}`;
+const workDir = mkdtempSync(path.join(os.tmpdir(), 'gm-chaos-'));
+const logFile = path.join(workDir, 'services.log');
+
+// `--engines local`: the engines the env names (or the development ones), for the control scenario alone.
+const onCluster = value('--engines') !== 'local';
+const control = clusterControl();
+if (onCluster) {
+  progress('starting the cluster engines (infra/local/engines.sh start --cluster)');
+  control.start();
+}
+
+const env: Record<string, string> = {
+  ...(onCluster ? CLUSTER_ENV : {}),
+  MEMORY_LOG_LEVEL: 'warn', MEMORY_RATE_LIMIT_PER_MINUTE: '1000000',
+};
+progress(`starting the distributed runtime on the cluster, namespace ${namespace} (service logs: ${logFile})`);
+const stack = await startStack({
+  dataDir: path.join(workDir, 'data'), port: 0, namespace, env,
+  onLine: (service, line) => appendFileSync(logFile, `[${service}] ${line}\n`),
+});
+const engineEnv = { ...DistributedEnv.parse(stack.env), ...WithRedis.parse(stack.env), ...WithElasticsearch.parse(stack.env) };
+const bus = createKafkaBus({ brokers: engineEnv.KAFKA_BROKERS, clientId: 'gm-chaos-judge', topicPrefix: `${namespace}.` });
+const state = openState(engineEnv);
+const index = openIndex(engineEnv);
+const lag = await openLagProbe(engineEnv.KAFKA_BROKERS, namespace);
+const issuerCredential = readFileSync(path.join(workDir, 'data', 'issuer-credential'), 'utf8').trim();
+
+const chosen = value('--scenarios')?.split(',') ?? (!onCluster ? ['no-fault'] : reduced ? ['broker-kill'] : undefined);
+const results: ScenarioResult[] = [];
+let failed = false;
+try {
+  for (const scenario of scenarios({ control, stack, brokers: engineEnv.KAFKA_BROKERS, namespace }, chosen)) {
+    progress(`scenario ${scenario.name}`);
+    const result = await runScenario({
+      target: { url: stack.url, issuerCredential, brokers: engineEnv.KAFKA_BROKERS, namespace },
+      shape: { syncWriters: 3, pauseMs: 100 }, phases, lag, stores: { bus, state, index }, run,
+    }, scenario);
+    results.push(result);
+    const broken = [...violations(result.invariants), ...targetsMissed(result)];
+    if (broken.length > 0) failed = true;
+    progress(`${scenario.name}: ${broken.length === 0 ? 'every invariant holds' : broken.join('; ')}`);
+    for (const f of result.invariants.findings) progress(`  ${f}`);
+  }
+} finally {
+  await lag.close();
+  await bus.close();
+  await state.kv.close();
+  await index.close();
+  await stack.stop();
+  if (onCluster && !flag('--keep')) control.stop();
+}
+
+mkdirSync(path.join(ROOT, 'bench-results'), { recursive: true });
+const file = path.join(ROOT, 'bench-results', `chaos-${new Date().toISOString().replaceAll(':', '-')}.json`);
+writeFileSync(file, `${JSON.stringify({ at: new Date().toISOString(), reduced, phases, cluster: control.describe(), results }, null, 2)}\n`);
+process.stdout.write(`${renderMatrix(results)}\n`);
+progress(`wrote ${path.relative(ROOT, file)}; service logs in ${logFile}`);
+process.exit(failed ? 1 : 0);

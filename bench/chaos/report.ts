@@ -1,0 +1,44 @@
+/**
+ * The failure matrix of docs/reliability.md, from a run's results: per scenario what was lost,
+ * duplicated or read without a right, what the API answered, and how long the deployment took
+ * to write again and to catch up.
+ */
+import { violations } from './invariants.ts';
+import type { ScenarioResult } from './scenario.ts';
+
+const seconds = (ms: number | null): string => (ms === null ? '—' : `${(ms / 1000).toFixed(1)} s`);
+
+/** Targets of the matrix a scenario missed (empty when it met them all). */
+export function targetsMissed(r: ScenarioResult): string[] {
+  const missed: string[] = [];
+  const { firstWriteMs, lagBackMs } = r.targets;
+  if (firstWriteMs !== undefined && (r.firstWriteAfterFaultMs === null || r.firstWriteAfterFaultMs > firstWriteMs)) {
+    missed.push(`first write after the fault ${seconds(r.firstWriteAfterFaultMs)}, target ≤ ${seconds(firstWriteMs)}`);
+  }
+  if (lagBackMs !== undefined && (r.lagBackMs === null || r.lagBackMs > lagBackMs)) {
+    missed.push(`lag back to its level before the fault ${seconds(r.lagBackMs)}, target ≤ ${seconds(lagBackMs)}`);
+  }
+  return missed;
+}
+
+export function renderMatrix(results: readonly ScenarioResult[]): string {
+  const header = [
+    'scenario', 'acknowledged (http / async / ingest)', 'lost', 'duplicated', 'unauthorized reads', '5xx ≠ 503', 'jobs verified / failed (receipts)',
+    'first write after fault', 'lag back', 'writes/s before / during / after', 'verdict',
+  ];
+  const rows = results.map((r) => {
+    const i = r.invariants;
+    const broken = [...violations(i), ...targetsMissed(r)];
+    const receiptsOk = i.receipts.missing + i.receipts.duplicated + i.receipts.invalid === 0;
+    return [
+      `${r.scenario}: ${r.fault}`,
+      `${i.acknowledged.http} / ${i.acknowledged.async} / ${i.acknowledged.ingest}`,
+      String(i.lost), String(i.duplicated), String(i.unauthorizedReads), String(i.serverErrors),
+      `${i.jobs.verified} / ${i.jobs.failed} (${receiptsOk ? 'one each' : JSON.stringify(i.receipts)})`,
+      seconds(r.firstWriteAfterFaultMs), seconds(r.lagBackMs),
+      `${r.writesPerSecond.before.toFixed(1)} / ${r.writesPerSecond.during.toFixed(1)} / ${r.writesPerSecond.after.toFixed(1)}`,
+      broken.length === 0 ? 'holds' : broken.join('; '),
+    ];
+  });
+  return [header, header.map(() => '---'), ...rows].map((cells) => `| ${cells.join(' | ')} |`).join('\n');
+}

@@ -1,0 +1,146 @@
+/**
+ * One scenario of the fault suite: the load runs, a baseline is taken, the fault is injected and
+ * held, then undone; the load runs on, stops, the deployment settles, and the invariants are
+ * judged. Measured: time to the first successful write started after the fault, time until the
+ * consumer lag is back to its level before the fault, and acknowledged writes/s before, during
+ * and after.
+ */
+import { progress } from '../stats.ts';
+import { ChaosHttp } from './http.ts';
+import { judge, type InvariantReport, type Judged } from './invariants.ts';
+import type { LagProbe } from './lag.ts';
+import { emptyLedger, type AcknowledgedWrite } from './ledger.ts';
+import { startLoad, type LoadShape, type LoadTarget } from './load.ts';
+import { chaosRights } from './rights.ts';
+
+export interface Fault {
+  /** What was done, for the report (e.g. "kill -9 of kafka-2, leader of 14 partitions"). */
+  detail: string;
+  /** Undoes the fault and resolves once the engines are healthy again. */
+  undo(): Promise<void>;
+}
+
+export interface Scenario {
+  name: string;
+  /** Injects the fault; resolves once it is in place. */
+  inject(): Promise<Fault>;
+  /** How long the fault is held before it is undone. */
+  holdMs: number;
+  /** What the matrix promises (docs/reliability.md): writes back, and lag back, within these ms of the fault. */
+  targets: { firstWriteMs?: number; lagBackMs?: number };
+}
+
+export interface Phases {
+  baselineMs: number;
+  afterMs: number;
+  settleMs: number;
+}
+
+export interface ScenarioResult {
+  scenario: string;
+  fault: string;
+  targets: Scenario['targets'];
+  /** ms from the fault to the first acknowledged write that started after it. */
+  firstWriteAfterFaultMs: number | null;
+  /** ms from the fault until the summed consumer lag was back at its level before the fault. */
+  lagBackMs: number | null;
+  writesPerSecond: { before: number; during: number; after: number };
+  lag: { beforeMax: number; peak: number };
+  invariants: InvariantReport;
+}
+
+export interface ScenarioDeps {
+  target: LoadTarget;
+  shape: LoadShape;
+  phases: Phases;
+  lag: LagProbe;
+  stores: Pick<Judged, 'bus' | 'state' | 'index'>;
+  run: string;
+}
+
+const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** Samples the lag every second until `until` says stop; `onSample` sees each (time, lag). */
+async function sampleLag(probe: LagProbe, clock: () => number, until: () => boolean, onSample: (at: number, lag: number) => void): Promise<void> {
+  while (!until()) {
+    const started = clock();
+    onSample(started, await probe.total().catch(() => Number.NaN));
+    await pause(Math.max(0, 1_000 - (clock() - started)));
+  }
+}
+
+const rate = (writes: readonly AcknowledgedWrite[], from: number, to: number): number =>
+  to > from ? (writes.filter((w) => w.at >= from && w.at < to).length * 1000) / (to - from) : 0;
+
+export async function runScenario(deps: ScenarioDeps, scenario: Scenario): Promise<ScenarioResult> {
+  const zero = performance.now();
+  const epochAtZero = Date.now();
+  const clock = () => performance.now() - zero;
+  const ledger = emptyLedger();
+  const tenant = `chaos-${deps.run}-${scenario.name}`;
+  const rights = await chaosRights({ url: deps.target.url, issuerCredential: deps.target.issuerCredential }, tenant);
+  const load = startLoad(deps.target, rights, ledger, deps.shape, `${deps.run}-${scenario.name}`, clock);
+  const samples: Array<{ at: number; lag: number }> = [];
+  let sampling = true;
+  const sampler = sampleLag(deps.lag, clock, () => !sampling, (at, lag) => samples.push({ at, lag }));
+  let faultAt = 0;
+  let recoveredAt = 0;
+  let stoppedAt = 0;
+  let fault: Fault | undefined;
+  let detail = scenario.name;
+  try {
+    progress(`${scenario.name}: load running, ${deps.phases.baselineMs / 1000} s of baseline`);
+    await pause(deps.phases.baselineMs);
+    faultAt = clock();
+    fault = await scenario.inject();
+    detail = fault.detail;
+    progress(`${scenario.name}: fault injected (${fault.detail}); held ${scenario.holdMs / 1000} s`);
+    await pause(scenario.holdMs);
+    await fault.undo();
+    fault = undefined;
+    recoveredAt = clock();
+    progress(`${scenario.name}: fault undone after ${((recoveredAt - faultAt) / 1000).toFixed(1)} s; ${deps.phases.afterMs / 1000} s more load`);
+    await pause(deps.phases.afterMs);
+  } finally {
+    // A failed injection or undo still stops the load and the sampler before the error surfaces.
+    await fault?.undo().catch(() => undefined);
+    stoppedAt = clock();
+    progress(`${scenario.name}: stopping the load (its retries run on for up to 2 min)`);
+    await load.stop().finally(() => {
+      sampling = false;
+    });
+    await sampler;
+  }
+  const beforeMax = samples.filter((s) => s.at < faultAt).reduce((m, s) => Math.max(m, Number.isNaN(s.lag) ? 0 : s.lag), 0);
+  const back = samples.find((s) => s.at > faultAt && s.at >= recoveredAt && s.lag <= beforeMax);
+  const firstAfter = ledger.writes.filter((w) => w.startedAt >= faultAt).reduce((m, w) => Math.min(m, w.at), Number.POSITIVE_INFINITY);
+
+  progress(`${scenario.name}: load stopped; waiting for the deployment to settle, then judging the invariants`);
+  await settle(deps.lag, deps.phases.settleMs);
+  const invariants = await judge({
+    http: new ChaosHttp(deps.target.url, ledger.answers, clock), ledger, rights, ...deps.stores, epochAtZero, settleMs: deps.phases.settleMs,
+  });
+  return {
+    scenario: scenario.name,
+    fault: detail,
+    targets: scenario.targets,
+    firstWriteAfterFaultMs: Number.isFinite(firstAfter) ? Math.round(firstAfter - faultAt) : null,
+    lagBackMs: back === undefined ? null : Math.round(back.at - faultAt),
+    writesPerSecond: { before: rate(ledger.writes, 0, faultAt), during: rate(ledger.writes, faultAt, recoveredAt), after: rate(ledger.writes, recoveredAt, stoppedAt) },
+    lag: { beforeMax, peak: samples.reduce((m, s) => Math.max(m, Number.isNaN(s.lag) ? 0 : s.lag), 0) },
+    invariants,
+  };
+}
+
+/** Until the summed lag has stopped changing for three seconds (the pipeline is idle), bounded. */
+async function settle(probe: LagProbe, boundMs: number): Promise<void> {
+  const deadline = performance.now() + boundMs;
+  let last = Number.NaN;
+  let still = 0;
+  while (still < 3 && performance.now() < deadline) {
+    const lag = await probe.total().catch(() => Number.NaN);
+    still = lag === last ? still + 1 : 0;
+    last = lag;
+    await pause(1_000);
+  }
+}

@@ -1,0 +1,145 @@
+/**
+ * The scenarios of the fault suite (docs/reliability.md "The fault suite"), one fault each, in
+ * the order of the matrix. Engines are failed through the cluster launcher; services through the
+ * stack, which runs two instances of the one being failed.
+ */
+import type { Stack, ServiceName } from '@gm/distributed';
+import { progress } from '../stats.ts';
+import type { ClusterControl } from './cluster.ts';
+import { writePathRoles } from './placement.ts';
+import type { Fault, Scenario } from './scenario.ts';
+
+export interface ScenarioContext {
+  control: ClusterControl;
+  stack: Stack;
+  brokers: string[];
+  namespace: string;
+}
+
+/** Kafka fences a broker that stops heartbeating after broker.session.timeout.ms (9 s, the default the cluster keeps). */
+const BROKER_SESSION_TIMEOUT_MS = 9_000;
+
+/** The consumer-group services a kill -9 is tried on (the HTTP edge has one address: it is restarted in the rolling scenario). */
+const KILLED_SERVICES: ServiceName[] = ['write-admission', 'projector', 'index-builder', 'deletion-orchestrator', 'receipt-verifier', 'ingest-gateway'];
+
+const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+async function writePathBroker(c: ScenarioContext): Promise<{ nodeId: number; detail: string }> {
+  const [top] = await writePathRoles(c.brokers, c.namespace);
+  if (top === undefined) throw new Error('the cluster has no brokers');
+  return { nodeId: top.nodeId, detail: `kafka-${top.nodeId}, leader of ${top.leads} memory.commands/memory.events partitions and coordinator of ${top.coordinates} write-admission transactions` };
+}
+
+export function scenarios(c: ScenarioContext, chosen?: readonly string[]): Scenario[] {
+  const all: Scenario[] = [
+    {
+      // The control: the same load and invariants with nothing failed.
+      name: 'no-fault',
+      holdMs: 10_000,
+      targets: { firstWriteMs: 30_000, lagBackMs: 120_000 },
+      inject: async () => ({ detail: 'none (the control)', undo: async () => undefined }),
+    },
+    {
+      name: 'broker-kill',
+      holdMs: 30_000,
+      targets: { firstWriteMs: 30_000, lagBackMs: 120_000 },
+      async inject(): Promise<Fault> {
+        const victim = await writePathBroker(c);
+        c.control.signal(`kafka-${victim.nodeId}`, 'KILL');
+        return { detail: `kill -9 of ${victim.detail}; restarted after 30 s`, undo: async () => c.control.restart(`kafka-${victim.nodeId}`) };
+      },
+    },
+    {
+      name: 'broker-rolling-restart',
+      holdMs: 0,
+      targets: { lagBackMs: 120_000 },
+      async inject(): Promise<Fault> {
+        return {
+          detail: 'each broker in turn stopped (controlled shutdown) and restarted, waiting for the replicas to catch up',
+          undo: async () => {
+            for (const node of ['kafka-1', 'kafka-2', 'kafka-3']) {
+              c.control.signal(node, 'TERM');
+              c.control.restart(node);
+            }
+          },
+        };
+      },
+    },
+    {
+      name: 'broker-freeze',
+      holdMs: 60_000,
+      targets: { firstWriteMs: BROKER_SESSION_TIMEOUT_MS + 10_000, lagBackMs: 120_000 },
+      async inject(): Promise<Fault> {
+        const victim = await writePathBroker(c);
+        c.control.signal(`kafka-${victim.nodeId}`, 'STOP');
+        return {
+          detail: `SIGSTOP of ${victim.detail} for 60 s, then SIGCONT`,
+          undo: async () => {
+            c.control.signal(`kafka-${victim.nodeId}`, 'CONT');
+            c.control.waitHealthy();
+          },
+        };
+      },
+    },
+    {
+      name: 'elasticsearch-kill',
+      holdMs: 30_000,
+      targets: { firstWriteMs: 30_000, lagBackMs: 120_000 },
+      async inject(): Promise<Fault> {
+        const node = c.control.elasticsearchNodeWithMostPrimaries();
+        c.control.signal(node, 'KILL');
+        return { detail: `kill -9 of ${node}, which held the most primary shards; restarted after 30 s`, undo: async () => c.control.restart(node) };
+      },
+    },
+    {
+      name: 'redis-primary-kill',
+      holdMs: 30_000,
+      targets: { firstWriteMs: 30_000, lagBackMs: 120_000 },
+      async inject(): Promise<Fault> {
+        const node = c.control.redisPrimary();
+        c.control.signal(node, 'KILL');
+        return { detail: `kill -9 of the Redis primary (${node}); Sentinel promotes the replica; the old primary rejoins as a replica after 30 s`, undo: async () => c.control.restart(node) };
+      },
+    },
+    {
+      name: 'service-kill',
+      holdMs: 0,
+      targets: { lagBackMs: 120_000 },
+      async inject(): Promise<Fault> {
+        return {
+          detail: `kill -9 of one of two instances of each of ${KILLED_SERVICES.join(', ')} in turn`,
+          undo: async () => {
+            for (const service of KILLED_SERVICES) {
+              await c.stack.start(service);
+              await pause(5_000);
+              progress(`service-kill: kill -9 of one ${service} of two`);
+              await c.stack.killOne(service, 'SIGKILL');
+              await pause(10_000);
+            }
+          },
+        };
+      },
+    },
+    {
+      name: 'service-rolling-restart',
+      holdMs: 0,
+      targets: { lagBackMs: 120_000 },
+      async inject(): Promise<Fault> {
+        return {
+          detail: 'every service replaced in turn: a new instance started, then the old one stopped (SIGTERM)',
+          undo: async () => {
+            for (const [service, running] of c.stack.children) {
+              if (running.length === 0 || service === 'retrieval-broker') continue;
+              await c.stack.start(service);
+              await c.stack.killOne(service, 'SIGTERM');
+            }
+          },
+        };
+      },
+    },
+  ];
+  if (chosen === undefined) return all;
+  const unknown = chosen.filter((name) => !all.some((s) => s.name === name));
+  if (unknown.length > 0) throw new Error(`unknown scenario(s) ${unknown.join(', ')}: ${all.map((s) => s.name).join(', ')}`);
+  return all.filter((s) => chosen.includes(s.name));
+}
