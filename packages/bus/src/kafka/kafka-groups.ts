@@ -7,6 +7,14 @@ import type { Admin } from 'kafkajs';
 
 const NON_EMPTY_GROUP = 68;
 const GROUP_ID_NOT_FOUND = 69;
+/**
+ * The group's coordinator is loading its offsets partition, moving, or not elected yet (a broker
+ * just started, failed over, or is slow): kafkajs gives up on these per-group errors of
+ * DeleteGroups at once, though the next attempt usually succeeds.
+ */
+const COORDINATOR_BUSY = new Set([14, 15, 16]); // COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
+/** How long a delete keeps asking a busy coordinator: about the time a coordinator takes to move. */
+const COORDINATOR_WAIT_MS = 10_000;
 
 export class Groups {
   constructor(private readonly admin: () => Promise<Admin>) {}
@@ -31,14 +39,19 @@ export class Groups {
 
   /** Deletes the group and its offsets: 'busy' when it has members, 'done' otherwise. */
   async delete(kafkaGroup: string): Promise<'done' | 'busy'> {
-    try {
-      await (await this.admin()).deleteGroups([kafkaGroup]);
-      return 'done';
-    } catch (err) {
-      const codes = groupErrorCodes(err);
-      if (codes.includes(NON_EMPTY_GROUP)) return 'busy';
-      if (codes.length > 0 && codes.every((code) => code === GROUP_ID_NOT_FOUND)) return 'done';
-      throw err;
+    const deadline = performance.now() + COORDINATOR_WAIT_MS;
+    for (let wait = 100; ; wait = Math.min(wait * 2, 2_000)) {
+      try {
+        await (await this.admin()).deleteGroups([kafkaGroup]);
+        return 'done';
+      } catch (err) {
+        const codes = groupErrorCodes(err);
+        if (codes.includes(NON_EMPTY_GROUP)) return 'busy';
+        if (codes.length > 0 && codes.every((code) => code === GROUP_ID_NOT_FOUND)) return 'done';
+        const coordinatorBusy = codes.length > 0 && codes.every((code) => COORDINATOR_BUSY.has(code) || code === GROUP_ID_NOT_FOUND);
+        if (!coordinatorBusy || performance.now() > deadline) throw err;
+        await new Promise((resolve) => setTimeout(resolve, wait));
+      }
     }
   }
 }
