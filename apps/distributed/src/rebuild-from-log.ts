@@ -57,9 +57,10 @@ export async function rebuildFromLog(env: RebuildEnv, onProgress: (events: numbe
     const report = await rebuildProjections({ state, index, summaries, ...(vectors ? { vectors } : {}) }, sealed.bus, onProgress);
     // The groups continue exactly after what the fold read: nothing folded twice, and nothing
     // appended meanwhile skipped. Left where they were, a group that had stopped behind the log
-    // would fold its tail a second time over the rebuilt state (survivable, as any redelivery
-    // is, but not needed), and a group whose offsets Kafka had expired would start at the log's
-    // end, past events the rebuild did not read.
+    // would fold its tail a second time over the rebuilt state, and a group without offsets
+    // (reset, or expired by Kafka after a long stop) the whole log: survivable, as any
+    // redelivery is, but work the rebuild has just done, and under a stale read-your-writes
+    // wait meanwhile (the broker waits on these groups' offsets).
     for (const { group, topic } of HAND_OFF) {
       await sealed.raw.setCommittedOffsets(group, topic, topic === TOPICS.events ? report.through.events : report.through.policyChanges);
     }
