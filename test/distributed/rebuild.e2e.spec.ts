@@ -106,6 +106,13 @@ describe('rebuilding the distributed projections from the log', () => {
     }
   };
 
+  it('names the variable to fix when the environment is incomplete, before touching anything', async () => {
+    const { REDIS_URL: _redis, ...withoutRedis } = rt.stack.env;
+    const result = await rebuildCommand({ ...withoutRedis, REDIS_URL: '' });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('REDIS_URL');
+  });
+
   it('refuses while the services run, matches intact projections, restores lost ones, and the stack serves again', async () => {
     await write({ id: 'rb-1', subjectId: 'cust-heron', content: 'Heron Freight pays every invoice by bank transfer' });
     await write({ id: 'rb-2', subjectId: 'cust-heron', kind: 'preference', content: 'Heron Freight wants a monthly statement' });

@@ -43,7 +43,7 @@ process.stderr.write(`rebuilding the projections of namespace "${env.MEMORY_NAME
 try {
   const report = await rebuildFromLog(env, (events) => process.stderr.write(`  ${events} events folded\n`));
   const ms = Math.round(performance.now() - started);
-  process.stdout.write(json ? `${JSON.stringify({ ...report, differing: differingStores(report) })}\n` : `${describe(report, ms)}\n`);
+  process.stdout.write(json ? `${JSON.stringify({ ...report, differing: differingStores(report), durationMs: ms })}\n` : `${describe(report, ms)}\n`);
   process.exit(differingStores(report).length > 0 ? 1 : 0);
 } catch (err) {
   if (err instanceof ServicesRunningError) {
