@@ -1,31 +1,13 @@
-import { CONSUMER_GROUPS, PolicyChange, TOPICS, readMemoryEvent, type Clock } from '@gm/contracts';
-import { indexEvent, summarizeEvent } from '@gm/index-builder';
-import { projectEvent } from '@gm/projector';
-import { scheduleFromEvent } from '@gm/expiry-scheduler';
+import type { Clock } from '@gm/contracts';
 import { lockDataDir } from './lock.ts';
 import { systemClock } from '@gm/time';
 import { openStores, type MasterKeyEnv } from './stores.ts';
+import { rebuildProjections, type RebuildReport, type WereEmpty } from './rebuild-projections.ts';
 
-/**
- * Projection keys that a replay rebuilds; jobs, packets, caches and the issuer's record of
- * signed capabilities are not projections. Policy data (`pol:`), revisions (`rev:`) and
- * revocations (`revoked:`) are folded from policy.changes.
- */
-const PROJECTION_PREFIXES = ['rec:', 'hist:', 'content:', 'tomb:', 'claim:', 'subj:', 'quar:', 'expiry', 'gen:', 'pol:', 'rev:', 'revoked:'];
+export { PROJECTION_PREFIXES, RECORD_PROJECTION_PREFIXES, rebuildProjections, type Digests, type ProjectionStores, type RebuildReport, type WereEmpty } from './rebuild-projections.ts';
 
-/** The record projections alone (the projector's fold of memory.events), for a replay of those only. */
-export const RECORD_PROJECTION_PREFIXES = ['rec:', 'content:', 'tomb:', 'claim:', 'subj:', 'quar:', 'gen:'];
-
-/** `summaries` leaves updatedAt out: a replay rebuilds the same summaries at other times. */
-export type Digests = { projection: string; index: string; summaries: string };
-
-export interface ReplayReport {
-  events: number;
-  policyChanges: number;
-  before: Digests;
-  after: Digests;
-  identical: boolean;
-}
+/** What `memctl replay` reports: the digests compared (the data directory's lock keeps the services off). */
+export type ReplayReport = Omit<RebuildReport, 'through' | 'wereEmpty'>;
 
 /**
  * Rebuilds the record hash, content copies, tombstones, schedule, search index and summaries from
@@ -42,41 +24,10 @@ export async function replayDataDir(
   const unlock = options.locked === true ? () => undefined : lockDataDir(dataDir);
   const stores = await openStores(dataDir, partitions, clock, masterKeyEnv);
   try {
-    const { index, summaries, state } = stores;
-    // The projections are folds of the opened log: a destroyed key reads as erased content.
-    const bus = stores.crypto.view(stores.bus, 'open');
-    const digest = async (): Promise<Digests> => ({
-      projection: await state.projectionDigest(), index: await index.digest(), summaries: await summaries.digest(),
-    });
-    const before = await digest();
-    await index.clear();
-    await summaries.clear();
-    await stores.vectors.clear();
-    await stores.bus.resetGroup(CONSUMER_GROUPS.vectorIndexer);
-    for (const prefix of PROJECTION_PREFIXES) {
-      const keys = await state.kv.keys(`${state.keys.prefix}${prefix}`);
-      if (keys.length > 0) await state.kv.del(keys);
-    }
-    // Policy first: it is independent of the records, and the same fold the policy projector runs.
-    let policyChanges = 0;
-    for await (const message of bus.readAll(TOPICS.policyChanges)) {
-      const parsed = PolicyChange.safeParse(message.value);
-      if (!parsed.success || message.key !== parsed.data.metadata.tenant) continue; // dead-lettered when consumed
-      await state.policies.apply(parsed.data);
-      policyChanges += 1;
-    }
-    let events = 0;
-    for await (const message of bus.readAll(TOPICS.events)) {
-      const event = readMemoryEvent(message);
-      await projectEvent(state, event);
-      await indexEvent(index, event);
-      await summarizeEvent({ index, summaries, state }, event);
-      await scheduleFromEvent(state, event);
-      events += 1;
-      if (events % 1000 === 0) onProgress(events);
-    }
-    const after = await digest();
-    return { events, policyChanges, before, after, identical: before.projection === after.projection && before.index === after.index && before.summaries === after.summaries };
+    const { events, policyChanges, before, after, identical } = await rebuildProjections(
+      stores, stores.crypto.view(stores.bus, 'open'), onProgress,
+    );
+    return { events, policyChanges, before, after, identical };
   } finally {
     await stores.close();
     unlock();

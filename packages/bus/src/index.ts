@@ -6,6 +6,7 @@ export { memoryTopicSpecs, keysTopicSpec, KEYS_TOPIC_CONFIG, INGEST_RETENTION_MS
 export { createKafkaBus, type KafkaBusOptions } from './kafka/kafka-bus.ts';
 export type { TopicReplication } from './kafka/kafka-topics.ts';
 export { topicDurabilityProblems, type DurabilityRequirement } from './kafka/kafka-durability.ts';
+export { groupsWithMembers, type GroupMembers } from './kafka/kafka-group-members.ts';
 export { PartitionCountMismatchError, isPartitionCountMismatch } from './partition-count.ts';
 export { groupLag } from './lag.ts';
 export { subscribeToMemoryEvents, subscribeToMemoryEventBatches, type EventInBatch } from './memory-events.ts';

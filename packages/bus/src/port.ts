@@ -185,6 +185,11 @@ export interface Bus {
   committedOffsets(groupId: string, topic: string): Promise<number[]>;
   /** Forgets a group's committed offsets so it re-reads from the start (replay). Group must be idle. */
   resetGroup(groupId: string): Promise<void>;
+  /**
+   * Sets an idle group's committed offsets of a topic (index = partition): where a rebuild from
+   * the log hands the topic back to the group's consumers. A group with members: MEM_CONFLICT.
+   */
+  setCommittedOffsets(groupId: string, topic: string, offsets: readonly number[]): Promise<void>;
   partitionFor(topic: string, key: string): number;
   close(): Promise<void>;
 }

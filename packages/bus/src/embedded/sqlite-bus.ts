@@ -246,6 +246,15 @@ class SqliteBus implements Bus {
     this.log.resetGroup(groupId);
   }
 
+  async setCommittedOffsets(groupId: string, topic: string, offsets: readonly number[]): Promise<void> {
+    this.assertOpen();
+    if (this.coordinator.hasMembers(groupId)) {
+      throw new GovernedMemoryError('MEM_CONFLICT', `group "${groupId}" has active subscriptions; close them before setting its offsets`);
+    }
+    this.log.setCommitted(groupId, topic, offsets);
+    this.committed.notify();
+  }
+
   partitionFor(topic: string, key: string): number {
     this.assertOpen();
     return partitionForKey(key, this.log.requireTopic(topic).partitions);

@@ -307,6 +307,17 @@ export class SqliteLog {
     });
   }
 
+  /** Sets a group's next offset of every partition of a topic (`offsets` names them all). */
+  setCommitted(groupId: string, topic: string, offsets: readonly number[]): void {
+    const { partitions } = this.requireTopic(topic);
+    if (offsets.length !== partitions) {
+      throw new GovernedMemoryError('MEM_VALIDATION', `topic ${topic} has ${partitions} partitions, ${offsets.length} offsets given`);
+    }
+    this.write(() => this.db
+      .transaction(() => offsets.forEach((offset, p) => this.stmt.commit.run(groupId, topic, p, offset)))
+      .immediate());
+  }
+
   resetGroup(groupId: string): void {
     this.write(() => this.stmt.deleteGroup.run(groupId));
   }

@@ -259,6 +259,24 @@ class KafkaBus implements Bus {
     if (outcome === 'busy') throw conflict;
   }
 
+  async setCommittedOffsets(groupId: string, topic: string, offsets: readonly number[]): Promise<void> {
+    this.assertOpen();
+    const partitions = await this.topics.count(topic);
+    if (offsets.length !== partitions) {
+      throw new GovernedMemoryError('MEM_VALIDATION', `topic ${topic} has ${partitions} partitions, ${offsets.length} offsets given`);
+    }
+    const kafkaGroup = this.ns.group(groupId);
+    const conflict = new GovernedMemoryError('MEM_CONFLICT', `group "${groupId}" has active members; stop them before setting its offsets`);
+    if (this.members.has(groupId) || !(await this.groups.idle(kafkaGroup))) throw conflict;
+    // Offsets only, in a transaction (TxnOffsetCommit): no membership needed, as for commitEndOffsetsIfMissing.
+    const commit = { groupId: kafkaGroup, kafkaTopic: this.ns.topic(topic), partitions: offsets.map((offset, partition) => ({ partition, offset })) };
+    try {
+      await this.inTransaction((producer) => this.transactions.commit(producer, noMessages, commit));
+    } catch (err) {
+      throw unavailable(`setCommittedOffsets ${groupId}`, err);
+    }
+  }
+
   partitionFor(topic: string, key: string): number {
     this.assertOpen();
     return partitionForKey(key, this.topics.known(topic));

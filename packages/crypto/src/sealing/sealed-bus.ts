@@ -66,6 +66,7 @@ export function sealedBus(inner: Bus, codec: ContentCodec): Bus {
     endOffsets: (topic) => inner.endOffsets(topic),
     committedOffsets: (groupId, topic) => inner.committedOffsets(groupId, topic),
     resetGroup: (groupId) => inner.resetGroup(groupId),
+    setCommittedOffsets: (groupId, topic, offsets) => inner.setCommittedOffsets(groupId, topic, offsets),
     partitionFor: (topic, key) => inner.partitionFor(topic, key),
     close: () => inner.close(),
   };

@@ -643,6 +643,30 @@ export function testBus(adapterName: string, factory: () => Promise<BusFixture>)
       });
     });
 
+    describe('setCommittedOffsets', () => {
+      it('hands an idle group over at the given offsets: it reads on from there, nothing before', async () => {
+        await bus.ensureTopics([{ name: topic('in'), partitions: 2 }]);
+        await bus.produce(messagesTo(topic('in'), ['a', 'b', 'c', 'd'], 'old'));
+        const ends = await bus.endOffsets(topic('in'));
+        await bus.setCommittedOffsets(group('g'), topic('in'), ends);
+        expect(await bus.committedOffsets(group('g'), topic('in'))).toEqual(ends);
+        await bus.produce(messagesTo(topic('in'), ['e'], 'new'));
+        const after = recorder();
+        await consumeIn('g', after.handler);
+        expect(after.received.map((m) => m.value)).toEqual(valuesIn(['e'], 'new'));
+      });
+
+      it('refuses a group that still has subscriptions, and leaves its offsets alone', async () => {
+        await bus.ensureTopics([{ name: topic('in'), partitions: 1 }]);
+        await bus.produce([{ topic: topic('in'), key: 'k', value: 1 }]);
+        const sub = await subscribeIn('g', async () => undefined);
+        await caughtUpIn('g');
+        await expect(bus.setCommittedOffsets(group('g'), topic('in'), [0])).rejects.toMatchObject({ code: 'MEM_CONFLICT' });
+        await sub.close();
+        expect(await bus.committedOffsets(group('g'), topic('in'))).toEqual([1]);
+      });
+    });
+
     it('keeps messages and committed offsets across a close and reopen of the store', async () => {
       const { reopen } = fixture;
       // Durability is part of the contract: an adapter that cannot be reopened fails, never skips.
