@@ -1,19 +1,28 @@
 /**
- * The local cluster the fault suite runs on (infra/local, `engines.sh start --cluster`;
- * docs/reliability.md "Local cluster"): its addresses as the services' env, and its nodes as
- * processes to kill, freeze and restart.
+ * The local cluster the fault suite runs on (infra/local/cluster.sh; docs/reliability.md "Local
+ * cluster"): its addresses as the services' env, its nodes as processes to kill, freeze and
+ * restart, and what "healthy again" means for each engine.
  */
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
+import { Kafka, logLevel } from 'kafkajs';
+import { Redis } from 'ioredis';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
+const KAFKA_BROKERS = ['127.0.0.1:29092', '127.0.0.1:29093', '127.0.0.1:29094'];
+const ELASTICSEARCH_NODES = ['http://127.0.0.1:29200', 'http://127.0.0.1:29201'];
+const SENTINELS = [26479, 26480, 26481];
+const SENTINEL_NAME = 'gm-primary';
+/** The Redis nodes by port, as cluster.sh names them (by their role when the cluster started). */
+const REDIS_NODES: Record<number, string> = { 26379: 'redis-primary', 26380: 'redis-replica' };
+
 /** The services' env on the cluster: production mode, so they refuse under-replicated topics. */
 export const CLUSTER_ENV: Record<string, string> = {
-  KAFKA_BROKERS: '127.0.0.1:29092,127.0.0.1:29093,127.0.0.1:29094',
-  ELASTICSEARCH_URL: 'http://127.0.0.1:29200,http://127.0.0.1:29201',
-  REDIS_SENTINELS: '127.0.0.1:26479,127.0.0.1:26480,127.0.0.1:26481',
-  REDIS_SENTINEL_NAME: 'gm-primary',
+  KAFKA_BROKERS: KAFKA_BROKERS.join(','),
+  ELASTICSEARCH_URL: ELASTICSEARCH_NODES.join(','),
+  REDIS_SENTINELS: SENTINELS.map((p) => `127.0.0.1:${p}`).join(','),
+  REDIS_SENTINEL_NAME: SENTINEL_NAME,
   MEMORY_KAFKA_REPLICATION_FACTOR: '3',
   MEMORY_KAFKA_MIN_INSYNC_REPLICAS: '2',
   MEMORY_ELASTICSEARCH_REPLICAS: '1',
@@ -23,43 +32,131 @@ export const CLUSTER_ENV: Record<string, string> = {
 export type NodeSignal = 'KILL' | 'STOP' | 'CONT' | 'TERM';
 
 export interface ClusterControl {
-  /** Starts every node (idempotent) and waits until the cluster is healthy. */
+  /** Starts every node (idempotent) and waits until each engine serves. */
   start(): void;
   stop(): void;
-  /** Signals one node's process (kafka-1…3, es-1…2, redis-1…2 by port order). */
+  /** Signals one node's process (kafka-1…3, es-1, es-2, redis-primary, redis-replica, sentinel-1…3). */
   signal(node: string, signal: NodeSignal): void;
-  /** Starts a stopped or killed node again and waits until the whole cluster is healthy. */
-  restart(node: string): void;
-  /** Waits until every node is up and caught up (Kafka: no under-replicated partition; ES green; the Redis replica in sync). */
-  waitHealthy(): void;
-  elasticsearchNodeWithMostPrimaries(): string;
+  /** Starts a stopped or killed node again, then waits until the whole cluster is healthy. */
+  restart(node: string): Promise<void>;
+  /** Until every partition is fully in sync, Elasticsearch is green and the Redis replica is linked. */
+  waitHealthy(): Promise<void>;
+  elasticsearchNodeWithMostPrimaries(): Promise<string>;
   /** The Redis node Sentinel names primary now. */
-  redisPrimary(): string;
+  redisPrimary(): Promise<string>;
   describe(): Record<string, unknown>;
 }
 
 function launcher(args: string[]): string {
-  const result = spawnSync('bash', [path.join(ROOT, 'infra/local/engines.sh'), ...args], {
+  const result = spawnSync('bash', [path.join(ROOT, 'infra/local/cluster.sh'), ...args], {
     cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], timeout: 10 * 60_000,
   });
-  if (result.status !== 0) throw new Error(`infra/local/engines.sh ${args.join(' ')} exited with ${result.status ?? result.signal}`);
+  if (result.status !== 0) throw new Error(`infra/local/cluster.sh ${args.join(' ')} exited with ${result.status ?? result.signal}`);
   return result.stdout;
 }
 
+const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** Polls `ready` every half second for up to `boundMs`; throws naming `what` when it never is. */
+async function until(what: string, boundMs: number, ready: () => Promise<boolean>): Promise<void> {
+  const deadline = performance.now() + boundMs;
+  while (!(await ready().catch(() => false))) {
+    if (performance.now() > deadline) throw new Error(`${what} not within ${boundMs / 1000} s`);
+    await pause(500);
+  }
+}
+
+/** Every partition of every topic (internal ones included) has all its replicas in sync. */
+async function kafkaInSync(): Promise<boolean> {
+  const admin = new Kafka({ clientId: 'gm-chaos-health', brokers: KAFKA_BROKERS, logLevel: logLevel.NOTHING, requestTimeout: 5_000 }).admin();
+  await admin.connect();
+  try {
+    if ((await admin.describeCluster()).brokers.length < KAFKA_BROKERS.length) return false;
+    const topics = await admin.listTopics();
+    const { topics: metadata } = await admin.fetchTopicMetadata({ topics });
+    return metadata.every((t) => t.partitions.every((p) => p.leader >= 0 && p.isr.length === p.replicas.length));
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+async function elasticsearch(pathAndQuery: string): Promise<unknown> {
+  for (const node of ELASTICSEARCH_NODES) {
+    try {
+      const res = await fetch(`${node}${pathAndQuery}`, { signal: AbortSignal.timeout(5_000) });
+      if (res.ok) return await res.json();
+    } catch {
+      // the next node
+    }
+  }
+  throw new Error(`no Elasticsearch node answered ${pathAndQuery}`);
+}
+
+async function withSentinel<T>(use: (sentinel: Redis) => Promise<T>): Promise<T> {
+  for (const port of SENTINELS) {
+    const sentinel = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: 2_000, retryStrategy: () => null });
+    try {
+      await sentinel.connect();
+      return await use(sentinel);
+    } catch {
+      // the next Sentinel
+    } finally {
+      sentinel.disconnect();
+    }
+  }
+  throw new Error('no Sentinel answered');
+}
+
+async function redisPrimaryPort(): Promise<number> {
+  return withSentinel(async (s) => Number(((await s.call('SENTINEL', 'get-master-addr-by-name', SENTINEL_NAME)) as [string, string])[1]));
+}
+
+async function redisReplicaLinked(): Promise<boolean> {
+  const primary = await redisPrimaryPort();
+  const replicaPort = Number(Object.keys(REDIS_NODES).find((p) => Number(p) !== primary));
+  const replica = new Redis({ port: replicaPort, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  try {
+    await replica.connect();
+    const info = await replica.info('replication');
+    return info.includes('role:slave') && info.includes('master_link_status:up') && info.includes(`master_port:${primary}`);
+  } finally {
+    replica.disconnect();
+  }
+}
+
 export function clusterControl(): ClusterControl {
-  const pidOf = (node: string): number => {
-    const pid = Number(launcher(['pid', '--cluster', node]).trim());
-    if (!Number.isInteger(pid) || pid <= 0) throw new Error(`no pid for ${node}`);
-    return pid;
+  const waitHealthy = async () => {
+    await until('every Kafka partition in sync', 180_000, kafkaInSync);
+    await until('Elasticsearch green', 180_000, async () => (await elasticsearch('/_cluster/health') as { status: string }).status === 'green');
+    await until('the Redis replica linked to the primary Sentinel names', 180_000, redisReplicaLinked);
   };
   return {
-    start: () => process.stderr.write(launcher(['start', '--cluster'])),
-    stop: () => process.stderr.write(launcher(['stop', '--cluster'])),
-    signal: (node, signal) => process.kill(pidOf(node), `SIG${signal}`),
-    restart: (node) => process.stderr.write(launcher(['start-node', '--cluster', node])),
-    waitHealthy: () => process.stderr.write(launcher(['wait-healthy', '--cluster'])),
-    elasticsearchNodeWithMostPrimaries: () => launcher(['es-primaries-node', '--cluster']).trim(),
-    redisPrimary: () => launcher(['redis-primary', '--cluster']).trim(),
-    describe: () => ({ env: CLUSTER_ENV }),
+    start: () => process.stderr.write(launcher(['start'])),
+    stop: () => process.stderr.write(launcher(['stop'])),
+    signal: (node, signal) => {
+      const pid = Number(launcher(['pid', node]).trim());
+      if (!Number.isInteger(pid) || pid <= 0) throw new Error(`cluster.sh names no pid for ${node}`);
+      process.kill(pid, `SIG${signal}`);
+    },
+    async restart(node) {
+      process.stderr.write(launcher(['start-node', node]));
+      await waitHealthy();
+    },
+    waitHealthy,
+    async elasticsearchNodeWithMostPrimaries() {
+      const shards = await elasticsearch('/_cat/shards?format=json&h=prirep,node') as Array<{ prirep: string; node: string | null }>;
+      const counts = new Map<string, number>();
+      for (const s of shards) if (s.prirep === 'p' && s.node) counts.set(s.node, (counts.get(s.node) ?? 0) + 1);
+      const [node] = [...counts].sort((a, b) => b[1] - a[1])[0] ?? [];
+      if (node === undefined) throw new Error('no Elasticsearch node holds a primary shard');
+      return node;
+    },
+    async redisPrimary() {
+      const port = await redisPrimaryPort();
+      const node = REDIS_NODES[port];
+      if (node === undefined) throw new Error(`Sentinel names 127.0.0.1:${port} primary, not a node of the cluster`);
+      return node;
+    },
+    describe: () => ({ kafka: KAFKA_BROKERS, elasticsearch: ELASTICSEARCH_NODES, sentinels: SENTINELS, env: CLUSTER_ENV }),
   };
 }

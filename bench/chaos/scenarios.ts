@@ -46,7 +46,7 @@ export function scenarios(c: ScenarioContext, chosen?: readonly string[]): Scena
       async inject(): Promise<Fault> {
         const victim = await writePathBroker(c);
         c.control.signal(`kafka-${victim.nodeId}`, 'KILL');
-        return { detail: `kill -9 of ${victim.detail}; restarted after 30 s`, undo: async () => c.control.restart(`kafka-${victim.nodeId}`) };
+        return { detail: `kill -9 of ${victim.detail}; restarted after 30 s`, undo: () => c.control.restart(`kafka-${victim.nodeId}`) };
       },
     },
     {
@@ -58,8 +58,9 @@ export function scenarios(c: ScenarioContext, chosen?: readonly string[]): Scena
           detail: 'each broker in turn stopped (controlled shutdown) and restarted, waiting for the replicas to catch up',
           undo: async () => {
             for (const node of ['kafka-1', 'kafka-2', 'kafka-3']) {
+              progress(`broker-rolling-restart: ${node}`);
               c.control.signal(node, 'TERM');
-              c.control.restart(node);
+              await c.control.restart(node);
             }
           },
         };
@@ -76,7 +77,7 @@ export function scenarios(c: ScenarioContext, chosen?: readonly string[]): Scena
           detail: `SIGSTOP of ${victim.detail} for 60 s, then SIGCONT`,
           undo: async () => {
             c.control.signal(`kafka-${victim.nodeId}`, 'CONT');
-            c.control.waitHealthy();
+            await c.control.waitHealthy();
           },
         };
       },
@@ -86,9 +87,9 @@ export function scenarios(c: ScenarioContext, chosen?: readonly string[]): Scena
       holdMs: 30_000,
       targets: { firstWriteMs: 30_000, lagBackMs: 120_000 },
       async inject(): Promise<Fault> {
-        const node = c.control.elasticsearchNodeWithMostPrimaries();
+        const node = await c.control.elasticsearchNodeWithMostPrimaries();
         c.control.signal(node, 'KILL');
-        return { detail: `kill -9 of ${node}, which held the most primary shards; restarted after 30 s`, undo: async () => c.control.restart(node) };
+        return { detail: `kill -9 of ${node}, which held the most primary shards; restarted after 30 s`, undo: () => c.control.restart(node) };
       },
     },
     {
@@ -96,9 +97,9 @@ export function scenarios(c: ScenarioContext, chosen?: readonly string[]): Scena
       holdMs: 30_000,
       targets: { firstWriteMs: 30_000, lagBackMs: 120_000 },
       async inject(): Promise<Fault> {
-        const node = c.control.redisPrimary();
+        const node = await c.control.redisPrimary();
         c.control.signal(node, 'KILL');
-        return { detail: `kill -9 of the Redis primary (${node}); Sentinel promotes the replica; the old primary rejoins as a replica after 30 s`, undo: async () => c.control.restart(node) };
+        return { detail: `kill -9 of the Redis primary (${node}); Sentinel promotes the replica; the old primary rejoins as a replica after 30 s`, undo: () => c.control.restart(node) };
       },
     },
     {
