@@ -58,6 +58,7 @@ case "$action" in
     cd "$HERE/../.." && exec node --import tsx test/cluster/selfcheck.ts ;;
   kill-node|start-node|stop-node|freeze-node|thaw-node|pid)
     [ $# -eq 2 ] || { echo "usage: $0 $action NODE" >&2; exit 2; }
-    exec "$HERE/cluster-$(engine_of "$2").sh" "$action" "$2" ;;
+    engine="$(engine_of "$2")" || exit 2
+    exec "$HERE/cluster-$engine.sh" "$action" "$2" ;;
   *) echo "usage: $0 start|stop|status|selfcheck | kill-node|start-node|stop-node|freeze-node|thaw-node|pid NODE" >&2; exit 2 ;;
 esac
