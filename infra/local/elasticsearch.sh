@@ -27,6 +27,8 @@ HTTP_PORT=19200
 TRANSPORT_PORT=19300
 BASE="http://127.0.0.1:$HTTP_PORT"
 MAIN=gm.local.elasticsearch.Launcher
+# The node's name and discovery: cluster-elasticsearch.sh sets its own for each of its nodes.
+NODE_SETTINGS=(cluster.name=gm-local node.name=gm-local-1 discovery.type=single-node)
 START_WAIT_S=120
 STOP_WAIT_S=30
 
@@ -177,7 +179,7 @@ launch() {
     --enable-native-access=org.elasticsearch.nativeaccess,org.apache.lucene.core \
     --module-path "$CACHE/lib" --add-modules ALL-MODULE-PATH -cp "$CACHE/launcher" "$MAIN" \
     path.home="$HOME_DIR" path.data="$RUN/data" path.logs="$RUN/logs" \
-    cluster.name=gm-local node.name=gm-local-1 discovery.type=single-node \
+    "${NODE_SETTINGS[@]}" \
     http.host=127.0.0.1 http.port="$HTTP_PORT" transport.host=127.0.0.1 transport.port="$TRANSPORT_PORT" \
     cluster.routing.allocation.disk.threshold_enabled=false logger.level=INFO \
     </dev/null >>"$LOGFILE" 2>&1 9>&- &
@@ -248,6 +250,10 @@ stop() {
 status() {
   report_status "127.0.0.1:$HTTP_PORT" "$(our_pid || answering_pid || true)"
 }
+
+# Sourced by cluster-elasticsearch.sh for the jars, the launcher and the JVM command; run, it
+# manages the one development node.
+[ "${BASH_SOURCE[0]}" = "$0" ] || return 0
 
 case "${1:-}" in
   start) start ;;

@@ -137,6 +137,9 @@ status() {
   report_status "127.0.0.1:$PORT" "$(our_pid || answering_pid || true)"
 }
 
+# Sourced by cluster-redis.sh for the installation; run, it manages the one development server.
+[ "${BASH_SOURCE[0]}" = "$0" ] || return 0
+
 case "${1:-}" in
   start) start ;;
   stop) stop ;;

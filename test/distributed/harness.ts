@@ -55,6 +55,13 @@ export async function startDistributedTestRuntime(env: Record<string, string> = 
   };
   let stack = await startStack(options);
   const engineEnv = { ...DistributedEnv.parse(stack.env), ...WithRedis.parse(stack.env), ...WithElasticsearch.parse(stack.env) };
+  // The namespace sweep (bench/cleanup.ts) speaks to one Redis and one Elasticsearch URL.
+  const sweepRedisUrl = engineEnv.REDIS_URL;
+  const sweepElasticsearchUrl = engineEnv.ELASTICSEARCH_URL[0];
+  if (sweepRedisUrl === undefined || sweepElasticsearchUrl === undefined) {
+    await stack.stop();
+    throw new Error('the distributed suites need REDIS_URL and ELASTICSEARCH_URL (one Redis, one node URL first) to sweep their namespace');
+  }
   const state = openState(engineEnv);
   const index = openIndex(engineEnv);
   const summaries = openSummaries(engineEnv);
@@ -154,7 +161,7 @@ export async function startDistributedTestRuntime(env: Record<string, string> = 
       // The namespace's topics, indices and keys: runs must not leave the shared engines fuller
       // (1,440 leftover topics had made this machine's broker and every later bench slower).
       const notes = await sweepNamespace(
-        { kafkaBrokers: engineEnv.KAFKA_BROKERS.join(','), redisUrl: engineEnv.REDIS_URL, elasticsearchUrl: engineEnv.ELASTICSEARCH_URL }, namespace,
+        { kafkaBrokers: engineEnv.KAFKA_BROKERS.join(','), redisUrl: sweepRedisUrl, elasticsearchUrl: sweepElasticsearchUrl }, namespace,
       );
       const failed = notes.filter((note) => note.includes('FAILED'));
       if (failed.length > 0) process.stderr.write(`distributed e2e: cleanup of namespace ${namespace} incomplete: ${failed.join('; ')}\n`);

@@ -3,7 +3,7 @@
  * of @gm/config): wiring only, every port's behaviour is its own package's.
  */
 import { KEPT_FOREVER_TOPICS, createKafkaBus, memoryTopicSpecs, topicDurabilityProblems, type Bus, type TopicReplication } from '@gm/bus';
-import type { DistributedEnv, WithElasticsearch, WithMasterKeys, WithRedis } from '@gm/config';
+import { redisConnectionOf, type DistributedEnv, type WithMasterKeys, type WithRedis } from '@gm/config';
 import {
   loadMasterKeys, openBusKeyStore, openContentCrypto, redactedBus, transitKeyId,
   type ContentRole, type KeyStore, type Keyring, type RotationResult,
@@ -56,24 +56,28 @@ export async function openBus(env: DistributedEnv, clientId: string): Promise<Bu
 }
 
 export function openState(env: DistributedEnv & z.infer<typeof WithRedis>, nowMs: () => number = Date.now): StateStore {
-  const kv = createRedisKeyValueStore({ url: env.REDIS_URL });
+  const connection = redisConnectionOf(env);
+  const kv = createRedisKeyValueStore(connection.kind === 'url' ? { url: connection.url } : { sentinels: connection.sentinels, name: connection.name });
   return new StateStore(kv, `gm:${env.MEMORY_NAMESPACE ? `${env.MEMORY_NAMESPACE}:` : ''}`, nowMs);
 }
+
+/** The parsed WithElasticsearch (a list of node URLs), or one node's URL from a caller that builds its env by hand. */
+type ElasticsearchEnv = { ELASTICSEARCH_URL: string | readonly string[] };
 
 /** The names of a deployment's Elasticsearch indices start with this (its namespace's, or `gm`). */
 const indexPrefixOf = (env: DistributedEnv): string => (env.MEMORY_NAMESPACE ? `gm-${env.MEMORY_NAMESPACE}` : 'gm');
 
-export function openIndex(env: DistributedEnv & z.infer<typeof WithElasticsearch>): SearchIndex {
+export function openIndex(env: DistributedEnv & ElasticsearchEnv): SearchIndex {
   return createElasticsearchSearchIndex({ node: env.ELASTICSEARCH_URL, indexPrefix: indexPrefixOf(env) });
 }
 
 /** The summary store beside the search index: `<prefix>-summaries` under the same prefix. */
-export function openSummaries(env: DistributedEnv & z.infer<typeof WithElasticsearch>): SummaryStore {
+export function openSummaries(env: DistributedEnv & ElasticsearchEnv): SummaryStore {
   return createElasticsearchSummaryStore({ node: env.ELASTICSEARCH_URL, indexPrefix: indexPrefixOf(env) });
 }
 
 /** The vector index beside the search index: `<prefix>-vectors` under the same prefix, `dimensions` fixed by its mapping. */
-export function openVectors(env: DistributedEnv & z.infer<typeof WithElasticsearch>, dimensions: number): VectorIndex {
+export function openVectors(env: DistributedEnv & ElasticsearchEnv, dimensions: number): VectorIndex {
   return createElasticsearchVectorIndex({ node: env.ELASTICSEARCH_URL, indexPrefix: indexPrefixOf(env), dimensions });
 }
 

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { z } from 'zod';
 import type { ServiceHandle } from '@gm/contracts';
 import { isPartitionCountMismatch } from '@gm/bus';
+import { EnvConfigError, WithRedis, readsVariable, redisEnvProblems } from '@gm/config';
 import { isCryptoError } from '@gm/crypto';
 import { createLogger, createMetrics, type Logger, type Metrics } from '@gm/observability';
 import { UnsafeTopicsError } from './open.ts';
@@ -19,11 +20,19 @@ export interface ServiceContext<E> {
   metrics: Metrics;
 }
 
-/** Parses the environment or exits with code 2 and one line per problem, naming the variable. */
+/**
+ * Parses the environment or exits with code 2 and one line per problem, naming the variable.
+ * The Redis variables are also judged together (one server or Sentinels, not both): the
+ * services compose their schemas from shapes, which carry no cross-field check.
+ */
 export function parseEnvOrExit<S extends z.ZodType>(schema: S, env: NodeJS.ProcessEnv, service: string): z.infer<S> {
   const parsed = schema.safeParse(env);
-  if (parsed.success) return parsed.data;
-  const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
+  const lines = parsed.success ? [] : parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
+  if (readsVariable(schema, 'REDIS_URL')) {
+    const redis = WithRedis.safeParse(env);
+    if (redis.success) lines.push(...redisEnvProblems(redis.data).map((p) => `  ${p.variable}: ${p.message}`));
+  }
+  if (parsed.success && lines.length === 0) return parsed.data;
   process.stderr.write(`${service}: invalid configuration:\n${lines.join('\n')}\n`);
   process.exit(2);
 }
@@ -73,6 +82,12 @@ export async function runService<S extends z.ZodType<{ HEALTH_PORT: number; MEMO
     // Topics created with another partition count: starting would remap subjects.
     if (isPartitionCountMismatch(err)) {
       log.fatal({ topic: err.topic, existing: err.existing, wanted: err.wanted }, 'partition count mismatch');
+      process.stderr.write(`${name}: ${err.message}\n`);
+      process.exit(2);
+    }
+    // Variables that parsed one by one but not together (a caller that skipped parseEnvOrExit).
+    if (err instanceof EnvConfigError) {
+      log.fatal({ variables: err.problems.map((p) => p.variable) }, 'invalid configuration');
       process.stderr.write(`${name}: ${err.message}\n`);
       process.exit(2);
     }

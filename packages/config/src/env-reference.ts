@@ -34,6 +34,11 @@ export function envVariablesOf(schema: z.ZodType): EnvVariable[] {
   });
 }
 
+/** Whether an env schema reads `name` (a service's schema composed of `With…` parts). */
+export function readsVariable(schema: z.ZodType, name: string): boolean {
+  return Object.hasOwn(shapeOf(schema), name);
+}
+
 /** An object schema's shape, through the refinements and transforms around it. */
 function shapeOf(schema: z.ZodType): Record<string, z.ZodType> {
   if (schema instanceof z.ZodObject) return schema.shape as Record<string, z.ZodType>;

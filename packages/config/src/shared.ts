@@ -34,12 +34,94 @@ export const DistributedEnv = z.object({
 });
 export type DistributedEnv = z.infer<typeof DistributedEnv>;
 
+/** `host:port`, comma-separated, each checked: a typo stops the start instead of a client retrying forever. */
+const hostPortList = z.string().transform((text, ctx) => {
+  const entries = text.split(',').map((e) => e.trim()).filter((e) => e !== '');
+  if (entries.length === 0) ctx.addIssue({ code: 'custom', message: 'names no `host:port`' });
+  const parsed: { host: string; port: number }[] = [];
+  for (const entry of entries) {
+    const match = /^([^\s:]+):(\d{1,5})$/.exec(entry);
+    const port = Number(match?.[2]);
+    if (!match?.[1] || port < 1 || port > 65535) ctx.addIssue({ code: 'custom', message: `not a host:port: ${entry}` });
+    else parsed.push({ host: match[1], port });
+  }
+  return parsed;
+});
+
 export const WithRedis = z.object({
-  REDIS_URL: z.string().url().meta({ description: '`redis://host:port` (the state store; write-admission keeps its subject state snapshots there)' }),
+  REDIS_URL: z.string().url().optional().meta({
+    description: '`redis://host:port` of one Redis (the state store; write-admission keeps its subject state snapshots there); set it or `REDIS_SENTINELS`, not both',
+    whenUnset: 'required unless `REDIS_SENTINELS` is set',
+  }),
+  REDIS_SENTINELS: hostPortList.optional().meta({
+    description: 'comma-separated `host:port` of Redis Sentinels: the state store asks them for the current primary and follows a failover (with `REDIS_SENTINEL_NAME`, instead of `REDIS_URL`)',
+  }),
+  REDIS_SENTINEL_NAME: z.string().regex(/^[A-Za-z0-9._-]+$/, 'letters, digits, . _ -').optional().meta({
+    description: 'the master name the Sentinels watch (`sentinel monitor <name> …`); required with `REDIS_SENTINELS`',
+  }),
 });
+export type WithRedis = z.infer<typeof WithRedis>;
+
+/** Where the state store's Redis is: one server, or the primary the Sentinels name. */
+export type RedisConnection =
+  | { kind: 'url'; url: string }
+  | { kind: 'sentinel'; sentinels: { host: string; port: number }[]; name: string };
+
+/** One configuration problem, naming the variable to fix. */
+export interface EnvProblem {
+  variable: string;
+  message: string;
+}
+
+/** What is wrong with the Redis variables as a whole (each alone has parsed): none, or one per variable to fix. */
+export function redisEnvProblems(env: WithRedis): EnvProblem[] {
+  const sentinels = env.REDIS_SENTINELS !== undefined;
+  if (env.REDIS_URL !== undefined && sentinels) {
+    return [{ variable: 'REDIS_URL', message: 'set either REDIS_URL (one Redis) or REDIS_SENTINELS (Sentinel failover), not both' }];
+  }
+  if (env.REDIS_URL === undefined && !sentinels) {
+    return [{ variable: 'REDIS_URL', message: 'required: the state store\'s `redis://host:port`, or REDIS_SENTINELS with REDIS_SENTINEL_NAME' }];
+  }
+  if (sentinels && env.REDIS_SENTINEL_NAME === undefined) {
+    return [{ variable: 'REDIS_SENTINEL_NAME', message: 'required with REDIS_SENTINELS: the master name the Sentinels watch' }];
+  }
+  if (!sentinels && env.REDIS_SENTINEL_NAME !== undefined) {
+    return [{ variable: 'REDIS_SENTINEL_NAME', message: 'only read with REDIS_SENTINELS: set REDIS_SENTINELS too, or unset it' }];
+  }
+  return [];
+}
+
+/** A configuration that parsed variable by variable but not as a whole; services exit 2 with it. */
+export class EnvConfigError extends Error {
+  constructor(readonly problems: readonly EnvProblem[]) {
+    super(`invalid configuration:\n${problems.map((p) => `  ${p.variable}: ${p.message}`).join('\n')}`);
+    this.name = 'EnvConfigError';
+  }
+}
+
+/** The Redis to open; throws EnvConfigError naming the variable when the combination is wrong. */
+export function redisConnectionOf(env: WithRedis): RedisConnection {
+  const problems = redisEnvProblems(env);
+  if (problems.length > 0) throw new EnvConfigError(problems);
+  if (env.REDIS_SENTINELS !== undefined && env.REDIS_SENTINEL_NAME !== undefined) {
+    return { kind: 'sentinel', sentinels: env.REDIS_SENTINELS, name: env.REDIS_SENTINEL_NAME };
+  }
+  if (env.REDIS_URL !== undefined) return { kind: 'url', url: env.REDIS_URL };
+  // redisEnvProblems admits no other combination.
+  throw new EnvConfigError([{ variable: 'REDIS_URL', message: 'required' }]);
+}
+
 export const WithElasticsearch = z.object({
-  ELASTICSEARCH_URL: z.string().url().meta({ description: '`http://host:port` (client major 9 = server major)' }),
+  ELASTICSEARCH_URL: z.string()
+    .transform((text, ctx) => {
+      const urls = text.split(',').map((u) => u.trim()).filter((u) => u !== '');
+      if (urls.length === 0) ctx.addIssue({ code: 'custom', message: 'names no node URL' });
+      for (const url of urls) if (!z.url({ protocol: /^https?$/ }).safeParse(url).success) ctx.addIssue({ code: 'custom', message: `not an http(s) URL: ${url}` });
+      return urls;
+    })
+    .meta({ description: '`http://host:port` of a node, or a comma-separated list of the nodes of one cluster (the client spreads requests over them and retries a failed one on another); client major 9 = server major' }),
 });
+export type WithElasticsearch = z.infer<typeof WithElasticsearch>;
 
 /** The capability signing key pair, read by the edges that verify capabilities (the broker also signs them). */
 export const WithSigningKey = z.object({

@@ -5,7 +5,8 @@ import { errorType, isIndexMissing, requireComplete, toGovernedError } from './e
 const SCAN_PAGE = 1000;
 
 export interface ManagedIndexOptions {
-  node: string;
+  /** One node's URL, or the URLs of every node of one cluster. */
+  node: string | readonly string[];
   /** The concrete index created on first use, and the alias every operation goes through. */
   concrete: string;
   alias: string;
@@ -29,9 +30,12 @@ export class ManagedIndex {
     // No query text in telemetry (§10): the client only traces when OpenTelemetry is set up,
     // and then it must not record search bodies.
     process.env.OTEL_ELASTICSEARCH_CAPTURE_SEARCH_QUERY ??= 'false';
-    // No transport retries: every failure surfaces at once as a coded, retriable error, and the
-    // caller, which knows its deadline, decides (the client's default backoff is 1-8 s).
-    this.client = new Client({ node: options.node, maxRetries: 0 });
+    // One attempt per node: a request that cannot reach one node (dead, restarting) is tried
+    // once on each other node, after the client's backoff of 1-2 s, and the pool then sends
+    // requests to the live nodes. Beyond that no transport retries: every failure surfaces as
+    // a coded, retriable error, and the caller, which knows its deadline, decides.
+    const nodes = typeof options.node === 'string' ? [options.node] : [...options.node];
+    this.client = new Client({ nodes, maxRetries: nodes.length - 1 });
   }
 
   /**

@@ -9,7 +9,8 @@ import { RECORD_FILTER_PROPERTIES, bulkThroughAlias, checkUpserted, countDocumen
 
 export interface ElasticsearchSearchIndexOptions {
   /** Elasticsearch URL, e.g. http://127.0.0.1:19200. */
-  node: string;
+  /** One node's URL, or the URLs of every node of one cluster. */
+  node: string | readonly string[];
   /** Lower-case prefix of this index's names; one deployment (or test) per prefix. */
   indexPrefix: string;
   /**

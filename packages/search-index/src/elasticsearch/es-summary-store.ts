@@ -8,7 +8,8 @@ import { IndexMissingError, bulkItemError, idPart, indexNamesOf, requireComplete
 import { INDEX_SETTINGS } from './es-search-index.ts';
 
 export interface ElasticsearchSummaryStoreOptions {
-  node: string;
+  /** One node's URL, or the URLs of every node of one cluster. */
+  node: string | readonly string[];
   /** The same prefix as the search index: the summaries live in `<prefix>-summaries`. */
   indexPrefix: string;
 }

@@ -14,7 +14,8 @@ import { Refresher } from './es-refresher.ts';
 import { RECORD_FILTER_PROPERTIES, bulkThroughAlias, checkUpserted, countDocuments, countRemoved, indexNamesOf, recordDeleteOps, recordDocId, requireComplete, versionedIndexOps } from './es-support.ts';
 
 export interface ElasticsearchVectorIndexOptions {
-  node: string;
+  /** One node's URL, or the URLs of every node of one cluster. */
+  node: string | readonly string[];
   /** Lower-case prefix of this index's names; one deployment (or test) per prefix. */
   indexPrefix: string;
   /** Dimensions of the model's vectors: fixed by the mapping. */

@@ -1,4 +1,4 @@
-import { Redis, ReplyError, type Result } from 'ioredis';
+import { Redis, ReplyError, type RedisOptions, type Result } from 'ioredis';
 import { GovernedMemoryError, type ErrorCode } from '@gm/contracts';
 import { checkWrite } from '../pipeline.ts';
 import type { KeyValueStore, KvWrite, KvWriteResult } from '../port.ts';
@@ -10,15 +10,25 @@ declare module 'ioredis' {
   }
 }
 
-export interface RedisKeyValueStoreOptions {
-  /** `redis://[[user]:password@]host:port[/db]` */
-  url: string;
+/** One Redis, or the primary a set of Sentinels names (and follows through a failover). */
+export type RedisTarget =
+  | {
+    /** `redis://[[user]:password@]host:port[/db]` */
+    url: string;
+  }
+  | {
+    sentinels: readonly { host: string; port: number }[];
+    /** The master name the Sentinels watch. */
+    name: string;
+  };
+
+export type RedisKeyValueStoreOptions = RedisTarget & {
   /**
    * Prepended to every key and stripped from `keys` results, so several users of one Redis
    * (test files, runtimes) never see each other's keys. Default: none.
    */
   keyPrefix?: string;
-}
+};
 
 /*
  * Fail fast, never stale. Commands issued before the first connection wait for it (offline
@@ -68,6 +78,15 @@ function replyCode(err: Error): string {
   return /^([A-Z]+)\s/.exec(err.message)?.[1] ?? 'ERR';
 }
 
+/*
+ * A primary demoted by a Sentinel failover stays reachable and answers writes with READONLY.
+ * Reconnecting asks the Sentinels for the new primary; 2 resends the refused command there.
+ * The SET and the check-and-set are safe to resend: a refused write changed nothing.
+ */
+function reconnectOnDemotion(err: Error): 2 | false {
+  return replyCode(err) === 'READONLY' ? 2 : false;
+}
+
 /** `ReplyError` comes untyped from ioredis; this keeps `any` from spreading into the code. */
 function isReplyError(err: unknown): err is Error {
   return err instanceof Error && err instanceof ReplyError;
@@ -110,7 +129,7 @@ export function createRedisKeyValueStore(options: RedisKeyValueStoreOptions): Ke
   const stopQueueing = (): void => {
     redis.options.enableOfflineQueue = false;
   };
-  const redis = new Redis(options.url, {
+  const common: RedisOptions = {
     lazyConnect: false,
     enableOfflineQueue: true,
     maxRetriesPerRequest: MAX_RETRIES_PER_REQUEST,
@@ -121,7 +140,19 @@ export function createRedisKeyValueStore(options: RedisKeyValueStoreOptions): Ke
       if (attempt > MAX_RETRIES_PER_REQUEST) stopQueueing();
       return retryDelayMs(attempt);
     },
-  });
+    reconnectOnError: reconnectOnDemotion,
+  };
+  const redis = 'url' in options
+    ? new Redis(options.url, common)
+    : new Redis({
+      ...common,
+      sentinels: options.sentinels.map(({ host, port }) => ({ host, port })),
+      name: options.name,
+      sentinelCommandTimeout: COMMAND_TIMEOUT_MS,
+      // Subscribes to the Sentinels' +switch-master: the client moves on a failover at once,
+      // instead of when its connection to the old primary breaks or is refused.
+      failoverDetector: true,
+    });
   // Connection errors reach callers through their commands; the last one names the cause
   // (ECONNREFUSED …). Without a listener ioredis would print each one to the console.
   let lastConnectionError: unknown;
@@ -350,6 +381,9 @@ export function createRedisKeyValueStore(options: RedisKeyValueStoreOptions): Ke
       if (redis.status === 'ready') {
         try {
           await redis.quit();
+          // With Sentinels, QUIT leaves the failover detector's Sentinel connections open (and
+          // the process alive); disconnecting the closed client closes them.
+          if (!('url' in options)) redis.disconnect();
           return;
         } catch {
           // The connection went away while quitting: closing it locally below is all that is left.
