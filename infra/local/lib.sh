@@ -145,6 +145,29 @@ cluster_stop_node() {
   await_exit "$pid"
 }
 
+# Asks every node to stop at once, then waits for each: a Kafka node stopped last, alone,
+# would wait out its controlled shutdown for a quorum that has already left.
+cluster_stop_all() {
+  local n pid status=0 PIDFILE
+  local -a stopping=()
+  for n in "${NODES[@]}"; do
+    if pid="$(node_pid "$n")"; then
+      say "stopping $n (pid $pid)"
+      kill -CONT "$pid" 2>/dev/null || true
+      node_stop_request "$n" "$pid"
+      stopping+=("$n:$pid")
+    else
+      rm -f "$(node_pidfile "$n")"
+    fi
+  done
+  for entry in "${stopping[@]}"; do
+    PIDFILE="$(node_pidfile "${entry%%:*}")"
+    await_exit "${entry#*:}" >/dev/null || status=1
+  done
+  say "stopped"
+  return $status
+}
+
 # kill -9: no shutdown at all, as when a machine dies.
 cluster_kill_node() {
   local pid
@@ -197,7 +220,7 @@ cluster_main() {
   local action=${1:-} node=${2:-}
   case "$action" in
     start) cluster_start ;;
-    stop) local n status=0; for n in "${NODES[@]}"; do cluster_stop_node "$n" || status=$?; done; return $status ;;
+    stop) cluster_stop_all ;;
     status) cluster_status ;;
     pids) cluster_pids ;;
     nodes) printf '%s\n' "${NODES[@]}" ;;

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { loadOrCreateCredentials, loadOrCreateMasterKeys } from '@gm/embedded';
-import { LOCAL_ENDPOINTS, startLocalEngines, type Engine } from '@gm/testing';
+import { LOCAL_ENDPOINTS, engineEnv, startLocalEngines, type Engine } from '@gm/testing';
 
 const ROOT = path.resolve(import.meta.dirname, '../../..');
 
@@ -42,10 +42,10 @@ export interface Stack {
   stop(): Promise<void>;
 }
 
-/** Starts the engines that no env URL names, with the local launcher (design §11). */
+/** Starts the engines the env does not name, with the local launcher (design §11); returns the env that names them all. */
 export function ensureEngines(): Record<string, string> {
   startLocalEngines(Object.keys(LOCAL_ENDPOINTS) as Engine[]);
-  return Object.fromEntries(Object.values(LOCAL_ENDPOINTS).map((e) => [e.env, process.env[e.env] ?? e.value]));
+  return engineEnv();
 }
 
 /**

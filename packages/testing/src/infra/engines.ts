@@ -24,14 +24,42 @@ export function engineEndpoint(engine: Engine): string {
   return value;
 }
 
+/** Redis named by its Sentinels instead of REDIS_URL (the local cluster, docs/reliability.md). */
+const REDIS_SENTINEL_ENV = ['REDIS_SENTINELS', 'REDIS_SENTINEL_NAME'] as const;
+const redisBySentinels = (): boolean => Boolean(process.env.REDIS_SENTINELS);
+
+/** Whether the environment says where `engine` runs: its URL, or for Redis its Sentinels. */
+export function namedByEnv(engine: Engine): boolean {
+  return Boolean(process.env[LOCAL_ENDPOINTS[engine].env]) || (engine === 'redis' && redisBySentinels());
+}
+
+/**
+ * The variables that name every engine for a service: each URL from the env or the local
+ * launcher's, and for Redis named by Sentinels those instead (a service refuses both).
+ */
+export function engineEnv(): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [engine, endpoint] of Object.entries(LOCAL_ENDPOINTS)) {
+    if (engine === 'redis' && redisBySentinels()) {
+      for (const name of REDIS_SENTINEL_ENV) {
+        const value = process.env[name];
+        if (value !== undefined) env[name] = value;
+      }
+    } else {
+      env[endpoint.env] = process.env[endpoint.env] ?? endpoint.value;
+    }
+  }
+  return env;
+}
+
 const ROOT = path.resolve(import.meta.dirname, '../../../..');
 
 /**
- * Starts, with the local launcher, every engine in `engines` that no env URL names, and sets
+ * Starts, with the local launcher, every engine in `engines` the env does not name, and sets
  * its env URL. The launcher returns at once for an engine that already runs.
  */
 export function startLocalEngines(engines: readonly Engine[]): void {
-  const missing = engines.filter((engine) => !process.env[LOCAL_ENDPOINTS[engine].env]);
+  const missing = engines.filter((engine) => !namedByEnv(engine));
   if (missing.length === 0) return;
   process.stderr.write(`[engines] starting with infra/local/engines.sh: ${missing.join(', ')}\n`);
   const started = spawnSync('bash', [path.join(ROOT, 'infra/local/engines.sh'), 'start', ...missing], {
