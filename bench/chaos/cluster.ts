@@ -46,12 +46,13 @@ export interface ClusterControl {
   describe(): Record<string, unknown>;
 }
 
-function launcher(args: string[]): string {
+/** Runs cluster.sh; its progress goes to stderr as it comes, except what a caller reads (`capture`). */
+function launcher(args: string[], capture = false): string {
   const result = spawnSync('bash', [path.join(ROOT, 'infra/local/cluster.sh'), ...args], {
-    cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], timeout: 10 * 60_000,
+    cwd: ROOT, encoding: 'utf8', stdio: ['ignore', capture ? 'pipe' : 2, 'inherit'], timeout: 10 * 60_000,
   });
   if (result.status !== 0) throw new Error(`infra/local/cluster.sh ${args.join(' ')} exited with ${result.status ?? result.signal}`);
-  return result.stdout;
+  return result.stdout ?? '';
 }
 
 const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -130,15 +131,15 @@ export function clusterControl(): ClusterControl {
     await until('the Redis replica linked to the primary Sentinel names', 180_000, redisReplicaLinked);
   };
   return {
-    start: () => process.stderr.write(launcher(['start'])),
-    stop: () => process.stderr.write(launcher(['stop'])),
+    start: () => launcher(['start']),
+    stop: () => launcher(['stop']),
     signal: (node, signal) => {
-      const pid = Number(launcher(['pid', node]).trim());
+      const pid = Number(launcher(['pid', node], true).trim());
       if (!Number.isInteger(pid) || pid <= 0) throw new Error(`cluster.sh names no pid for ${node}`);
       process.kill(pid, `SIG${signal}`);
     },
     async restart(node) {
-      process.stderr.write(launcher(['start-node', node]));
+      launcher(['start-node', node]);
       await waitHealthy();
     },
     waitHealthy,

@@ -31,6 +31,7 @@ export class ChaosHttp {
       signal: AbortSignal.timeout(CLIENT_TIMEOUT_MS),
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     };
+    const started = this.clock();
     try {
       const res = await fetch(`${this.url}${path}`, init);
       const text = await res.text();
@@ -38,12 +39,12 @@ export class ChaosHttp {
       const problem = (res.headers.get('content-type') ?? '').startsWith('application/problem+json');
       const code = problem && typeof parsed === 'object' && parsed !== null && 'code' in parsed ? String((parsed as { code: unknown }).code) : undefined;
       this.answers.push({
-        at: this.clock(), route, status: res.status, problem, retryAfter: res.headers.has('retry-after'), ...(code === undefined ? {} : { code }),
+        at: this.clock(), ms: this.clock() - started, route, status: res.status, problem, retryAfter: res.headers.has('retry-after'), ...(code === undefined ? {} : { code }),
       });
       return { status: res.status, body: parsed };
     } catch (err) {
       const cause = err instanceof Error && err.cause instanceof Error ? `: ${err.cause.message}` : '';
-      this.answers.push({ at: this.clock(), route, status: 0, problem: false, retryAfter: false, networkError: `${err instanceof Error ? err.name : 'error'}${cause}` });
+      this.answers.push({ at: this.clock(), ms: this.clock() - started, route, status: 0, problem: false, retryAfter: false, networkError: `${err instanceof Error ? err.name : 'error'}${cause}` });
       return undefined;
     }
   }

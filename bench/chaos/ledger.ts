@@ -27,6 +27,8 @@ export interface AcknowledgedWrite {
 /** One HTTP answer (or a failure to get one) of any route. */
 export interface Answer {
   at: number;
+  /** How long the answer took, ms. */
+  ms: number;
   route: string;
   status: number;
   /** `application/problem+json` */

@@ -19,9 +19,14 @@ export interface LoadTarget {
   namespace: string;
 }
 
+/**
+ * How hard the load pushes. It is meant to be sustainable with nothing failed (the control
+ * scenario's lag stays flat): a load the deployment cannot keep up with measures its backlog,
+ * not a fault.
+ */
 export interface LoadShape {
   syncWriters: number;
-  /** Pause between one lane's operations, ms (searches, async writes, ingest sends). */
+  /** The unit of the lanes' pauses, ms: searches every one, asynchronous writes every two, five ingest requests every eight, a delete or forget every ten. */
   pauseMs: number;
 }
 
@@ -91,7 +96,7 @@ export function startLoad(target: LoadTarget, rights: ChaosRights, ledger: Ledge
       );
       if (accepted(answer, 202)) ledger.asyncCommands.push({ commandId: (answer.body as { commandId: string }).commandId, key, subjectId: String(body.subjectId), body, at: clock() });
       else ledger.abandoned += 1;
-      await pause(shape.pauseMs);
+      await pause(shape.pauseMs * 2);
     }
   };
 
@@ -114,7 +119,7 @@ export function startLoad(target: LoadTarget, rights: ChaosRights, ledger: Ledge
             await pause(500);
           }
         }
-        await pause(shape.pauseMs * 2);
+        await pause(shape.pauseMs * 8);
       }
     } finally {
       await producer.close();

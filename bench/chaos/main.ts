@@ -52,6 +52,12 @@ if (onCluster) {
   control.start();
 }
 
+if (onCluster) {
+  // The stack launcher reads the engines from this process's env (and starts the development
+  // ones for any it does not find): the cluster's, with Sentinels in Redis's place.
+  Object.assign(process.env, CLUSTER_ENV);
+  delete process.env.REDIS_URL;
+}
 const env: Record<string, string> = {
   ...(onCluster ? CLUSTER_ENV : {}),
   MEMORY_LOG_LEVEL: 'warn', MEMORY_RATE_LIMIT_PER_MINUTE: '1000000',
@@ -76,7 +82,7 @@ try {
     progress(`scenario ${scenario.name}`);
     const result = await runScenario({
       target: { url: stack.url, issuerCredential, brokers: engineEnv.KAFKA_BROKERS, namespace },
-      shape: { syncWriters: 3, pauseMs: 100 }, phases, lag, stores: { bus, state, index }, run,
+      shape: { syncWriters: 2, pauseMs: 250 }, phases, lag, stores: { bus, state, index }, run,
     }, scenario);
     results.push(result);
     const broken = [...violations(result.invariants), ...targetsMissed(result)];

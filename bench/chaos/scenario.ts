@@ -9,7 +9,7 @@ import { progress } from '../stats.ts';
 import { ChaosHttp } from './http.ts';
 import { judge, type InvariantReport, type Judged } from './invariants.ts';
 import type { LagProbe } from './lag.ts';
-import { emptyLedger, type AcknowledgedWrite } from './ledger.ts';
+import { emptyLedger, type AcknowledgedWrite, type Answer } from './ledger.ts';
 import { startLoad, type LoadShape, type LoadTarget } from './load.ts';
 import { chaosRights } from './rights.ts';
 
@@ -46,6 +46,8 @@ export interface ScenarioResult {
   lagBackMs: number | null;
   writesPerSecond: { before: number; during: number; after: number };
   lag: { beforeMax: number; peak: number };
+  /** What clients saw, per route and phase: answers by status, and the latency of the successes. */
+  answers: Array<{ route: string; phase: 'before' | 'during' | 'after'; statuses: Record<string, number>; p50Ms: number; maxMs: number }>;
   invariants: InvariantReport;
 }
 
@@ -128,8 +130,25 @@ export async function runScenario(deps: ScenarioDeps, scenario: Scenario): Promi
     lagBackMs: back === undefined ? null : Math.round(back.at - faultAt),
     writesPerSecond: { before: rate(ledger.writes, 0, faultAt), during: rate(ledger.writes, faultAt, recoveredAt), after: rate(ledger.writes, recoveredAt, stoppedAt) },
     lag: { beforeMax, peak: samples.reduce((m, s) => Math.max(m, Number.isNaN(s.lag) ? 0 : s.lag), 0) },
+    answers: answersByPhase(ledger.answers, faultAt, recoveredAt),
     invariants,
   };
+}
+
+function answersByPhase(answers: readonly Answer[], faultAt: number, recoveredAt: number): ScenarioResult['answers'] {
+  const groups = new Map<string, Answer[]>();
+  for (const a of answers) {
+    const phase = a.at < faultAt ? 'before' : a.at < recoveredAt ? 'during' : 'after';
+    const key = `${a.route}\u0000${phase}`;
+    groups.set(key, [...(groups.get(key) ?? []), a]);
+  }
+  return [...groups].map(([key, group]) => {
+    const [route = '', phase] = key.split('\u0000');
+    const statuses: Record<string, number> = {};
+    for (const a of group) statuses[a.networkError ? 'no answer' : String(a.status)] = (statuses[a.networkError ? 'no answer' : String(a.status)] ?? 0) + 1;
+    const ok = group.filter((a) => a.status >= 200 && a.status < 300).map((a) => a.ms).sort((x, y) => x - y);
+    return { route, phase: phase as 'before' | 'during' | 'after', statuses, p50Ms: Math.round(ok[Math.floor(ok.length / 2)] ?? 0), maxMs: Math.round(ok.at(-1) ?? 0) };
+  });
 }
 
 /** Until the summed lag has stopped changing for three seconds (the pipeline is idle), bounded. */

@@ -4,6 +4,7 @@
  * refuses while it has members.
  */
 import type { Admin } from 'kafkajs';
+import { unavailable } from './kafka-codec.ts';
 
 const NON_EMPTY_GROUP = 68;
 const GROUP_ID_NOT_FOUND = 69;
@@ -19,10 +20,23 @@ const COORDINATOR_WAIT_MS = 10_000;
 export class Groups {
   constructor(private readonly admin: () => Promise<Admin>) {}
 
-  /** Committed offsets by partition; -1 where the group has none. */
+  /**
+   * Committed offsets by partition; -1 where the group has none. A coordinator that moved or is
+   * loading (a broker died) answers NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS, which
+   * kafkajs's fetchOffsets passes on at once: asked again (each ask finds the coordinator anew)
+   * for as long as a coordinator takes to move, then MEM_UNAVAILABLE — a 503, never a 500.
+   */
   async committed(kafkaGroup: string, kafkaTopic: string): Promise<Map<number, number>> {
-    const [topic] = await (await this.admin()).fetchOffsets({ groupId: kafkaGroup, topics: [kafkaTopic] });
-    return new Map((topic?.partitions ?? []).map((p) => [p.partition, Number(p.offset)]));
+    const deadline = performance.now() + COORDINATOR_WAIT_MS;
+    for (let wait = 50; ; wait = Math.min(wait * 2, 1_000)) {
+      try {
+        const [topic] = await (await this.admin()).fetchOffsets({ groupId: kafkaGroup, topics: [kafkaTopic] });
+        return new Map((topic?.partitions ?? []).map((p) => [p.partition, Number(p.offset)]));
+      } catch (err) {
+        if ((err as { retriable?: unknown }).retriable !== true || performance.now() > deadline) throw unavailable(`committed offsets of ${kafkaGroup}`, err);
+        await new Promise((resolve) => setTimeout(resolve, wait));
+      }
+    }
   }
 
   /** The port's committed offset of one partition: 0 when none. */
