@@ -147,7 +147,7 @@ export async function judge(j: Judged): Promise<InvariantReport> {
     }
   }
 
-  const deletedIds = new Set(j.ledger.deletions.flatMap((d) => d.recordIds));
+  const deletedIds = new Set([...j.ledger.deletions.flatMap((d) => d.recordIds), ...j.ledger.deleteAttempted]);
   for (const w of writes) {
     if (!writtenVersions.has(recordKey(w.tenant, w.id, w.version))) {
       lost += 1;

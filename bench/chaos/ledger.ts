@@ -72,9 +72,14 @@ export interface Ledger {
   ingestProduced: Map<string, { subjectId: string; body: Record<string, unknown>; at: number }>;
   searches: SearchSample[];
   deletions: DeletionRequest[];
+  /**
+   * Records a delete was sent for, answered or not: a DELETE answered 503 may still have been
+   * admitted (the outcome of a timed-out command is unknown), so its record may be gone.
+   */
+  deleteAttempted: Set<string>;
   revocations: Revocation[];
 }
 
 export const emptyLedger = (): Ledger => ({
-  answers: [], writes: [], abandoned: 0, asyncCommands: [], ingestProduced: new Map(), searches: [], deletions: [], revocations: [],
+  answers: [], writes: [], abandoned: 0, asyncCommands: [], ingestProduced: new Map(), searches: [], deletions: [], deleteAttempted: new Set(), revocations: [],
 });

@@ -149,6 +149,7 @@ export function startLoad(target: LoadTarget, rights: ChaosRights, ledger: Ledge
         const subjectId = `${run}-forget-${n}`;
         const written = [];
         for (let i = 0; i < 2; i += 1) written.push(await syncWrite(token, `${run}-f-${n}-${i}`, writeBody(next(), subjectId, 'readable'), 'readable'));
+        for (const w of written) if (w) ledger.deleteAttempted.add(w.id);
         const answer = await http.retried(() => http.send('POST', `/v1/subjects/${subjectId}/forget`, 'POST /v1/subjects/{id}/forget', token, {}), givingUp);
         if (accepted(answer, 202)) {
           ledger.deletions.push({
@@ -159,6 +160,7 @@ export function startLoad(target: LoadTarget, rights: ChaosRights, ledger: Ledge
         const victim = ledger.writes.find((w) => w.path === 'http' && w.resource === 'readable' && !deleted.has(w.id) && !w.subjectId.includes('forget'));
         if (victim !== undefined) {
           deleted.add(victim.id);
+          ledger.deleteAttempted.add(victim.id);
           const answer = await http.retried(() => http.send('DELETE', `/v1/memories/${victim.id}`, 'DELETE /v1/memories/{id}', token), givingUp);
           if (accepted(answer, 202)) ledger.deletions.push({ jobId: (answer.body as { jobId: string }).jobId, mode: 'delete', recordIds: [victim.id], at: clock() });
         }

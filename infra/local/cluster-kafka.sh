@@ -21,7 +21,7 @@ controller_port() { echo $((29191 + $(id_of "$1"))); }
 config_of() { echo "$(node_dir "$1")/server.properties"; }
 
 owns_process() {
-  tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -qF "kafka.Kafka $(config_of "$2")"
+  { tr '\0' ' ' <"/proc/$1/cmdline"; } 2>/dev/null | grep -qF "kafka.Kafka $(config_of "$2")"
 }
 
 # The broker ids the cluster reports through `bootstrap` (kafkajs, the adapters' client), comma-separated.

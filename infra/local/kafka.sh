@@ -50,7 +50,7 @@ our_pid() {
   local pid
   pid="$(cat "$PIDFILE" 2>/dev/null || true)"
   [[ "$pid" =~ ^[0-9]+$ ]] || return 1
-  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "kafka.Kafka $CONFIG" || return 1
+  { tr '\0' ' ' <"/proc/$pid/cmdline"; } 2>/dev/null | grep -qF "kafka.Kafka $CONFIG" || return 1
   echo "$pid"
 }
 

@@ -5,6 +5,7 @@ import {
   DeletionTask, TOPICS,
   type Clock, type ContentCommitment, type DeletionJob, type DeletionReceipt, type ServiceHandle,
 } from '@gm/contracts';
+import { keyOf } from '@gm/ids';
 import type { Logger, Metrics } from '@gm/observability';
 import { publishedReceiptKeys } from '@gm/policy/receipt-keys';
 import { ReceiptSigner, type ReceiptKeyPair } from '@gm/policy/receipts';
@@ -129,6 +130,13 @@ export interface ReceiptSignerDeps {
  */
 export function receiptHandler(deps: ReceiptSignerDeps, signer: ReceiptSigner) {
   const { state, log } = deps;
+  /**
+   * Jobs whose receipt this instance has queued and not yet marked published: a second ask in
+   * the same batch (the orchestrator's task and its re-ask, both waiting while this instance was
+   * slow), or one handled before the first's mark landed, would otherwise send the same receipt
+   * again. Dropped when the send is discarded, so a redelivered ask sends it.
+   */
+  const sending = new Set<string>();
   return async (message: ConsumedMessage, ctx: ProcessContext): Promise<void> => {
     const task = DeletionTask.parse(message.value);
     if (task.target !== 'receipt') return;
@@ -151,10 +159,16 @@ export function receiptHandler(deps: ReceiptSignerDeps, signer: ReceiptSigner) {
     } else if (await state.receipts.isPublished(tenant, jobId)) {
       return;
     }
+    const sendingKey = keyOf(tenant, jobId);
+    if (sending.has(sendingKey)) return;
+    sending.add(sendingKey);
     const published = stored;
     ctx.send([{ topic: TOPICS.deletionReceipts, key: jobId, value: published }]);
+    ctx.onDiscarded(() => sending.delete(sendingKey));
     ctx.onCommitted(() => {
-      state.receipts.markPublished(tenant, jobId).catch((err: unknown) => log.warn({ err, jobId }, 'could not mark the receipt published'));
+      state.receipts.markPublished(tenant, jobId)
+        .then(() => sending.delete(sendingKey))
+        .catch((err: unknown) => log.warn({ err, jobId }, 'could not mark the receipt published'));
     });
   };
 }
