@@ -43,6 +43,8 @@ export interface ClusterControl {
   elasticsearchNodeWithMostPrimaries(): Promise<string>;
   /** The Redis node Sentinel names primary now. */
   redisPrimary(): Promise<string>;
+  /** Empties Redis (FLUSHALL on the primary, which the replica follows). */
+  flushRedis(): Promise<void>;
   describe(): Record<string, unknown>;
 }
 
@@ -156,6 +158,15 @@ export function clusterControl(): ClusterControl {
       const node = REDIS_NODES[port];
       if (node === undefined) throw new Error(`Sentinel names 127.0.0.1:${port} primary, not a node of the cluster`);
       return node;
+    },
+    async flushRedis() {
+      const primary = new Redis({ port: await redisPrimaryPort(), host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 1 });
+      try {
+        await primary.connect();
+        await primary.flushall();
+      } finally {
+        primary.disconnect();
+      }
     },
     describe: () => ({ kafka: KAFKA_BROKERS, elasticsearch: ELASTICSEARCH_NODES, sentinels: SENTINELS, env: CLUSTER_ENV }),
   };

@@ -29,7 +29,7 @@ export interface InvariantReport {
   /** In the log more than once (an event id twice, or two writes of one record version). */
   duplicated: number;
   idempotentRetries: { probed: number; mismatched: number };
-  jobs: { requested: number; verified: number; failed: number; unfinished: number };
+  jobs: { requested: number; verified: number; failed: number; unfinished: number; lostWithState: number };
   receipts: { missing: number; duplicated: number; invalid: number };
   unauthorizedReads: number;
   /** Answers ≥ 500 other than 503, and 503s without problem+json or Retry-After. */
@@ -53,6 +53,11 @@ export interface Judged {
   epochAtZero: number;
   /** How long to wait for the pipeline to finish what was acknowledged, ms. */
   settleMs: number;
+  /**
+   * When the fault wiped the state store (run clock): what only it held is gone by design —
+   * the jobs requested before (docs/reliability.md "Rebuilding from the log") are counted apart.
+   */
+  stateLostAt?: number;
 }
 
 const recordKey = (tenant: string, id: string, version: number) => `${tenant}\u0000${id}\u0000${version}`;
@@ -68,15 +73,47 @@ export async function judge(j: Judged): Promise<InvariantReport> {
   const admin = await j.rights.tenantAdmin();
   let lost = 0;
 
-  // Asynchronous writes: a 202 means durably in the log, so each must end accepted.
+  // The log, read_committed: every event once, every record version written once; the write of each command.
+  const eventIds = new Set<string>();
+  const writtenVersions = new Map<string, number>();
+  const writtenByCommand = new Map<string, { id: string; version: number }>();
+  let duplicated = 0;
+  for await (const m of j.bus.readAll(TOPICS.events)) {
+    const event = m.value as {
+      type: string; data: { record?: { tenantId: string; id: string; version: number } }; metadata: { eventId: string; commandId: string };
+    };
+    if (eventIds.has(event.metadata.eventId)) {
+      duplicated += 1;
+      finding(`event ${event.metadata.eventId} is in memory.events twice`);
+    }
+    eventIds.add(event.metadata.eventId);
+    const record = event.type === 'MemoryWritten' ? event.data.record : undefined;
+    if (record !== undefined) {
+      const key = recordKey(record.tenantId, record.id, record.version);
+      writtenVersions.set(key, (writtenVersions.get(key) ?? 0) + 1);
+      writtenByCommand.set(event.metadata.commandId, { id: record.id, version: record.version });
+    }
+  }
+  for (const [key, count] of writtenVersions) {
+    if (count > 1) {
+      duplicated += count - 1;
+      finding(`record version ${key.replaceAll('\u0000', '/')} was written ${count} times`);
+    }
+  }
+
+  // Asynchronous writes: a 202 means durably in the log, so each must end accepted. Its outcome
+  // is asked of the API; where the API no longer keeps it (the state store was lost), the log says.
   const writes: AcknowledgedWrite[] = [...j.ledger.writes];
   for (const command of j.ledger.asyncCommands) {
     for (;;) {
       const answer = await j.http.send('GET', `/v1/commands/${command.commandId}`, 'GET /v1/commands/{id}', writer);
       const body = answer?.status === 200 ? (answer.body as { state: string; id?: string; version?: number }) : undefined;
-      if (body?.state === 'accepted' && body.id !== undefined && body.version !== undefined) {
+      const accepted = body?.state === 'accepted' && body.id !== undefined && body.version !== undefined
+        ? { id: body.id, version: body.version }
+        : answer?.status === 404 && j.stateLostAt !== undefined ? writtenByCommand.get(command.commandId) : undefined;
+      if (accepted !== undefined) {
         writes.push({
-          path: 'async', key: command.key, tenant: j.rights.tenant, id: body.id, version: body.version, subjectId: command.subjectId,
+          path: 'async', key: command.key, tenant: j.rights.tenant, id: accepted.id, version: accepted.version, subjectId: command.subjectId,
           resource: 'readable', startedAt: command.at, at: command.at, body: command.body,
         });
         break;
@@ -123,30 +160,6 @@ export async function judge(j: Judged): Promise<InvariantReport> {
     });
   }
 
-  // The log, read_committed: every event once, every record version written once.
-  const eventIds = new Set<string>();
-  const writtenVersions = new Map<string, number>();
-  let duplicated = 0;
-  for await (const m of j.bus.readAll(TOPICS.events)) {
-    const event = m.value as { type: string; data: { record?: { tenantId: string; id: string; version: number } }; metadata: { eventId: string; tenantId: string } };
-    if (eventIds.has(event.metadata.eventId)) {
-      duplicated += 1;
-      finding(`event ${event.metadata.eventId} is in memory.events twice`);
-    }
-    eventIds.add(event.metadata.eventId);
-    const record = event.type === 'MemoryWritten' ? event.data.record : undefined;
-    if (record !== undefined) {
-      const key = recordKey(record.tenantId, record.id, record.version);
-      writtenVersions.set(key, (writtenVersions.get(key) ?? 0) + 1);
-    }
-  }
-  for (const [key, count] of writtenVersions) {
-    if (count > 1) {
-      duplicated += count - 1;
-      finding(`record version ${key.replaceAll('\u0000', '/')} was written ${count} times`);
-    }
-  }
-
   const deletedIds = new Set([...j.ledger.deletions.flatMap((d) => d.recordIds), ...j.ledger.deleteAttempted]);
   for (const w of writes) {
     if (!writtenVersions.has(recordKey(w.tenant, w.id, w.version))) {
@@ -176,7 +189,7 @@ export async function judge(j: Judged): Promise<InvariantReport> {
   }
 
   // Deletion jobs: each ends verified, or failed with its reason; the time its index copy went.
-  const jobs = { requested: j.ledger.deletions.length, verified: 0, failed: 0, unfinished: 0 };
+  const jobs = { requested: j.ledger.deletions.length, verified: 0, failed: 0, unfinished: 0, lostWithState: 0 };
   const droppedAt = new Map<string, number>();
   for (const d of j.ledger.deletions) {
     for (;;) {
@@ -192,6 +205,10 @@ export async function judge(j: Judged): Promise<InvariantReport> {
         }
         const keyword = job.evidence?.find((e) => e.target === 'keyword' && e.completedAt !== undefined);
         if (keyword?.completedAt !== undefined) for (const id of d.recordIds) droppedAt.set(id, Date.parse(keyword.completedAt) - j.epochAtZero);
+        break;
+      }
+      if (answer?.status === 404 && j.stateLostAt !== undefined && d.at < j.stateLostAt) {
+        jobs.lostWithState += 1;
         break;
       }
       if (performance.now() > deadline) {
@@ -223,7 +240,7 @@ export async function judge(j: Judged): Promise<InvariantReport> {
   }
   const finished = jobs.verified + jobs.failed;
   const receipts = {
-    missing: finished - [...receiptsPerJob.keys()].length,
+    missing: Math.max(0, finished - [...receiptsPerJob.keys()].length),
     duplicated: [...receiptsPerJob.values()].reduce((n, c) => n + Math.max(0, c - 1), 0),
     invalid: invalidReceipts,
   };

@@ -18,6 +18,8 @@ export interface Fault {
   detail: string;
   /** Undoes the fault and resolves once the engines are healthy again. */
   undo(): Promise<void>;
+  /** The fault wipes the state store: what only it held (jobs, async outcomes) is judged as lost by design. */
+  wipesState?: boolean;
 }
 
 export interface Scenario {
@@ -90,12 +92,14 @@ export async function runScenario(deps: ScenarioDeps, scenario: Scenario): Promi
   let stoppedAt = 0;
   let fault: Fault | undefined;
   let detail = scenario.name;
+  let wipesState = false;
   try {
     progress(`${scenario.name}: load running, ${deps.phases.baselineMs / 1000} s of baseline`);
     await pause(deps.phases.baselineMs);
     faultAt = clock();
     fault = await scenario.inject();
     detail = fault.detail;
+    wipesState = fault.wipesState === true;
     progress(`${scenario.name}: fault injected (${fault.detail}); held ${scenario.holdMs / 1000} s`);
     await pause(scenario.holdMs);
     await fault.undo();
@@ -121,6 +125,7 @@ export async function runScenario(deps: ScenarioDeps, scenario: Scenario): Promi
   await settle(deps.lag, deps.phases.settleMs);
   const invariants = await judge({
     http: new ChaosHttp(deps.target.url, ledger.answers, clock), ledger, rights, ...deps.stores, epochAtZero, settleMs: deps.phases.settleMs,
+    ...(wipesState ? { stateLostAt: faultAt } : {}),
   });
   return {
     scenario: scenario.name,

@@ -3,6 +3,8 @@
  * the order of the matrix. Engines are failed through the cluster launcher; services through the
  * stack, which runs two instances of the one being failed.
  */
+import { spawnSync } from 'node:child_process';
+import path from 'node:path';
 import type { Stack, ServiceName } from '@gm/distributed';
 import { progress } from '../stats.ts';
 import type { ClusterControl } from './cluster.ts';
@@ -23,6 +25,21 @@ const BROKER_SESSION_TIMEOUT_MS = 9_000;
 const KILLED_SERVICES: ServiceName[] = ['write-admission', 'projector', 'index-builder', 'deletion-orchestrator', 'receipt-verifier', 'ingest-gateway'];
 
 const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+
+/** The services whose consumer groups write the projections: stopped while the rebuild runs (it refuses otherwise). */
+const PROJECTION_SERVICES: ServiceName[] = ['projector', 'index-builder', 'vector-indexer', 'expiry-scheduler'];
+
+/** `pnpm rebuild:distributed --json` with the stack's env, as an operator runs it: its report, or why it failed. */
+function rebuildFromLog(env: Record<string, string>): { events: number; durationMs: number; restored: boolean } {
+  const result = spawnSync(process.execPath, ['--import', 'tsx', 'apps/distributed/src/rebuild.ts', '--json'], {
+    cwd: ROOT, env: { ...process.env, ...env }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], timeout: 10 * 60_000,
+  });
+  if (result.status !== 0) throw new Error(`rebuild:distributed exited with ${result.status ?? result.signal}: ${result.stdout}`);
+  const report = JSON.parse(result.stdout) as { events: number; durationMs: number; wereEmpty: Record<string, boolean>; differing: string[] };
+  return { events: report.events, durationMs: report.durationMs, restored: report.differing.length === 0 };
+}
 
 async function writePathBroker(c: ScenarioContext): Promise<{ nodeId: number; detail: string }> {
   const [top] = await writePathRoles(c.brokers, c.namespace);
@@ -100,6 +117,24 @@ export function scenarios(c: ScenarioContext, chosen?: readonly string[]): Scena
         const node = await c.control.redisPrimary();
         c.control.signal(node, 'KILL');
         return { detail: `kill -9 of the Redis primary (${node}); Sentinel promotes the replica; the old primary rejoins as a replica after 30 s`, undo: () => c.control.restart(node) };
+      },
+    },
+    {
+      name: 'redis-emptied',
+      holdMs: 0,
+      targets: { firstWriteMs: 30_000, lagBackMs: 120_000 },
+      async inject(): Promise<Fault> {
+        const stopped = PROJECTION_SERVICES.filter((s) => (c.stack.children.get(s) ?? []).some((child) => child.exitCode === null));
+        for (const service of stopped) await c.stack.kill(service, 'SIGTERM');
+        await c.control.flushRedis();
+        progress('redis-emptied: Redis flushed; rebuilding the projections from the log');
+        const rebuilt = rebuildFromLog(c.stack.env);
+        for (const service of stopped) await c.stack.start(service);
+        return {
+          detail: `Redis emptied (FLUSHALL on the primary) with ${stopped.join(', ')} stopped; \`pnpm rebuild:distributed\` folded ${rebuilt.events} events in ${(rebuilt.durationMs / 1000).toFixed(1)} s${rebuilt.restored ? '' : ' (digests differ)'}, then they were started again`,
+          undo: async () => undefined,
+          wipesState: true,
+        };
       },
     },
     {
