@@ -36,6 +36,8 @@ export interface ClusterControl {
   stop(): void;
   /** Signals one node's process (kafka-1…3, es-1, es-2, redis-primary, redis-replica, sentinel-1…3). */
   signal(node: string, signal: NodeSignal): void;
+  /** Stops a node gracefully (Kafka: a controlled shutdown) and returns once its process has exited. */
+  stopNode(node: string): void;
   /** Starts a stopped or killed node again, then waits until the whole cluster is healthy. */
   restart(node: string): Promise<void>;
   /** Until every partition is fully in sync, Elasticsearch is green and the Redis replica is linked. */
@@ -139,6 +141,9 @@ export function clusterControl(): ClusterControl {
       const pid = Number(launcher(['pid', node], true).trim());
       if (!Number.isInteger(pid) || pid <= 0) throw new Error(`cluster.sh names no pid for ${node}`);
       process.kill(pid, `SIG${signal}`);
+    },
+    stopNode: (node) => {
+      launcher(['stop-node', node]);
     },
     async restart(node) {
       launcher(['start-node', node]);

@@ -81,14 +81,25 @@ const issuerCredential = readFileSync(path.join(workDir, 'data', 'issuer-credent
 
 const chosen = value('--scenarios')?.split(',') ?? (!onCluster ? ['no-fault'] : reduced ? ['broker-kill'] : undefined);
 const results: ScenarioResult[] = [];
+const errors: Array<{ scenario: string; error: string }> = [];
 let failed = false;
 try {
   for (const scenario of scenarios({ control, stack, brokers: engineEnv.KAFKA_BROKERS, namespace }, chosen)) {
     progress(`scenario ${scenario.name}`);
-    const result = await runScenario({
-      target: { url: stack.url, issuerCredential, brokers: engineEnv.KAFKA_BROKERS, namespace },
-      shape: { syncWriters: 2, pauseMs: 250 }, phases, lag, stores: { bus, state, index }, run,
-    }, scenario);
+    let result: ScenarioResult;
+    try {
+      result = await runScenario({
+        target: { url: stack.url, issuerCredential, brokers: engineEnv.KAFKA_BROKERS, namespace },
+        shape: { syncWriters: 2, pauseMs: 250 }, phases, lag, stores: { bus, state, index }, run,
+      }, scenario);
+    } catch (err) {
+      // The suite itself failed (a node that would not restart, a refused setup call): reported, and the next scenario runs.
+      failed = true;
+      errors.push({ scenario: scenario.name, error: err instanceof Error ? err.message : String(err) });
+      progress(`${scenario.name}: the scenario could not run to its end: ${err instanceof Error ? err.message : String(err)}`);
+      await control.waitHealthy().catch(() => undefined);
+      continue;
+    }
     results.push(result);
     const broken = [...violations(result.invariants), ...targetsMissed(result)];
     if (broken.length > 0) failed = true;
@@ -106,7 +117,8 @@ try {
 
 mkdirSync(path.join(ROOT, 'bench-results'), { recursive: true });
 const file = path.join(ROOT, 'bench-results', `chaos-${new Date().toISOString().replaceAll(':', '-')}.json`);
-writeFileSync(file, `${JSON.stringify({ at: new Date().toISOString(), reduced, semantic, phases, cluster: control.describe(), results }, null, 2)}\n`);
+writeFileSync(file, `${JSON.stringify({ at: new Date().toISOString(), reduced, semantic, phases, cluster: control.describe(), results, errors }, null, 2)}\n`);
 process.stdout.write(`${renderMatrix(results)}\n`);
+for (const e of errors) process.stdout.write(`${e.scenario}: could not run to its end: ${e.error}\n`);
 progress(`wrote ${path.relative(ROOT, file)}; service logs in ${logFile}`);
 process.exit(failed ? 1 : 0);

@@ -76,7 +76,7 @@ export function scenarios(c: ScenarioContext, chosen?: readonly string[]): Scena
           undo: async () => {
             for (const node of ['kafka-1', 'kafka-2', 'kafka-3']) {
               progress(`broker-rolling-restart: ${node}`);
-              c.control.signal(node, 'TERM');
+              c.control.stopNode(node);
               await c.control.restart(node);
             }
           },
