@@ -93,6 +93,7 @@ export async function runScenario(deps: ScenarioDeps, scenario: Scenario): Promi
   let fault: Fault | undefined;
   let detail = scenario.name;
   let wipesState = false;
+  let completed = false;
   try {
     progress(`${scenario.name}: load running, ${deps.phases.baselineMs / 1000} s of baseline`);
     await pause(deps.phases.baselineMs);
@@ -107,22 +108,31 @@ export async function runScenario(deps: ScenarioDeps, scenario: Scenario): Promi
     recoveredAt = clock();
     progress(`${scenario.name}: fault undone after ${((recoveredAt - faultAt) / 1000).toFixed(1)} s; ${deps.phases.afterMs / 1000} s more load`);
     await pause(deps.phases.afterMs);
+    completed = true;
   } finally {
     // A failed injection or undo still stops the load and the sampler before the error surfaces.
     await fault?.undo().catch(() => undefined);
     stoppedAt = clock();
     progress(`${scenario.name}: stopping the load (its retries run on for up to 2 min)`);
-    await load.stop().finally(() => {
-      sampling = false;
-    });
-    await sampler;
+    try {
+      await load.stop();
+    } finally {
+      // A scenario that failed part-way is not judged: its error surfaces once the sampler has stopped.
+      if (!completed) {
+        sampling = false;
+        await sampler;
+      }
+    }
   }
+  progress(`${scenario.name}: load stopped; waiting for the deployment to settle, then judging the invariants`);
+  // The lag is sampled on while the deployment settles: it may get back after the load stopped.
+  await settle(deps.lag, deps.phases.settleMs);
+  sampling = false;
+  await sampler;
   const beforeMax = samples.filter((s) => s.at < faultAt).reduce((m, s) => Math.max(m, Number.isNaN(s.lag) ? 0 : s.lag), 0);
   const back = samples.find((s) => s.at > faultAt && s.at >= recoveredAt && s.lag <= beforeMax);
   const firstAfter = ledger.writes.filter((w) => w.startedAt >= faultAt).reduce((m, w) => Math.min(m, w.at), Number.POSITIVE_INFINITY);
 
-  progress(`${scenario.name}: load stopped; waiting for the deployment to settle, then judging the invariants`);
-  await settle(deps.lag, deps.phases.settleMs);
   const invariants = await judge({
     http: new ChaosHttp(deps.target.url, ledger.answers, clock), ledger, rights, ...deps.stores, epochAtZero, settleMs: deps.phases.settleMs,
     ...(wipesState ? { stateLostAt: faultAt } : {}),

@@ -83,3 +83,28 @@ describe('command gateway: read-your-writes on the write\'s own position', () =>
     expect(replies.at(-1)?.value).toMatchObject({ outcome: 'accepted', eventsAt: { partition: lastEvent?.partition, offset: lastEvent?.offset } });
   });
 });
+
+/**
+ * While the cluster moves leaders or a broker hangs, the client's produce can retry for longer
+ * than any caller should wait: the gateway answers MEM_TIMEOUT (a 503) once the reply timeout
+ * has passed, whether or not the append lands later (docs/reliability.md "The fault suite").
+ */
+describe('command gateway: an append that does not complete in time', () => {
+  it('answers MEM_TIMEOUT, retriable, for a write and for an asynchronous write', async () => {
+    const fx = await openEmbeddedFixture({ partitions: 2 });
+    // The bus as a hung broker leaves it: appends to memory.commands never complete.
+    const hung = new Proxy(fx.bus, {
+      get: (target, property, receiver) => (property === 'produce' ? () => new Promise(() => undefined) : Reflect.get(target, property, receiver)),
+    });
+    const gateway = new CommandGateway(hung, { instanceId: 'spec-hung', replyTimeoutMs: 200, readYourWritesTimeoutMs: 200 });
+    await gateway.start();
+    try {
+      const command = writeMemoryCommand({ commandId: 'cmd-hung', tenantId: 'acme', subjectId: 'subj-1', now: fx.clock.iso() }, { id: 'rec-hung', content: 'note' });
+      await expect(gateway.send(command)).rejects.toMatchObject({ code: 'MEM_TIMEOUT', retriable: true });
+      await expect(gateway.post([command])).rejects.toMatchObject({ code: 'MEM_TIMEOUT', retriable: true });
+    } finally {
+      await gateway.close();
+      await fx.close();
+    }
+  });
+});

@@ -96,9 +96,7 @@ export class CommandGateway {
     // Settled from the start: a reply that times out while the produce runs is never unhandled.
     const settled = replies.map((r) => r.reply.catch((err: unknown) => err as GovernedMemoryError));
     try {
-      const positions = await this.bus.produce(commands.map((command) => ({
-        topic: TOPICS.commands, key: subjectKey(command.metadata.tenantId, command.metadata.subjectId), value: command,
-      })));
+      const positions = await this.produceInTime(commands);
       const answers = await Promise.all(settled);
       const deadline = performance.now() + this.options.readYourWritesTimeoutMs;
       const furthest = new Map<number, number>();
@@ -139,12 +137,37 @@ export class CommandGateway {
    * commands partition, the furthest offset they were appended at — durable once this returns.
    */
   async post(commands: readonly MemoryCommand[]): Promise<Positions> {
-    const positions = await this.bus.produce(commands.map((command) => ({
-      topic: TOPICS.commands, key: subjectKey(command.metadata.tenantId, command.metadata.subjectId), value: command,
-    })));
+    const positions = await this.produceInTime(commands);
     const furthest = new Map<number, number>();
     for (const { partition, offset } of positions) raise(furthest, partition, offset);
     return furthest;
+  }
+
+  /**
+   * Appends the commands, or MEM_TIMEOUT (503) once replyTimeoutMs has passed: while the cluster
+   * moves leaders or a broker hangs, the client's produce retries on for longer than a caller
+   * should wait for an answer (the fault suite saw requests unanswered after 30 s). The append
+   * may still land: a retry with the same Idempotency-Key gets its result, as after a reply
+   * timeout.
+   */
+  private async produceInTime(commands: readonly MemoryCommand[]): Promise<LogPosition[]> {
+    const produced = this.bus.produce(commands.map((command) => ({
+      topic: TOPICS.commands, key: subjectKey(command.metadata.tenantId, command.metadata.subjectId), value: command,
+    })));
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new GovernedMemoryError(
+        'MEM_TIMEOUT', 'the command was not durably in the log in time; it may still land: a retry with the same Idempotency-Key gets its result, a retry without one is a new request',
+        { retriable: true },
+      )), this.options.replyTimeoutMs);
+    });
+    // Settled either way: an append that fails after the deadline is not an unhandled rejection.
+    produced.catch(() => undefined);
+    try {
+      return await Promise.race([produced, late]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** The reply to a command, or MEM_TIMEOUT after replyTimeoutMs; registered before the command is sent. */
