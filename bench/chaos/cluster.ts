@@ -99,6 +99,8 @@ async function elasticsearch(pathAndQuery: string): Promise<unknown> {
 async function withSentinel<T>(use: (sentinel: Redis) => Promise<T>): Promise<T> {
   for (const port of SENTINELS) {
     const sentinel = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: 2_000, retryStrategy: () => null });
+    // A dead Sentinel's errors are the failed connect below; ioredis would print them as unhandled.
+    sentinel.on('error', () => undefined);
     try {
       await sentinel.connect();
       return await use(sentinel);
@@ -119,6 +121,7 @@ async function redisReplicaLinked(): Promise<boolean> {
   const primary = await redisPrimaryPort();
   const replicaPort = Number(Object.keys(REDIS_NODES).find((p) => Number(p) !== primary));
   const replica = new Redis({ port: replicaPort, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  replica.on('error', () => undefined);
   try {
     await replica.connect();
     const info = await replica.info('replication');
@@ -166,6 +169,7 @@ export function clusterControl(): ClusterControl {
     },
     async flushRedis() {
       const primary = new Redis({ port: await redisPrimaryPort(), host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 1 });
+      primary.on('error', () => undefined);
       try {
         await primary.connect();
         await primary.flushall();

@@ -270,10 +270,17 @@ class KafkaBus implements Bus {
     if (this.members.has(groupId) || !(await this.groups.idle(kafkaGroup))) throw conflict;
     // Offsets only, in a transaction (TxnOffsetCommit): no membership needed, as for commitEndOffsetsIfMissing.
     const commit = { groupId: kafkaGroup, kafkaTopic: this.ns.topic(topic), partitions: offsets.map((offset, partition) => ({ partition, offset })) };
-    try {
-      await this.inTransaction((producer) => this.transactions.commit(producer, noMessages, commit));
-    } catch (err) {
-      throw unavailable(`setCommittedOffsets ${groupId}`, err);
+    // The previous transaction's markers may still be in flight (CONCURRENT_TRANSACTIONS, slow on
+    // a loaded cluster, beyond kafkajs's own retries): asked again for up to a session timeout.
+    const deadline = performance.now() + this.sessionTimeoutMs;
+    for (let wait = 100; ; wait = Math.min(wait * 2, 1_000)) {
+      try {
+        await this.inTransaction((producer) => this.transactions.commit(producer, noMessages, commit));
+        return;
+      } catch (err) {
+        if ((err as { retriable?: unknown }).retriable !== true || performance.now() > deadline) throw unavailable(`setCommittedOffsets ${groupId}`, err);
+        await Signal.any([this.closingSignal], wait);
+      }
     }
   }
 
