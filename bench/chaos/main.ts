@@ -12,7 +12,8 @@
  *   pnpm chaos --engines local       the control scenario (no fault) on the engines the env names
  *   pnpm chaos --semantic            with semantic retrieval (the vector-indexer) on
  *
- * Exit code 1 when any invariant is violated or a target of the matrix is missed.
+ * Exit code 1 when any invariant is violated or a scenario cannot run to its end; a missed
+ * target of the matrix (seconds to the first write, to the lag back) is reported, not failed on.
  */
 import { randomBytes } from 'node:crypto';
 import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -101,9 +102,12 @@ try {
       continue;
     }
     results.push(result);
-    const broken = [...violations(result.invariants), ...targetsMissed(result)];
+    // Invariants decide the exit code; the timing targets are measurements, reported beside them
+    // (a shared machine's seconds say little, and CI runs this).
+    const broken = violations(result.invariants);
+    const missed = targetsMissed(result);
     if (broken.length > 0) failed = true;
-    progress(`${scenario.name}: ${broken.length === 0 ? 'every invariant holds' : broken.join('; ')}`);
+    progress(`${scenario.name}: ${broken.length === 0 ? 'every invariant holds' : broken.join('; ')}${missed.length > 0 ? `; target missed: ${missed.join('; ')}` : ''}`);
     for (const f of result.invariants.findings) progress(`  ${f}`);
   }
 } finally {

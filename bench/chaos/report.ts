@@ -28,7 +28,8 @@ export function renderMatrix(results: readonly ScenarioResult[]): string {
   ];
   const rows = results.map((r) => {
     const i = r.invariants;
-    const broken = [...violations(i), ...targetsMissed(r)];
+    const broken = violations(i);
+    const missed = targetsMissed(r);
     const receiptsOk = i.receipts.missing + i.receipts.duplicated + i.receipts.invalid === 0;
     return [
       `${r.scenario}: ${r.fault}`,
@@ -37,7 +38,7 @@ export function renderMatrix(results: readonly ScenarioResult[]): string {
       `${i.jobs.verified} / ${i.jobs.failed} (${receiptsOk ? 'one each' : JSON.stringify(i.receipts)})`,
       seconds(r.firstWriteAfterFaultMs), seconds(r.lagBackMs),
       `${r.writesPerSecond.before.toFixed(1)} / ${r.writesPerSecond.during.toFixed(1)} / ${r.writesPerSecond.after.toFixed(1)}`,
-      broken.length === 0 ? 'holds' : broken.join('; '),
+      `${broken.length === 0 ? 'holds' : broken.join('; ')}${missed.length > 0 ? `; target missed: ${missed.join('; ')}` : ''}`,
     ];
   });
   return [header, header.map(() => '---'), ...rows].map((cells) => `| ${cells.join(' | ')} |`).join('\n');
