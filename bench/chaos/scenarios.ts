@@ -49,6 +49,14 @@ async function writePathBroker(c: ScenarioContext): Promise<{ nodeId: number; de
   return { nodeId: top.nodeId, detail: `kafka-${top.nodeId}, leader of ${top.leads} memory.commands/memory.events partitions and coordinator of ${top.coordinates} write-admission transactions` };
 }
 
+/**
+ * A fault that is a sequence of steps rather than a state held (rolling restarts, kills in turn):
+ * nothing is injected up front, the steps run as the "undo", and the lag must be back in 2 min.
+ */
+const stepwise = (name: string, detail: string, steps: () => Promise<void>): Scenario => ({
+  name, holdMs: 0, targets: { lagBackMs: 120_000 }, inject: async () => ({ detail, undo: steps }),
+});
+
 export function scenarios(c: ScenarioContext, chosen?: readonly string[]): Scenario[] {
   const all: Scenario[] = [
     {
@@ -68,23 +76,13 @@ export function scenarios(c: ScenarioContext, chosen?: readonly string[]): Scena
         return { detail: `kill -9 of ${victim.detail}; restarted after 30 s`, undo: () => c.control.restart(`kafka-${victim.nodeId}`) };
       },
     },
-    {
-      name: 'broker-rolling-restart',
-      holdMs: 0,
-      targets: { lagBackMs: 120_000 },
-      async inject(): Promise<Fault> {
-        return {
-          detail: 'each broker in turn stopped (controlled shutdown) and restarted, waiting for the replicas to catch up',
-          undo: async () => {
-            for (const node of ['kafka-1', 'kafka-2', 'kafka-3']) {
-              progress(`broker-rolling-restart: ${node}`);
-              c.control.stopNode(node);
-              await c.control.restart(node);
-            }
-          },
-        };
-      },
-    },
+    stepwise('broker-rolling-restart', 'each broker in turn stopped (controlled shutdown) and restarted, waiting for the replicas to catch up', async () => {
+      for (const node of ['kafka-1', 'kafka-2', 'kafka-3']) {
+        progress(`broker-rolling-restart: ${node}`);
+        c.control.stopNode(node);
+        await c.control.restart(node);
+      }
+    }),
     {
       name: 'broker-freeze',
       holdMs: 60_000,
@@ -145,42 +143,22 @@ export function scenarios(c: ScenarioContext, chosen?: readonly string[]): Scena
         };
       },
     },
-    {
-      name: 'service-kill',
-      holdMs: 0,
-      targets: { lagBackMs: 120_000 },
-      async inject(): Promise<Fault> {
-        return {
-          detail: `kill -9 of one of two instances of each of ${KILLED_SERVICES.join(', ')} in turn`,
-          undo: async () => {
-            for (const service of KILLED_SERVICES) {
-              await c.stack.start(service);
-              await pause(5_000);
-              progress(`service-kill: kill -9 of one ${service} of two`);
-              await c.stack.killOne(service, 'SIGKILL');
-              await pause(10_000);
-            }
-          },
-        };
-      },
-    },
-    {
-      name: 'service-rolling-restart',
-      holdMs: 0,
-      targets: { lagBackMs: 120_000 },
-      async inject(): Promise<Fault> {
-        return {
-          detail: 'every service replaced in turn: a new instance started, then the old one stopped (SIGTERM)',
-          undo: async () => {
-            for (const [service, running] of c.stack.children) {
-              if (running.length === 0 || service === 'retrieval-broker') continue;
-              await c.stack.start(service);
-              await c.stack.killOne(service, 'SIGTERM');
-            }
-          },
-        };
-      },
-    },
+    stepwise('service-kill', `kill -9 of one of two instances of each of ${KILLED_SERVICES.join(', ')} in turn`, async () => {
+      for (const service of KILLED_SERVICES) {
+        await c.stack.start(service);
+        await pause(5_000);
+        progress(`service-kill: kill -9 of one ${service} of two`);
+        await c.stack.killOne(service, 'SIGKILL');
+        await pause(10_000);
+      }
+    }),
+    stepwise('service-rolling-restart', 'every service replaced in turn: a new instance started, then the old one stopped (SIGTERM)', async () => {
+      for (const [service, running] of c.stack.children) {
+        if (running.length === 0 || service === 'retrieval-broker') continue;
+        await c.stack.start(service);
+        await c.stack.killOne(service, 'SIGTERM');
+      }
+    }),
   ];
   if (chosen === undefined) return all;
   const unknown = chosen.filter((name) => !all.some((s) => s.name === name));
