@@ -21,7 +21,7 @@ import { errorMessage, stderrLogger, type BusLogger } from '../bus-logger.ts';
 import { partitionForKey } from '../partitioner.ts';
 import { Signal } from '../signal.ts';
 import type { Bus, ConsumedMessage, LogPosition, OutgoingMessage, SubscribeOptions, Subscription, TopicSpec } from '../port.ts';
-import { encodeMessage, Mutex, Namespace, unavailable, withMetadataRetry } from './kafka-codec.ts';
+import { encodeMessage, Mutex, Namespace, retryWithin, unavailable, withMetadataRetry } from './kafka-codec.ts';
 import { CommitWatch } from './kafka-commit-watch.ts';
 import { Groups } from './kafka-groups.ts';
 import { readRange } from './kafka-reader.ts';
@@ -272,15 +272,10 @@ class KafkaBus implements Bus {
     const commit = { groupId: kafkaGroup, kafkaTopic: this.ns.topic(topic), partitions: offsets.map((offset, partition) => ({ partition, offset })) };
     // The previous transaction's markers may still be in flight (CONCURRENT_TRANSACTIONS, slow on
     // a loaded cluster, beyond kafkajs's own retries): asked again for up to a session timeout.
-    const deadline = performance.now() + this.sessionTimeoutMs;
-    for (let wait = 100; ; wait = Math.min(wait * 2, 1_000)) {
-      try {
-        await this.inTransaction((producer) => this.transactions.commit(producer, noMessages, commit));
-        return;
-      } catch (err) {
-        if ((err as { retriable?: unknown }).retriable !== true || performance.now() > deadline) throw unavailable(`setCommittedOffsets ${groupId}`, err);
-        await Signal.any([this.closingSignal], wait);
-      }
+    try {
+      await retryWithin(this.sessionTimeoutMs, () => this.inTransaction((producer) => this.transactions.commit(producer, noMessages, commit)), 100);
+    } catch (err) {
+      throw unavailable(`setCommittedOffsets ${groupId}`, err);
     }
   }
 

@@ -112,6 +112,23 @@ export class Mutex {
 export const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
+ * Retries `attempt` while its failure is retriable and `withinMs` has not passed, waiting
+ * doubling from `firstWaitMs` up to 1 s: for what a coordinator or a transaction's markers take
+ * to settle after a broker moved, which is longer than kafkajs's own retries wait.
+ */
+export async function retryWithin<T>(withinMs: number, attempt: () => Promise<T>, firstWaitMs = 50): Promise<T> {
+  const deadline = performance.now() + withinMs;
+  for (let wait = firstWaitMs; ; wait = Math.min(wait * 2, 1_000)) {
+    try {
+      return await attempt();
+    } catch (err) {
+      if ((err as { retriable?: unknown }).retriable !== true || performance.now() > deadline) throw err;
+      await delay(wait);
+    }
+  }
+}
+
+/**
  * Retries a metadata read while kafkajs says the failure is retriable (a leader moving, a
  * topic just created, stale metadata): a few attempts, doubling from 100 ms.
  */

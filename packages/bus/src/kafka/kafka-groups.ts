@@ -4,7 +4,7 @@
  * refuses while it has members.
  */
 import type { Admin } from 'kafkajs';
-import { unavailable } from './kafka-codec.ts';
+import { retryWithin, unavailable } from './kafka-codec.ts';
 
 const NON_EMPTY_GROUP = 68;
 const GROUP_ID_NOT_FOUND = 69;
@@ -27,15 +27,11 @@ export class Groups {
    * for as long as a coordinator takes to move, then MEM_UNAVAILABLE — a 503, never a 500.
    */
   async committed(kafkaGroup: string, kafkaTopic: string): Promise<Map<number, number>> {
-    const deadline = performance.now() + COORDINATOR_WAIT_MS;
-    for (let wait = 50; ; wait = Math.min(wait * 2, 1_000)) {
-      try {
-        const [topic] = await (await this.admin()).fetchOffsets({ groupId: kafkaGroup, topics: [kafkaTopic] });
-        return new Map((topic?.partitions ?? []).map((p) => [p.partition, Number(p.offset)]));
-      } catch (err) {
-        if ((err as { retriable?: unknown }).retriable !== true || performance.now() > deadline) throw unavailable(`committed offsets of ${kafkaGroup}`, err);
-        await new Promise((resolve) => setTimeout(resolve, wait));
-      }
+    try {
+      const [topic] = await retryWithin(COORDINATOR_WAIT_MS, async () => (await this.admin()).fetchOffsets({ groupId: kafkaGroup, topics: [kafkaTopic] }));
+      return new Map((topic?.partitions ?? []).map((p) => [p.partition, Number(p.offset)]));
+    } catch (err) {
+      throw unavailable(`committed offsets of ${kafkaGroup}`, err);
     }
   }
 
