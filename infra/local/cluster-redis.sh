@@ -58,7 +58,9 @@ write_conf() {
         echo "save ''"
         echo "appendonly yes"
         echo "appendfsync everysec"
-        [ "$1" = redis-replica ] && echo "replicaof 127.0.0.1 26379"
+        # An `if`, not `[ ] && echo`: a false test as the block's last command would fail the
+        # whole write under `set -e` (the primary's config on a fresh clone).
+        if [ "$1" = redis-replica ]; then echo "replicaof 127.0.0.1 26379"; fi
         ;;
     esac
   } >"$conf"

@@ -1,6 +1,14 @@
 # Shared by the engine scripts (sourced, not run). Each script defines `say`, `answering`,
 # PIDFILE and STOP_WAIT_S before it calls these.
 
+# Under `set -e` a failing command ends a script without a word (CI saw only "exited with 1"):
+# name the script, line and command on stderr before it does. errtrace carries this into
+# functions; failures in conditions (if, while, &&, ||) do not fire it, as they do not exit,
+# and neither does a deliberate `return N`/`exit N` (status answers 3 when an engine is down).
+set -o errtrace
+trap 'failed=$?; case "$BASH_COMMAND" in return*|exit*) ;;
+  *) echo "[${0##*/}] failed (exit $failed) at line $LINENO: $BASH_COMMAND" >&2 ;; esac' ERR
+
 # Waits up to STOP_WAIT_S for a pid to exit; true once it is gone.
 wait_gone() {
   local pid=$1 waited=0
