@@ -8,8 +8,13 @@
  *   send then failed with "kafka returned no offset for memory.commands[10]".
  * - An offset read that meets a moved leader refreshes the metadata and tries again; upstream
  *   gave up, and kept the stale leader for the metadata's max age (5 min).
+ * - A request that times out closes its connection, on a real socket to a server that accepts
+ *   and never answers (a frozen broker keeps its TCP connections open). Upstream kept the
+ *   socket, so every later request to that broker queued behind it and timed out in turn.
  */
+import { once } from 'node:events';
 import { createRequire } from 'node:module';
+import { createServer, type Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
 
 const require = createRequire(import.meta.url);
@@ -19,6 +24,15 @@ const createSendMessages = require('kafkajs/src/producer/sendMessages.js') as (d
 const createRetry = require('kafkajs/src/retry') as (options: object) => (fn: (...args: unknown[]) => Promise<unknown>) => Promise<unknown>;
 const createAdmin = require('kafkajs/src/admin') as (deps: object) => { fetchTopicOffsets(topic: string): Promise<Array<{ partition: number; offset: string }>> };
 const { KafkaJSProtocolError } = require('kafkajs/src/errors.js') as { KafkaJSProtocolError: new (e: { message: string; type: string; code: number; retriable: boolean }) => Error };
+interface Connection {
+  connect(): Promise<boolean>;
+  isConnected(): boolean;
+  send(protocol: { request: unknown; response: unknown; requestTimeout?: number }): Promise<unknown>;
+  disconnect(): Promise<boolean>;
+}
+const Connection = require('kafkajs/src/network/connection.js') as new (options: object) => Connection;
+const socketFactory = (require('kafkajs/src/network/socketFactory.js') as () => unknown)();
+const apiVersions = require('kafkajs/src/protocol/requests/apiVersions/index.js') as { protocol(v: { version: number }): () => { request: unknown; response: unknown } };
 
 interface ProduceCall { broker: number; partitions: number[] }
 
@@ -125,5 +139,40 @@ describe('kafkajs offset reads (patched)', () => {
 
     expect(offsets.map((o) => [o.partition, o.offset])).toEqual([[0, '42']]);
     expect(refreshes).toBe(1);
+  });
+});
+
+describe('kafkajs requests to a broker that stopped answering (patched)', () => {
+  it('closes the connection when a request times out, fails the requests still on it as a closed connection, and connects afresh', async () => {
+    const accepted: Socket[] = [];
+    const server = createServer((socket) => { accepted.push(socket); socket.resume(); }); // reads, never answers
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const { port } = server.address() as { port: number };
+    const logger = { namespace: () => silent };
+    const connection = new Connection({ host: '127.0.0.1', port, logger, socketFactory, requestTimeout: 200, connectionTimeout: 1000 });
+    try {
+      await connection.connect();
+      const timedOut = connection.send(apiVersions.protocol({ version: 0 })());
+      // The same request with a long timeout of its own: it is still waiting when the first times out.
+      const waiting = connection.send({ ...apiVersions.protocol({ version: 0 })(), requestTimeout: 60_000 });
+
+      await expect(timedOut).rejects.toMatchObject({ name: 'KafkaJSRequestTimeoutError' });
+      await expect(waiting).rejects.toMatchObject({ name: 'KafkaJSConnectionClosedError' });
+      expect(connection.isConnected()).toBe(false);
+      // The broker's side of the socket sees it closed: nothing is left queued on it.
+      const first = accepted[0]!;
+      if (!first.closed) await once(first, 'close');
+
+      const reconnected = once(server, 'connection');
+      await connection.connect();
+      await reconnected;
+      expect(connection.isConnected()).toBe(true);
+      expect(accepted).toHaveLength(2);
+    } finally {
+      await connection.disconnect();
+      for (const socket of accepted) socket.destroy();
+      server.close();
+    }
   });
 });
