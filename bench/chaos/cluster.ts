@@ -33,6 +33,8 @@ export type NodeSignal = 'KILL' | 'STOP' | 'CONT' | 'TERM';
 export interface ClusterControl {
   /** Starts every node (idempotent) and waits until each engine serves. */
   start(): void;
+  /** Stops every node and deletes the cluster's data: the next start is an empty cluster. */
+  reset(): void;
   stop(): void;
   /** Signals one node's process (kafka-1…3, es-1, es-2, redis-primary, redis-replica, sentinel-1…3). */
   signal(node: string, signal: NodeSignal): void;
@@ -70,7 +72,12 @@ async function until(what: string, boundMs: number, ready: () => Promise<boolean
   }
 }
 
-/** Every partition of every topic (internal ones included) has all its replicas in sync. */
+/**
+ * Every partition of every topic (internal ones included) has all its replicas in sync and is
+ * led by its preferred replica: the broker a fault left out has its leaderships back (the
+ * cluster rebalances them every 5 s), so one broker does not carry every leader into the next
+ * scenario.
+ */
 async function kafkaInSync(): Promise<boolean> {
   const admin = new Kafka({ clientId: 'gm-chaos-health', brokers: KAFKA_BROKERS, logLevel: logLevel.NOTHING, requestTimeout: 5_000 }).admin();
   await admin.connect();
@@ -78,7 +85,7 @@ async function kafkaInSync(): Promise<boolean> {
     if ((await admin.describeCluster()).brokers.length < KAFKA_BROKERS.length) return false;
     const topics = await admin.listTopics();
     const { topics: metadata } = await admin.fetchTopicMetadata({ topics });
-    return metadata.every((t) => t.partitions.every((p) => p.leader >= 0 && p.isr.length === p.replicas.length));
+    return metadata.every((t) => t.partitions.every((p) => p.leader >= 0 && p.isr.length === p.replicas.length && p.leader === p.replicas[0]));
   } finally {
     await admin.disconnect();
   }
@@ -133,12 +140,13 @@ async function redisReplicaLinked(): Promise<boolean> {
 
 export function clusterControl(): ClusterControl {
   const waitHealthy = async () => {
-    await until('every Kafka partition in sync', 180_000, kafkaInSync);
+    await until('every Kafka partition in sync and led by its preferred replica', 180_000, kafkaInSync);
     await until('Elasticsearch green', 180_000, async () => (await elasticsearch('/_cluster/health') as { status: string }).status === 'green');
     await until('the Redis replica linked to the primary Sentinel names', 180_000, redisReplicaLinked);
   };
   return {
     start: () => launcher(['start']),
+    reset: () => launcher(['reset']),
     stop: () => launcher(['stop']),
     signal: (node, signal) => {
       const pid = Number(launcher(['pid', node], true).trim());

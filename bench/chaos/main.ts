@@ -8,7 +8,7 @@
  *   pnpm chaos                       every scenario
  *   pnpm chaos --reduced             CI's run: one broker kill -9 under load, shorter phases
  *   pnpm chaos --scenarios a,b       these scenarios (names in the table)
- *   pnpm chaos --keep                leave the cluster running afterwards
+ *   pnpm chaos --keep                leave the cluster running afterwards (the next run resets it)
  *   pnpm chaos --engines local       the control scenario (no fault) on the engines the env names
  *   pnpm chaos --semantic            with semantic retrieval (the vector-indexer) on
  *
@@ -50,7 +50,11 @@ const logFile = path.join(workDir, 'services.log');
 const onCluster = value('--engines') !== 'local';
 const control = clusterControl();
 if (onCluster) {
-  progress('starting the cluster engines (infra/local/engines.sh start --cluster)');
+  // Every run on an empty cluster: each run's namespace leaves its topics (24 of 12 partitions
+  // each) behind, and a few runs' worth of replicated partitions keep the brokers busy enough
+  // to slow every scenario after (docs/reliability.md "The fault suite").
+  progress('resetting the cluster engines to an empty cluster (infra/local/cluster.sh reset), then starting them');
+  control.reset();
   control.start();
 }
 

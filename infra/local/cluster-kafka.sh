@@ -57,6 +57,13 @@ transaction.state.log.replication.factor=3
 transaction.state.log.min.isr=2
 share.coordinator.state.topic.replication.factor=3
 share.coordinator.state.topic.min.isr=2
+# Leadership goes back to each partition's preferred replica within seconds of a broker's
+# return (production defaults: checked every 300 s, 10 % imbalance tolerated). The fault suite
+# fails brokers minutes apart; left where failover put them, every leader and coordinator ends
+# on one broker, which then carries the whole load alone and is the next scenario's victim.
+auto.leader.rebalance.enable=true
+leader.imbalance.check.interval.seconds=5
+leader.imbalance.per.broker.percentage=0
 CONF
     small_box_settings
   } >"$(config_of "$1")"

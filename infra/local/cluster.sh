@@ -4,6 +4,8 @@
 # (cluster-kafka.sh), two Elasticsearch nodes (cluster-elasticsearch.sh), a Redis primary,
 # replica and three Sentinels (cluster-redis.sh).
 #   infra/local/cluster.sh start|stop|status                      every engine (engines.sh --cluster)
+#   infra/local/cluster.sh reset       stops every engine and deletes the cluster's data: the
+#     next start is a new, empty cluster (the fault suite starts from one)
 #   infra/local/cluster.sh kill-node|start-node|stop-node|freeze-node|thaw-node|pid NODE
 # NODE: kafka-1..3, es-1, es-2, redis-primary, redis-replica, sentinel-1..3. kill-node sends
 # SIGKILL, freeze-node SIGSTOP, thaw-node SIGCONT; start-node returns once the node serves.
@@ -49,6 +51,11 @@ case "$action" in
     status=0
     for engine in "${ENGINES[@]}"; do "$HERE/cluster-$engine.sh" stop || status=$?; done
     exit $status ;;
+  reset)
+    bash "$HERE/cluster.sh" stop
+    # The state of every node (data, configs Sentinel rewrote, the Kafka cluster id) lives here.
+    rm -rf "$HERE/.run/cluster"
+    echo "[cluster] data deleted: the next start is an empty cluster" ;;
   status)
     status=0
     for engine in "${ENGINES[@]}"; do "$HERE/cluster-$engine.sh" status || status=$?; done
@@ -60,5 +67,5 @@ case "$action" in
     [ $# -eq 2 ] || { echo "usage: $0 $action NODE" >&2; exit 2; }
     engine="$(engine_of "$2")" || exit 2
     exec "$HERE/cluster-$engine.sh" "$action" "$2" ;;
-  *) echo "usage: $0 start|stop|status|selfcheck | kill-node|start-node|stop-node|freeze-node|thaw-node|pid NODE" >&2; exit 2 ;;
+  *) echo "usage: $0 start|stop|reset|status|selfcheck | kill-node|start-node|stop-node|freeze-node|thaw-node|pid NODE" >&2; exit 2 ;;
 esac
