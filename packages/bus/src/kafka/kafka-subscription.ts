@@ -91,6 +91,15 @@ const PARTITIONS_IN_PARALLEL = 8;
 
 const FETCH_WAIT_MS = 100;
 
+/**
+ * A crashed consumer (its coordinator loading or moving, a broker gone) restarts after this
+ * pause, doubled per crash in a row up to the cap, until it joins again. kafkajs restarts after
+ * the failed retry's own wait — tens of milliseconds with our retry settings — and during a
+ * failover every member of every group crashed and rejoined about 20 times a second, loading
+ * the new coordinator while it was loading (docs/reliability.md "The Kafka client under failover").
+ */
+const RESTART_PAUSE_MS = { first: 250, max: 2_000 };
+
 export class KafkaSubscription implements Subscription {
   readonly groupId: string;
   private readonly consumer: Consumer;
@@ -112,6 +121,8 @@ export class KafkaSubscription implements Subscription {
   /** Committed offset re-read after fencing, per partition owned since the last assignment. */
   private readonly floors = new Map<string, number>();
   private readonly stopping = new Signal();
+  /** Crashes since the last join: the next restart's pause doubles with each. */
+  private crashesInARow = 0;
   /** When each partition's batch in the background last made progress; watched for stalls. */
   private readonly inFlight = new Map<string, number>();
   private watchdog: NodeJS.Timeout | undefined;
@@ -147,6 +158,7 @@ export class KafkaSubscription implements Subscription {
       maxWaitTimeInMs: options.lingerMs !== undefined && options.lingerMs > 0 ? Math.ceil(options.lingerMs) : FETCH_WAIT_MS,
       // Lingering: the broker answers a fetch once 1 MiB is there or lingerMs passed, so batches grow under load.
       ...(options.lingerMs !== undefined && options.lingerMs > 0 ? { minBytes: 1024 * 1024 } : {}),
+      retry: { restartOnFailure: () => this.pauseBeforeRestart() },
     });
   }
 
@@ -164,6 +176,7 @@ export class KafkaSubscription implements Subscription {
       failed = reject;
     });
     consumer.on(consumer.events.GROUP_JOIN, () => {
+      this.crashesInARow = 0;
       this.onAssignment();
       joined();
     });
@@ -188,6 +201,14 @@ export class KafkaSubscription implements Subscription {
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /** kafkajs asks before it restarts a crashed consumer: yes, after a pause that grows with the crashes in a row (or at once when closing). */
+  private async pauseBeforeRestart(): Promise<boolean> {
+    const pauseMs = Math.min(RESTART_PAUSE_MS.max, RESTART_PAUSE_MS.first * 2 ** this.crashesInARow);
+    this.crashesInARow += 1;
+    if (!this.closing) await Signal.any([this.stopping], pauseMs);
+    return true;
   }
 
   private run(): Promise<void> {

@@ -8,6 +8,9 @@
  *   send then failed with "kafka returned no offset for memory.commands[10]".
  * - An offset read that meets a moved leader refreshes the metadata and tries again; upstream
  *   gave up, and kept the stale leader for the metadata's max age (5 min).
+ * - A group commit refused with NOT_COORDINATOR asks where the coordinator is now, and the next
+ *   commit goes there. Upstream kept the coordinator of the join, and a key-store follower's
+ *   commits were refused for over five minutes after a broker's leaderships moved back.
  * - A request that times out closes its connection, on a real socket to a server that accepts
  *   and never answers (a frozen broker keeps its TCP connections open). Upstream kept the
  *   socket, so every later request to that broker queued behind it and timed out in turn.
@@ -24,6 +27,10 @@ const createSendMessages = require('kafkajs/src/producer/sendMessages.js') as (d
 const createRetry = require('kafkajs/src/retry') as (options: object) => (fn: (...args: unknown[]) => Promise<unknown>) => Promise<unknown>;
 const createAdmin = require('kafkajs/src/admin') as (deps: object) => { fetchTopicOffsets(topic: string): Promise<Array<{ partition: number; offset: string }>> };
 const { KafkaJSProtocolError } = require('kafkajs/src/errors.js') as { KafkaJSProtocolError: new (e: { message: string; type: string; code: number; retriable: boolean }) => Error };
+const OffsetManager = require('kafkajs/src/consumer/offsetManager/index.js') as new (options: object) => {
+  commitOffsets(offsets: { topics: Array<{ topic: string; partitions: Array<{ partition: number; offset: string }> }> }): Promise<void>;
+};
+
 interface Connection {
   connect(): Promise<boolean>;
   isConnected(): boolean;
@@ -174,5 +181,36 @@ describe('kafkajs requests to a broker that stopped answering (patched)', () => 
       for (const socket of accepted) socket.destroy();
       server.close();
     }
+  });
+});
+
+describe('kafkajs group commits after the coordinator moved (patched)', () => {
+  it('asks where the coordinator is now when one refuses as no longer coordinating, and commits there next', async () => {
+    const commits: string[] = [];
+    const coordinator = (name: string, refuses: boolean) => ({
+      isConnected: () => true,
+      async offsetCommit() {
+        commits.push(name);
+        if (refuses) throw new KafkaJSProtocolError({ message: 'not the coordinator', type: 'NOT_COORDINATOR_FOR_GROUP', code: 16, retriable: true });
+      },
+    });
+    const cluster = {
+      committedOffsets: () => ({}),
+      async refreshMetadata() {},
+      findGroupCoordinator: async ({ groupId }: { groupId: string }) => {
+        expect(groupId).toBe('keys-follower');
+        return coordinator('now', false);
+      },
+    };
+    const offsets = new OffsetManager({
+      cluster, coordinator: coordinator('at the join', true), memberAssignment: { 'memory.keys': [0] }, autoCommit: false,
+      topicConfigurations: {}, instrumentationEmitter: { emit: () => undefined }, groupId: 'keys-follower', generationId: 3, memberId: 'm-1',
+    });
+    const commit = { topics: [{ topic: 'memory.keys', partitions: [{ partition: 0, offset: '42' }] }] };
+
+    await expect(offsets.commitOffsets(commit)).rejects.toMatchObject({ type: 'NOT_COORDINATOR_FOR_GROUP' });
+    await offsets.commitOffsets(commit);
+
+    expect(commits).toEqual(['at the join', 'now']);
   });
 });
