@@ -38,11 +38,6 @@ export async function scheduleFromEvents(state: StateStore, events: readonly Mem
   if (writes.length > 0) await state.kv.pipeline(writes);
 }
 
-/** `scheduleFromEvents` of one event (replay folds the log one event at a time). */
-export function scheduleFromEvent(state: StateStore, event: MemoryEvent): Promise<void> {
-  return scheduleFromEvents(state, [event]);
-}
-
 /** The schedule may lag the log by this much: the ticker re-reads it every tick anyway. */
 const SCHEDULE_LINGER_MS = 100;
 

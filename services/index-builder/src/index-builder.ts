@@ -26,7 +26,7 @@ export async function indexEvents(index: SearchIndex, events: readonly MemoryEve
   for (const [tenantId, ids] of removals) await index.remove(tenantId, ids);
 }
 
-/** `indexEvents` of one event (replay folds the log one event at a time). */
+/** `indexEvents` of one event (the summaries spec applies events one at a time). */
 export function indexEvent(index: SearchIndex, event: MemoryEvent): Promise<void> {
   return indexEvents(index, [event]);
 }

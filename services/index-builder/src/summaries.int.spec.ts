@@ -8,7 +8,7 @@ import { TestClock, openEmbeddedFixture, sha256Hex, type EmbeddedFixture } from 
 import {
   DAY, HOUR, SUBJECT, T0, TENANT, after, deleteMemory, forget, history, promote, tombstone, write,
 } from '@gm/domain/fixtures';
-import { projectEvent } from '@gm/projector';
+import { projectEvents } from '@gm/projector';
 import { indexEvent } from './index-builder.ts';
 import { summarizeEvent, summaryTargetHandler } from './summaries.ts';
 
@@ -33,7 +33,7 @@ describe('index-builder: summaries kept in step with the active records', () => 
   });
 
   const project = async (events: MemoryEvent[]) => {
-    for (const e of events) await projectEvent(f.state, e);
+    for (const e of events) await projectEvents(f.state, [e]);
   };
   const build = async (events: MemoryEvent[]) => {
     for (const e of events) {

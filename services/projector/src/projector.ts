@@ -111,10 +111,6 @@ export function publishedState(meta: RecordMeta): Omit<RecordMeta, 'contentHash'
   return state;
 }
 
-/** `projectEvents` of one event (replay folds the log one event at a time). */
-export function projectEvent(state: StateStore, event: MemoryEvent): Promise<RecordMeta[]> {
-  return projectEvents(state, [event]);
-}
 
 export async function startProjector(deps: ProjectorDeps): Promise<ServiceHandle> {
   return subscribeToMemoryEventBatches(deps.bus, PROJECTOR_GROUP, async (batch, ctx) => {

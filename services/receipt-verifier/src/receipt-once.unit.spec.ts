@@ -12,6 +12,7 @@ import type { DeletionJob, DeletionTask } from '@gm/contracts';
 import { createLogger, createMetrics } from '@gm/observability';
 import { generateSigningKeyPair } from '@gm/policy';
 import { ReceiptSigner } from '@gm/policy/receipts';
+import { publishedReceiptKeys } from '@gm/policy/receipt-keys';
 import { StateStore, createSqliteKeyValueStore } from '@gm/state-store';
 import { receiptHandler } from './receipts.ts';
 
@@ -47,14 +48,27 @@ async function setup() {
   const state = new StateStore(createSqliteKeyValueStore({ file: path.join(dir, 'state.db') }), 'gm:');
   await state.jobs.put(job);
   const keys = await generateSigningKeyPair();
+  const publishKeys = async () => {
+    for (const key of await publishedReceiptKeys(keys)) await state.receipts.publishKey(key);
+  };
   const handle = receiptHandler({
     bus: undefined as never, state, clock: { now: () => new Date('2026-11-30T08:00:03.000Z') },
     log: createLogger({ name: 'receipt-once', level: 'silent' }), metrics: createMetrics(), keys,
-  }, await ReceiptSigner.create(keys));
+  }, await ReceiptSigner.create(keys), publishKeys);
   return { state, handle };
 }
 
 describe('receipts: one per job on deletion.receipts', () => {
+  it('publishes its signing key before a receipt leaves, when the state store has lost it', async () => {
+    const { state, handle } = await setup();
+    expect(await state.receipts.publicKeys()).toEqual([]);
+    const b = batch();
+    await handle(ask(0), b.ctx);
+    const [sent] = b.sent.filter((m) => m.topic === 'deletion.receipts');
+    const { kid } = sent?.value as { kid: string };
+    expect((await state.receipts.publicKeys()).map((k) => k.kid)).toEqual([kid]);
+  });
+
   it('sends the receipt once when the task and its re-ask arrive in one batch', async () => {
     const { handle } = await setup();
     const b = batch();

@@ -128,7 +128,7 @@ export interface ReceiptSignerDeps {
  * re-sends the stored receipt instead of signing another, and once its message is committed on
  * deletion.receipts a later duplicate sends nothing.
  */
-export function receiptHandler(deps: ReceiptSignerDeps, signer: ReceiptSigner) {
+export function receiptHandler(deps: ReceiptSignerDeps, signer: ReceiptSigner, publishKeys: () => Promise<void>) {
   const { state, log } = deps;
   /**
    * Jobs whose receipt this instance has queued and not yet marked published: a second ask in
@@ -163,6 +163,9 @@ export function receiptHandler(deps: ReceiptSignerDeps, signer: ReceiptSigner) {
     if (sending.has(sendingKey)) return;
     sending.add(sendingKey);
     const published = stored;
+    // A receipt leaves only with its key published: the state store may have lost the keys
+    // (Redis emptied, then rebuilt from the log, which does not hold them).
+    await publishKeys();
     ctx.send([{ topic: TOPICS.deletionReceipts, key: jobId, value: published }]);
     ctx.onDiscarded(() => sending.delete(sendingKey));
     ctx.onCommitted(() => {
@@ -173,10 +176,30 @@ export function receiptHandler(deps: ReceiptSignerDeps, signer: ReceiptSigner) {
   };
 }
 
+/**
+ * How often the signer publishes its public keys again. They live in the state store, which can
+ * lose them (a Redis emptied and rebuilt from the log, which does not carry them); receipts
+ * already on deletion.receipts verify again within this long, without waiting for a new job.
+ */
+const KEY_REPUBLISH_MS = 30_000;
+
 export async function startReceiptSigner(deps: ReceiptSignerDeps): Promise<ServiceHandle> {
   const signer = await ReceiptSigner.create(deps.keys);
   // Its own public key, and those of the keys it was rotated from: old receipts keep verifying.
-  for (const key of await publishedReceiptKeys(deps.keys)) await deps.state.receipts.publishKey(key);
-  const sub = await deps.bus.subscribe({ groupId: RECEIPT_SIGNER_GROUP, topics: [TOPICS.deletionTasks], handler: receiptHandler(deps, signer) });
-  return { close: () => sub.close() };
+  const keys = await publishedReceiptKeys(deps.keys);
+  const publishKeys = async () => {
+    for (const key of keys) await deps.state.receipts.publishKey(key);
+  };
+  await publishKeys();
+  const republish = setInterval(() => {
+    publishKeys().catch((err: unknown) => deps.log.warn({ err }, 'could not publish the receipt keys again'));
+  }, KEY_REPUBLISH_MS);
+  republish.unref();
+  const sub = await deps.bus.subscribe({ groupId: RECEIPT_SIGNER_GROUP, topics: [TOPICS.deletionTasks], handler: receiptHandler(deps, signer, publishKeys) });
+  return {
+    close: async () => {
+      clearInterval(republish);
+      await sub.close();
+    },
+  };
 }

@@ -39,4 +39,12 @@ describe('PipelineBacklog', () => {
     expect(await codeOf(new PipelineBacklog(log, 4).admitAsync())).toBe('MEM_UNAVAILABLE retriable=true');
     expect(await codeOf(new PipelineBacklog(log, 5).admitAsync())).toBe('admitted');
   });
+
+  it('refuses an asynchronous write retriably when the backlog cannot be read in time (a broker that hangs), rather than leaving it unanswered', async () => {
+    const log = await open();
+    const hanging = new Proxy(log, {
+      get: (target, prop, receiver) => (prop === 'endOffsets' ? () => new Promise<never>(() => undefined) : Reflect.get(target, prop, receiver)),
+    });
+    expect(await codeOf(new PipelineBacklog(hanging, 3, 50).admitAsync())).toBe('MEM_UNAVAILABLE retriable=true');
+  });
 });

@@ -14,16 +14,37 @@ import { READ_YOUR_WRITES_GROUPS } from './command-gateway.ts';
 /** The backlog is read from the log at most this often (on Kafka it is two admin requests per group). */
 const FRESH_MS = 100;
 
+/**
+ * How long an asynchronous write waits for the backlog to be read before it is refused with a
+ * retriable 503: while a broker shuts down or hangs, one read can take the client's own retries
+ * and leave the request unanswered (the fault suite's rolling restart saw it past 30 s).
+ */
+const DEFAULT_READ_TIMEOUT_MS = 5_000;
+
 export class PipelineBacklog {
   private reading: Promise<number> | undefined;
   private readAt = -Infinity;
   private last = 0;
 
-  constructor(private readonly bus: Bus, private readonly limit: number) {}
+  constructor(private readonly bus: Bus, private readonly limit: number, private readonly readTimeoutMs = DEFAULT_READ_TIMEOUT_MS) {}
 
   /** Throws the retriable 503 while the pipeline is over its limit. */
   async admitAsync(): Promise<void> {
-    const behind = await this.behind();
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new GovernedMemoryError(
+        'MEM_UNAVAILABLE', `the pipeline's backlog could not be read within ${this.readTimeoutMs / 1000} s; retry the asynchronous write shortly`, { retriable: true },
+      )), this.readTimeoutMs);
+    });
+    const reading = this.behind();
+    // Settled either way: a read that fails after the deadline is not an unhandled rejection.
+    reading.catch(() => undefined);
+    let behind: number;
+    try {
+      behind = await Promise.race([reading, late]);
+    } finally {
+      clearTimeout(timer);
+    }
     if (behind <= this.limit) return;
     throw new GovernedMemoryError('MEM_UNAVAILABLE', `the pipeline is ${behind} messages behind (limit ${this.limit}); retry the asynchronous write shortly`, { retriable: true });
   }

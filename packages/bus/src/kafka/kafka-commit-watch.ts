@@ -32,13 +32,23 @@ export class CommitWatch {
   /** Resolves true once the group committed past `offset`, false at the deadline or on close. */
   wait(kafkaGroup: string, kafkaTopic: string, partition: number, offset: number, timeoutMs: number): Promise<boolean> {
     return new Promise((resolve, reject) => {
-      const waiter = { kafkaTopic, partition, offset, deadline: performance.now() + timeoutMs, resolve, reject };
-      const group = this.waiters.get(kafkaGroup);
-      if (group !== undefined) {
-        group.add(waiter);
+      let timer: NodeJS.Timeout | undefined;
+      const settle = <T>(answer: (value: T) => void) => (value: T) => {
+        clearTimeout(timer);
+        waiting?.delete(waiter);
+        answer(value);
+      };
+      const waiter: Waiter = { kafkaTopic, partition, offset, deadline: performance.now() + timeoutMs, resolve: settle(resolve), reject: settle(reject) };
+      // The deadline holds even while one offset fetch hangs: a broker in controlled shutdown or
+      // frozen can keep a single fetch (its own retries included) far past it, and the request
+      // waiting here would go unanswered (the fault suite's rolling restart saw 30 s and more).
+      timer = setTimeout(() => waiter.resolve(false), timeoutMs);
+      let waiting = this.waiters.get(kafkaGroup);
+      if (waiting !== undefined) {
+        waiting.add(waiter);
         return;
       }
-      const waiting = new Set([waiter]);
+      waiting = new Set([waiter]);
       this.waiters.set(kafkaGroup, waiting);
       void this.poll(kafkaGroup, waiting);
     });
