@@ -10,6 +10,7 @@
 import { groupLag, type Bus } from '@gm/bus';
 import { CONSUMER_GROUPS, GovernedMemoryError, TOPICS } from '@gm/contracts';
 import { READ_YOUR_WRITES_GROUPS } from './command-gateway.ts';
+import { within } from './within.ts';
 
 /** The backlog is read from the log at most this often (on Kafka it is two admin requests per group). */
 const FRESH_MS = 100;
@@ -30,20 +31,9 @@ export class PipelineBacklog {
 
   /** Throws the retriable 503 while the pipeline is over its limit. */
   async admitAsync(): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new GovernedMemoryError(
-        'MEM_UNAVAILABLE', `the pipeline's backlog could not be read within ${this.readTimeoutMs / 1000} s; retry the asynchronous write shortly`, { retriable: true },
-      )), this.readTimeoutMs);
-    });
-    const reading = this.behind();
-    // Settled either way: a read that fails after the deadline is not an unhandled rejection.
-    reading.catch(() => undefined);
-    let behind: number;
-    try {
-      behind = await Promise.race([reading, late]);
-    } finally {
-      clearTimeout(timer);
+    const behind = await within(this.behind(), this.readTimeoutMs);
+    if (behind === undefined) {
+      throw new GovernedMemoryError('MEM_UNAVAILABLE', `the pipeline's backlog could not be read within ${this.readTimeoutMs / 1000} s; retry the asynchronous write shortly`, { retriable: true });
     }
     if (behind <= this.limit) return;
     throw new GovernedMemoryError('MEM_UNAVAILABLE', `the pipeline is ${behind} messages behind (limit ${this.limit}); retry the asynchronous write shortly`, { retriable: true });

@@ -1,5 +1,6 @@
 import type { Bus, LogPosition, Subscription } from '@gm/bus';
 import { raise, type ConsistencyPoint, type Positions } from './consistency-token.ts';
+import { within } from './within.ts';
 import {
   CONSUMER_GROUPS, CommandReply, GovernedMemoryError, TOPICS, asErrorCode, subjectKey,
   type AcceptedResult, type MemoryCommand,
@@ -30,6 +31,7 @@ export const DELETION_JOB_GROUPS = [CONSUMER_GROUPS.deletionOrchestrator] as con
 export type ProjectionCheck = (tenant: string, result: AcceptedResult) => Promise<boolean>;
 
 const CONFIRM_POLL_MS = 5;
+
 
 /**
  * Sends commands to write-admission and waits for the reply (request/reply over
@@ -123,9 +125,9 @@ export class CommandGateway {
         ...[...furthest].map(([partition, offset]) => this.waitForGroups({ topic: TOPICS.events, partition, offset })),
         ...retried.map((r) => this.confirmRetried(r.tenant, r.result, r.partition, deadline)),
       ];
-      const readYourWrites = (await Promise.all(waits)).every(Boolean);
+      let readYourWrites = (await Promise.all(waits)).every(Boolean);
       // A retried result's events are before its partition's end: a token waits for that end.
-      if (retried.length > 0) await this.raiseToEventsEnd(furthest, retried.map((r) => r.partition));
+      if (retried.length > 0) readYourWrites = (await this.raiseToEventsEnd(furthest, retried.map((r) => r.partition), deadline)) && readYourWrites;
       return { outcomes, readYourWrites, landed: furthest };
     } finally {
       for (const r of replies) r.dispose();
@@ -151,23 +153,14 @@ export class CommandGateway {
    * timeout.
    */
   private async produceInTime(commands: readonly MemoryCommand[]): Promise<LogPosition[]> {
-    const produced = this.bus.produce(commands.map((command) => ({
+    const produced = await within(this.bus.produce(commands.map((command) => ({
       topic: TOPICS.commands, key: subjectKey(command.metadata.tenantId, command.metadata.subjectId), value: command,
-    })));
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new GovernedMemoryError(
-        'MEM_TIMEOUT', 'the command was not durably in the log in time; it may still land: a retry with the same Idempotency-Key gets its result, a retry without one is a new request',
-        { retriable: true },
-      )), this.options.replyTimeoutMs);
-    });
-    // Settled either way: an append that fails after the deadline is not an unhandled rejection.
-    produced.catch(() => undefined);
-    try {
-      return await Promise.race([produced, late]);
-    } finally {
-      clearTimeout(timer);
-    }
+    }))), this.options.replyTimeoutMs);
+    if (produced !== undefined) return produced;
+    throw new GovernedMemoryError(
+      'MEM_TIMEOUT', 'the command was not durably in the log in time; it may still land: a retry with the same Idempotency-Key gets its result, a retry without one is a new request',
+      { retriable: true },
+    );
   }
 
   /** The reply to a command, or MEM_TIMEOUT after replyTimeoutMs; registered before the command is sent. */
@@ -211,20 +204,22 @@ export class CommandGateway {
       const admitted = await Promise.all([...point.commands].map(([partition, offset]) =>
         this.bus.waitForCommitted(CONSUMER_GROUPS.writeAdmission, { topic: TOPICS.commands, partition, offset }, left())));
       if (!admitted.every(Boolean)) return false;
-      await this.raiseToEventsEnd(events, point.commands.keys());
+      if (!(await this.raiseToEventsEnd(events, point.commands.keys(), deadline))) return false;
     }
     const passed = await Promise.all([...events].flatMap(([partition, offset]) =>
       groups.map((group) => this.bus.waitForCommitted(group, { topic: TOPICS.events, partition, offset }, left()))));
     return passed.every(Boolean);
   }
 
-  /** Moves each partition's position up to the last event memory.events holds there now. */
-  private async raiseToEventsEnd(positions: Map<number, number>, partitions: Iterable<number>): Promise<void> {
-    const ends = await this.bus.endOffsets(TOPICS.events);
+  /** Moves each partition's position up to the last event memory.events holds there now; false when the ends could not be read by `deadline`. */
+  private async raiseToEventsEnd(positions: Map<number, number>, partitions: Iterable<number>, deadline: number): Promise<boolean> {
+    const ends = await within(this.bus.endOffsets(TOPICS.events), deadline - performance.now());
+    if (ends === undefined) return false;
     for (const partition of partitions) {
       const last = (ends[partition] ?? 0) - 1;
       if (last >= 0) raise(positions, partition, last);
     }
+    return true;
   }
 
   /** Polls the projection check until it holds or the read-your-writes deadline passes. */
@@ -239,7 +234,9 @@ export class CommandGateway {
 
   /** Events and the reply were appended in one transaction: the events end usually includes them (see ProjectionCheck). */
   private async waitForEnd(partition: number): Promise<boolean> {
-    const end = (await this.bus.endOffsets(TOPICS.events))[partition] ?? 0;
+    const ends = await within(this.bus.endOffsets(TOPICS.events), this.options.readYourWritesTimeoutMs);
+    if (ends === undefined) return false;
+    const end = ends[partition] ?? 0;
     if (end === 0) return true;
     return this.waitForGroups({ topic: TOPICS.events, partition, offset: end - 1 });
   }

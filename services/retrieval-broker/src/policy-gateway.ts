@@ -6,6 +6,7 @@ import {
 } from '@gm/contracts';
 import type { Logger } from '@gm/observability';
 import type { StateStore } from '@gm/state-store';
+import { within } from './within.ts';
 
 type ChangeData<T extends PolicyChangeType> = Extract<PolicyChange, { type: T }>['data'];
 
@@ -22,7 +23,11 @@ export class PolicyGateway {
 
   async submit<T extends PolicyChangeType>(claims: CapabilityClaims, type: T, data: ChangeData<T>): Promise<number> {
     const tenant = claims.tenant;
-    const { changeId, position } = await this.produce(tenant, { agentId: claims.sub, principalId: claims.act.sub }, type, data);
+    const produced = await within(this.produce(tenant, { agentId: claims.sub, principalId: claims.act.sub }, type, data), this.options.timeoutMs);
+    if (produced === undefined) {
+      throw new GovernedMemoryError('MEM_TIMEOUT', 'the policy change was not durably in the log in time; it may still land, and repeating it is safe', { retriable: true });
+    }
+    const { changeId, position } = produced;
     const applied = await this.deps.bus.waitForCommitted(CONSUMER_GROUPS.policyProjector, position, this.options.timeoutMs);
     if (!applied) {
       throw new GovernedMemoryError('MEM_TIMEOUT', 'the policy change is recorded and takes effect once applied; repeating it is safe', { retriable: true });
