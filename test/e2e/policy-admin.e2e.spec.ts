@@ -80,9 +80,13 @@ describe('policy administration over the API', () => {
     // Nor can it see another requester's deletion job (an administrator could).
     const writer = await rt.issue({ agentId: 'support-bot', principal: { id: 'alice', kind: 'person' } });
     expect((await rt.api('POST', '/v1/memories', { token: writer, body: memory({ id: 'adm-job', subjectId: 'cust-adm', content: 'A record to delete' }) })).status).toBe(201);
-    const job = String((await rt.api('DELETE', '/v1/memories/adm-job', { token: writer })).body.jobId);
-    expect((await rt.api('GET', `/v1/deletion-jobs/${job}`, { token: stranger })).status).toBe(404);
-    expect((await rt.api('GET', `/v1/deletion-jobs/${job}`, { token: admin })).status).toBe(200);
+    const deleted = await rt.api('DELETE', '/v1/memories/adm-job', { token: writer });
+    const job = String(deleted.body.jobId);
+    // The job is the deletion-orchestrator's to create: the DELETE's consistency token makes each
+    // read wait for it, so the stranger's 404 is a refusal, not a job not made yet.
+    const afterDelete = { 'consistency-token': String(deleted.headers.get('consistency-token')) };
+    expect((await rt.api('GET', `/v1/deletion-jobs/${job}`, { token: stranger, headers: afterDelete })).status).toBe(404);
+    expect((await rt.api('GET', `/v1/deletion-jobs/${job}`, { token: admin, headers: afterDelete })).status).toBe(200);
 
     // The bootstrap: oak has no administrator yet, so its first admin grant is taken on the issuer's word…
     const first = await rt.api('POST', '/v1/grants', { token: stranger, body: { grantId: 'g-mallory-oak', ...grant, resource: oak, role: 'admin' } });

@@ -10,6 +10,9 @@ import type { Groups } from './kafka-groups.ts';
 /** Short: a write's acknowledgement waits for this; one fetch per group per tick serves all. */
 const POLL_INTERVAL_MS = 5;
 
+/** How long past its deadline a waiter waits for a fetch that does not return. */
+const HANGING_FETCH_GRACE_MS = 1_000;
+
 interface Waiter {
   kafkaTopic: string;
   partition: number;
@@ -42,7 +45,9 @@ export class CommitWatch {
       // The deadline holds even while one offset fetch hangs: a broker in controlled shutdown or
       // frozen can keep a single fetch (its own retries included) far past it, and the request
       // waiting here would go unanswered (the fault suite's rolling restart saw 30 s and more).
-      timer = setTimeout(() => waiter.resolve(false), timeoutMs);
+      // The grace lets a fetch already under way answer a short wait (a timeout of 0 asks
+      // "committed now?"), which the poll below does at the deadline when fetches flow.
+      timer = setTimeout(() => waiter.resolve(false), timeoutMs + HANGING_FETCH_GRACE_MS);
       let waiting = this.waiters.get(kafkaGroup);
       if (waiting !== undefined) {
         waiting.add(waiter);
