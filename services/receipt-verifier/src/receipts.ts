@@ -161,11 +161,13 @@ export function receiptHandler(deps: ReceiptSignerDeps, signer: ReceiptSigner, p
     }
     const sendingKey = keyOf(tenant, jobId);
     if (sending.has(sendingKey)) return;
+    // A receipt leaves only with its key published: the state store may have lost the keys
+    // (Redis emptied, then rebuilt from the log, which does not hold them). Before the mark
+    // below, so a failure here leaves the ask to be retried.
+    await publishKeys();
+    if (sending.has(sendingKey)) return;
     sending.add(sendingKey);
     const published = stored;
-    // A receipt leaves only with its key published: the state store may have lost the keys
-    // (Redis emptied, then rebuilt from the log, which does not hold them).
-    await publishKeys();
     ctx.send([{ topic: TOPICS.deletionReceipts, key: jobId, value: published }]);
     ctx.onDiscarded(() => sending.delete(sendingKey));
     ctx.onCommitted(() => {
