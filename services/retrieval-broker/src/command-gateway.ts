@@ -213,7 +213,7 @@ export class CommandGateway {
 
   /** Moves each partition's position up to the last event memory.events holds there now; false when the ends could not be read by `deadline`. */
   private async raiseToEventsEnd(positions: Map<number, number>, partitions: Iterable<number>, deadline: number): Promise<boolean> {
-    const ends = await within(this.bus.endOffsets(TOPICS.events), deadline - performance.now());
+    const ends = await this.eventsEnds(deadline - performance.now());
     if (ends === undefined) return false;
     for (const partition of partitions) {
       const last = (ends[partition] ?? 0) - 1;
@@ -232,9 +232,14 @@ export class CommandGateway {
     }
   }
 
+  /** memory.events' end offsets, or undefined when they could not be read within `ms` (a broker that hangs). */
+  private eventsEnds(ms: number): Promise<number[] | undefined> {
+    return within(this.bus.endOffsets(TOPICS.events), ms);
+  }
+
   /** Events and the reply were appended in one transaction: the events end usually includes them (see ProjectionCheck). */
   private async waitForEnd(partition: number): Promise<boolean> {
-    const ends = await within(this.bus.endOffsets(TOPICS.events), this.options.readYourWritesTimeoutMs);
+    const ends = await this.eventsEnds(this.options.readYourWritesTimeoutMs);
     if (ends === undefined) return false;
     const end = ends[partition] ?? 0;
     if (end === 0) return true;
