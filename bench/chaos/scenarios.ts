@@ -28,19 +28,21 @@ const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
-/** The services whose consumer groups write the projections: stopped while the rebuild runs (it refuses otherwise). */
-const PROJECTION_SERVICES: ServiceName[] = ['projector', 'index-builder', 'vector-indexer', 'expiry-scheduler'];
+/** The services whose consumer groups write what the rebuild writes (projections, deletion jobs, receipts): stopped while it runs (it refuses otherwise). */
+const REBUILT_STATE_WRITERS: ServiceName[] = ['projector', 'index-builder', 'vector-indexer', 'expiry-scheduler', 'deletion-orchestrator', 'receipt-verifier'];
 
 /** `pnpm rebuild:distributed --json` with the stack's env, as an operator runs it: its report, or why it failed. */
-function rebuildFromLog(env: Record<string, string>): { events: number; durationMs: number; differing: string[] } {
+function rebuildFromLog(env: Record<string, string>): { events: number; durationMs: number; differing: string[]; jobsRestored: number; jobsOpen: number } {
   const result = spawnSync(process.execPath, ['--import', 'tsx', 'apps/distributed/src/rebuild.ts', '--json'], {
     cwd: ROOT, env: { ...process.env, ...env }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], timeout: 10 * 60_000,
   });
   // 1: a store that held data digests differently afterwards — here the index, which the stopped
   // index-builder had left behind the log. The rebuilt state is in place either way.
   if (result.status !== 0 && result.status !== 1) throw new Error(`rebuild:distributed exited with ${result.status ?? result.signal}: ${result.stdout}`);
-  const report = JSON.parse(result.stdout) as { events: number; durationMs: number; wereEmpty: Record<string, boolean>; differing: string[] };
-  return { events: report.events, durationMs: report.durationMs, differing: report.differing };
+  const report = JSON.parse(result.stdout) as {
+    events: number; durationMs: number; wereEmpty: Record<string, boolean>; differing: string[]; deletionJobs: { restored: number; open: number };
+  };
+  return { events: report.events, durationMs: report.durationMs, differing: report.differing, jobsRestored: report.deletionJobs.restored, jobsOpen: report.deletionJobs.open };
 }
 
 async function writePathBroker(c: ScenarioContext): Promise<{ nodeId: number; detail: string }> {
@@ -124,7 +126,7 @@ export function scenarios(c: ScenarioContext, chosen?: readonly string[]): Scena
       holdMs: 0,
       targets: { firstWriteMs: 30_000, lagBackMs: 120_000 },
       async inject(): Promise<Fault> {
-        const stopped = PROJECTION_SERVICES.filter((s) => (c.stack.children.get(s) ?? []).some((child) => child.exitCode === null));
+        const stopped = REBUILT_STATE_WRITERS.filter((s) => (c.stack.children.get(s) ?? []).some((child) => child.exitCode === null));
         for (const service of stopped) await c.stack.kill(service, 'SIGTERM');
         let rebuilt: ReturnType<typeof rebuildFromLog>;
         try {
@@ -137,7 +139,7 @@ export function scenarios(c: ScenarioContext, chosen?: readonly string[]): Scena
         }
         const differing = rebuilt.differing.length > 0 ? ` (${rebuilt.differing.join(', ')} rebuilt past what the stopped services had folded)` : '';
         return {
-          detail: `Redis emptied (FLUSHALL on the primary) with ${stopped.join(', ')} stopped; \`pnpm rebuild:distributed\` folded ${rebuilt.events} events in ${(rebuilt.durationMs / 1000).toFixed(1)} s${differing}, then they were started again`,
+          detail: `Redis emptied (FLUSHALL on the primary) with ${stopped.join(', ')} stopped; \`pnpm rebuild:distributed\` folded ${rebuilt.events} events in ${(rebuilt.durationMs / 1000).toFixed(1)} s${differing} and restored ${rebuilt.jobsRestored} deletion jobs (${rebuilt.jobsOpen} open), then they were started again`,
           undo: async () => undefined,
           wipesState: true,
         };

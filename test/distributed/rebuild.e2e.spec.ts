@@ -26,6 +26,7 @@ interface RebuildJson {
   identical: boolean;
   wereEmpty: Record<keyof Digests, boolean>;
   differing: string[];
+  deletionJobs: { jobs: number; restored: number; open: number; receipts: number; receiptsAsked: number };
 }
 
 /** `pnpm rebuild:distributed --json` as an operator runs it: its own process, the services' environment. */
@@ -127,7 +128,7 @@ describe('rebuilding the distributed projections from the log', () => {
     }, 120_000);
     expect(job.status).toBe('verified');
     // The signed receipt follows the verification (the receipt step of the job).
-    await eventually('the receipt signed', async () => {
+    const receiptBefore = await eventually('the receipt signed', async () => {
       const res = await rt.api('GET', `/v1/deletion-jobs/${String(forget.body.jobId)}/receipt`, { token: writer });
       return res.status === 200 ? res.body : undefined;
     }, 60_000);
@@ -149,6 +150,8 @@ describe('rebuilding the distributed projections from the log', () => {
     expect(intact.code, intact.stderr).toBe(0);
     const first = JSON.parse(intact.stdout) as RebuildJson;
     expect(first).toMatchObject({ identical: true, differing: [], wereEmpty: { projection: false, index: false, summaries: false } });
+    // The job store kept its job and receipt: nothing written back.
+    expect(first.deletionJobs).toEqual({ jobs: 1, restored: 0, open: 0, receipts: 0, receiptsAsked: 0 });
     expect(first.events).toBeGreaterThan(0);
     expect(first.policyChanges).toBeGreaterThan(0);
     await expectGroupsAtLogEnd();
@@ -172,6 +175,7 @@ describe('rebuilding the distributed projections from the log', () => {
     expect(second.wereEmpty).toEqual({ projection: true, index: true, summaries: true });
     expect(second.after).toEqual(first.after);
     expect(second.identical).toBe(false);
+    expect(second.deletionJobs).toEqual({ jobs: 1, restored: 1, open: 0, receipts: 1, receiptsAsked: 0 });
     // Handed over where the fold stopped: the services neither fold the log a second time nor skip any of it.
     await expectGroupsAtLogEnd();
 
@@ -180,8 +184,15 @@ describe('rebuilding the distributed projections from the log', () => {
     expect(await observe()).toEqual(answersBefore);
     const search = await rt.api('POST', '/v1/search', { token: writer, body: { query: 'Plover Dental retainer' } });
     expect(search.body.items).toEqual([]);
-    // A receipt is not a projection: its holder keeps it, Redis had the only other copy.
-    expect((await rt.api('GET', `/v1/deletion-jobs/${String(forget.body.jobId)}/receipt`, { token: writer })).status).toBe(404);
+    // The forget's job and its receipt are folded back from the log: the same job, the same signed receipt.
+    const jobAfter = await rt.api('GET', `/v1/deletion-jobs/${String(forget.body.jobId)}`, { token: writer });
+    // (The orchestrator stamped each change with its own clock; the fold stamps it with the event's.)
+    const { updatedAt: _was, ...jobWas } = job;
+    const { updatedAt: _is, ...jobIs } = jobAfter.body;
+    expect(jobIs).toEqual(jobWas);
+    const receiptAfter = await rt.api('GET', `/v1/deletion-jobs/${String(forget.body.jobId)}/receipt`, { token: writer });
+    expect(receiptAfter.status).toBe(200);
+    expect(receiptAfter.body.receipt).toBe(receiptBefore.receipt);
     await write({ id: 'rb-3', subjectId: 'cust-heron', content: 'Heron Freight opened a second depot' });
     const fresh = await rt.api<ApiBody>('GET', '/v1/memories/rb-3', { token: writer });
     expect(fresh.status).toBe(200);

@@ -8,19 +8,29 @@ import { groupsWithMembers, type GroupMembers } from '@gm/bus';
 import { openIndex, openSealedBus, openState, openSummaries, openVectors } from '@gm/adapters';
 import { DistributedEnv, WithElasticsearch, WithMasterKeys, WithRedis, WithSemantic } from '@gm/config';
 import { CONSUMER_GROUPS, TOPICS } from '@gm/contracts';
+import { restoreDeletionJobs, type RestoreReport } from '@gm/deletion-orchestrator';
+import { deletionEnvShape, deletionTargetsFrom, deletionTargetsShape } from '@gm/deletion-orchestrator/env';
 import { rebuildProjections, type RebuildReport } from '@gm/embedded';
 import { DEFAULT_MODEL_DIR, modelOfDir } from '@gm/embedding';
 import type { z } from 'zod';
 
-/** The services' variables the rebuild reads (docs/distributed.md): the engines, the namespace, the master keys. */
-export const RebuildEnv = DistributedEnv.extend({ ...WithRedis.shape, ...WithElasticsearch.shape, ...WithMasterKeys.shape, ...WithSemantic.shape });
+/**
+ * The services' variables the rebuild reads (docs/distributed.md): the engines, the namespace,
+ * the master keys, and the deletion-orchestrator's settings the restored jobs are folded with.
+ */
+export const RebuildEnv = DistributedEnv.extend({
+  ...WithRedis.shape, ...WithElasticsearch.shape, ...WithMasterKeys.shape, ...WithSemantic.shape, ...deletionEnvShape, ...deletionTargetsShape,
+});
 export type RebuildEnv = z.infer<typeof RebuildEnv>;
 
-/** The groups whose members write the projections (and the deletion targets that erase from them): none may run. */
-export const PROJECTION_WRITER_GROUPS = [
+/**
+ * The groups whose members write what the rebuild writes: the projections (and the deletion
+ * targets that erase from them), the deletion jobs and the receipts. None may run.
+ */
+export const REBUILT_STATE_WRITER_GROUPS = [
   CONSUMER_GROUPS.projector, CONSUMER_GROUPS.policyProjector, CONSUMER_GROUPS.indexBuilder, CONSUMER_GROUPS.summaryBuilder,
   CONSUMER_GROUPS.vectorIndexer, CONSUMER_GROUPS.expiryScheduler, CONSUMER_GROUPS.primaryTarget, CONSUMER_GROUPS.indexTargets,
-  CONSUMER_GROUPS.vectorTargets,
+  CONSUMER_GROUPS.vectorTargets, CONSUMER_GROUPS.deletionOrchestrator, CONSUMER_GROUPS.receiptVerifier, CONSUMER_GROUPS.receiptSigner,
 ] as const;
 
 /** Where each folding group continues after the rebuild: the topic it folds. The vector-indexer's group is reset instead (it re-embeds). */
@@ -37,15 +47,18 @@ export class ServicesRunningError extends Error {
   constructor(readonly groups: readonly GroupMembers[]) {
     super(
       `consumer groups that write the projections have active members: ${groups.map((g) => `${g.groupId} (${g.members}, ${g.state})`).join(', ')}; `
-      + 'stop the services (every instance of projector, index-builder, vector-indexer, expiry-scheduler) and run the rebuild again',
+      + 'stop the services (every instance of projector, index-builder, vector-indexer, expiry-scheduler, deletion-orchestrator, receipt-verifier) and run the rebuild again',
     );
     this.name = 'ServicesRunningError';
   }
 }
 
-export async function rebuildFromLog(env: RebuildEnv, onProgress: (events: number) => void = () => undefined): Promise<RebuildReport> {
+/** The projections' rebuild, and the deletion jobs and receipts the job store lacked, folded back from the log. */
+export type DistributedRebuildReport = RebuildReport & { deletionJobs: RestoreReport };
+
+export async function rebuildFromLog(env: RebuildEnv, onProgress: (events: number) => void = () => undefined): Promise<DistributedRebuildReport> {
   const topicPrefix = env.MEMORY_NAMESPACE ? `${env.MEMORY_NAMESPACE}.` : '';
-  const running = await groupsWithMembers({ brokers: env.KAFKA_BROKERS, topicPrefix }, PROJECTION_WRITER_GROUPS);
+  const running = await groupsWithMembers({ brokers: env.KAFKA_BROKERS, topicPrefix }, REBUILT_STATE_WRITER_GROUPS);
   if (running.length > 0) throw new ServicesRunningError(running);
   const sealed = await openSealedBus(env, 'gm-rebuild', 'open');
   const state = openState(env);
@@ -64,7 +77,12 @@ export async function rebuildFromLog(env: RebuildEnv, onProgress: (events: numbe
     for (const { group, topic } of HAND_OFF) {
       await sealed.raw.setCommittedOffsets(group, topic, topic === TOPICS.events ? report.through.events : report.through.policyChanges);
     }
-    return report;
+    // Jobs are not projections (a job store that kept them keeps them), but a lost one would never
+    // finish: folded back, an open one is resumed by the orchestrator at its start.
+    const deletionJobs = await restoreDeletionJobs(state, sealed.bus, {
+      targets: deletionTargetsFrom(env), deadlineMs: env.MEMORY_DELETION_DEADLINE, verifyRetryMs: env.MEMORY_DELETION_VERIFY_RETRY,
+    });
+    return { ...report, deletionJobs };
   } finally {
     await sealed.close();
     await Promise.all([state.kv.close(), index.close(), summaries.close(), vectors?.close()]);

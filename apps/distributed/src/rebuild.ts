@@ -1,7 +1,8 @@
 /**
  * `pnpm rebuild:distributed [--json]`: rebuilds the distributed runtime's projections (Redis,
  * Elasticsearch) from memory.events and policy.changes with the services stopped, and compares
- * digests (docs/reliability.md, "Rebuilding from the log"). Reads the services' environment.
+ * digests; then writes back the deletion jobs and receipts the job store lacks, folded from the
+ * log (docs/reliability.md, "Rebuilding from the log"). Reads the services' environment.
  *
  * Exit codes: 0 the digests match, or the stores that differ held nothing before (restored);
  * 1 a store that held projections now digests differently (named); 2 configuration, or
@@ -10,7 +11,7 @@
 import { parseEnvOrExit } from '@gm/adapters';
 import { isCryptoError } from '@gm/crypto';
 import type { Digests, RebuildReport } from '@gm/embedded';
-import { RebuildEnv, ServicesRunningError, rebuildFromLog } from './rebuild-from-log.ts';
+import { RebuildEnv, ServicesRunningError, rebuildFromLog, type DistributedRebuildReport } from './rebuild-from-log.ts';
 
 const STORES: ReadonlyArray<keyof Digests> = ['projection', 'index', 'summaries'];
 
@@ -18,7 +19,7 @@ const STORES: ReadonlyArray<keyof Digests> = ['projection', 'index', 'summaries'
 export const differingStores = (report: RebuildReport): Array<keyof Digests> =>
   STORES.filter((store) => report.before[store] !== report.after[store] && !report.wereEmpty[store]);
 
-function describe(report: RebuildReport, ms: number): string {
+function describe(report: DistributedRebuildReport, ms: number): string {
   const differing = differingStores(report);
   const restored = STORES.filter((store) => report.wereEmpty[store]);
   const lines = [
@@ -26,6 +27,8 @@ function describe(report: RebuildReport, ms: number): string {
     ...STORES.map((store) => `${`${store}:`.padEnd(19)}${report.wereEmpty[store] ? 'empty' : report.before[store]} -> ${report.after[store]}`),
   ];
   if (restored.length > 0) lines.push(`restored:          ${restored.join(', ')} held nothing before the rebuild (lost, or never written); rebuilt from the log`);
+  const jobs = report.deletionJobs;
+  lines.push(`deletion jobs:     ${jobs.jobs} in the log; ${jobs.restored} written back (${jobs.open} open, resumed by the orchestrator), ${jobs.receipts} receipts written back, ${jobs.receiptsAsked} asked for again`);
   if (differing.length > 0) lines.push(`DIFFERENT:         ${differing.join(', ')} did not match the fold of the log; the rebuilt state is now in place`);
   else if (report.identical) lines.push('identical:         the projections were the fold of the log');
   return lines.join('\n');

@@ -1,1 +1,2 @@
 export * from './orchestrator.ts';
+export * from './restore-jobs.ts';

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ConsumedMessage, LogPosition } from '@gm/bus';
 import {
-  CommandReply, DeletionTask, MemoryCommand, MemoryEvent, PolicyChange, TOPICS, deletionAck, dlqTopic, subjectKey,
+  CommandReply, DeletionTask, MemoryCommand, MemoryEvent, PolicyChange, SignedReceipt, TOPICS, deletionAck, dlqTopic, subjectKey,
   type DeletionJob, type DeletionTarget, type MemoryCommandType, type ServiceHandle,
 } from '@gm/contracts';
 import { DEFAULT_TTL_POLICY } from '@gm/domain';
@@ -13,10 +13,12 @@ import {
 // The services run in-process: devDependencies, for this spec only.
 import { INDEX_BUILDER_GROUP, startIndexBuilder, startIndexTargets, toIndexDocument } from '@gm/index-builder';
 import { PROJECTOR_GROUP, startPrimaryTarget, startProjector } from '@gm/projector';
-import { startReceiptVerifier } from '@gm/receipt-verifier';
+import { generateSigningKeyPair } from '@gm/policy';
+import { startReceiptSigner, startReceiptVerifier } from '@gm/receipt-verifier';
 import { startBrokerTargets } from '@gm/retrieval-broker';
 import { WRITE_ADMISSION_GROUP, startWriteAdmission } from '@gm/write-admission';
 import { DeletionOrchestrator, ORCHESTRATOR_GROUP, startDeletionOrchestrator } from './orchestrator.ts';
+import { restoreDeletionJobs } from './restore-jobs.ts';
 
 const TENANT = 'acme';
 const DEADLINE_MS = 60_000;
@@ -24,7 +26,7 @@ const VERIFY_RETRY_MS = 5_000;
 /** The copies the embedded runtime keeps (apps/embedded): each one must acknowledge. */
 const EMBEDDED_TARGETS: DeletionTarget[] = ['primary', 'keyword', 'retrieval_cache', 'evidence_packet'];
 
-type Worker = 'admission' | 'projector' | 'indexBuilder' | 'orchestrator' | 'primary' | 'keyword' | 'broker' | 'verifier';
+type Worker = 'admission' | 'projector' | 'indexBuilder' | 'orchestrator' | 'primary' | 'keyword' | 'broker' | 'verifier' | 'signer';
 /** Everything but the target workers and the verifier: commands in, events folded, jobs opened. */
 const PIPELINE: Worker[] = ['admission', 'projector', 'indexBuilder', 'orchestrator'];
 const TARGET_WORKERS: Worker[] = ['primary', 'keyword', 'broker'];
@@ -64,6 +66,11 @@ async function setup(targets: DeletionTarget[] = EMBEDDED_TARGETS): Promise<Env>
   return env;
 }
 
+/** Every service stopped, as a deployment whose services are down. */
+async function stopAll(e: Env): Promise<void> {
+  for (const handle of e.handles.splice(0).reverse()) await handle.close();
+}
+
 async function start(e: Env, ...workers: Worker[]): Promise<void> {
   const { fx, metrics } = e;
   const { bus, state, index, clock } = fx;
@@ -99,6 +106,9 @@ async function start(e: Env, ...workers: Worker[]): Promise<void> {
         break;
       case 'verifier':
         e.handles.push(await startReceiptVerifier({ bus, index, state, clock }));
+        break;
+      case 'signer':
+        e.handles.push(await startReceiptSigner({ bus, state, clock, log: log('receipt-verifier'), metrics, keys: await generateSigningKeyPair() }));
         break;
       default: {
         const never: never = worker;
@@ -204,6 +214,23 @@ async function expectLoudFailure(e: Env, jobId: string, reason: string, alertRea
   expect(letters[0]?.value).toMatchObject({ jobId, tenant: TENANT, reason });
   expect(letters[0]?.headers).toMatchObject({ 'dlq.topic': TOPICS.deletionTasks, 'dlq.error': reason, 'dlq.group': ORCHESTRATOR_GROUP });
 }
+
+/** A legal hold placed on a subject (as the admin API appends it to policy.changes). */
+const holdChange = (e: Env, holdId: string, subjectId: string) => ({
+  type: 'LegalHoldPlaced' as const,
+  data: { hold: { holdId, tenant: TENANT, subjectId, reason: 'litigation 2026-31' } },
+  metadata: { changeId: `chg-${holdId}`, tenant: TENANT, requestedBy: { agentId: 'admin', principalId: 'carol' }, occurredAt: e.fx.clock.iso() },
+});
+/** What the policy projector and the orchestrator both read: the change on its topic, folded into the state. */
+const release = async (e: Env, holdId: string): Promise<void> => {
+  const change = PolicyChange.parse({
+    type: 'LegalHoldReleased', data: { holdId },
+    metadata: { changeId: `chg-release-${holdId}`, tenant: TENANT, requestedBy: { agentId: 'admin', principalId: 'dora' }, occurredAt: e.fx.clock.iso() },
+  });
+  const [at] = await e.fx.bus.produce([{ topic: TOPICS.policyChanges, key: TENANT, value: change }]);
+  await committed(e, ORCHESTRATOR_GROUP, at);
+};
+const releaseJobOf = (jobId: string, holdId: string) => derivedId('release', jobId, holdId);
 
 describe('deletion orchestrator with the embedded services', () => {
   it('forgets a subject: invalidating → verifying → verified, one evidence per target, each command sent once', async () => {
@@ -504,21 +531,6 @@ describe('deletion orchestrator with the embedded services', () => {
   });
 
   describe('legal holds in each order of hold, job and release', () => {
-    const holdChange = (e: Env, holdId: string, subjectId: string) => ({
-      type: 'LegalHoldPlaced' as const,
-      data: { hold: { holdId, tenant: TENANT, subjectId, reason: 'litigation 2026-31' } },
-      metadata: { changeId: `chg-${holdId}`, tenant: TENANT, requestedBy: { agentId: 'admin', principalId: 'carol' }, occurredAt: e.fx.clock.iso() },
-    });
-    /** What the policy projector and the orchestrator both read: the change on its topic, folded into the state. */
-    const release = async (e: Env, holdId: string): Promise<void> => {
-      const change = PolicyChange.parse({
-        type: 'LegalHoldReleased', data: { holdId },
-        metadata: { changeId: `chg-release-${holdId}`, tenant: TENANT, requestedBy: { agentId: 'admin', principalId: 'dora' }, occurredAt: e.fx.clock.iso() },
-      });
-      const [at] = await e.fx.bus.produce([{ topic: TOPICS.policyChanges, key: TENANT, value: change }]);
-      await committed(e, ORCHESTRATOR_GROUP, at);
-    };
-    const releaseJobOf = (jobId: string, holdId: string) => derivedId('release', jobId, holdId);
     const purgedAfterRelease = async (e: Env, jobId: string, holdId: string, recordIds: string[]): Promise<DeletionJob> => {
       const continued = await jobWhen(e, releaseJobOf(jobId, holdId), 'finished', (j) => j.status === 'verified' || j.status === 'failed');
       expect(continued).toMatchObject({ status: 'verified', continues: { jobId, holdId }, recordIds, requestedBy: { agentId: 'admin', principalId: 'dora' } });
@@ -622,5 +634,57 @@ describe('deletion orchestrator with the embedded services', () => {
     await projected(e);
     expect(await e.fx.state.contents.get(TENANT, 'rf-1')).toBeNull();
     expect((await e.fx.state.records.get(TENANT, 'rf-1'))?.status).toBe('purged');
+  });
+
+  it('restores the jobs and receipts a lost job store held, from the log; the open job then finishes with one receipt per job', async () => {
+    const e = await setup();
+    const { fx } = e;
+    await start(e, ...PIPELINE, ...TARGET_WORKERS, 'verifier', 'signer');
+    await deleteOne(e, 'rs-1', 'job-rs1');
+    // A delete under legal hold keeps the content; the release purges it in a job of its own.
+    const hold = PolicyChange.parse(holdChange(e, 'hold-rs', 'cust-rs-2'));
+    await fx.bus.produce([{ topic: TOPICS.policyChanges, key: TENANT, value: hold }]);
+    await fx.state.policies.apply(hold);
+    await deleteOne(e, 'rs-2', 'job-rs2');
+    await jobWhen(e, 'job-rs2', 'verified', (j) => j.status === 'verified');
+    // The restore places holds and releases in time (the fixture's clock stands still otherwise).
+    fx.clock.advance(1_000);
+    await release(e, 'hold-rs');
+    const finished = ['job-rs1', 'job-rs2', releaseJobOf('job-rs2', 'hold-rs')];
+    for (const jobId of finished) await jobWhen(e, jobId, 'verified', (j) => j.status === 'verified');
+    const receiptsOnTopic = async () => (await fx.readTopic(TOPICS.deletionReceipts)).map((m) => SignedReceipt.parse(m.value).jobId).sort();
+    await eventually('three receipts published', async () => (await receiptsOnTopic()).length === 3);
+    // The copies' services stop: a third job tombstones its record and waits for their acks.
+    await stopAll(e);
+    await start(e, ...PIPELINE);
+    await deleteOne(e, 'rs-3', 'job-rs3');
+    await jobWhen(e, 'job-rs3', 'tombstoned', (j) => j.progress.tombstoned.includes('rs-3'));
+    await stopAll(e);
+
+    const jobIds = [...finished, 'job-rs3'];
+    const before = new Map(await Promise.all(jobIds.map(async (id) => [id, await job(e, id)] as const)));
+    const receiptsBefore = await Promise.all(finished.map((id) => fx.state.receipts.get(TENANT, id)));
+    // The disaster: every job, index and receipt the store held, gone.
+    for (const prefix of ['gm:job', 'gm:receipt']) await fx.state.kv.del(await fx.state.kv.keys(prefix));
+    expect(await job(e, 'job-rs1')).toBeNull();
+
+    const settings = { targets: e.targets, deadlineMs: DEADLINE_MS, verifyRetryMs: VERIFY_RETRY_MS };
+    expect(await restoreDeletionJobs(fx.state, fx.bus, settings)).toEqual({ jobs: 4, restored: 4, open: 1, receipts: 3, receiptsAsked: 0 });
+    for (const id of jobIds) expect(await job(e, id), id).toEqual(before.get(id));
+    expect(await Promise.all(finished.map((id) => fx.state.receipts.get(TENANT, id)))).toEqual(receiptsBefore);
+    for (const id of finished) expect(await fx.state.receipts.isPublished(TENANT, id), id).toBe(true);
+    expect((await fx.state.jobs.open()).map((j) => j.jobId)).toEqual(['job-rs3']);
+    // The release was handled: a later release of the same hold id starts nothing again.
+    expect(await fx.state.jobs.heldBy(TENANT, 'hold-rs')).toEqual([]);
+    // What the store holds stays: a second restore writes nothing.
+    expect(await restoreDeletionJobs(fx.state, fx.bus, settings)).toMatchObject({ restored: 0, receipts: 0 });
+
+    // The deployment again: the open job resumes and finishes, and no job gets a second receipt.
+    await start(e, ...PIPELINE, ...TARGET_WORKERS, 'verifier', 'signer');
+    fx.clock.advance(2_001);
+    await jobWhen(e, 'job-rs3', 'verified', (j) => j.status === 'verified');
+    await eventually('the fourth receipt', async () => (await receiptsOnTopic()).length === 4);
+    await caughtUp(e, ORCHESTRATOR_GROUP, TOPICS.deletionAcks);
+    expect(await receiptsOnTopic()).toEqual([...jobIds].sort());
   });
 });

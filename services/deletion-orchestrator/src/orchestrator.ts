@@ -1,6 +1,6 @@
 import type { Bus, ConsumedMessage, OutgoingMessage, ProcessContext } from '@gm/bus';
 import {
-  CONSUMER_GROUPS, DeletionAck, MemoryEvent, PolicyChange, TOPICS, dlqTopic, readMemoryEvent, serviceActor, subjectKey,
+  CONSUMER_GROUPS, DeletionAck, PolicyChange, TOPICS, dlqTopic, readMemoryEvent, serviceActor, subjectKey,
   type Clock, type DeletionJob, type DeletionTarget, type DeletionTask, type MemoryCommand, type ServiceHandle,
 } from '@gm/contracts';
 import {
@@ -10,6 +10,7 @@ import {
 import { derivedId } from '@gm/ids';
 import type { Logger, Metrics } from '@gm/observability';
 import { periodic } from '@gm/time';
+import { deletionInputOfAck, deletionRequestOf, isTargetAck } from './deletion-inputs.ts';
 import type { StateStore } from '@gm/state-store';
 
 export const ORCHESTRATOR_GROUP = CONSUMER_GROUPS.deletionOrchestrator;
@@ -63,29 +64,13 @@ export class DeletionOrchestrator {
     if (message.topic === TOPICS.deletionAcks) return this.onAck(DeletionAck.parse(message.value), ctx);
     if (message.topic === TOPICS.policyChanges) return this.onPolicyChange(PolicyChange.parse(message.value), ctx);
     const event = readMemoryEvent(message);
-    switch (event.type) {
-      case 'MemoryRevocationRequested':
-        return this.request(event, event.data.jobId, {
-          recordIds: [event.data.id, ...(event.data.copies ?? []).map((c) => c.id)],
-          mode: event.data.mode,
-          alreadyTombstoned: event.data.alreadyTombstoned ? [event.data.id] : [],
-        }, ctx);
-      case 'SubjectForgotten':
-        return this.request(event, event.data.jobId, {
-          recordIds: event.data.records.map((r) => r.id),
-          mode: 'forget',
-          alreadyTombstoned: event.data.records.filter((r) => r.alreadyTombstoned).map((r) => r.id),
-        }, ctx);
-      case 'MemoryTombstoned': {
-        const { jobId, id } = event.data;
-        if (jobId === undefined) return;
-        return this.step(event.metadata.tenantId, jobId, async (job) => ({
-          type: 'RecordTombstoned', now: this.now(), recordId: id, hold: await this.holdFor(job),
-        }), ctx);
-      }
-      default:
-        return;
-    }
+    const request = deletionRequestOf(event);
+    if (request !== undefined) return this.request(request, ctx);
+    if (event.type !== 'MemoryTombstoned' || event.data.jobId === undefined) return;
+    const { jobId, id } = event.data;
+    return this.step(event.metadata.tenantId, jobId, async (job) => ({
+      type: 'RecordTombstoned', now: this.now(), recordId: id, hold: await this.holdFor(job),
+    }), ctx);
   };
 
   private now(): string {
@@ -99,31 +84,17 @@ export class DeletionOrchestrator {
     return hold === null ? null : { holdId: hold.holdId, reason: hold.reason };
   }
 
-  private request(
-    event: MemoryEvent, jobId: string, what: Pick<DeletionRequest, 'recordIds' | 'mode' | 'alreadyTombstoned'>, ctx: ProcessContext,
-  ): Promise<void> {
-    const m = event.metadata;
-    const request: DeletionRequest = {
-      jobId, tenant: m.tenantId, subjectId: m.subjectId, ...what,
-      requestedBy: { agentId: m.actor.agentId, principalId: m.actor.principalId }, requestedAt: m.now, policyRevision: m.policyRevision,
-    };
-    return this.step(m.tenantId, jobId, async (job) => ({
+  private request(request: DeletionRequest, ctx: ProcessContext): Promise<void> {
+    return this.step(request.tenant, request.jobId, async (job) => ({
       // A subject on legal hold: tombstone and remove every derived copy, but keep the primary content.
       type: 'RequestDeletion', now: this.now(), request,
       hold: job === undefined ? await this.holdFor({ tenant: request.tenant, subjectId: request.subjectId, mode: request.mode }) : null,
     }), ctx);
   }
 
-  private onAck(ack: DeletionAck, ctx: ProcessContext): Promise<void> {
-    const { target, evidence } = ack;
-    // The receipt-verifier answers a `receipt` task with the receipt itself, never with an ack.
-    if (target === 'receipt') return Promise.resolve();
-    return this.step(ack.tenantId, ack.jobId, async (job): Promise<DeletionInput> => target === 'verification'
-      ? {
-        type: 'VerificationReported', now: this.now(), evidence, findings: ack.findings ?? [], residual: ack.residual ?? [],
-        hold: await this.holdFor(job),
-      }
-      : { type: 'TargetAcknowledged', now: this.now(), target, evidence, hold: await this.holdFor(job) }, ctx);
+  private async onAck(ack: DeletionAck, ctx: ProcessContext): Promise<void> {
+    if (!isTargetAck(ack)) return;
+    return this.step(ack.tenantId, ack.jobId, async (job) => deletionInputOfAck(ack, this.now(), await this.holdFor(job)), ctx);
   }
 
   /**
