@@ -10,8 +10,11 @@ export interface HttpAnswer {
   body: unknown;
 }
 
-/** What one request may wait for an answer before the client gives up on it (a client's own timeout). */
-const CLIENT_TIMEOUT_MS = 30_000;
+/**
+ * What one request may wait for an answer before the client gives up on it (a client's own
+ * timeout): longer than the API's MEMORY_REQUEST_TIMEOUT (30 s), after which it answers 503 itself.
+ */
+const CLIENT_TIMEOUT_MS = 35_000;
 const MAX_BACKOFF_MS = 2_000;
 
 export class ChaosHttp {

@@ -6,6 +6,7 @@ import type { BrokerDeps } from './deps.ts';
 import { clientErrorHandler, frameworkProblem, routerError } from './edge-errors.ts';
 import { strictJsonBodies } from './json-body.ts';
 import { allowedMethods } from './allowed-methods.ts';
+import { answerWithin } from './answer-deadline.ts';
 import { problemOf } from './problem.ts';
 import { capabilityRoutes } from './routes/capabilities.ts';
 import { deletionRoutes } from './routes/deletion.ts';
@@ -84,6 +85,7 @@ export async function buildApp(deps: BrokerDeps): Promise<FastifyInstance> {
   app.addHook('onRequest', async () => {
     if (closing) throw new GovernedMemoryError('MEM_UNAVAILABLE', 'this server is shutting down; retry', { retriable: true });
   });
+  answerWithin(app, deps.config.requestTimeoutMs);
   // After the body is parsed (a parser's stream events would leave the scope): the query audit's request.
   app.addHook('preHandler', (request, _reply, done) => inRequestScope(request.id, done));
   // Then, before any handler: the authorization table's check (authorization.ts).

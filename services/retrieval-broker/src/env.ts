@@ -35,7 +35,9 @@ export const brokerEnvShape = {
   MEMORY_RATE_LIMIT_PER_MINUTE: integer(1200, 1, 1_000_000).meta({ description: 'requests per minute per capability subject' }),
   MEMORY_BODY_LIMIT_BYTES: integer(256 * 1024, 1024, 16 * 1024 * 1024)
     .meta({ description: `request body limit (content itself ≤ ${LIMITS.maxContentBytes / 1024} KiB)` }),
-  MEMORY_REQUEST_TIMEOUT: duration('30s', true).meta({ description: 'HTTP request timeout' }),
+  MEMORY_REQUEST_TIMEOUT: duration('30s', true).meta({
+    description: 'HTTP request timeout: to receive a request (then 408), and to answer it (a request still waiting then is answered a retriable 503 `MEM_TIMEOUT`)',
+  }),
   MEMORY_REPLY_TIMEOUT: duration('10s', true)
     .meta({ description: "wait for write-admission's reply (then 503, safe to retry with the same key)" }),
   MEMORY_READ_YOUR_WRITES_TIMEOUT: duration('5s', true).meta({

@@ -24,6 +24,7 @@ export const ANY_REQUEST: readonly Failure[] = [
   fail('MEM_TIMEOUT', 'the request\'s headers were not received within MEMORY_REQUEST_TIMEOUT (answered on the connection)', 408),
   fail('MEM_PAYLOAD_TOO_LARGE', 'the request line and headers exceed 16 KiB', 431),
   fail('MEM_UNAVAILABLE', 'this server is shutting down (retriable: another instance, or this one restarted, answers)'),
+  fail('MEM_TIMEOUT', 'no answer within MEMORY_REQUEST_TIMEOUT of the headers: something it waits for hangs (retriable; a write may still take effect, and a retry with the same Idempotency-Key gets its result)'),
 ];
 
 export const RATE_LIMITED = fail('MEM_RATE_LIMITED', 'over the rate limit of this capability (or of this address without one), per minute');
