@@ -3,7 +3,7 @@
  * cluster"): its addresses as the services' env, its nodes as processes to kill, freeze and
  * restart, and what "healthy again" means for each engine.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import { Redis } from 'ioredis';
@@ -32,14 +32,14 @@ export type NodeSignal = 'KILL' | 'STOP' | 'CONT' | 'TERM';
 
 export interface ClusterControl {
   /** Starts every node (idempotent) and waits until each engine serves. */
-  start(): void;
+  start(): Promise<void>;
   /** Stops every node and deletes the cluster's data: the next start is an empty cluster. */
-  reset(): void;
-  stop(): void;
+  reset(): Promise<void>;
+  stop(): Promise<void>;
   /** Signals one node's process (kafka-1…3, es-1, es-2, redis-primary, redis-replica, sentinel-1…3). */
-  signal(node: string, signal: NodeSignal): void;
+  signal(node: string, signal: NodeSignal): Promise<void>;
   /** Stops a node gracefully (Kafka: a controlled shutdown) and returns once its process has exited. */
-  stopNode(node: string): void;
+  stopNode(node: string): Promise<void>;
   /** Starts a stopped or killed node again, then waits until the whole cluster is healthy. */
   restart(node: string): Promise<void>;
   /** Until every partition is fully in sync, Elasticsearch is green and the Redis replica is linked. */
@@ -52,13 +52,25 @@ export interface ClusterControl {
   describe(): Record<string, unknown>;
 }
 
-/** Runs cluster.sh; its progress goes to stderr as it comes, except what a caller reads (`capture`). */
-function launcher(args: string[], capture = false): string {
-  const result = spawnSync('bash', [path.join(ROOT, 'infra/local/cluster.sh'), ...args], {
-    cwd: ROOT, encoding: 'utf8', stdio: ['ignore', capture ? 'pipe' : 2, 'inherit'], timeout: 10 * 60_000,
+/**
+ * Runs cluster.sh; its progress goes to stderr as it comes, except what a caller reads
+ * (`capture`). Never synchronously: the load runs in this process, and a node start blocking
+ * its event loop for 20 s made answers that had arrived look unanswered (their client timeouts
+ * fire before their sockets are read).
+ */
+function launcher(args: string[], capture = false): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('bash', [path.join(ROOT, 'infra/local/cluster.sh'), ...args], {
+      cwd: ROOT, stdio: ['ignore', capture ? 'pipe' : 2, 'inherit'], timeout: 10 * 60_000,
+    });
+    let stdout = '';
+    child.stdout?.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.on('error', reject);
+    child.on('close', (code, signal) => {
+      if (code === 0) resolve(stdout);
+      else reject(new Error(`infra/local/cluster.sh ${args.join(' ')} exited with ${code ?? signal}`));
+    });
   });
-  if (result.status !== 0) throw new Error(`infra/local/cluster.sh ${args.join(' ')} exited with ${result.status ?? result.signal}`);
-  return result.stdout ?? '';
 }
 
 const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -145,19 +157,17 @@ export function clusterControl(): ClusterControl {
     await until('the Redis replica linked to the primary Sentinel names', 180_000, redisReplicaLinked);
   };
   return {
-    start: () => launcher(['start']),
-    reset: () => launcher(['reset']),
-    stop: () => launcher(['stop']),
-    signal: (node, signal) => {
-      const pid = Number(launcher(['pid', node], true).trim());
+    start: async () => void (await launcher(['start'])),
+    reset: async () => void (await launcher(['reset'])),
+    stop: async () => void (await launcher(['stop'])),
+    async signal(node, signal) {
+      const pid = Number((await launcher(['pid', node], true)).trim());
       if (!Number.isInteger(pid) || pid <= 0) throw new Error(`cluster.sh names no pid for ${node}`);
       process.kill(pid, `SIG${signal}`);
     },
-    stopNode: (node) => {
-      launcher(['stop-node', node]);
-    },
+    stopNode: async (node) => void (await launcher(['stop-node', node])),
     async restart(node) {
-      launcher(['start-node', node]);
+      await launcher(['start-node', node]);
       await waitHealthy();
     },
     waitHealthy,

@@ -54,8 +54,8 @@ if (onCluster) {
   // each) behind, and a few runs' worth of replicated partitions keep the brokers busy enough
   // to slow every scenario after (docs/reliability.md "The fault suite").
   progress('resetting the cluster engines to an empty cluster (infra/local/cluster.sh reset), then starting them');
-  control.reset();
-  control.start();
+  await control.reset();
+  await control.start();
 }
 
 if (onCluster) {
@@ -120,7 +120,7 @@ try {
   await state.kv.close();
   await index.close();
   await stack.stop();
-  if (onCluster && !flag('--keep')) control.stop();
+  if (onCluster && !flag('--keep')) await control.stop();
 }
 
 mkdirSync(path.join(ROOT, 'bench-results'), { recursive: true });

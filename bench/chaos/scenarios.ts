@@ -3,7 +3,7 @@
  * the order of the matrix. Engines are failed through the cluster launcher; services through the
  * stack, which runs two instances of the one being failed.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import path from 'node:path';
 import type { Stack, ServiceName } from '@gm/distributed';
 import { progress } from '../stats.ts';
@@ -31,15 +31,21 @@ const ROOT = path.resolve(import.meta.dirname, '../..');
 /** The services whose consumer groups write what the rebuild writes (projections, deletion jobs, receipts): stopped while it runs (it refuses otherwise). */
 const REBUILT_STATE_WRITERS: ServiceName[] = ['projector', 'index-builder', 'vector-indexer', 'expiry-scheduler', 'deletion-orchestrator', 'receipt-verifier'];
 
-/** `pnpm rebuild:distributed --json` with the stack's env, as an operator runs it: its report, or why it failed. */
-function rebuildFromLog(env: Record<string, string>): { events: number; durationMs: number; differing: string[]; jobsRestored: number; jobsOpen: number } {
-  const result = spawnSync(process.execPath, ['--import', 'tsx', 'apps/distributed/src/rebuild.ts', '--json'], {
-    cwd: ROOT, env: { ...process.env, ...env }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], timeout: 10 * 60_000,
+/** `pnpm rebuild:distributed --json` with the stack's env, as an operator runs it: its report, or why it failed. Asynchronously, for the load's sake (see cluster.ts `launcher`). */
+async function rebuildFromLog(env: Record<string, string>): Promise<{ events: number; durationMs: number; differing: string[]; jobsRestored: number; jobsOpen: number }> {
+  const { code, stdout } = await new Promise<{ code: number | string | null; stdout: string }>((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'apps/distributed/src/rebuild.ts', '--json'], {
+      cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'], timeout: 10 * 60_000,
+    });
+    let out = '';
+    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    child.on('error', reject);
+    child.on('close', (exit, signal) => resolve({ code: exit ?? signal, stdout: out }));
   });
   // 1: a store that held data digests differently afterwards — here the index, which the stopped
   // index-builder had left behind the log. The rebuilt state is in place either way.
-  if (result.status !== 0 && result.status !== 1) throw new Error(`rebuild:distributed exited with ${result.status ?? result.signal}: ${result.stdout}`);
-  const report = JSON.parse(result.stdout) as {
+  if (code !== 0 && code !== 1) throw new Error(`rebuild:distributed exited with ${code}: ${stdout}`);
+  const report = JSON.parse(stdout) as {
     events: number; durationMs: number; wereEmpty: Record<string, boolean>; differing: string[]; deletionJobs: { restored: number; open: number };
   };
   return { events: report.events, durationMs: report.durationMs, differing: report.differing, jobsRestored: report.deletionJobs.restored, jobsOpen: report.deletionJobs.open };
@@ -74,14 +80,14 @@ export function scenarios(c: ScenarioContext, chosen?: readonly string[]): Scena
       targets: { firstWriteMs: 30_000, lagBackMs: 120_000 },
       async inject(): Promise<Fault> {
         const victim = await writePathBroker(c);
-        c.control.signal(`kafka-${victim.nodeId}`, 'KILL');
+        await c.control.signal(`kafka-${victim.nodeId}`, 'KILL');
         return { detail: `kill -9 of ${victim.detail}; restarted after 30 s`, undo: () => c.control.restart(`kafka-${victim.nodeId}`) };
       },
     },
     stepwise('broker-rolling-restart', 'each broker in turn stopped (controlled shutdown) and restarted, waiting for the replicas to catch up', async () => {
       for (const node of ['kafka-1', 'kafka-2', 'kafka-3']) {
         progress(`broker-rolling-restart: ${node}`);
-        c.control.stopNode(node);
+        await c.control.stopNode(node);
         await c.control.restart(node);
       }
     }),
@@ -91,11 +97,11 @@ export function scenarios(c: ScenarioContext, chosen?: readonly string[]): Scena
       targets: { firstWriteMs: BROKER_SESSION_TIMEOUT_MS + 10_000, lagBackMs: 120_000 },
       async inject(): Promise<Fault> {
         const victim = await writePathBroker(c);
-        c.control.signal(`kafka-${victim.nodeId}`, 'STOP');
+        await c.control.signal(`kafka-${victim.nodeId}`, 'STOP');
         return {
           detail: `SIGSTOP of ${victim.detail} for 60 s, then SIGCONT`,
           undo: async () => {
-            c.control.signal(`kafka-${victim.nodeId}`, 'CONT');
+            await c.control.signal(`kafka-${victim.nodeId}`, 'CONT');
             await c.control.waitHealthy();
           },
         };
@@ -107,7 +113,7 @@ export function scenarios(c: ScenarioContext, chosen?: readonly string[]): Scena
       targets: { firstWriteMs: 30_000, lagBackMs: 120_000 },
       async inject(): Promise<Fault> {
         const node = await c.control.elasticsearchNodeWithMostPrimaries();
-        c.control.signal(node, 'KILL');
+        await c.control.signal(node, 'KILL');
         return { detail: `kill -9 of ${node}, which held the most primary shards; restarted after 30 s`, undo: () => c.control.restart(node) };
       },
     },
@@ -117,7 +123,7 @@ export function scenarios(c: ScenarioContext, chosen?: readonly string[]): Scena
       targets: { firstWriteMs: 30_000, lagBackMs: 120_000 },
       async inject(): Promise<Fault> {
         const node = await c.control.redisPrimary();
-        c.control.signal(node, 'KILL');
+        await c.control.signal(node, 'KILL');
         return { detail: `kill -9 of the Redis primary (${node}); Sentinel promotes the replica; the old primary rejoins as a replica after 30 s`, undo: () => c.control.restart(node) };
       },
     },
@@ -128,11 +134,11 @@ export function scenarios(c: ScenarioContext, chosen?: readonly string[]): Scena
       async inject(): Promise<Fault> {
         const stopped = REBUILT_STATE_WRITERS.filter((s) => (c.stack.children.get(s) ?? []).some((child) => child.exitCode === null));
         for (const service of stopped) await c.stack.kill(service, 'SIGTERM');
-        let rebuilt: ReturnType<typeof rebuildFromLog>;
+        let rebuilt: Awaited<ReturnType<typeof rebuildFromLog>>;
         try {
           await c.control.flushRedis();
           progress('redis-emptied: Redis flushed; rebuilding the projections from the log');
-          rebuilt = rebuildFromLog(c.stack.env);
+          rebuilt = await rebuildFromLog(c.stack.env);
         } finally {
           // Whatever the rebuild did, the deployment gets its services back.
           for (const service of stopped) await c.stack.start(service);

@@ -5,7 +5,7 @@
  * and a read_committed reader or an offset fetch right after it could still miss the result.
  */
 import { Partitioners, type Admin, type Kafka, type Message, type Producer, type RecordMetadata, type TopicMessages } from 'kafkajs';
-import type { BusLogger } from '../bus-logger.ts';
+import { errorMessage, type BusLogger } from '../bus-logger.ts';
 import type { LogPosition } from '../port.ts';
 import { delay, toRecord, withMetadataRetry, type EncodedMessage, type Namespace } from './kafka-codec.ts';
 import type { Topics } from './kafka-topics.ts';
@@ -131,6 +131,7 @@ export class TransactionRunner {
     }
     const admin = await this.admin();
     const deadline = performance.now() + VISIBILITY_TIMEOUT_MS;
+    let lastError: unknown;
     for (let wait = 2; ; wait = Math.min(wait * 2, 50)) {
       const pending: Array<Promise<boolean>> = [...lastOffset].map(async ([topic, perPartition]) => {
         const ends = await withMetadataRetry(() => admin.fetchTopicOffsets(this.ns.topic(topic)));
@@ -143,9 +144,19 @@ export class TransactionRunner {
           ),
         );
       }
-      if ((await Promise.all(pending)).every(Boolean)) return;
+      // The transaction is committed: a read that fails here (a leader or coordinator moving,
+      // a broker that hangs) is "not visible yet", never a failed commit. Thrown, it failed the
+      // batch after its commit, and the partition was fenced and refetched all over again.
+      try {
+        if ((await Promise.all(pending)).every(Boolean)) return;
+      } catch (err) {
+        lastError = err;
+      }
       if (performance.now() > deadline) {
-        this.logger.warn({ topics: [...lastOffset.keys()], waitedMs: VISIBILITY_TIMEOUT_MS }, 'kafka transaction committed but not yet visible');
+        this.logger.warn(
+          { topics: [...lastOffset.keys()], waitedMs: VISIBILITY_TIMEOUT_MS, ...(lastError === undefined ? {} : { err: errorMessage(lastError) }) },
+          'kafka transaction committed but not yet visible',
+        );
         return;
       }
       await delay(wait);
