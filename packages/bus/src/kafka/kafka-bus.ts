@@ -21,7 +21,7 @@ import { errorMessage, stderrLogger, type BusLogger } from '../bus-logger.ts';
 import { partitionForKey } from '../partitioner.ts';
 import { Signal } from '../signal.ts';
 import type { Bus, ConsumedMessage, LogPosition, OutgoingMessage, SubscribeOptions, Subscription, TopicSpec } from '../port.ts';
-import { encodeMessage, Mutex, Namespace, retryWithin, unavailable, withMetadataRetry } from './kafka-codec.ts';
+import { encodeMessage, isProducerStateError, Mutex, Namespace, retryWithin, unavailable, withMetadataRetry, type EncodedMessage } from './kafka-codec.ts';
 import { CommitWatch } from './kafka-commit-watch.ts';
 import { Groups } from './kafka-groups.ts';
 import { readRange } from './kafka-reader.ts';
@@ -77,8 +77,7 @@ class KafkaBus implements Bus {
   private readonly members = new Map<string, number>();
   private idempotent: Promise<Producer> | undefined;
   /** Single-partition produces of one turn, sent as one record batch per partition. */
-  private readonly singlePartition = new PartitionProduceGroups(async (messages) =>
-    this.transactions.send(await this.idempotentProducer(), await this.transactions.route(messages)));
+  private readonly singlePartition = new PartitionProduceGroups((messages) => this.sendIdempotent(messages));
   private transactional: Promise<Producer> | undefined;
   /** A transactional producer runs one transaction at a time. */
   private readonly transactionLock = new Mutex();
@@ -159,7 +158,7 @@ class KafkaBus implements Bus {
         committedOffset: (kafkaGroup, kafkaTopic, partition) => this.groups.committedOffset(kafkaGroup, kafkaTopic, partition),
         ensureDeadLetterTopic: (topic) => this.topics.ensureDeadLetter(topic),
         produce: async (messages) => {
-          await this.transactions.send(await this.idempotentProducer(), await this.transactions.route(messages));
+          await this.sendIdempotent(messages);
         },
         ...(options.transient === true ? { afterClose: () => this.deleteTransientGroup(options.groupId, kafkaGroup) } : {}),
       },
@@ -298,6 +297,29 @@ class KafkaBus implements Bus {
       if (this.adminReady !== undefined) await this.adminClient.disconnect().catch(() => undefined);
     })();
     return this.closed;
+  }
+
+  /**
+   * Appends through the idempotent producer. One whose sequence numbers the broker refused
+   * (OUT_OF_ORDER_SEQUENCE_NUMBER and kin) is replaced: kafkajs rolls a failed request's
+   * sequence back, so once its count and the broker's disagree — a timed-out request that
+   * landed after all, a concurrent request that took the next numbers while a leader moved —
+   * every later produce to that partition is refused the same way (the fault suite's freeze:
+   * write-admission's key appends refused 7 times over 4 s). A new producer id starts at 0.
+   */
+  private async sendIdempotent(messages: readonly EncodedMessage[]): Promise<LogPosition[]> {
+    const producer = this.idempotentProducer();
+    try {
+      return await this.transactions.send(await producer, await this.transactions.route(messages));
+    } catch (err) {
+      if (isProducerStateError(err) && this.idempotent === producer) {
+        this.idempotent = undefined;
+        // Its other requests still in flight settle first (each within the request timeout).
+        const grace = 2 * requestTimeoutOf(this.sessionTimeoutMs);
+        setTimeout(() => void producer.then((p) => p.disconnect()).catch(() => undefined), grace).unref();
+      }
+      throw err;
+    }
   }
 
   private idempotentProducer(): Promise<Producer> {

@@ -26,6 +26,13 @@ export class PartitionProduceGroups {
   private readonly queued = new Map<string, Queued[]>();
   private scheduled = false;
   private readonly inFlight = new Set<Promise<void>>();
+  /**
+   * Partitions with a request in flight: their next calls wait and go together in the next one.
+   * Two requests of the idempotent producer for one partition at once took consecutive sequence
+   * numbers; when the first failed while its leader moved, kafkajs rolled the counter back under
+   * the second, and the broker refused what followed as out of order.
+   */
+  private readonly sending = new Set<string>();
 
   constructor(
     /** Sends messages that all go to one partition, in one request; their positions in order. */
@@ -48,20 +55,28 @@ export class PartitionProduceGroups {
 
   /** Resolves once everything added so far was sent (or failed). */
   async idle(): Promise<void> {
-    this.flush();
-    await Promise.all([...this.inFlight]);
+    while (this.queued.size > 0 || this.inFlight.size > 0) {
+      this.flush();
+      await Promise.all([...this.inFlight]);
+    }
   }
 
   private flush(): void {
     this.scheduled = false;
-    for (const calls of this.queued.values()) {
-      for (const group of this.grouped(calls)) {
-        const sending = this.sendGroup(group);
-        this.inFlight.add(sending);
-        void sending.finally(() => this.inFlight.delete(sending));
-      }
+    for (const [partitionKey, calls] of this.queued) {
+      if (this.sending.has(partitionKey)) continue;
+      this.queued.delete(partitionKey);
+      this.sending.add(partitionKey);
+      const sending = (async () => {
+        for (const group of this.grouped(calls)) await this.sendGroup(group);
+      })().finally(() => {
+        this.sending.delete(partitionKey);
+        // What queued up meanwhile goes now, as one request.
+        if (this.queued.has(partitionKey)) this.flush();
+      });
+      this.inFlight.add(sending);
+      void sending.finally(() => this.inFlight.delete(sending));
     }
-    this.queued.clear();
   }
 
   /** Consecutive calls up to maxBytes a group, in call order. */

@@ -32,7 +32,34 @@ describe('PartitionProduceGroups', () => {
     await Promise.all([
       groups.add('t/0', [message('xxxx')]), groups.add('t/1', [message('yy')]), groups.add('t/0', [message('zzzz')]), groups.add('t/0', [message('wwwwwwwwwwww')]),
     ]);
-    expect(log.sends).toEqual([['xxxx', 'zzzz'], ['wwwwwwwwwwww'], ['yy']]);
+    // Partitions go independently; within one, in call order.
+    expect(log.sends.filter((values) => !values.includes('yy'))).toEqual([['xxxx', 'zzzz'], ['wwwwwwwwwwww']]);
+    expect(log.sends).toContainEqual(['yy']);
+  });
+
+  it('has one request in flight per partition: calls made meanwhile go together in the next', async () => {
+    const sends: string[][] = [];
+    let release: () => void = () => undefined;
+    const firstHeld = new Promise<void>((resolve) => (release = resolve));
+    let end = 0;
+    const groups = new PartitionProduceGroups(async (messages) => {
+      sends.push(messages.map((m) => m.value));
+      if (sends.length === 1) await firstHeld;
+      return messages.map(() => ({ topic: 't', partition: 0, offset: end++ }));
+    });
+    const turn = () => new Promise((resolve) => setImmediate(resolve));
+    const a = groups.add('t/0', [message('a')]);
+    await turn();
+    const b = groups.add('t/0', [message('b')]);
+    const c = groups.add('t/0', [message('c')]);
+    await turn();
+    // Two requests at once would take consecutive sequence numbers, and a failed first one rolls
+    // the producer's count back under the second (OUT_OF_ORDER_SEQUENCE_NUMBER while leaders move).
+    expect(sends).toEqual([['a']]);
+    release();
+    const positions = await Promise.all([a, b, c]);
+    expect(sends).toEqual([['a'], ['b', 'c']]);
+    expect(positions.map((p) => p.map((x) => x.offset))).toEqual([[0], [1], [2]]);
   });
 
   it('fails every call of a failed batch, and only those', async () => {

@@ -92,6 +92,13 @@ const PARTITIONS_IN_PARALLEL = 8;
 const FETCH_WAIT_MS = 100;
 
 /**
+ * How long a batch may wait on Kafka itself (a commit, fencing its partition) before that counts
+ * as a stall too: those waits are bounded by the client's request timeouts and retries, and a
+ * broker outage is not a handler that stopped. A backstop for a client that never answers.
+ */
+const KAFKA_WAIT_NOT_A_STALL_MS = 60_000;
+
+/**
  * A crashed consumer (its coordinator loading or moving, a broker gone) restarts after this
  * pause, doubled per crash in a row up to the cap, until it joins again. kafkajs restarts after
  * the failed retry's own wait — tens of milliseconds with our retry settings — and during a
@@ -125,6 +132,8 @@ export class KafkaSubscription implements Subscription {
   private crashesInARow = 0;
   /** When each partition's batch in the background last made progress; watched for stalls. */
   private readonly inFlight = new Map<string, number>();
+  /** Partitions whose batch waits on Kafka (commit, fencing), and since when: not a stalled handler. */
+  private readonly inKafka = new Map<string, { since: number; depth: number }>();
   private watchdog: NodeJS.Timeout | undefined;
   /** Set while the member left the group because a handler stalled (checkStalled). */
   private leaving: Promise<void> | undefined;
@@ -230,7 +239,14 @@ export class KafkaSubscription implements Subscription {
   private checkStalled(): void {
     if (this.closing || this.leaving !== undefined) return;
     const now = performance.now();
-    const stalled = [...this.inFlight.values()].some((startedAt) => now - startedAt > this.deps.sessionTimeoutMs);
+    // A batch blocked on a broker that hangs is not stalled: leaving the group for it rebalanced
+    // every member while the cluster was moving leaders and coordinators (the broker freeze made
+    // twelve groups leave between 6.5 and 13.5 s after the fault, around the fencing).
+    const waitingOnKafka = (key: string) => {
+      const since = this.inKafka.get(key)?.since;
+      return since !== undefined && now - since < KAFKA_WAIT_NOT_A_STALL_MS;
+    };
+    const stalled = [...this.inFlight].some(([key, startedAt]) => !waitingOnKafka(key) && now - startedAt > this.deps.sessionTimeoutMs);
     if (!stalled) return;
     this.deps.logger.warn({ groupId: this.groupId, sessionTimeoutMs: this.deps.sessionTimeoutMs }, 'bus handler stalled past the session timeout; leaving the group until it settles');
     this.leaving = (async () => {
@@ -259,6 +275,21 @@ export class KafkaSubscription implements Subscription {
       await this.deps.afterClose?.();
     })();
     return this.closed;
+  }
+
+  /** Runs a step that waits on Kafka; its time does not count towards a stall (checkStalled). */
+  private async onKafka<T>(key: string, step: () => Promise<T>): Promise<T> {
+    const entry = this.inKafka.get(key) ?? { since: performance.now(), depth: 0 };
+    entry.depth += 1;
+    this.inKafka.set(key, entry);
+    try {
+      return await step();
+    } finally {
+      entry.depth -= 1;
+      if (entry.depth === 0 && this.inKafka.get(key) === entry) this.inKafka.delete(key);
+      // The time spent waiting on Kafka is not the handler's.
+      if (this.inFlight.has(key)) this.inFlight.set(key, performance.now());
+    }
   }
 
   private lock(key: string): Mutex {
@@ -293,7 +324,7 @@ export class KafkaSubscription implements Subscription {
           await heartbeat();
         };
         try {
-          const floor = await this.ownPartition(key, batch.topic, batch.partition);
+          const floor = await this.onKafka(key, () => this.ownPartition(key, batch.topic, batch.partition));
           return await this.processBatch(batch, floor, { resolveOffset, heartbeat: progressing, isRunning, isStale });
         } finally {
           this.inFlight.delete(key);
@@ -325,9 +356,10 @@ export class KafkaSubscription implements Subscription {
     floor: number,
     payload: BatchPayload,
   ): Promise<Outcome> {
+    const key = partitionKey(batch.topic, batch.partition);
     const chunks = new ChunkCommitter(
       CHUNK_LIMITS,
-      (chunk) => this.commitChunk(batch.topic, batch.partition, chunk),
+      (chunk) => this.onKafka(key, () => this.commitChunk(batch.topic, batch.partition, chunk)),
       (chunk) => {
         const lastEntry = chunk.entries.at(-1);
         if (lastEntry === undefined) return;

@@ -14,6 +14,12 @@
  * - A request that times out closes its connection, on a real socket to a server that accepts
  *   and never answers (a frozen broker keeps its TCP connections open). Upstream kept the
  *   socket, so every later request to that broker queued behind it and timed out in turn.
+ * - What one client of the process learns about a broker that stopped answering, all of them
+ *   use (brokerHealth): a broker fresh metadata no longer lists has every connection to it
+ *   closed at once and every pool refreshes; one whose request or connect timed out is tried
+ *   last, and a broker that cannot be connected to is skipped like one whose request failed.
+ *   Upstream, each of the process's clients found a fenced broker out on its own, one timeout
+ *   at a time: for about 25 s after the fencing in the fault suite's broker freeze.
  */
 import { once } from 'node:events';
 import { createRequire } from 'node:module';
@@ -39,6 +45,29 @@ interface Connection {
 }
 const Connection = require('kafkajs/src/network/connection.js') as new (options: object) => Connection;
 const socketFactory = (require('kafkajs/src/network/socketFactory.js') as () => unknown)();
+interface BrokerHealth {
+  reset(): void;
+  markSuspect(host: string, port: number): void;
+  isSuspect(host: string, port: number): boolean;
+  track(host: string, port: number, close: () => void): () => void;
+  generation(): number;
+}
+const brokerHealth = require('kafkajs/src/cluster/brokerHealth.js') as BrokerHealth;
+interface FakeBroker { nodeId: number; connectionPool: { host: string; port: number }; isConnected(): boolean; connect(): Promise<void>; disconnect(): Promise<void>; metadata?(): Promise<unknown> }
+const BrokerPool = require('kafkajs/src/cluster/brokerPool.js') as new (options: object) => {
+  brokers: Record<string, FakeBroker>;
+  seedBroker: FakeBroker;
+  healthGeneration: number;
+  withBroker<T>(callback: (args: { nodeId: string }) => Promise<T>): Promise<T>;
+  refreshMetadata(topics: string[]): Promise<void>;
+  refreshMetadataIfNecessary(topics: string[]): Promise<void>;
+};
+const ConsumerGroup = require('kafkajs/src/consumer/consumerGroup.js') as new (options: object) => {
+  memberId: string | null;
+  coordinator: unknown;
+  heartbeat(options: { interval: number }): Promise<void>;
+};
+const { KafkaJSConnectionError } = require('kafkajs/src/errors.js') as { KafkaJSConnectionError: new (message: string) => Error };
 const apiVersions = require('kafkajs/src/protocol/requests/apiVersions/index.js') as { protocol(v: { version: number }): () => { request: unknown; response: unknown } };
 
 interface ProduceCall { broker: number; partitions: number[] }
@@ -212,5 +241,134 @@ describe('kafkajs group commits after the coordinator moved (patched)', () => {
     await offsets.commitOffsets(commit);
 
     expect(commits).toEqual(['at the join', 'now']);
+  });
+
+  it('asks where the coordinator is now when the connection to the one of the join closed, instead of reconnecting to it', async () => {
+    const commits: string[] = [];
+    const asked: string[] = [];
+    const coordinator = (name: string, connected: boolean) => ({
+      isConnected: () => connected,
+      async offsetCommit() {
+        commits.push(name);
+      },
+    });
+    const cluster = {
+      committedOffsets: () => ({}),
+      async refreshMetadata() {},
+      findGroupCoordinator: async ({ groupId }: { groupId: string }) => {
+        asked.push(groupId);
+        return coordinator('now', true);
+      },
+      // Upstream's way: the same broker again (a frozen one: a connection timeout per commit).
+      findBroker: async () => coordinator('the frozen one', true),
+    };
+    // Its request timed out, and the patched connection closed itself.
+    const offsets = new OffsetManager({
+      cluster, coordinator: coordinator('at the join', false), memberAssignment: { 'memory.keys': [0] }, autoCommit: false,
+      topicConfigurations: {}, instrumentationEmitter: { emit: () => undefined }, groupId: 'keys-follower', generationId: 3, memberId: 'm-1',
+    });
+    await offsets.commitOffsets({ topics: [{ topic: 'memory.keys', partitions: [{ partition: 0, offset: '42' }] }] });
+    expect(asked).toEqual(['keys-follower']);
+    expect(commits).toEqual(['now']);
+  });
+});
+
+describe('kafkajs heartbeats after the coordinator stopped answering (patched)', () => {
+  it('asks where the coordinator is now when a heartbeat cannot reach it, and heartbeats there next', async () => {
+    const beats: string[] = [];
+    const coordinator = (name: string, reachable: boolean) => ({
+      async heartbeat() {
+        beats.push(name);
+        if (!reachable) throw new KafkaJSConnectionError('Connection timeout');
+      },
+    });
+    const asked: string[] = [];
+    const cluster = {
+      findGroupCoordinator: async ({ groupId }: { groupId: string }) => {
+        asked.push(groupId);
+        return coordinator('now', true);
+      },
+    };
+    const logger = { namespace: () => silent };
+    const group = new ConsumerGroup({
+      retry: {}, cluster, groupId: 'replies', topics: [], topicConfigurations: {}, logger, instrumentationEmitter: { emit: () => undefined },
+      assigners: [], sessionTimeout: 10_000, rebalanceTimeout: 10_000, maxBytesPerPartition: 1, minBytes: 1, maxBytes: 1, maxWaitTimeInMs: 100,
+      autoCommit: false, isolationLevel: 1, metadataMaxAge: 300_000,
+    });
+    group.memberId = 'm-1';
+    // The broker of the join, frozen: fenced and replaced as the group's coordinator.
+    group.coordinator = coordinator('frozen', false);
+
+    await expect(group.heartbeat({ interval: 0 })).rejects.toMatchObject({ name: 'KafkaJSConnectionError' });
+    await group.heartbeat({ interval: 0 });
+
+    expect(asked).toEqual(['replies']);
+    expect(beats).toEqual(['frozen', 'now']);
+  });
+});
+
+describe('kafkajs clients of one process sharing what they learn about a broker (patched)', () => {
+  const poolLogger = { ...silent, namespace: () => poolLogger };
+  const newPool = () => new BrokerPool({ connectionPoolBuilder: { build: async () => ({}) }, logger: poolLogger, retry: { retries: 0 } });
+  /** A broker as the pool holds it; `reachable: false` fails its connect as a frozen broker's full backlog does. */
+  const fakeBroker = (nodeId: number, calls: string[], reachable = true): FakeBroker => {
+    let connected = false;
+    return {
+      nodeId,
+      connectionPool: { host: '127.0.0.1', port: 40_000 + nodeId },
+      isConnected: () => connected,
+      async connect() {
+        calls.push(`connect ${nodeId}`);
+        if (!reachable) throw new KafkaJSConnectionError('Connection timeout');
+        connected = true;
+      },
+      async disconnect() {
+        connected = false;
+      },
+      // What the cluster lists now: broker 3 was fenced.
+      async metadata() {
+        return { brokers: [1, 2].map((id) => ({ nodeId: id, host: '127.0.0.1', port: 40_000 + id })), topicMetadata: [] };
+      },
+    };
+  };
+
+  it('asks another broker when one cannot be connected to, and tries a suspect broker last', async () => {
+    brokerHealth.reset();
+    const calls: string[] = [];
+    const pool = newPool();
+    pool.brokers = { 1: fakeBroker(1, calls), 3: fakeBroker(3, calls, false) };
+    for (let i = 0; i < 10; i += 1) expect(await pool.withBroker(async ({ nodeId }) => `asked ${nodeId}`)).toBe('asked 1');
+    brokerHealth.markSuspect('127.0.0.1', 40_003);
+    calls.length = 0;
+    for (let i = 0; i < 10; i += 1) await pool.withBroker(async ({ nodeId }) => nodeId);
+    expect(calls).not.toContain('connect 3');
+  });
+
+  it('closes every connection of the process to a broker fresh metadata no longer lists, and makes every other pool refresh', async () => {
+    brokerHealth.reset();
+    const closed: string[] = [];
+    // A connection another client of the process holds to broker 3.
+    brokerHealth.track('127.0.0.1', 40_003, () => closed.push('connection to 3'));
+    const calls: string[] = [];
+    const pool = newPool();
+    pool.brokers = { 1: fakeBroker(1, calls), 2: fakeBroker(2, calls), 3: fakeBroker(3, calls) };
+    await pool.brokers[1]!.connect();
+    pool.seedBroker = pool.brokers[1]!;
+    const other = newPool();
+    let otherRefreshed = 0;
+    other.refreshMetadata = async () => { otherRefreshed += 1; };
+    other.brokers = { 1: fakeBroker(1, calls) };
+    await other.refreshMetadataIfNecessary([]);
+    expect(otherRefreshed).toBe(1);
+    (other as unknown as { metadataExpireAt: number; metadata: object }).metadataExpireAt = Date.now() + 300_000;
+    (other as unknown as { metadata: object }).metadata = { topicMetadata: [] };
+
+    await pool.refreshMetadata([]);
+    expect(Object.keys(pool.brokers).sort()).toEqual(['1', '2']);
+    expect(closed).toEqual(['connection to 3']);
+    expect(brokerHealth.isSuspect('127.0.0.1', 40_003)).toBe(true);
+    // The other pool's metadata is fresh by its age, stale by what the process learnt.
+    await other.refreshMetadataIfNecessary([]);
+    expect(otherRefreshed).toBe(2);
   });
 });
