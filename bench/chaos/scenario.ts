@@ -8,7 +8,7 @@
 import { progress } from '../stats.ts';
 import { ChaosHttp } from './http.ts';
 import { judge, type InvariantReport, type Judged } from './invariants.ts';
-import type { LagProbe } from './lag.ts';
+import { sumOf, type LagProbe } from './lag.ts';
 import { emptyLedger, type AcknowledgedWrite, type Answer } from './ledger.ts';
 import { startLoad, type LoadShape, type LoadTarget } from './load.ts';
 import { chaosRights } from './rights.ts';
@@ -47,7 +47,8 @@ export interface ScenarioResult {
   /** ms from the fault until the summed consumer lag was back at its level before the fault. */
   lagBackMs: number | null;
   writesPerSecond: { before: number; during: number; after: number };
-  lag: { beforeMax: number; peak: number };
+  /** The summed lag; per group at its peak and at the last sample (groups behind only): which one a missed target waits on. */
+  lag: { beforeMax: number; peak: number; byGroupAtPeak: Record<string, number>; byGroupAtEnd: Record<string, number> };
   /** What clients saw, per route and phase: answers by status, and the latency of the successes. */
   answers: Array<{ route: string; phase: 'before' | 'during' | 'after'; statuses: Record<string, number>; p50Ms: number; maxMs: number }>;
   invariants: InvariantReport;
@@ -64,14 +65,26 @@ export interface ScenarioDeps {
 
 const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-/** Samples the lag every second until `until` says stop; `onSample` sees each (time, lag). */
-async function sampleLag(probe: LagProbe, clock: () => number, until: () => boolean, onSample: (at: number, lag: number) => void): Promise<void> {
+interface LagSample {
+  at: number;
+  /** Summed; NaN when the probe failed (a broker down). */
+  lag: number;
+  byGroup: Record<string, number>;
+}
+
+/** Samples the lag every second until `until` says stop; `onSample` sees each. */
+async function sampleLag(probe: LagProbe, clock: () => number, until: () => boolean, onSample: (sample: LagSample) => void): Promise<void> {
   while (!until()) {
     const started = clock();
-    onSample(started, await probe.total().catch(() => Number.NaN));
+    const byGroup = await probe.byGroup().catch(() => undefined);
+    onSample({ at: started, lag: byGroup === undefined ? Number.NaN : sumOf(byGroup), byGroup: byGroup ?? {} });
     await pause(Math.max(0, 1_000 - (clock() - started)));
   }
 }
+
+/** The groups with a lag, most behind first. */
+const behind = (byGroup: Record<string, number>): Record<string, number> =>
+  Object.fromEntries(Object.entries(byGroup).filter(([, lag]) => lag > 0).sort((a, b) => b[1] - a[1]));
 
 const rate = (writes: readonly AcknowledgedWrite[], from: number, to: number): number =>
   to > from ? (writes.filter((w) => w.at >= from && w.at < to).length * 1000) / (to - from) : 0;
@@ -84,9 +97,9 @@ export async function runScenario(deps: ScenarioDeps, scenario: Scenario): Promi
   const tenant = `chaos-${deps.run}-${scenario.name}`;
   const rights = await chaosRights({ url: deps.target.url, issuerCredential: deps.target.issuerCredential }, tenant);
   const load = startLoad(deps.target, rights, ledger, deps.shape, `${deps.run}-${scenario.name}`, clock);
-  const samples: Array<{ at: number; lag: number }> = [];
+  const samples: LagSample[] = [];
   let sampling = true;
-  const sampler = sampleLag(deps.lag, clock, () => !sampling, (at, lag) => samples.push({ at, lag }));
+  const sampler = sampleLag(deps.lag, clock, () => !sampling, (sample) => samples.push(sample));
   let faultAt = 0;
   let recoveredAt = 0;
   let stoppedAt = 0;
@@ -131,6 +144,7 @@ export async function runScenario(deps: ScenarioDeps, scenario: Scenario): Promi
   await sampler;
   const beforeMax = samples.filter((s) => s.at < faultAt).reduce((m, s) => Math.max(m, Number.isNaN(s.lag) ? 0 : s.lag), 0);
   const back = samples.find((s) => s.at > faultAt && s.at >= recoveredAt && s.lag <= beforeMax);
+  const peak = samples.filter((s) => !Number.isNaN(s.lag)).reduce<LagSample | undefined>((m, s) => (m === undefined || s.lag > m.lag ? s : m), undefined);
   const firstAfter = ledger.writes.filter((w) => w.startedAt >= faultAt).reduce((m, w) => Math.min(m, w.at), Number.POSITIVE_INFINITY);
 
   const invariants = await judge({
@@ -144,7 +158,12 @@ export async function runScenario(deps: ScenarioDeps, scenario: Scenario): Promi
     firstWriteAfterFaultMs: Number.isFinite(firstAfter) ? Math.round(firstAfter - faultAt) : null,
     lagBackMs: back === undefined ? null : Math.round(back.at - faultAt),
     writesPerSecond: { before: rate(ledger.writes, 0, faultAt), during: rate(ledger.writes, faultAt, recoveredAt), after: rate(ledger.writes, recoveredAt, stoppedAt) },
-    lag: { beforeMax, peak: samples.reduce((m, s) => Math.max(m, Number.isNaN(s.lag) ? 0 : s.lag), 0) },
+    lag: {
+      beforeMax,
+      peak: peak?.lag ?? 0,
+      byGroupAtPeak: behind(peak?.byGroup ?? {}),
+      byGroupAtEnd: behind(samples.filter((s) => !Number.isNaN(s.lag)).at(-1)?.byGroup ?? {}),
+    },
     answers: answersByPhase(ledger.answers, faultAt, recoveredAt),
     invariants,
   };
