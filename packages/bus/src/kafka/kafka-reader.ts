@@ -46,8 +46,11 @@ export async function* readRange(kafka: Kafka, admin: Admin, ns: Namespace, rang
     // Also fires for batches that held only markers or aborted records (never in eachBatch).
     if (payload.partition === range.partition && Number(payload.lastOffset) + 1 >= range.end) channel.close();
   });
+  // What a stall says about where the read got to: joining its group, or fetching.
+  let joined = false;
   // Seeking as the member joins places the first fetch; kafkajs has no assignment before that.
   consumer.on(consumer.events.GROUP_JOIN, () => {
+    joined = true;
     if (range.from > range.low) consumer.seek({ topic: range.kafkaTopic, partition: range.partition, offset: String(range.from) });
   });
   // A retriable crash (a coordinator still loading on a fresh broker) is restarted by kafkajs.
@@ -73,7 +76,7 @@ export async function* readRange(kafka: Kafka, admin: Admin, ns: Namespace, rang
       },
     });
     for (;;) {
-      const page = await channel.take(STALL_TIMEOUT_MS);
+      const page = await channel.take(STALL_TIMEOUT_MS, () => (joined ? `joined; next offset ${next} of ${range.end}` : 'its throwaway group not joined yet'));
       if (page === undefined) break;
       yield* page;
     }
@@ -134,8 +137,8 @@ class Channel<T> {
     this.close();
   }
 
-  /** The next item; undefined once closed and drained. Throws after a failure or a stall. */
-  async take(stallTimeoutMs: number): Promise<T | undefined> {
+  /** The next item; undefined once closed and drained. Throws after a failure or a stall (`where`: the reader's progress, for the error). */
+  async take(stallTimeoutMs: number, where: () => string): Promise<T | undefined> {
     for (;;) {
       if (this.error !== undefined) throw this.error;
       const item = this.item;
@@ -152,7 +155,7 @@ class Channel<T> {
       });
       clearTimeout(timer);
       this.waiter = undefined;
-      if (stalled) throw new GovernedMemoryError('MEM_UNAVAILABLE', `kafka: no data for ${stallTimeoutMs} ms before the end of the range`, { retriable: true });
+      if (stalled) throw new GovernedMemoryError('MEM_UNAVAILABLE', `kafka: no data for ${stallTimeoutMs} ms before the end of the range (${where()})`, { retriable: true });
     }
   }
 
