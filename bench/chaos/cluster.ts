@@ -3,10 +3,10 @@
  * cluster"): its addresses as the services' env, its nodes as processes to kill, freeze and
  * restart, and what "healthy again" means for each engine.
  */
-import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import { Redis } from 'ioredis';
+import { runChild } from './child.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
@@ -52,25 +52,11 @@ export interface ClusterControl {
   describe(): Record<string, unknown>;
 }
 
-/**
- * Runs cluster.sh; its progress goes to stderr as it comes, except what a caller reads
- * (`capture`). Never synchronously: the load runs in this process, and a node start blocking
- * its event loop for 20 s made answers that had arrived look unanswered (their client timeouts
- * fire before their sockets are read).
- */
-function launcher(args: string[], capture = false): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('bash', [path.join(ROOT, 'infra/local/cluster.sh'), ...args], {
-      cwd: ROOT, stdio: ['ignore', capture ? 'pipe' : 2, 'inherit'], timeout: 10 * 60_000,
-    });
-    let stdout = '';
-    child.stdout?.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.on('error', reject);
-    child.on('close', (code, signal) => {
-      if (code === 0) resolve(stdout);
-      else reject(new Error(`infra/local/cluster.sh ${args.join(' ')} exited with ${code ?? signal}`));
-    });
-  });
+/** Runs cluster.sh (asynchronously, `runChild`); its progress goes to stderr as it comes, except what a caller reads (`capture`). */
+async function launcher(args: string[], capture = false): Promise<string> {
+  const { code, stdout } = await runChild('bash', [path.join(ROOT, 'infra/local/cluster.sh'), ...args], { capture });
+  if (code !== 0) throw new Error(`infra/local/cluster.sh ${args.join(' ')} exited with ${code}`);
+  return stdout;
 }
 
 const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

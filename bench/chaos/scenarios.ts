@@ -3,11 +3,10 @@
  * the order of the matrix. Engines are failed through the cluster launcher; services through the
  * stack, which runs two instances of the one being failed.
  */
-import { spawn } from 'node:child_process';
-import path from 'node:path';
 import type { Stack, ServiceName } from '@gm/distributed';
 import { progress } from '../stats.ts';
 import type { ClusterControl } from './cluster.ts';
+import { runChild } from './child.ts';
 import { writePathRoles } from './placement.ts';
 import type { Fault, Scenario } from './scenario.ts';
 
@@ -26,22 +25,12 @@ const KILLED_SERVICES: ServiceName[] = ['write-admission', 'projector', 'index-b
 
 const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-const ROOT = path.resolve(import.meta.dirname, '../..');
-
 /** The services whose consumer groups write what the rebuild writes (projections, deletion jobs, receipts): stopped while it runs (it refuses otherwise). */
 const REBUILT_STATE_WRITERS: ServiceName[] = ['projector', 'index-builder', 'vector-indexer', 'expiry-scheduler', 'deletion-orchestrator', 'receipt-verifier'];
 
-/** `pnpm rebuild:distributed --json` with the stack's env, as an operator runs it: its report, or why it failed. Asynchronously, for the load's sake (see cluster.ts `launcher`). */
+/** `pnpm rebuild:distributed --json` with the stack's env, as an operator runs it: its report, or why it failed. Asynchronously, for the load's sake (`runChild`). */
 async function rebuildFromLog(env: Record<string, string>): Promise<{ events: number; durationMs: number; differing: string[]; jobsRestored: number; jobsOpen: number }> {
-  const { code, stdout } = await new Promise<{ code: number | string | null; stdout: string }>((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'apps/distributed/src/rebuild.ts', '--json'], {
-      cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'], timeout: 10 * 60_000,
-    });
-    let out = '';
-    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-    child.on('error', reject);
-    child.on('close', (exit, signal) => resolve({ code: exit ?? signal, stdout: out }));
-  });
+  const { code, stdout } = await runChild(process.execPath, ['--import', 'tsx', 'apps/distributed/src/rebuild.ts', '--json'], { capture: true, env });
   // 1: a store that held data digests differently afterwards — here the index, which the stopped
   // index-builder had left behind the log. The rebuilt state is in place either way.
   if (code !== 0 && code !== 1) throw new Error(`rebuild:distributed exited with ${code}: ${stdout}`);

@@ -17,7 +17,7 @@ import type { Bus } from '@gm/bus';
 import {
   DeletionAck, DeletionReceipt, PolicyChange, SignedReceipt, TOPICS, readMemoryEvent, type DeletionJob,
 } from '@gm/contracts';
-import { decideDeletion, foldDeletion, type DeletionFact, type DeletionInput, type DeletionRequest, type DeletionSettings, type HoldNow } from '@gm/domain';
+import { decideDeletion, foldDeletion, isFinished, type DeletionFact, type DeletionInput, type DeletionRequest, type DeletionSettings, type HoldNow } from '@gm/domain';
 import { derivedId, keyOf } from '@gm/ids';
 import { decodeReceiptPayload } from '@gm/policy/receipts';
 import type { StateStore } from '@gm/state-store';
@@ -62,11 +62,13 @@ interface DeletionLog {
 
 const jobKey = (tenant: string, jobId: string): string => keyOf(tenant, jobId);
 
-const isFinished = (job: DeletionJob): boolean => job.status === 'verified' || job.status === 'failed';
-
 async function readDeletionLog(log: Bus): Promise<DeletionLog> {
   const read: DeletionLog = { requests: [], tombstones: new Map(), acks: new Map(), holds: new Map(), releases: [], receipts: new Map() };
-  const append = <T>(map: Map<string, T[]>, key: string, value: T) => map.set(key, [...(map.get(key) ?? []), value]);
+  const append = <T>(map: Map<string, T[]>, key: string, value: T) => {
+    const list = map.get(key);
+    if (list === undefined) map.set(key, [value]);
+    else list.push(value);
+  };
   for await (const message of log.readAll(TOPICS.events)) {
     const event = readMemoryEvent(message);
     const request = deletionRequestOf(event);
@@ -164,10 +166,12 @@ function foldJobs(read: DeletionLog, settings: DeletionSettings): { jobs: Map<st
     jobs.set(key, foldAcks(read, job, settings));
   }
   const released: Array<{ job: DeletionJob; holdId: string }> = [];
+  // A release handled once is not handled again (the orchestrator drops the job from the hold's set).
+  const handled = new Set<string>();
   for (const { tenant, holdId, change } of read.releases) {
     const now = change.metadata.occurredAt;
     const held = [...jobs.values()]
-      .filter((j) => j.tenant === tenant && j.legalHold?.holdId === holdId && !released.some((r) => r.job.jobId === j.jobId && r.holdId === holdId))
+      .filter((j) => j.tenant === tenant && j.legalHold?.holdId === holdId && !handled.has(keyOf(tenant, holdId, j.jobId)))
       .sort((a, b) => (a.jobId < b.jobId ? -1 : 1));
     for (const job of held) {
       const jobId = derivedId('release', job.jobId, holdId);
@@ -179,6 +183,7 @@ function foldJobs(read: DeletionLog, settings: DeletionSettings): { jobs: Map<st
       const marked = step(job, { type: 'MarkContinued', by: jobId }, settings) ?? job;
       jobs.set(jobKey(tenant, job.jobId), marked);
       released.push({ job: marked, holdId });
+      handled.add(keyOf(tenant, holdId, job.jobId));
     }
   }
   for (const [key, job] of jobs) {

@@ -9,7 +9,8 @@ import type { DeletionDecision, DeletionFact, DeletionInput, DeletionSettings, D
 
 const NOTHING: DeletionDecision = { facts: [], work: [] };
 
-const isFinished = (job: DeletionJob): boolean => job.status === 'verified' || job.status === 'failed';
+/** Verified or failed: nothing more happens to the job but its receipt. */
+export const isFinished = (job: DeletionJob): boolean => job.status === 'verified' || job.status === 'failed';
 
 /** The targets that remove copies, sent together; `key` waits until the replays found nothing. */
 export const fanOutTargets = (job: DeletionJob): DeletionTarget[] => job.targets.filter((t) => t !== 'key');
