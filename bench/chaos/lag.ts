@@ -5,8 +5,8 @@
  * behind per partition: "drained" is judged against the lag of the same deployment at rest.
  *
  * The pipeline's groups (CONSUMER_GROUPS) always count. A process's own groups (its key-store
- * follower `gm-keys.<id>`, the broker's `retrieval-broker.replies.<instance>`, a reader's
- * `gm-reader.<id>`) count while they have members: one whose process was killed keeps its
+ * follower `gm-keys.<id>`, the broker's `retrieval-broker.replies.<instance>`) count while
+ * they have members: one whose process was killed keeps its
  * offsets, and its lag, until Kafka expires them (docs/reliability.md).
  */
 import { CONSUMER_GROUPS } from '@gm/contracts';

@@ -226,7 +226,7 @@ class KafkaBus implements Bus {
     const low = Number(offsets?.low ?? 0);
     const from = Math.max(0, fromOffset, low);
     if (from >= end) return;
-    yield* readRange(this.kafka, admin, this.ns, { kafkaTopic, topic, partition, from, end, low });
+    yield* readRange(admin, { kafkaTopic, topic, partition, from, end });
   }
 
   async endOffsets(topic: string): Promise<number[]> {

@@ -14,6 +14,10 @@
  * - A request that times out closes its connection, on a real socket to a server that accepts
  *   and never answers (a frozen broker keeps its TCP connections open). Upstream kept the
  *   socket, so every later request to that broker queued behind it and timed out in turn.
+ * - A range read fetches from the partition's leader with no consumer group (fetchPartition):
+ *   a leader that moved refreshes the metadata and the next fetch goes to the new one, and the
+ *   read advances past record batches that hold no record it may see (markers, aborted or
+ *   compacted records, empty batches), which upstream's decoder dropped without a trace.
  * - What one client of the process learns about a broker that stopped answering, all of them
  *   use (brokerHealth): a broker fresh metadata no longer lists has every connection to it
  *   closed at once and every pool refreshes; one whose request or connect timed out is tried
@@ -31,7 +35,16 @@ type SendMessages = (args: { acks: number; timeout: number; topicMessages: Array
   => Promise<Array<{ topicName: string; partition: number; baseOffset: string }>>;
 const createSendMessages = require('kafkajs/src/producer/sendMessages.js') as (deps: object) => SendMessages;
 const createRetry = require('kafkajs/src/retry') as (options: object) => (fn: (...args: unknown[]) => Promise<unknown>) => Promise<unknown>;
-const createAdmin = require('kafkajs/src/admin') as (deps: object) => { fetchTopicOffsets(topic: string): Promise<Array<{ partition: number; offset: string }>> };
+interface FetchedPartition { messages: Array<{ offset: string; value: Buffer | null }>; nextOffset: string }
+const createAdmin = require('kafkajs/src/admin') as (deps: object) => {
+  fetchTopicOffsets(topic: string): Promise<Array<{ partition: number; offset: string }>>;
+  fetchPartition(options: { topic: string; partition: number; offset: string }): Promise<FetchedPartition>;
+};
+const { RecordBatch } = require('kafkajs/src/protocol/recordBatch/v0/index.js') as { RecordBatch: (options: object) => Promise<{ buffer: Buffer }> };
+const Record = require('kafkajs/src/protocol/recordBatch/record/v0/index.js') as (options: object) => unknown;
+const Encoder = require('kafkajs/src/protocol/encoder.js') as new () => { writeInt32(n: number): { writeBuffer(b: Buffer): { buffer: Buffer } } };
+const Decoder = require('kafkajs/src/protocol/decoder.js') as new (buffer: Buffer) => unknown;
+const decodeMessages = require('kafkajs/src/protocol/requests/fetch/v4/decodeMessages.js') as (decoder: unknown) => Promise<FetchedPartition['messages'] & { batchesEnd?: string }>;
 const { KafkaJSProtocolError } = require('kafkajs/src/errors.js') as { KafkaJSProtocolError: new (e: { message: string; type: string; code: number; retriable: boolean }) => Error };
 const OffsetManager = require('kafkajs/src/consumer/offsetManager/index.js') as new (options: object) => {
   commitOffsets(offsets: { topics: Array<{ topic: string; partitions: Array<{ partition: number; offset: string }> }> }): Promise<void>;
@@ -175,6 +188,61 @@ describe('kafkajs offset reads (patched)', () => {
 
     expect(offsets.map((o) => [o.partition, o.offset])).toEqual([[0, '42']]);
     expect(refreshes).toBe(1);
+  });
+});
+
+describe('kafkajs range reads without a consumer group (patched)', () => {
+  /** Record batches as a fetch response carries them. */
+  const fetched = async (batches: Array<{ firstOffset: number; lastOffsetDelta: number; values: Array<[number, string]> }>) => {
+    const encoded = await Promise.all(batches.map(async ({ firstOffset, lastOffsetDelta, values }) => (await RecordBatch({
+      firstOffset: String(firstOffset), lastOffsetDelta,
+      records: values.map(([offsetDelta, value]) => Record({ offsetDelta, key: Buffer.from('k'), value: Buffer.from(value) })),
+    })).buffer));
+    const all = Buffer.concat(encoded);
+    return decodeMessages(new Decoder(new Encoder().writeInt32(all.length).writeBuffer(all).buffer));
+  };
+
+  it('advances past record batches whose last records, or all of them, are gone (compaction), instead of fetching them again', async () => {
+    // Offsets 0-2 with offset 2 compacted away; then a batch left empty (offsets 3-4).
+    const messages = await fetched([
+      { firstOffset: 0, lastOffsetDelta: 2, values: [[0, 'a'], [1, 'b']] },
+      { firstOffset: 3, lastOffsetDelta: 1, values: [] },
+    ]);
+    expect(messages.map((m) => String(m.value))).toEqual(['a', 'b']);
+    expect(messages.batchesEnd).toBe('5');
+    expect((await fetched([{ firstOffset: 7, lastOffsetDelta: 0, values: [] }])).batchesEnd).toBe('8');
+  });
+
+  it('fetches from the leader the metadata names, and from the new one after a refresh when the old one refuses', async () => {
+    const messages = await fetched([{ firstOffset: 10, lastOffsetDelta: 1, values: [[0, 'x'], [1, 'y']] }]);
+    let leader = 2;
+    const asked: number[] = [];
+    const broker = (nodeId: number) => ({
+      async fetch({ topics }: { topics: Array<{ partitions: Array<{ fetchOffset: string }> }> }) {
+        asked.push(nodeId);
+        expect(topics[0]?.partitions[0]?.fetchOffset).toBe('11');
+        if (nodeId === 2) throw new KafkaJSProtocolError({ message: 'not the leader', type: 'NOT_LEADER_FOR_PARTITION', code: 6, retriable: true });
+        return { responses: [{ topicName: 'memory.events', partitions: [{ partition: 0, highWatermark: '13', lastStableOffset: '13', messages }] }] };
+      },
+    });
+    const cluster = {
+      async addTargetTopic() {},
+      async refreshMetadataIfNecessary() {},
+      async refreshMetadata() {
+        leader = 1;
+      },
+      findLeaderForPartitions: () => ({ [leader]: [0] }),
+      findBroker: async ({ nodeId }: { nodeId: string }) => broker(Number(nodeId)),
+    };
+    const admin = createAdmin({ logger: { namespace: () => silent }, cluster, retry: { retries: 0 } });
+
+    await expect(admin.fetchPartition({ topic: 'memory.events', partition: 0, offset: '11' })).rejects.toThrow('not the leader');
+    const read = await admin.fetchPartition({ topic: 'memory.events', partition: 0, offset: '11' });
+
+    expect(asked).toEqual([2, 1]);
+    // The record below the fetch offset (a batch starts where it starts) is not handed over.
+    expect(read.messages.map((m) => [m.offset, String(m.value)])).toEqual([['11', 'y']]);
+    expect(read.nextOffset).toBe('12');
   });
 });
 
