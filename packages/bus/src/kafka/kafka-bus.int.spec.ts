@@ -11,9 +11,11 @@ import { Kafka, logLevel, type Admin } from 'kafkajs';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { testBus } from '@gm/testing/contracts/bus';
 import { engineEndpoint } from '@gm/testing/engines';
+import { eventually } from '@gm/testing/eventually';
 import type { BusLogger } from '../bus-logger.ts';
 import type { Bus, ConsumedMessage, LogPosition } from '../port.ts';
 import { createKafkaBus, type KafkaBusOptions } from './kafka-bus.ts';
+import { waitingOnKafka } from './kafka-waits.ts';
 
 const brokers = (): string[] => engineEndpoint('kafka').split(',');
 
@@ -249,6 +251,41 @@ describe('kafka bus: exactly-once consume → produce', () => {
     expect(aDiscarded).toEqual([1]);
     expect(await b.committedOffsets('g', 'in')).toEqual(await b.endOffsets('in'));
   });
+
+  it('keeps its partitions while a handler waits on Kafka past the session timeout (a read or produce meeting a hung broker); a handler stuck on its own leaves', async () => {
+    const log = memoryLogger();
+    const bus = open({ sessionTimeoutMs: 6_000, logger: log });
+    await bus.ensureTopics([{ name: 'in', partitions: 1 }]);
+    await bus.produce([{ topic: 'in', key: 'k', value: 0 }]);
+    const release = deferred();
+    const waiting = deferred();
+    const stuck = deferred();
+    // What the bus does around its own requests (produce, readPartition, endOffsets); here the
+    // request is one that does not answer until released, as one to a frozen broker.
+    const onKafka = await bus.subscribe({ groupId: 'waits-on-kafka', topics: ['in'], handler: async () => {
+      waiting.resolve();
+      await waitingOnKafka(() => release.promise);
+    } });
+    await waiting.promise;
+    const onItsOwn = await bus.subscribe({ groupId: 'stuck', topics: ['in'], handler: async () => {
+      stuck.resolve();
+      await release.promise;
+    } });
+    await stuck.promise;
+    const stalledGroups = () => log.entries.filter((e) => e.msg.startsWith('bus handler stalled')).map((e) => (e.obj as { groupId: string }).groupId);
+    // The stuck handler began after the waiting one: once it is reported, the waiting one has
+    // been in flight past the session timeout too.
+    try {
+      await eventually('the stuck handler reported as stalled', async () => stalledGroups().includes('stuck'), 30_000);
+      expect(stalledGroups()).toEqual(['stuck']);
+      expect(log.entries.find((e) => e.msg.startsWith('bus handler stalled'))?.obj).toMatchObject({ stalled: ['in[0]'] });
+    } finally {
+      release.resolve();
+    }
+    await onKafka.close();
+    await onItsOwn.close();
+    expect(await bus.committedOffsets('waits-on-kafka', 'in')).toEqual(await bus.endOffsets('in'));
+  }, 60_000);
 
   it('a consumer process killed mid-stream leaves no duplicate for read_committed readers; its successor finishes the stream', async () => {
     const bus = open({ sessionTimeoutMs: 6_000 });

@@ -25,6 +25,7 @@ import { encodeMessage, isProducerStateError, Mutex, Namespace, retryWithin, una
 import { CommitWatch } from './kafka-commit-watch.ts';
 import { Groups } from './kafka-groups.ts';
 import { readRange } from './kafka-reader.ts';
+import { waitingOnKafka } from './kafka-waits.ts';
 import { KafkaSubscription } from './kafka-subscription.ts';
 import { Topics, isConfigurationError, type TopicReplication } from './kafka-topics.ts';
 import { PartitionCountMismatchError } from '../partition-count.ts';
@@ -128,6 +129,10 @@ class KafkaBus implements Bus {
     this.assertOpen();
     if (messages.length === 0) return [];
     const encoded = messages.map((m, i) => encodeMessage(m, i));
+    return waitingOnKafka(() => this.produceEncoded(encoded));
+  }
+
+  private async produceEncoded(encoded: EncodedMessage[]): Promise<LogPosition[]> {
     try {
       const routed = await this.transactions.route(encoded);
       const [only, ...others] = routed.groups.keys();
@@ -220,7 +225,7 @@ class KafkaBus implements Bus {
     }
     const kafkaTopic = this.ns.topic(topic);
     const admin = await this.admin();
-    const offsets = (await withMetadataRetry(() => admin.fetchTopicOffsets(kafkaTopic))).find((o) => o.partition === partition);
+    const offsets = (await waitingOnKafka(() => withMetadataRetry(() => admin.fetchTopicOffsets(kafkaTopic)))).find((o) => o.partition === partition);
     const end = Number(offsets?.offset ?? 0);
     // Below the log's start there is nothing left (retention deleted it): reading starts there.
     const low = Number(offsets?.low ?? 0);
@@ -233,7 +238,7 @@ class KafkaBus implements Bus {
     this.assertOpen();
     await this.topics.count(topic);
     try {
-      const offsets = await withMetadataRetry(async () => (await this.admin()).fetchTopicOffsets(this.ns.topic(topic)));
+      const offsets = await waitingOnKafka(() => withMetadataRetry(async () => (await this.admin()).fetchTopicOffsets(this.ns.topic(topic))));
       return offsets.sort((a, b) => a.partition - b.partition).map((o) => Number(o.offset));
     } catch (err) {
       throw unavailable(`endOffsets ${topic}`, err);

@@ -11,6 +11,7 @@ import type { Admin } from 'kafkajs';
 import { GovernedMemoryError } from '@gm/contracts';
 import type { ConsumedMessage } from '../port.ts';
 import { decodeMessage, unavailable } from './kafka-codec.ts';
+import { waitingOnKafka } from './kafka-waits.ts';
 
 export interface ReadRange {
   /** Kafka topic name and the port's name for the messages yielded. */
@@ -50,9 +51,9 @@ export async function* readRange(admin: Admin, range: ReadRange): AsyncGenerator
     }
     let fetched: Awaited<ReturnType<Admin['fetchPartition']>>;
     try {
-      fetched = await admin.fetchPartition({
+      fetched = await waitingOnKafka(() => admin.fetchPartition({
         topic: range.kafkaTopic, partition: range.partition, offset: String(next), maxWaitTime: FETCH_WAIT_MS, maxBytes: FETCH_MAX_BYTES,
-      });
+      }));
     } catch (err) {
       if (!retriable(err)) throw unavailable(where, err);
       lastError = err;

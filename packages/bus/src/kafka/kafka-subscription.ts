@@ -37,6 +37,7 @@ import type { BatchHandler, ConsumedMessage, LogPosition, MessageHandler, Subscr
 import { RetryPolicy } from '../retry-policy.ts';
 import { ChunkCommitter, type Chunk, type ChunkLimits } from './kafka-chunks.ts';
 import { decodeMessage, encodeMessage, Mutex, type EncodedMessage, type Namespace } from './kafka-codec.ts';
+import { handlingBatch } from './kafka-waits.ts';
 import type { TransactionRunner } from './kafka-transactions.ts';
 
 export interface SubscriptionDeps {
@@ -246,9 +247,12 @@ export class KafkaSubscription implements Subscription {
       const since = this.inKafka.get(key)?.since;
       return since !== undefined && now - since < KAFKA_WAIT_NOT_A_STALL_MS;
     };
-    const stalled = [...this.inFlight].some(([key, startedAt]) => !waitingOnKafka(key) && now - startedAt > this.deps.sessionTimeoutMs);
-    if (!stalled) return;
-    this.deps.logger.warn({ groupId: this.groupId, sessionTimeoutMs: this.deps.sessionTimeoutMs }, 'bus handler stalled past the session timeout; leaving the group until it settles');
+    const stalled = [...this.inFlight].filter(([key, startedAt]) => !waitingOnKafka(key) && now - startedAt > this.deps.sessionTimeoutMs).map(([key]) => {
+      const [kafkaTopic = '', partition] = key.split('\u0000');
+      return `${this.deps.ns.portTopic(kafkaTopic)}[${partition}]`;
+    });
+    if (stalled.length === 0) return;
+    this.deps.logger.warn({ groupId: this.groupId, sessionTimeoutMs: this.deps.sessionTimeoutMs, stalled }, 'bus handler stalled past the session timeout; leaving the group until it settles');
     this.leaving = (async () => {
       try {
         await this.consumer.stop();
@@ -325,7 +329,8 @@ export class KafkaSubscription implements Subscription {
         };
         try {
           const floor = await this.onKafka(key, () => this.ownPartition(key, batch.topic, batch.partition));
-          return await this.processBatch(batch, floor, { resolveOffset, heartbeat: progressing, isRunning, isStale });
+          // The handler's own calls into the bus wait on Kafka too (kafka-waits.ts).
+          return await handlingBatch((step) => this.onKafka(key, step), () => this.processBatch(batch, floor, { resolveOffset, heartbeat: progressing, isRunning, isStale }));
         } finally {
           this.inFlight.delete(key);
         }
