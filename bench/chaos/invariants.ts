@@ -35,6 +35,12 @@ export interface InvariantReport {
   /** Answers ≥ 500 other than 503, and 503s without problem+json or Retry-After. */
   serverErrors: number;
   bad503: number;
+  /**
+   * 401 or 403 to a caller whose rights the load never took away (every route but the reads
+   * right after a revocation): a denial that only an outage explains is a wrong answer, not a
+   * closed one (the store emptied under the API denied every grant holder).
+   */
+  wrongDenials: number;
   unanswered: number;
   abandonedWrites: number;
   /** The first few findings, spelled out. */
@@ -271,7 +277,9 @@ export async function judge(j: Judged): Promise<InvariantReport> {
 
   const serverErrors = j.ledger.answers.filter((a) => a.status >= 500 && a.status !== 503);
   const bad503 = j.ledger.answers.filter((a) => a.status === 503 && (!a.problem || !a.retryAfter));
+  const wrongDenials = j.ledger.answers.filter((a) => (a.status === 401 || a.status === 403) && !a.route.endsWith('(revoked)'));
   const unanswered = j.ledger.answers.filter((a) => a.networkError !== undefined);
+  for (const a of wrongDenials.slice(0, 3)) finding(`${a.route} answered ${a.status} ${a.code ?? ''} to a caller holding the rights, at ${a.at.toFixed(0)} ms`);
   for (const a of serverErrors.slice(0, 3)) finding(`${a.route} answered ${a.status} ${a.code ?? ''} at ${a.at.toFixed(0)} ms`);
   for (const a of bad503.slice(0, 3)) finding(`${a.route} answered 503 without ${a.problem ? 'Retry-After' : 'problem+json'} at ${a.at.toFixed(0)} ms`);
   for (const a of unanswered.slice(0, 3)) finding(`${a.route} got no answer (${a.networkError}) at ${a.at.toFixed(0)} ms`);
@@ -283,7 +291,7 @@ export async function judge(j: Judged): Promise<InvariantReport> {
     lost, duplicated,
     idempotentRetries: { probed: probes.length + j.ledger.ingestProduced.size, mismatched: idempotentMismatches },
     jobs, receipts, unauthorizedReads,
-    serverErrors: serverErrors.length, bad503: bad503.length, unanswered: unanswered.length, abandonedWrites: j.ledger.abandoned,
+    serverErrors: serverErrors.length, bad503: bad503.length, wrongDenials: wrongDenials.length, unanswered: unanswered.length, abandonedWrites: j.ledger.abandoned,
     findings,
   };
 }
@@ -299,6 +307,7 @@ export function violations(r: InvariantReport): string[] {
   if (r.unauthorizedReads > 0) v.push(`${r.unauthorizedReads} unauthorized read(s)`);
   if (r.serverErrors > 0) v.push(`${r.serverErrors} 5xx other than 503`);
   if (r.bad503 > 0) v.push(`${r.bad503} 503 without problem+json and Retry-After`);
+  if (r.wrongDenials > 0) v.push(`${r.wrongDenials} denial(s) of a caller holding the rights`);
   if (r.unanswered > 0) v.push(`${r.unanswered} request(s) without an answer`);
   return v;
 }

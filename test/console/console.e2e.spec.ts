@@ -174,7 +174,8 @@ describe('the console in a browser', () => {
     await p.goto(`${rt.url}/console/#/jobs/${jobId}`);
     await textOnceItContains(p, '[data-testid="job-status"]', 'verified');
     expect(await p.$eval('[data-testid="hold-id"]', (el) => el.textContent)).toBe('hold-ch');
-    expect(await p.$eval('[data-testid="retention"]', (el) => el.getAttribute('data-retained'))).toBe('true');
+    // The job's parts render as their requests answer: waited for, not read at once.
+    await p.waitForSelector('[data-testid="retention"][data-retained="true"]');
     expect(await textOnceItContains(p, '[data-testid="receipt-verdict"]', 'valid')).not.toContain('invalid');
     await screenshot(p, 'deletion-job-held');
 
@@ -191,7 +192,7 @@ describe('the console in a browser', () => {
     await p.waitForSelector('[data-testid="job-continued-by"]');
     await p.click('[data-testid="job-continued-by"]');
     await textOnceItContains(p, '[data-testid="job-continues"]', jobId);
-    expect(await p.$eval('[data-testid="retention"]', (el) => el.getAttribute('data-retained'))).toBe('false');
+    await p.waitForSelector('[data-testid="retention"][data-retained="false"]');
     expect(await textOnceItContains(p, '[data-testid="receipt-verdict"]', 'valid')).not.toContain('invalid');
   }, 120_000);
 

@@ -82,6 +82,8 @@ export async function rebuildProjections(
     await stores.vectors.clear();
     await log.resetGroup(CONSUMER_GROUPS.vectorIndexer);
   }
+  // Closed while the policy projection is replaced: no decision rests on a partial fold.
+  await state.policyProjection.unmark();
   let projectionKeys = 0;
   for (const prefix of PROJECTION_PREFIXES) {
     const keys = await state.kv.keys(`${state.keys.prefix}${prefix}`);
@@ -98,6 +100,7 @@ export async function rebuildProjections(
     await state.policies.apply(parsed.data);
     policyChanges += 1;
   }
+  await state.policyProjection.mark();
   let events = 0;
   const eventsThrough = await log.endOffsets(TOPICS.events);
   // Folded a partition's chunk at a time, as the services fold their batches: one pass of each

@@ -84,6 +84,10 @@ export async function openStores(
   const summaries = createSqliteSummaryStore({ file: file('summaries.db'), secureErasure });
   const kv = createSqliteKeyValueStore({ file: file('state.db'), now: () => clock.now().getTime(), secureErasure });
   const state = new StateStore(kv, 'gm:', () => clock.now().getTime());
+  // The policy projection and its log share this data directory and fail together: the state
+  // cannot be emptied under a running log as Redis can (design §4). `memctl replay` clears and
+  // marks it again as it folds.
+  await state.policyProjection.mark();
   return {
     bus, keyStore, crypto, masterKeySource, index, vectors, summaries, state,
     close: async () => {

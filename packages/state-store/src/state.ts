@@ -9,6 +9,7 @@ import { PacketStore } from './repositories/packets.ts';
 import { RetrievalCache } from './repositories/cache.ts';
 import { DataGenerations, DeletionJobs, PolicyRevisions, Revocations } from './repositories/jobs.ts';
 import { IssuedCapabilities, Policies } from './repositories/policies.ts';
+import { PolicyDecisionReads, PolicyProjection } from './repositories/policy-projection.ts';
 import { DeletionReceipts } from './repositories/receipts.ts';
 import { CommandOutcomes } from './repositories/commands.ts';
 
@@ -27,6 +28,10 @@ export class StateStore {
   readonly receipts: DeletionReceipts;
   readonly policyRevisions: PolicyRevisions;
   readonly revocations: Revocations;
+  /** Whether the policy projection is loaded (policy-projection.ts). */
+  readonly policyProjection: PolicyProjection;
+  /** What a policy decision reads: closed (MEM_UNAVAILABLE) while the projection is not loaded. */
+  readonly policyDecisions: PolicyDecisionReads;
   readonly generations: DataGenerations;
   readonly policies: Policies;
   readonly issuedCapabilities: IssuedCapabilities;
@@ -48,6 +53,8 @@ export class StateStore {
     this.receipts = new DeletionReceipts(kv, this.keys);
     this.policyRevisions = new PolicyRevisions(kv, this.keys);
     this.revocations = new Revocations(kv, this.keys);
+    this.policyProjection = new PolicyProjection(kv, this.keys);
+    this.policyDecisions = new PolicyDecisionReads(kv, this.keys, this.revocations);
     this.generations = new DataGenerations(kv, this.keys);
     this.policies = new Policies(kv, this.keys, this.policyRevisions, this.revocations, nowMs);
     this.issuedCapabilities = new IssuedCapabilities(kv, this.keys, nowMs);

@@ -63,7 +63,12 @@ export interface EmbeddedFixture {
   close(): Promise<void>;
 }
 
-export async function openEmbeddedFixture(options: { partitions?: number; clock?: TestClock } = {}): Promise<EmbeddedFixture> {
+/**
+ * `policyLoaded` (default true): the state store opens marked as holding the policy projection,
+ * as the embedded runtime's does (state and log in one directory, design §6.2); false leaves
+ * setting it to the policy projector, as on a distributed deployment.
+ */
+export async function openEmbeddedFixture(options: { partitions?: number; clock?: TestClock; policyLoaded?: boolean } = {}): Promise<EmbeddedFixture> {
   const partitions = options.partitions ?? 3;
   const clock = options.clock ?? new TestClock();
   const dir = mkdtempSync(path.join(os.tmpdir(), 'gm-int-'));
@@ -78,7 +83,9 @@ export async function openEmbeddedFixture(options: { partitions?: number; clock?
     await bus.ensureTopics(memoryTopicSpecs(partitions));
     const kv = createSqliteKeyValueStore({ file: path.join(dir, 'state.db'), now: () => clock.now().getTime() });
     const index = createSqliteSearchIndex({ file: path.join(dir, 'index.db') });
-    return { bus, kv, index, state: new StateStore(kv, 'gm:', () => clock.now().getTime()) };
+    const state = new StateStore(kv, 'gm:', () => clock.now().getTime());
+    if (options.policyLoaded !== false) await state.policyProjection.mark();
+    return { bus, kv, index, state };
   };
   let stores = await open();
   let closed = false;

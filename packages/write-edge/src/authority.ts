@@ -5,7 +5,7 @@ import {
 import type { StateStore } from '@gm/state-store';
 
 export interface AuthorityOptions {
-  state: Pick<StateStore, 'policies' | 'policyRevisions' | 'revocations'>;
+  state: Pick<StateStore, 'policies' | 'policyDecisions'>;
   clock: Clock;
   /** The validated Cedar policy set (loadPolicySet). */
   policySet: CompiledPolicySet;
@@ -21,10 +21,10 @@ export interface AuthorityOptions {
  */
 export async function edgeAuthority(o: AuthorityOptions): Promise<{ pdp: PolicyDecisionPoint; verifier: CapabilityVerifier }> {
   const revocations = {
-    isRevoked: (c: { tenant: string; sub: string; jti: string; act: { sub: string } }) => o.state.revocations.isRevoked(c.tenant, c.sub, c.jti, c.act.sub),
+    isRevoked: (c: { tenant: string; sub: string; jti: string; act: { sub: string } }) => o.state.policyDecisions.isRevoked(c.tenant, c.sub, c.jti, c.act.sub),
   };
   return {
-    pdp: new CedarPolicyDecisionPoint({ source: new RevisionCachedPolicySource(o.state.policies, o.state.policyRevisions), clock: o.clock, policySet: o.policySet }),
+    pdp: new CedarPolicyDecisionPoint({ source: new RevisionCachedPolicySource(o.state.policies, o.state.policyDecisions), clock: o.clock, policySet: o.policySet }),
     verifier: await CapabilityVerifier.create(o.publicJwk, o.issuerName, revocations),
   };
 }

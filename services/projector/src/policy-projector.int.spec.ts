@@ -16,7 +16,8 @@ afterEach(async () => {
 });
 
 async function setup(state?: (fx: EmbeddedFixture) => StateStore) {
-  fx = await openEmbeddedFixture({ partitions: 3 });
+  // Unmarked, as a distributed deployment's new store: the projector decides (see below).
+  fx = await openEmbeddedFixture({ partitions: 3, policyLoaded: false });
   const logs = new LogSink();
   const store = state ? state(fx) : fx.state;
   handles.push(await startPolicyProjector({ bus: fx.bus, state: store, log: createLogger({ name: 'policy-int', level: 'info', destination: logs }) }));
@@ -48,6 +49,23 @@ describe('policy projector', () => {
     expect(lines.map((r) => [r.type, r.revision, r.applied])).toEqual([['GrantAdded', 1, true], ['GrantAdded', 1, false], ['AgentRevoked', 2, true]]);
   });
 
+  it('opens the store to policy decisions when its group folds from the log\'s start; beside a group that had committed, an emptied store stays closed and is alerted', async () => {
+    const { fx: f, state } = await setup();
+    expect(await state.policyProjection.isMarked()).toBe(true);
+    await publish(f, policyChange('GrantAdded', { grant: sampleGrant() }));
+    for (const h of handles.splice(0)) await h.close();
+    // The store loses its data (Redis emptied); the group's committed offsets stay in the log.
+    await state.policyProjection.unmark();
+    const logs = new LogSink();
+    handles.push(await startPolicyProjector({ bus: f.bus, state, log: createLogger({ name: 'policy-int', level: 'info', destination: logs }) }));
+    expect(await state.policyProjection.isMarked()).toBe(false);
+    await expect(state.policyDecisions.current('acme')).rejects.toMatchObject({ code: 'MEM_UNAVAILABLE', retriable: true });
+    expect(logs.records().map((r) => String(r.msg)).filter((m) => m.startsWith('ALERT'))).toHaveLength(1);
+    // New changes are still folded; the store opens only with a rebuild from the log.
+    await publish(f, policyChange('AgentRevoked', { agentId: 'bot' }));
+    expect(await state.policyProjection.isMarked()).toBe(false);
+  });
+
   it('dead-letters a message that is not a policy change, or not keyed by its tenant, and goes on', async () => {
     const { fx: f, state } = await setup();
     await publish(f, { type: 'GrantAdded', data: { grant: { grantId: 'g-1' } } }, 'acme');
@@ -67,6 +85,8 @@ describe('policy projector', () => {
 
   it('retries a state-store outage without limit and applies the change once it is back (no dead letter)', async () => {
     let failures = 0;
+    // Down once the projector has started: the outage meets the handler, not the start.
+    let down = false;
     const outageCalls = 6; // more than the 5 attempts after which a faulty message is dead-lettered
     const flaky = (kv: KeyValueStore): KeyValueStore =>
       new Proxy(kv, {
@@ -74,7 +94,7 @@ describe('policy projector', () => {
           const value = Reflect.get(target, prop, receiver) as unknown;
           if (typeof value !== 'function' || prop === 'close') return value;
           return (...args: unknown[]) => {
-            if (failures < outageCalls) {
+            if (down && failures < outageCalls) {
               failures += 1;
               return Promise.reject(new GovernedMemoryError('MEM_UNAVAILABLE', 'state store down', { retriable: true }));
             }
@@ -83,6 +103,7 @@ describe('policy projector', () => {
         },
       });
     const { fx: f, state } = await setup((fixture) => new StateStore(flaky(fixture.kv), 'gm:', () => fixture.clock.now().getTime()));
+    down = true;
     await publish(f, policyChange('GrantAdded', { grant: sampleGrant() }));
     expect(failures).toBe(outageCalls);
     expect(await state.policyRevisions.current('acme')).toBe(1);

@@ -1,5 +1,5 @@
 import type { Bus, MessageHandler } from '@gm/bus';
-import { CONSUMER_GROUPS, PolicyChange, TOPICS, type ServiceHandle } from '@gm/contracts';
+import { CONSUMER_GROUPS, PolicyChange, TOPICS, isDependencyOutage, retryDelayMs, type ServiceHandle } from '@gm/contracts';
 import type { Logger } from '@gm/observability';
 import type { StateStore } from '@gm/state-store';
 
@@ -30,8 +30,40 @@ export function policyChangeHandler(state: StateStore, log: Logger): MessageHand
 }
 
 export async function startPolicyProjector(deps: { bus: Bus; state: StateStore; log: Logger }): Promise<ServiceHandle> {
+  await markIfFoldingFromStart(deps);
   const sub = await deps.bus.subscribe({
     groupId: POLICY_PROJECTOR_GROUP, topics: [TOPICS.policyChanges], handler: policyChangeHandler(deps.state, deps.log),
   });
   return { close: () => sub.close() };
+}
+
+/**
+ * A group that has never committed folds policy.changes from its start: its store's projection
+ * is loaded from here on (the changes not folded yet are the projector's ordinary lag). A group
+ * that has committed, beside a store without the marker, means the store lost its data (Redis
+ * emptied): decisions stay closed (MEM_UNAVAILABLE) until `pnpm rebuild:distributed` folds the
+ * log again (state-store policy-projection.ts, docs/reliability.md).
+ */
+async function markIfFoldingFromStart(deps: { bus: Bus; state: StateStore; log: Logger }): Promise<void> {
+  // Before the subscription: once the group commits, a new deployment looks like a lost store.
+  // A store or broker outage at start is waited out, as the consumer would wait it out.
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await checkMarker(deps);
+    } catch (err) {
+      if (!isDependencyOutage(err)) throw err;
+      deps.log.warn({ attempt, err: err instanceof Error ? err.message : String(err) }, 'policy projection marker not readable yet; retrying');
+      await new Promise((resolve) => setTimeout(resolve, retryDelayMs(100, attempt)));
+    }
+  }
+}
+
+async function checkMarker(deps: { bus: Bus; state: StateStore; log: Logger }): Promise<void> {
+  if (await deps.state.policyProjection.isMarked()) return;
+  const committed = await deps.bus.committedOffsets(POLICY_PROJECTOR_GROUP, TOPICS.policyChanges);
+  if (committed.every((offset) => offset === 0)) {
+    await deps.state.policyProjection.mark();
+    return;
+  }
+  deps.log.error({ committed: committed.reduce((a, b) => a + b, 0) }, 'ALERT the state store holds no policy projection while policy.changes was folded before: it lost its data; every policy decision answers 503 until it is rebuilt from the log (pnpm rebuild:distributed)');
 }

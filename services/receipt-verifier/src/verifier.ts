@@ -61,7 +61,7 @@ export interface ReceiptVerifierOptions extends Omit<VerifierDeps, 'pdp'> {
 export async function startReceiptVerifier(options: ReceiptVerifierOptions): Promise<ServiceHandle> {
   const { policySet, ...rest } = options;
   const pdp = new CedarPolicyDecisionPoint({
-    source: new RevisionCachedPolicySource(rest.state.policies, rest.state.policyRevisions),
+    source: new RevisionCachedPolicySource(rest.state.policies, rest.state.policyDecisions),
     clock: rest.clock,
     policySet: policySet ?? loadPolicySet(),
   });

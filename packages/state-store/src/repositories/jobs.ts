@@ -120,9 +120,13 @@ export class Revocations {
   };
   /** `principalId`: the capability's delegated principal; an agent acting for itself is no delegate. */
   async isRevoked(tenant: string, agentId: string, jti: string, principalId?: string): Promise<boolean> {
+    return (await this.kv.exists(this.keysOf(tenant, agentId, jti, principalId))) > 0;
+  }
+  /** The keys whose presence revokes this capability. */
+  keysOf(tenant: string, agentId: string, jti: string, principalId?: string): string[] {
     const keys = [this.keys.revokedCapability(jti), this.keys.revokedAgent(tenant, agentId)];
     if (principalId !== undefined && principalId !== agentId) keys.push(this.keys.revokedDelegate(tenant, agentId, principalId));
-    return (await this.kv.exists(keys)) > 0;
+    return keys;
   }
   /** Live revoked capability ids (they vanish with the capability's expiry), sorted. */
   async revokedCapabilities(): Promise<string[]> {

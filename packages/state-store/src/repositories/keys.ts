@@ -38,6 +38,8 @@ export class KeySpace {
   /** One record's commitment opening of one deletion job (kept for the requester, with a TTL). */
   receiptOpening = (tenant: string, jobId: string, recordId: string) => `${this.prefix}receipt-opening:${keyOf(tenant, jobId, recordId)}`;
   policyRevision = (tenant: string) => `${this.prefix}rev:${keyOf(tenant)}`;
+  /** Outside the projection's prefixes: a rebuild clears those and sets this once it has folded (policy-projection.ts). */
+  policyLoaded = () => `${this.prefix}policy-loaded`;
   dataGeneration = (tenant: string) => `${this.prefix}gen:${keyOf(tenant)}`;
   revokedCapability = (jti: string) => `${this.prefix}revoked:jti:${keyOf(jti)}`;
   revokedAgent = (tenant: string, agent: string) => `${this.prefix}revoked:agent:${keyOf(tenant, agent)}`;

@@ -42,6 +42,24 @@ export function testPolicyRepository(adapterName: string, factory: KeyValueFacto
       return { harness, state: new StateStore(harness.store, 'gm:', now), now };
     }
 
+    it('answers no policy decision from a store whose projection is not loaded (emptied): MEM_UNAVAILABLE, never a denial or a missed revocation', async () => {
+      const { state } = await open();
+      await state.policies.apply(policyChange('GrantAdded', { grant: sampleGrant() }));
+      await state.policies.apply(policyChange('AgentRevoked', { agentId: 'bot' }));
+      const closed = { code: 'MEM_UNAVAILABLE', retriable: true };
+      await expect(state.policyDecisions.current('acme')).rejects.toMatchObject(closed);
+      await expect(state.policyDecisions.isRevoked('acme', 'bot', 'jti-1')).rejects.toMatchObject(closed);
+      await state.policyProjection.mark();
+      expect(await state.policyProjection.isMarked()).toBe(true);
+      expect(await state.policyDecisions.current('acme')).toBe(2);
+      expect(await state.policyDecisions.current('globex')).toBe(0);
+      expect(await state.policyDecisions.isRevoked('acme', 'bot', 'jti-1')).toBe(true);
+      expect(await state.policyDecisions.isRevoked('acme', 'alice', 'jti-1')).toBe(false);
+      // A rebuild closes it while it replaces the projection.
+      await state.policyProjection.unmark();
+      await expect(state.policyDecisions.isRevoked('acme', 'alice', 'jti-1')).rejects.toMatchObject(closed);
+    });
+
     it('applies a change once per changeId and bumps the revision exactly once per applied change', async () => {
       const { state } = await open();
       const added = policyChange('GrantAdded', { grant: sampleGrant() }, { changeId: 'c-1' });
