@@ -17,8 +17,9 @@ export function targetsMissed(r: ScenarioResult): string[] {
   }
   if (lagBackMs !== undefined && (r.lagBackMs === null || r.lagBackMs > lagBackMs)) {
     // The bottleneck, named: the groups still most behind at the last sample (or at the peak).
-    const behind = Object.entries(Object.keys(r.lag.byGroupAtEnd).length > 0 ? r.lag.byGroupAtEnd : r.lag.byGroupAtPeak).slice(0, 3);
-    const named = behind.length === 0 ? '' : ` (most behind ${Object.keys(r.lag.byGroupAtEnd).length > 0 ? 'at the end' : 'at the peak'}: ${behind.map(([g, lag]) => `${g} ${lag}`).join(', ')})`;
+    const atEnd = Object.keys(r.lag.byGroupAtEnd).length > 0;
+    const behind = Object.entries(atEnd ? r.lag.byGroupAtEnd : r.lag.byGroupAtPeak).slice(0, 3);
+    const named = behind.length === 0 ? '' : ` (most behind ${atEnd ? 'at the end' : 'at the peak'}: ${behind.map(([g, lag]) => `${g} ${lag}`).join(', ')})`;
     missed.push(`lag back to its level before the fault ${seconds(r.lagBackMs)}, target ≤ ${seconds(lagBackMs)}${named}`);
   }
   return missed;

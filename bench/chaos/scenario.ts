@@ -144,7 +144,8 @@ export async function runScenario(deps: ScenarioDeps, scenario: Scenario): Promi
   await sampler;
   const beforeMax = samples.filter((s) => s.at < faultAt).reduce((m, s) => Math.max(m, Number.isNaN(s.lag) ? 0 : s.lag), 0);
   const back = samples.find((s) => s.at > faultAt && s.at >= recoveredAt && s.lag <= beforeMax);
-  const peak = samples.filter((s) => !Number.isNaN(s.lag)).reduce<LagSample | undefined>((m, s) => (m === undefined || s.lag > m.lag ? s : m), undefined);
+  const measured = samples.filter((s) => !Number.isNaN(s.lag));
+  const peak = measured.reduce<LagSample | undefined>((m, s) => (m === undefined || s.lag > m.lag ? s : m), undefined);
   const firstAfter = ledger.writes.filter((w) => w.startedAt >= faultAt).reduce((m, w) => Math.min(m, w.at), Number.POSITIVE_INFINITY);
 
   const invariants = await judge({
@@ -162,7 +163,7 @@ export async function runScenario(deps: ScenarioDeps, scenario: Scenario): Promi
       beforeMax,
       peak: peak?.lag ?? 0,
       byGroupAtPeak: behind(peak?.byGroup ?? {}),
-      byGroupAtEnd: behind(samples.filter((s) => !Number.isNaN(s.lag)).at(-1)?.byGroup ?? {}),
+      byGroupAtEnd: behind(measured.at(-1)?.byGroup ?? {}),
     },
     answers: answersByPhase(ledger.answers, faultAt, recoveredAt),
     invariants,

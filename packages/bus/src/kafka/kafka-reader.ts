@@ -10,6 +10,7 @@
 import type { Admin } from 'kafkajs';
 import { GovernedMemoryError } from '@gm/contracts';
 import type { ConsumedMessage } from '../port.ts';
+import { errorMessage } from '../bus-logger.ts';
 import { decodeMessage, unavailable } from './kafka-codec.ts';
 import { waitingOnKafka } from './kafka-waits.ts';
 
@@ -46,7 +47,7 @@ export async function* readRange(admin: Admin, range: ReadRange): AsyncGenerator
   let lastError: unknown;
   while (next < range.end) {
     if (performance.now() - progressAt > STALL_TIMEOUT_MS) {
-      const why = lastError === undefined ? 'nothing new committed' : `last error: ${errorText(lastError)}`;
+      const why = lastError === undefined ? 'nothing new committed' : `last error: ${errorMessage(lastError)}`;
       throw new GovernedMemoryError('MEM_UNAVAILABLE', `kafka: ${where}: no progress for ${STALL_TIMEOUT_MS} ms at offset ${next} of ${range.end} (${why})`, { retriable: true });
     }
     let fetched: Awaited<ReturnType<Admin['fetchPartition']>>;
@@ -66,7 +67,8 @@ export async function* readRange(admin: Admin, range: ReadRange): AsyncGenerator
     const reached = Number(fetched.nextOffset);
     for (const record of fetched.messages) {
       const offset = Number(record.offset);
-      if (offset < next || offset >= range.end) continue;
+      // Records below `next` are dropped by fetchPartition already (a batch starts where it starts).
+      if (offset >= range.end) continue;
       yield decodeMessage(range.topic, range.partition, record);
     }
     if (reached > next) {
@@ -74,8 +76,4 @@ export async function* readRange(admin: Admin, range: ReadRange): AsyncGenerator
       progressAt = performance.now();
     }
   }
-}
-
-function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }

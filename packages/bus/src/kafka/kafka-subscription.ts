@@ -243,11 +243,11 @@ export class KafkaSubscription implements Subscription {
     // A batch blocked on a broker that hangs is not stalled: leaving the group for it rebalanced
     // every member while the cluster was moving leaders and coordinators (the broker freeze made
     // twelve groups leave between 6.5 and 13.5 s after the fault, around the fencing).
-    const waitingOnKafka = (key: string) => {
+    const inKafkaWait = (key: string) => {
       const since = this.inKafka.get(key)?.since;
       return since !== undefined && now - since < KAFKA_WAIT_NOT_A_STALL_MS;
     };
-    const stalled = [...this.inFlight].filter(([key, startedAt]) => !waitingOnKafka(key) && now - startedAt > this.deps.sessionTimeoutMs).map(([key]) => {
+    const stalled = [...this.inFlight].filter(([key, startedAt]) => !inKafkaWait(key) && now - startedAt > this.deps.sessionTimeoutMs).map(([key]) => {
       const [kafkaTopic = '', partition] = key.split('\u0000');
       return `${this.deps.ns.portTopic(kafkaTopic)}[${partition}]`;
     });
