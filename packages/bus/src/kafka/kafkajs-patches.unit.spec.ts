@@ -24,6 +24,12 @@
  *   last, and a broker that cannot be connected to is skipped like one whose request failed.
  *   Upstream, each of the process's clients found a fenced broker out on its own, one timeout
  *   at a time: for about 25 s after the fencing in the fault suite's broker freeze.
+ * - A group's or transactional id's coordinator, once found, is asked for again only after a
+ *   request of the process met a moved coordinator or a broken connection (or after 10 s).
+ *   Upstream sent a FindCoordinator ahead of every transaction step and every offset read.
+ * - An admin keeps its metadata for a minute, and any request that meets a moved leader or
+ *   coordinator makes every pool of the process refresh first (brokerHealth.moved). Upstream's
+ *   admin had no metadata age: a Metadata request ahead of every offset read.
  */
 import { once } from 'node:events';
 import { createRequire } from 'node:module';
@@ -438,5 +444,78 @@ describe('kafkajs clients of one process sharing what they learn about a broker 
     // The other pool's metadata is fresh by its age, stale by what the process learnt.
     await other.refreshMetadataIfNecessary([]);
     expect(otherRefreshed).toBe(2);
+  });
+});
+
+interface CoordinatorCache { reset(): void; onRequestError(error: unknown): void }
+const coordinatorCache = require('kafkajs/src/cluster/coordinatorCache.js') as CoordinatorCache;
+const Cluster = require('kafkajs/src/cluster/index.js') as { prototype: { findGroupCoordinatorMetadata(options: { groupId: string; coordinatorType: number }): Promise<{ coordinator: { nodeId: number } }> } };
+const Broker = require('kafkajs/src/broker/index.js') as new (options: object) => {
+  endTxn(options: { transactionalId: string; producerId: number; producerEpoch: number; transactionResult: boolean }): Promise<unknown>;
+  lookupRequest: unknown;
+};
+const lookup = require('kafkajs/src/protocol/requests/index.js').lookup as (versions: object) => unknown;
+
+describe('kafkajs coordinators and metadata reused (patched)', () => {
+  const TRANSACTION = 1;
+  /** A cluster whose only broker answers FindCoordinator with `nodeId`, counting the asks. */
+  const askingCluster = () => {
+    const asks: string[] = [];
+    let nodeId = 1;
+    const cluster = {
+      retrier: createRetry({ retries: 0 }),
+      logger: silent,
+      brokerPool: {
+        withBroker: async <T>(callback: (args: { nodeId: string; broker: object }) => Promise<T>) => callback({
+          nodeId: '1',
+          broker: { findGroupCoordinator: async ({ groupId }: { groupId: string }) => (asks.push(groupId), { coordinator: { nodeId }, host: 'localhost', port: 9092 }) },
+        }),
+      },
+    };
+    const find = (groupId: string) => Cluster.prototype.findGroupCoordinatorMetadata.call(cluster, { groupId, coordinatorType: TRANSACTION });
+    return { find, asks, moveTo: (id: number) => void (nodeId = id) };
+  };
+  /** A broker whose every request is refused with `error`. */
+  const refusingBroker = (error: Error) => {
+    const broker = new Broker({ connectionPool: { host: 'localhost', port: 9092, connectionTimeout: 1000, send: async () => { throw error; } }, logger: { namespace: () => silent } });
+    broker.lookupRequest = lookup({ 26: { minVersion: 0, maxVersion: 1 } });
+    return broker;
+  };
+  const endTxn = { transactionalId: 'txn-a', producerId: 7, producerEpoch: 0, transactionResult: true };
+
+  it("asks for a transactional id's coordinator once, then again after a request was refused as not coordinating", async () => {
+    coordinatorCache.reset();
+    const { find, asks, moveTo } = askingCluster();
+    expect((await find('txn-a')).coordinator.nodeId).toBe(1);
+    expect((await find('txn-a')).coordinator.nodeId).toBe(1);
+    await find('txn-b');
+    expect(asks).toEqual(['txn-a', 'txn-b']);
+
+    moveTo(2);
+    const notCoordinator = new KafkaJSProtocolError({ message: 'not the coordinator', type: 'NOT_COORDINATOR_FOR_GROUP', code: 16, retriable: true });
+    await expect(refusingBroker(notCoordinator).endTxn(endTxn)).rejects.toMatchObject({ type: 'NOT_COORDINATOR_FOR_GROUP' });
+    expect((await find('txn-a')).coordinator.nodeId).toBe(2);
+    expect(asks).toEqual(['txn-a', 'txn-b', 'txn-a']);
+  });
+
+  it('asks again after a connection error, and keeps the answer through errors that say nothing of coordinators', async () => {
+    coordinatorCache.reset();
+    const { find, asks } = askingCluster();
+    await find('txn-a');
+    const concurrent = new KafkaJSProtocolError({ message: 'markers being written', type: 'CONCURRENT_TRANSACTIONS', code: 51, retriable: true });
+    await expect(refusingBroker(concurrent).endTxn(endTxn)).rejects.toMatchObject({ type: 'CONCURRENT_TRANSACTIONS' });
+    await find('txn-a');
+    expect(asks).toEqual(['txn-a']);
+    await expect(refusingBroker(new KafkaJSConnectionError('connection refused')).endTxn(endTxn)).rejects.toThrow('connection refused');
+    await find('txn-a');
+    expect(asks).toEqual(['txn-a', 'txn-a']);
+  });
+
+  it('makes every pool refresh its metadata when a request meets a leader that moved', async () => {
+    brokerHealth.reset();
+    const before = brokerHealth.generation();
+    const notLeader = new KafkaJSProtocolError({ message: 'not the leader', type: 'NOT_LEADER_FOR_PARTITION', code: 6, retriable: true });
+    await expect(refusingBroker(notLeader).endTxn(endTxn)).rejects.toMatchObject({ type: 'NOT_LEADER_FOR_PARTITION' });
+    expect(brokerHealth.generation()).toBe(before + 1);
   });
 });
