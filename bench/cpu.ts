@@ -52,3 +52,39 @@ export function localEngineProcesses(root: string): Array<{ name: string; pid: n
     return Number.isInteger(pid) && existsSync(`/proc/${pid}`) ? [{ name: engine, pid }] : [];
   });
 }
+
+/** CPU a process spent per unit of work (an admitted write), in ms of one core. */
+export interface CpuCost {
+  name: string;
+  /** Percent of one core over the measured load. */
+  cpuPercent: number;
+  msPerWrite: number;
+}
+
+/** Each process's CPU ms per admitted write over a load of `wallMs` that admitted `writes`, busiest first. */
+export function costPerWrite(rows: readonly ProcessCpu[], wallMs: number, writes: number): CpuCost[] {
+  return rows.map((r) => ({ name: r.name, cpuPercent: r.cpuPercent, msPerWrite: writes > 0 ? ((r.cpuPercent / 100) * wallMs) / writes : Number.NaN }));
+}
+
+/** The engines of a deployment, as named by localEngineProcesses. */
+export const ENGINE_NAMES: ReadonlySet<string> = new Set(['kafka', 'elasticsearch', 'redis']);
+
+/**
+ * What the engines alone allow on this machine: its cores ÷ the engines' CPU ms per admitted
+ * write. The pipeline's services would need cores of their own beside them; this is the
+ * ceiling a load bound by the engines meets (docs/sizing.md).
+ */
+export function engineBoundCeiling(costs: readonly CpuCost[], cores: number): { enginesMsPerWrite: number; writesPerSecond: number } {
+  const enginesMsPerWrite = costs.filter((c) => ENGINE_NAMES.has(c.name)).reduce((sum, c) => sum + (c.msPerWrite || 0), 0);
+  return { enginesMsPerWrite, writesPerSecond: enginesMsPerWrite > 0 ? (cores * 1000) / enginesMsPerWrite : Number.NaN };
+}
+
+/** The CPU ms one local engine spends on `work`, per unit of it (NaN when the engine is not a local process). */
+export async function engineCpuPer<T>(engine: string, units: number, work: () => Promise<T>): Promise<{ result: T; cpuMsPerUnit: number }> {
+  const cpu = sampleCpu(localEngineProcesses(path.resolve(import.meta.dirname, '..')).filter((p) => p.name === engine));
+  const started = performance.now();
+  const result = await work();
+  const wallMs = performance.now() - started;
+  const [row] = cpu.stop();
+  return { result, cpuMsPerUnit: row === undefined ? Number.NaN : ((row.cpuPercent / 100) * wallMs) / units };
+}

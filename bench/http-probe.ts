@@ -3,6 +3,7 @@ import { call, issueToken, type HttpTarget } from './administration.ts';
 import { RESOURCE, contentOf, tenantOf } from './corpus.ts';
 import type { BenchOptions } from './options.ts';
 import { queriesFor, warmupQueriesFor } from './raw-search.ts';
+import { costPerWrite, sampleCpu, type CpuCost } from './cpu.ts';
 import { lanes, perSecond, progress, summarize, type Summary } from './stats.ts';
 
 /** Sizes of the write load: `writes` one at a time, then `throughputWrites` by `concurrency` writers. */
@@ -11,7 +12,11 @@ export type WriteLoad = Pick<BenchOptions, 'writes' | 'throughputWrites' | 'conc
 export interface WriteLoadResult {
   /** One write at a time; the API answers after read-your-writes (projector and index-builder). */
   sequential: Summary;
-  throughput: { writes: number; concurrency: number; admitted: number; failed: number; wallMs: number; perSecond: number; latency: Summary };
+  throughput: {
+    writes: number; concurrency: number; admitted: number; failed: number; wallMs: number; perSecond: number; latency: Summary;
+    /** CPU ms per admitted write of each process measured (services and engines), from /proc, where the run names its processes. */
+    cpu?: CpuCost[];
+  };
 }
 
 /** The raw samples of a write load: runs of the same load are pooled before taking percentiles. */
@@ -23,6 +28,8 @@ export interface WriteSamples {
   failed: number;
   /** Wall time of the concurrent phase. */
   wallMs: number;
+  /** CPU per admitted write of the concurrent phase, per process (measureWrites' `processes`). */
+  cpu?: CpuCost[];
 }
 
 export function summarizeWrites(s: WriteSamples): WriteLoadResult {
@@ -32,6 +39,7 @@ export function summarizeWrites(s: WriteSamples): WriteLoadResult {
     throughput: {
       writes: admitted + s.failed, concurrency: s.concurrency, admitted, failed: s.failed,
       wallMs: s.wallMs, perSecond: perSecond(admitted, s.wallMs), latency: summarize(s.concurrentMs),
+      ...(s.cpu === undefined ? {} : { cpu: s.cpu }),
     },
   };
 }
@@ -109,13 +117,17 @@ export async function sequentialWrites(
   return { ms, wallMs: performance.now() - started };
 }
 
-/** The write load on `token`'s tenant: sequential latency, then admitted throughput of concurrent writers. */
-export async function measureWrites(target: HttpTarget, token: string, load: WriteLoad, label: string): Promise<WriteSamples> {
+/** The processes whose CPU a load is charged (a deployment's services and engines), by name and pid. */
+export type MeasuredProcesses = ReadonlyArray<{ name: string; pid: number }>;
+
+/** The write load on `token`'s tenant: sequential latency, then admitted throughput of concurrent writers (their CPU per write, given `processes`). */
+export async function measureWrites(target: HttpTarget, token: string, load: WriteLoad, label: string, processes?: MeasuredProcesses): Promise<WriteSamples> {
   const next = writeBodies();
   const sequential = (await sequentialWrites(target, token, load.writes, label, next)).ms;
 
   const latency: number[] = [];
   let failed = 0;
+  const cpu = processes === undefined ? undefined : sampleCpu(processes);
   const started = performance.now();
   await lanes(load.throughputWrites, load.concurrency, async () => {
     const t0 = performance.now();
@@ -129,13 +141,14 @@ export async function measureWrites(target: HttpTarget, token: string, load: Wri
     if (done % 100 === 0) progress(`${label}: concurrent writes ${done}/${load.throughputWrites}`);
   });
   const wall = performance.now() - started;
+  const cost = cpu === undefined ? undefined : costPerWrite(cpu.stop(), wall, latency.length);
   progress(`${label}: ${load.throughputWrites} writes by ${load.concurrency} writers in ${(wall / 1000).toFixed(1)} s`);
-  return { concurrency: load.concurrency, sequentialMs: sequential, concurrentMs: latency, failed, wallMs: wall };
+  return { concurrency: load.concurrency, sequentialMs: sequential, concurrentMs: latency, failed, wallMs: wall, ...(cost === undefined ? {} : { cpu: cost }) };
 }
 
-export async function measureWritePath(target: HttpTarget, options: BenchOptions, label: string): Promise<WritePathResult> {
+export async function measureWritePath(target: HttpTarget, options: BenchOptions, label: string, processes?: MeasuredProcesses): Promise<WritePathResult> {
   const token = await issueToken(target, WRITES_TENANT);
-  const writes = summarizeWrites(await measureWrites(target, token, options, label));
+  const writes = summarizeWrites(await measureWrites(target, token, options, label, processes));
 
   // Write→searchable: the poller starts with the write, one search in flight at a time. Each
   // poll adds a distinct non-matching word, so the retrieval cache never answers for the index.

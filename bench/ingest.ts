@@ -11,7 +11,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { issueToken, type HttpTarget } from './administration.ts';
-import { writeBody } from './http-probe.ts';
+import { writeBody, type MeasuredProcesses } from './http-probe.ts';
 import { measureKafkaIngest, type KafkaIngestResult } from './kafka-ingest.ts';
 import { perSecond, progress, summarize, type Summary } from './stats.ts';
 
@@ -217,7 +217,8 @@ export async function measureAsync(target: HttpTarget, token: string, probeToken
 
 /** Both HTTP loads on a runtime's fresh tenant, then (given Kafka) the memory.ingest load on another; `seconds` per load. */
 export async function measureIngest(
-  target: HttpTarget, tenant: string, seconds: number, label: string, kafka?: { brokers: string[]; namespace: string },
+  target: HttpTarget, tenant: string, seconds: number, label: string,
+  kafka?: { brokers: string[]; namespace: string; processes?: MeasuredProcesses; cores?: number },
 ): Promise<IngestResult> {
   const token = await issueToken(target, tenant, ['write', 'search', 'read']);
   const probeToken = await issueToken(target, `${tenant}-probe`, ['write', 'search', 'read']);

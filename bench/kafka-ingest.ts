@@ -14,6 +14,8 @@ import { Kafka, logLevel } from 'kafkajs';
 import { openIngestProducer, type IngestRequest } from '@gm/examples/ingest-producer';
 import type { HttpTarget } from './administration.ts';
 import { writeBody } from './http-probe.ts';
+import { costPerWrite, engineBoundCeiling, sampleCpu, type CpuCost } from './cpu.ts';
+import type { MeasuredProcesses } from './http-probe.ts';
 import { perSecond, progress, summarize, type Summary } from './stats.ts';
 
 export interface KafkaIngestResult {
@@ -29,6 +31,13 @@ export interface KafkaIngestResult {
   sendToResults: Summary;
   /** The probe's request produced → the first HTTP search that returns it. */
   visible: Summary;
+  /** CPU ms per accepted request of each service and engine, from the first send to the last result. */
+  cpu?: CpuCost[];
+  /**
+   * The engine-bound ceiling of this machine: its cores ÷ the engines' CPU ms per accepted
+   * request (Kafka, Elasticsearch, Redis, as measured here), and admittedPerSecond ÷ that.
+   */
+  ceiling?: { cores: number; enginesMsPerWrite: number; writesPerSecond: number; ratio: number };
 }
 
 const PRODUCERS = 4;
@@ -42,6 +51,10 @@ export interface KafkaIngestTarget {
   namespace: string;
   /** A write+search capability of the tenant the load writes to. */
   token: string;
+  /** The deployment's services and engines, charged the load's CPU. */
+  processes?: MeasuredProcesses;
+  /** Cores of the machine, for the engine-bound ceiling. */
+  cores?: number;
 }
 
 const request = (content: string, subjectId: string, requestId: string): IngestRequest => ({ requestId, ...writeBody(content, subjectId) }) as IngestRequest;
@@ -79,6 +92,7 @@ export async function measureKafkaIngest(t: KafkaIngestTarget, seconds: number, 
   });
   await joined;
   const producers = await Promise.all(Array.from({ length: PRODUCERS + 1 }, () => openIngestProducer({ brokers: t.brokers, namespace: t.namespace, capability: t.token })));
+  const cpu = t.processes === undefined ? undefined : sampleCpu(t.processes);
   const started = performance.now();
   const deadline = started + seconds * 1000;
   const answered = () => accepted + rejected;
@@ -108,9 +122,15 @@ export async function measureKafkaIngest(t: KafkaIngestTarget, seconds: number, 
       }
     }
     if (answered() < produced) throw new Error(`${label}: ${produced - answered()} of ${produced} ingest requests had no result after 10 minutes`);
+    const admittedPerSecond = perSecond(accepted, lastResultAt - started);
+    const costs = cpu === undefined ? undefined : costPerWrite(cpu.stop(), performance.now() - started, accepted);
+    const cores = t.cores ?? 1;
+    const bound = costs === undefined ? undefined : engineBoundCeiling(costs, cores);
     const result: KafkaIngestResult = {
       producers: PRODUCERS, requestsPerSend: PER_SEND, seconds, produced, accepted, rejected,
-      admittedPerSecond: perSecond(accepted, lastResultAt - started), sendToResults: summarize(sendMs), visible: summarize(samples),
+      admittedPerSecond, sendToResults: summarize(sendMs), visible: summarize(samples),
+      ...(costs === undefined ? {} : { cpu: costs }),
+      ...(bound === undefined ? {} : { ceiling: { cores, ...bound, ratio: admittedPerSecond / bound.writesPerSecond } }),
     };
     progress(`${label}: kafka ingest ${result.admittedPerSecond.toFixed(0)} admitted writes/s (${accepted} of ${produced}, ${rejected} rejected); write→searchable p95 ${result.visible.p95.toFixed(0)} ms`);
     return result;

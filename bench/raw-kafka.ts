@@ -1,5 +1,6 @@
 import { Kafka, Partitioners, logLevel, type Consumer } from 'kafkajs';
 import { sampleEventBytes } from './corpus.ts';
+import { engineCpuPer } from './cpu.ts';
 import { perSecond, progress, summarize, type Summary } from './stats.ts';
 
 /**
@@ -15,6 +16,8 @@ export interface RawKafkaResult {
   produceToConsume: Summary;
   /** Records/s of `records` sent as sequential sends of 500. */
   produceThroughput: number;
+  /** The broker's CPU ms (/proc) per record of those sends, and per record sent alone and acknowledged (the `produce` rows). */
+  brokerCpuMs: { perBatchedRecord: number; perSingleRecord: number };
   /** Records/s a fresh consumer group reads them back (first to last record, join excluded). */
   consumeThroughput: number;
   records: number;
@@ -50,6 +53,7 @@ export async function measureRawKafka(brokers: string[], prefix: string, roundTr
     const produceMs: number[] = [];
     const e2eMs: number[] = [];
     const warmup = 20;
+    const { cpuMsPerUnit: perSingleRecord } = await engineCpuPer('kafka', roundTrips + warmup, async () => {
     for (let i = 0; i < roundTrips + warmup; i += 1) {
       const key = `k${i}`;
       const arrived = new Promise<void>((resolve) => waiting.set(key, resolve));
@@ -64,13 +68,16 @@ export async function measureRawKafka(brokers: string[], prefix: string, roundTr
       }
       if ((i + 1) % 250 === 0) progress(`raw kafka: produce→consume ${i + 1}/${roundTrips + warmup}`);
     }
+    });
 
     // Throughput: batches of records, then a fresh group reading them all back.
     const sendStarted = performance.now();
-    for (let sent = 0; sent < records; sent += BATCH) {
-      const n = Math.min(BATCH, records - sent);
-      await producer.send({ topic: bulkTopic, acks: -1, messages: Array.from({ length: n }, (_, j) => ({ key: `b${sent + j}`, value })) });
-    }
+    const { cpuMsPerUnit: perBatchedRecord } = await engineCpuPer('kafka', records, async () => {
+      for (let sent = 0; sent < records; sent += BATCH) {
+        const n = Math.min(BATCH, records - sent);
+        await producer.send({ topic: bulkTopic, acks: -1, messages: Array.from({ length: n }, (_, j) => ({ key: `b${sent + j}`, value })) });
+      }
+    });
     const produceThroughput = perSecond(records, performance.now() - sendStarted);
     progress(`raw kafka: produced ${records} records at ${produceThroughput.toFixed(0)}/s`);
     const reader = kafka.consumer({ groupId: `${prefix}raw-bulk`, maxBytesPerPartition: 4 * 1024 * 1024 });
@@ -96,7 +103,8 @@ export async function measureRawKafka(brokers: string[], prefix: string, roundTr
     // The clock starts when the first batch arrives, so that batch is not counted.
     const consumeThroughput = perSecond(records - firstBatch, last - first);
     progress(`raw kafka: consumed ${records} records at ${consumeThroughput.toFixed(0)}/s`);
-    return { recordBytes: value.length, produce: summarize(produceMs), produceToConsume: summarize(e2eMs), produceThroughput, consumeThroughput, records };
+    return { recordBytes: value.length, produce: summarize(produceMs), produceToConsume: summarize(e2eMs), produceThroughput, consumeThroughput, records,
+      brokerCpuMs: { perBatchedRecord, perSingleRecord } };
   } finally {
     for (const c of consumers) await c.disconnect();
     await producer.disconnect();

@@ -1,6 +1,7 @@
 import Database from 'better-sqlite3';
 import { Client } from '@elastic/elasticsearch';
 import { Redis } from 'ioredis';
+import { engineCpuPer } from './cpu.ts';
 import { contentOf } from './corpus.ts';
 import { documentOf } from './raw-search.ts';
 import { perSecond, progress, summarize, type Summary } from './stats.ts';
@@ -19,6 +20,8 @@ export interface RawRoundTrips {
   sqliteSecureDelete: Summary;
   /** One document indexed with refresh=true (what the index-builder asks for), alone. */
   esIndexRefresh: Summary;
+  /** Elasticsearch's CPU ms (/proc) per document of those index+refresh round trips. */
+  esIndexRefreshCpuMs: number;
 }
 
 const WARMUP = 20;
@@ -99,13 +102,15 @@ export async function measureRoundTrips(
 
   const es = new Client({ node: esUrl, maxRetries: 0 });
   let esMs: number[];
+  let esIndexRefreshCpuMs: number;
   const now = new Date();
   try {
     // Refreshing per document is expensive; a few hundred show its distribution.
-    esMs = await sample(Math.min(n, 300), (i) => {
+    const docs = Math.min(n, 300);
+    ({ result: esMs, cpuMsPerUnit: esIndexRefreshCpuMs } = await engineCpuPer('elasticsearch', docs + WARMUP, () => sample(docs, (i) => {
       const d = documentOf(i, 100, now);
       return es.index({ index: esIndex, id: `${d.tenantId}/${d.recordId}`, document: { ...d, expiresAtMs: Date.parse(d.expiresAt) }, refresh: true });
-    });
+    })));
   } finally {
     await es.indices.delete({ index: esIndex, ignore_unavailable: true }).catch(() => undefined);
     await es.close();
@@ -114,6 +119,6 @@ export async function measureRoundTrips(
   return {
     redisSet: summarize(redisSet), redisGet: summarize(redisGet), sqliteInsertSelect: summarize(sqliteMs), sqliteBatchedInsertPerSecond,
     sqliteDelete: summarize(sqliteDeleteMs), sqliteSecureDelete: summarize(sqliteSecureDeleteMs),
-    esIndexRefresh: summarize(esMs),
+    esIndexRefresh: summarize(esMs), esIndexRefreshCpuMs,
   };
 }

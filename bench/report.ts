@@ -4,6 +4,7 @@ import type { EncryptionResult } from './encryption.ts';
 import type { ErasureResult } from './erasure.ts';
 import type { PlacementResult } from './placement.ts';
 import type { BenchOptions } from './options.ts';
+import type { CpuCost } from './cpu.ts';
 import type { RawKafkaResult } from './raw-kafka.ts';
 import type { RawRoundTrips } from './raw-roundtrips.ts';
 import type { RawSearchResult } from './raw-search.ts';
@@ -126,6 +127,7 @@ function runtimeRows(name: string, r: RuntimeResult, tenants: number): string[] 
     `${name} — over HTTP, started in ${(r.startMs / 1000).toFixed(1)} s`,
     row('  write, sequential (ack after read-your-writes)', r.write.sequential),
     row(`  write, ${t.concurrency} concurrent writers`, t.latency, `${num(t.perSecond, 1)} writes/s admitted, ${t.failed} failed`),
+    ...cpuRows(`    CPU ms per admitted write of those ${t.concurrency} writers (/proc)`, t.cpu),
     row('  write→searchable (send → first search returning it)', r.write.searchable,
       `ack of the same writes p50 ${num(r.write.searchableAck.p50)}; ${r.write.searchablePolls} searches in all`),
     row('  revoke a capability (202 after the policy projector)', r.revocation.revoke),
@@ -143,6 +145,11 @@ function ingestRows({ batch: b, async: a, kafka: k }: RuntimeResult['ingest']): 
     row(`  memory.ingest, ${k.producers} kafkajs producers × ${k.requestsPerSend}, ${k.seconds} s (send → its results)`, k.sendToResults,
       `${num(k.admittedPerSecond, 0)} admitted writes/s (${k.accepted} of ${k.produced}), ${k.rejected} rejected`),
     row('    write→searchable meanwhile (an ingest request, search)', k.visible),
+    ...cpuRows('    CPU ms per accepted memory.ingest request (/proc)', k.cpu),
+    ...(k.ceiling === undefined ? [] : [
+      `    engine-bound ceiling: ${k.ceiling.cores} cores ÷ ${num(k.ceiling.enginesMsPerWrite)} engine CPU ms per write = ${num(k.ceiling.writesPerSecond, 0)} writes/s; `
+        + `memory.ingest reached ${num(k.ceiling.ratio)}× of it`,
+    ]),
   ];
   return [
     row(`  batch writes, ${b.clients} clients × ${b.itemsPerBatch} items, ${b.seconds} s (per batch)`, b.batchLatency,
@@ -153,6 +160,13 @@ function ingestRows({ batch: b, async: a, kafka: k }: RuntimeResult['ingest']): 
     row('    write→searchable meanwhile (an async write, token search)', a.visible),
     ...kafkaRows,
   ];
+}
+
+/** One line of CPU ms per write by process, busiest first, and their sum (the machine's cost of a write). */
+function cpuRows(label: string, costs: readonly CpuCost[] | undefined): string[] {
+  if (costs === undefined || costs.length === 0) return [];
+  const total = costs.reduce((sum, c) => sum + (c.msPerWrite || 0), 0);
+  return [`${label}: ${num(total)} in all — ${costs.map((c) => `${c.name} ${num(c.msPerWrite)}`).join(', ')}`];
 }
 
 const signed = (x: number, digits = 2) => `${x >= 0 ? '+' : ''}${num(x, digits)}`;
@@ -221,9 +235,11 @@ function rawRows({ kafka, roundTrips: rt, search }: NonNullable<BenchResult['raw
       row('  kafkajs produce → consumer eachMessage, 1 record', kafka.produceToConsume),
       row(`  kafkajs produce throughput (${kafka.records} records)`, undefined, `${num(kafka.produceThroughput, 0)} records/s`),
       row(`  kafkajs consume throughput (${kafka.records} records)`, undefined, `${num(kafka.consumeThroughput, 0)} records/s`),
+      row('  Kafka broker CPU per record (/proc)', undefined,
+        `${num(kafka.brokerCpuMs.perSingleRecord)} ms sent alone (acks=all), ${num(kafka.brokerCpuMs.perBatchedRecord, 3)} ms in sends of 500`),
     );
   }
-  lines.push(row('  ES index 1 document, refresh=true', rt.esIndexRefresh));
+  lines.push(row('  ES index 1 document, refresh=true', rt.esIndexRefresh, `Elasticsearch CPU ${num(rt.esIndexRefreshCpuMs)} ms per document (/proc)`));
   for (const s of search.elasticsearch) lines.push(row(`  ES bool query @${s.records} (bulk ${num(s.loadPerSecond, 0)} docs/s)`, s.query));
   lines.push(
     row('  Redis SET', rt.redisSet), row('  Redis GET', rt.redisGet), row('  SQLite insert+select (WAL, synchronous=FULL)', rt.sqliteInsertSelect),

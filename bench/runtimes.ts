@@ -11,9 +11,10 @@ import { openIndex, openState, openVectors } from '@gm/adapters';
 import type { StateStore } from '@gm/state-store';
 import { contentOf, tenantOf } from './corpus.ts';
 import { issueToken, type HttpTarget } from './administration.ts';
+import { localEngineProcesses } from './cpu.ts';
 import {
   WRITES_TENANT, measureSearch, measureWritePath, measureWrites, write, writeBody,
-  type SearchStepResult, type WriteLoad, type WritePathResult, type WriteSamples,
+  type MeasuredProcesses, type SearchStepResult, type WriteLoad, type WritePathResult, type WriteSamples,
 } from './http-probe.ts';
 import type { BenchOptions } from './options.ts';
 import type { Engines } from './engines.ts';
@@ -35,13 +36,15 @@ export interface RuntimeResult {
 }
 
 const TEMPLATE_ID = 'bench-template';
+const ROOT = path.resolve(import.meta.dirname, '..');
 
 /** The write, visibility and search phases, the same for both runtimes. */
 async function benchApi(
   target: HttpTarget, stores: { index: SearchIndex; state: StateStore; vectors?: VectorIndex }, options: BenchOptions, label: string, startMs: number,
+  measured: MeasuredProcesses,
   kafka?: { brokers: string[]; namespace: string },
 ): Promise<RuntimeResult> {
-  const writePath = await measureWritePath(target, options, label);
+  const writePath = await measureWritePath(target, options, label, measured);
   const revocation = await measureRevocation(target, tenantOf(1, options.tenants), options.revocations, label);
   const deletion = await measureDeletion(target, tenantOf(2, options.tenants), options.deletions, label);
 
@@ -63,7 +66,7 @@ async function benchApi(
     if (stores.vectors !== undefined) search.push({ ...(await measureSearch(target, size, options, label, 'hybrid')), seedMs });
   }
   // Last: the ingest loads add some 100,000 records, which the search figures above must not carry.
-  const ingest = await measureIngest(target, 'bench-ingest', options.ingestSeconds, label, kafka);
+  const ingest = await measureIngest(target, 'bench-ingest', options.ingestSeconds, label, kafka && { ...kafka, processes: measured, cores: os.cpus().length });
   return { startMs, write: writePath, revocation, deletion, search, ingest };
 }
 
@@ -92,8 +95,14 @@ export async function withEmbeddedRuntime<T>(
   }
 }
 
+/**
+ * The embedded runtime runs in the bench's own process: its CPU figure holds the HTTP writers'
+ * too, so it is an upper bound of the runtime's.
+ */
+const EMBEDDED_PROCESS: MeasuredProcesses = [{ name: 'embedded (runtime + bench client)', pid: process.pid }];
+
 export function benchEmbedded(options: BenchOptions): Promise<RuntimeResult> {
-  return withEmbeddedRuntime('embedded', {}, (runtime, target, startMs) => benchApi(target, { index: runtime.index, state: runtime.state, ...(runtime.config.semantic ? { vectors: runtime.vectors } : {}) }, options, 'embedded', startMs));
+  return withEmbeddedRuntime('embedded', {}, (runtime, target, startMs) => benchApi(target, { index: runtime.index, state: runtime.state, ...(runtime.config.semantic ? { vectors: runtime.vectors } : {}) }, options, 'embedded', startMs, EMBEDDED_PROCESS));
 }
 
 /** The write phases only (no visibility, search or deletion), on a fresh embedded runtime; `env` adds to its configuration. */
@@ -128,7 +137,12 @@ export async function benchDistributed(options: BenchOptions, namespace: string,
     const vectors = stack.children.has('vector-indexer') ? openVectors(env, MODEL_DIMENSIONS) : undefined;
     try {
       const issuerCredential = readFileSync(path.join(dataDir, 'issuer-credential'), 'utf8').trim();
-      return await benchApi({ url: stack.url, issuerCredential }, { index, state, ...(vectors === undefined ? {} : { vectors }) }, options, 'distributed', startMs, {
+      // Every service process of the stack and the local engines, when this checkout runs them.
+      const measured = [
+        ...[...stack.children].flatMap(([name, children]) => children.flatMap((child) => (child.pid === undefined ? [] : [{ name, pid: child.pid }]))),
+        ...localEngineProcesses(ROOT),
+      ];
+      return await benchApi({ url: stack.url, issuerCredential }, { index, state, ...(vectors === undefined ? {} : { vectors }) }, options, 'distributed', startMs, measured, {
         brokers: engines.kafkaBrokers.split(','), namespace,
       });
     } catch (err) {
