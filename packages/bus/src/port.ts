@@ -161,6 +161,12 @@ export interface Subscription {
   close(): Promise<void>;
 }
 
+/** What a partition read yields. */
+export interface ReadOptions {
+  /** Only messages with one of these keys. */
+  keys?: ReadonlySet<string>;
+}
+
 export interface Bus {
   /**
    * Creates missing topics (and their `.dlq`). Idempotent. An existing topic keeps its partition
@@ -178,8 +184,12 @@ export interface Bus {
   waitForCommitted(groupId: string, position: LogPosition, timeoutMs: number): Promise<boolean>;
   /** Every message of a topic from the beginning, partition by partition, in offset order. */
   readAll(topic: string): AsyncIterable<ConsumedMessage>;
-  /** The messages of one partition from `fromOffset` (inclusive) to its current end, in order. */
-  readPartition(topic: string, partition: number, fromOffset: number): AsyncIterable<ConsumedMessage>;
+  /**
+   * The messages of one partition from `fromOffset` (inclusive) to its current end, in order;
+   * with `options.keys`, only the messages of those keys (a reader that wants one aggregate's
+   * history leaves the others' unparsed and, on a sealed view, unopened).
+   */
+  readPartition(topic: string, partition: number, fromOffset: number, options?: ReadOptions): AsyncIterable<ConsumedMessage>;
   /** Next offset per partition (index = partition). */
   endOffsets(topic: string): Promise<number[]>;
   committedOffsets(groupId: string, topic: string): Promise<number[]>;

@@ -72,7 +72,8 @@ export async function captureProbes(
   const subjects = new Set<string>();
   for (const meta of (await deps.state.records.getMany(tenantId, recordIds)).values()) subjects.add(meta.subjectId);
   if (subjects.size < recordIds.length && fallbackSubjectId !== undefined) subjects.add(fallbackSubjectId);
-  const partitions = new Set([...subjects].map((s) => deps.bus.partitionFor(TOPICS.events, subjectKey(tenantId, s))));
+  const keys = new Set([...subjects].map((s) => subjectKey(tenantId, s)));
+  const partitions = new Set([...keys].map((key) => deps.bus.partitionFor(TOPICS.events, key)));
 
   const metas = new Map<string, RecordMeta>();
   const contents = new Map<string, Map<string, string>>();
@@ -85,7 +86,9 @@ export async function captureProbes(
     contents.set(id, versions);
   };
   for (const partition of partitions) {
-    for await (const message of deps.bus.readPartition(TOPICS.events, partition, 0)) {
+    // Only the subjects' own events: an id is claimed for one subject (§5.10), so every event
+    // of these records is under its subject's key, and the others' events stay unopened.
+    for await (const message of deps.bus.readPartition(TOPICS.events, partition, 0, { keys })) {
       const event = readMemoryEvent(message);
       if (event.metadata.tenantId !== tenantId) continue;
       if (event.type === 'MemoryWritten' && wanted.has(event.data.record.id)) {

@@ -3,6 +3,7 @@ import { isLive } from '@gm/domain';
 import { partitionOf, rankedResults, readRecord, validatePacket, type ReadPathDeps } from '@gm/retrieval';
 import { createHash } from 'node:crypto';
 import type { SummaryStore } from '@gm/search-index';
+import type { EmbeddingModel } from '@gm/embedding';
 import type { RecordProbes } from './capture.ts';
 
 /**
@@ -104,29 +105,38 @@ export async function replay(
     }
   };
 
+  // Every probe runs at once: each is a read of its own (a round trip to an engine on Kafka, an
+  // embedding on the model's thread), and none depends on another's answer. Findings are a set
+  // and sorted at the end, so the order they arrive in does not show.
+  const running: Array<Promise<void>> = [];
+  const start = (kind: ProbeKind, path: string, probe: () => Promise<void>) => void running.push(run(kind, path, probe));
+  // One embedding per text for the whole replay: the vector probe and the hybrid search probe
+  // ask the model for the same query vector.
+  const replayDeps: ReplayDeps = deps.semantic === undefined ? deps : { ...deps, semantic: { ...deps.semantic, model: embeddingOnce(deps.semantic.model) } };
+
   for (const id of task.recordIds) {
     // (e) The tombstone and the record hash: the read path's last word.
-    await run('tombstone', 'tombstone', async () => {
+    start('tombstone', 'tombstone', async () => {
       if ((await deps.state.tombstones.filterTombstoned(tenant, [id])).size === 0) findings.add(`tombstone-missing:${id}`);
     });
-    await run('record_hash', 'record-hash', async () => {
+    start('record_hash', 'record-hash', async () => {
       const status = (await deps.state.records.get(tenant, id))?.status;
       if (status !== undefined && isLive(status)) findings.add(`record-hash-live:${id}`);
     });
     // Probes are built from the log; a record the log did not give back was not replayed.
     if (!captured.has(id)) findings.add(`uncaptured:${id}`);
     if (!task.retainPrimary) {
-      await run('primary', 'primary', async () => {
+      start('primary', 'primary', async () => {
         if ((await deps.state.contents.count(tenant, [id])) > 0) findings.add(`primary:${id}`);
       });
     }
     // (c) The index by id, bypassing search.
-    await run('index_get', 'index', async () => {
+    start('index_get', 'index', async () => {
       if (await deps.index.get(tenant, id)) findings.add(`index:${id}`);
     });
     const semantic = deps.semantic;
     if (semantic) {
-      await run('vector_get', 'vector', async () => {
+      start('vector_get', 'vector', async () => {
         if (await semantic.vectors.has(tenant, id)) findings.add(`vector:${id}`);
       });
     }
@@ -139,11 +149,13 @@ export async function replay(
       ...probes.phrases.map((text) => ({ text, search: 'search_phrase', index: 'index_phrase' }) as const),
       ...probes.paraphrases.map((text) => ({ text, search: 'search_paraphrase', index: 'index_paraphrase' }) as const),
     ];
-    for (const { text, search, index } of asked) {
+    for (const { text: phrase, search, index } of asked) {
+      // The same text for every probe of it, as a search request takes it.
+      const text = phrase.slice(0, 1024);
       // (c') The vector index itself: the text's embedding, nearest neighbours in the record's
       // partition for each of its purposes, at its creation time, and no similarity floor —
       // any vector of the record (or of a copy of its content) among them is a finding.
-      const semantic = deps.semantic;
+      const semantic = replayDeps.semantic;
       if (semantic) {
         const kind: ProbeKind = search === 'search_phrase' ? 'vector_phrase' : 'vector_paraphrase';
         // Embedded once per text, for all its purposes (a failure is each probe's finding).
@@ -154,7 +166,7 @@ export async function replay(
         });
         embedding.catch(() => undefined);
         for (const purpose of probes.meta.purposes) {
-          await run(kind, 'vector', async () => {
+          start(kind, 'vector', async () => {
             const vector = await embedding;
             const hits = await semantic.vectors.knn({
               tenantId: tenant, partitions: [partition], purpose, now: probes.meta.createdAt, modelId: semantic.model.modelId, vector, k: INDEX_PROBE_LIMIT,
@@ -170,15 +182,15 @@ export async function replay(
         }
       }
       // (a) The search API as the record's own reader: cache peeked, never filled.
-      await run(search, 'search', async () => {
-        const request = SearchRequest.parse({ query: text.slice(0, 1024), limit: REPLAY_LIMIT });
-        const { ranked } = await rankedResults(deps, reader, request, now, { fill: false });
+      start(search, 'search', async () => {
+        const request = SearchRequest.parse({ query: text, limit: REPLAY_LIMIT });
+        const { ranked } = await rankedResults(replayDeps, reader, request, now, { fill: false });
         for (const item of ranked) if (await isJobCopy(item.recordId, sha256(item.excerpt))) findings.add(`search:${item.recordId}`);
       });
       // (c) The index itself, in the record's own partition, for each of its purposes; time
       // set to its creation so that no expiry filter can hide a copy.
       for (const purpose of probes.meta.purposes) {
-        await run(index, 'index', async () => {
+        start(index, 'index', async () => {
           const hits = await deps.index.search({
             tenantId: tenant, partitions: [partition], purpose, text, now: probes.meta.createdAt, limit: INDEX_PROBE_LIMIT,
           });
@@ -189,7 +201,7 @@ export async function replay(
       const summaries = deps.summaries;
       if (summaries) {
         for (const purpose of probes.meta.purposes) {
-          await run('summary_search', 'summary', async () => {
+          start('summary_search', 'summary', async () => {
             const hits = await summaries.search({
               tenantId: tenant, partitions: [partition], purpose, now: probes.meta.createdAt, text, limit: INDEX_PROBE_LIMIT,
             });
@@ -203,10 +215,12 @@ export async function replay(
       }
     }
     // (b) Get by id, as that reader.
-    await run('get_by_id', 'get', async () => {
+    start('get_by_id', 'get', async () => {
       if ((await readRecord(deps, reader, probes.id, now)) !== null) findings.add(`get:${probes.id}`);
     });
   }
+
+  await Promise.all(running);
 
   // (d) Derived copies the read path made: cache entries, packets, and the action gate.
   await run('retrieval_cache', 'retrieval-cache', async () => {
@@ -237,6 +251,25 @@ export async function replay(
     counts, findings: [...findings].sort(),
     residual: [...residual.values()].sort((a, b) => (a.recordId < b.recordId ? -1 : a.recordId > b.recordId ? 1 : 0)),
     summaries: summaries !== undefined, vectors: deps.semantic !== undefined,
+  };
+}
+
+/** The model, asked once per (text, use) for the life of this wrapper: one replay. */
+function embeddingOnce(model: EmbeddingModel): EmbeddingModel {
+  const asked = new Map<string, Promise<Float32Array[]>>();
+  return {
+    modelId: model.modelId,
+    dimensions: model.dimensions,
+    minSimilarity: model.minSimilarity,
+    close: () => model.close(),
+    embed: (texts, use) => {
+      // One text at a time, as every caller here asks; a batch goes to the model as it is.
+      if (texts.length !== 1) return model.embed(texts, use);
+      const key = `${use}\u0000${texts[0] ?? ''}`;
+      let vectors = asked.get(key);
+      if (vectors === undefined) asked.set(key, (vectors = model.embed(texts, use)));
+      return vectors;
+    },
   };
 }
 

@@ -53,7 +53,8 @@ export async function proveErased(
   bus: Bus, tenantId: string, subjectId: string, recordIds: string[],
 ): Promise<{ proof: ErasureProof; readable: string[] }> {
   const wanted = new Set(recordIds);
-  const partition = bus.partitionFor(TOPICS.events, subjectKey(tenantId, subjectId));
+  const key = subjectKey(tenantId, subjectId);
+  const partition = bus.partitionFor(TOPICS.events, key);
   const proof: ErasureProof = { events: 0, undecryptable: 0 };
   const readable = new Set<string>();
   const check = (id: string, content: string | undefined) => {
@@ -62,7 +63,8 @@ export async function proveErased(
     if (content === ERASED_CONTENT) proof.undecryptable += 1;
     else readable.add(id);
   };
-  for await (const message of bus.readPartition(TOPICS.events, partition, 0)) {
+  // The subject's own events (an id is claimed for one subject, §5.10): the others' stay unopened.
+  for await (const message of bus.readPartition(TOPICS.events, partition, 0, { keys: new Set([key]) })) {
     const event = readMemoryEvent(message);
     if (event.metadata.tenantId !== tenantId) continue;
     if (event.type === 'MemoryWritten') check(event.data.record.id, event.data.record.content);

@@ -19,7 +19,7 @@ import { BroadcastChannel } from 'node:worker_threads';
 import { resolve as resolvePath } from 'node:path';
 import { validateSubscribeOptions } from '../messages.ts';
 import { GovernedMemoryError } from '@gm/contracts';
-import type { Bus, ConsumedMessage, LogPosition, OutgoingMessage, SubscribeOptions, Subscription, TopicSpec } from '../port.ts';
+import type { Bus, ConsumedMessage, LogPosition, OutgoingMessage, ReadOptions, SubscribeOptions, Subscription, TopicSpec } from '../port.ts';
 import { stderrLogger, type BusLogger } from '../bus-logger.ts';
 import { GroupConsumer } from './group-consumer.ts';
 import { GroupCoordinator } from './group-coordinator.ts';
@@ -210,7 +210,7 @@ class SqliteBus implements Bus {
     for (let partition = 0; partition < partitions; partition++) yield* this.readPartition(topic, partition, 0);
   }
 
-  async *readPartition(topic: string, partition: number, fromOffset: number): AsyncIterable<ConsumedMessage> {
+  async *readPartition(topic: string, partition: number, fromOffset: number, options: ReadOptions = {}): AsyncIterable<ConsumedMessage> {
     this.assertOpen();
     const { partitions, compacted } = this.log.requireTopic(topic);
     if (!Number.isInteger(partition) || partition < 0 || partition >= partitions) {
@@ -220,7 +220,7 @@ class SqliteBus implements Bus {
     for (;;) {
       this.assertOpen();
       const page = this.log.fetch(topic, partition, from, READ_PAGE_SIZE, compacted);
-      yield* page;
+      yield* options.keys === undefined ? page : page.filter((m) => options.keys?.has(m.key));
       const last = page.at(-1);
       if (last === undefined || page.length < READ_PAGE_SIZE) break;
       from = last.offset + 1;

@@ -20,7 +20,7 @@ import { Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
 import { errorMessage, stderrLogger, type BusLogger } from '../bus-logger.ts';
 import { partitionForKey } from '../partitioner.ts';
 import { Signal } from '../signal.ts';
-import type { Bus, ConsumedMessage, LogPosition, OutgoingMessage, SubscribeOptions, Subscription, TopicSpec } from '../port.ts';
+import type { Bus, ConsumedMessage, LogPosition, OutgoingMessage, ReadOptions, SubscribeOptions, Subscription, TopicSpec } from '../port.ts';
 import { encodeMessage, isProducerStateError, Mutex, Namespace, retryWithin, unavailable, withMetadataRetry, type EncodedMessage } from './kafka-codec.ts';
 import { CommitWatch } from './kafka-commit-watch.ts';
 import { Groups } from './kafka-groups.ts';
@@ -217,7 +217,7 @@ class KafkaBus implements Bus {
     for (let partition = 0; partition < partitions; partition++) yield* this.readPartition(topic, partition, 0);
   }
 
-  async *readPartition(topic: string, partition: number, fromOffset: number): AsyncIterable<ConsumedMessage> {
+  async *readPartition(topic: string, partition: number, fromOffset: number, options: ReadOptions = {}): AsyncIterable<ConsumedMessage> {
     this.assertOpen();
     const partitions = await this.topics.count(topic);
     if (!Number.isInteger(partition) || partition < 0 || partition >= partitions) {
@@ -231,7 +231,9 @@ class KafkaBus implements Bus {
     const low = Number(offsets?.low ?? 0);
     const from = Math.max(0, fromOffset, low);
     if (from >= end) return;
-    yield* readRange(admin, { kafkaTopic, topic, partition, from, end });
+    for await (const message of readRange(admin, { kafkaTopic, topic, partition, from, end })) {
+      if (options.keys === undefined || options.keys.has(message.key)) yield message;
+    }
   }
 
   async endOffsets(topic: string): Promise<number[]> {

@@ -62,7 +62,8 @@ export function sealedBus(inner: Bus, codec: ContentCodec): Bus {
     },
     waitForCommitted: (groupId, position, timeoutMs) => inner.waitForCommitted(groupId, position, timeoutMs),
     readAll: (topic) => opened(inner.readAll(topic)),
-    readPartition: (topic, partition, fromOffset) => opened(inner.readPartition(topic, partition, fromOffset)),
+    // The key filter runs below the opening: messages of other keys are never opened.
+    readPartition: (topic, partition, fromOffset, options) => opened(inner.readPartition(topic, partition, fromOffset, options)),
     endOffsets: (topic) => inner.endOffsets(topic),
     committedOffsets: (groupId, topic) => inner.committedOffsets(groupId, topic),
     resetGroup: (groupId) => inner.resetGroup(groupId),

@@ -229,6 +229,21 @@ export function testBus(adapterName: string, factory: () => Promise<BusFixture>)
         }).rejects.toThrow();
       });
 
+      it('reads only the messages of the keys asked for (readPartition keys), in order, with their own offsets', async () => {
+        await bus.ensureTopics([{ name: topic('t'), partitions: 1 }]);
+        const t = topic('t');
+        const positions = await bus.produce([
+          { topic: t, key: 'a', value: { n: 0 } }, { topic: t, key: 'b', value: { n: 1 } }, { topic: t, key: 'a', value: { n: 2 } },
+          { topic: t, key: 'c', value: { n: 3 } }, { topic: t, key: 'b', value: { n: 4 } },
+        ]);
+        const read: Array<{ key: string; offset: number; value: unknown }> = [];
+        for await (const m of bus.readPartition(t, 0, 0, { keys: new Set(['a', 'b']) })) read.push({ key: m.key, offset: m.offset, value: m.value });
+        expect(read).toEqual([0, 1, 2, 4].map((i) => ({ key: ['a', 'b', 'a', 'c', 'b'][i], offset: positions[i]?.offset, value: { n: i } })));
+        const none: unknown[] = [];
+        for await (const m of bus.readPartition(t, 0, 0, { keys: new Set(['z']) })) none.push(m);
+        expect(none).toEqual([]);
+      });
+
       it('lets a reader folding a compacted topic by key see the latest value of each key', async () => {
         await bus.ensureTopics([{ name: topic('records'), partitions: 2, compacted: true }]);
         const t = topic('records');
