@@ -72,13 +72,13 @@ export function openIndex(env: DistributedEnv & ElasticsearchEnv): SearchIndex {
 }
 
 /** The summary store beside the search index: `<prefix>-summaries` under the same prefix. */
-export function openSummaries(env: DistributedEnv & ElasticsearchEnv): SummaryStore {
-  return createElasticsearchSummaryStore({ node: env.ELASTICSEARCH_URL, indexPrefix: indexPrefixOf(env) });
+export function openSummaries(env: DistributedEnv & ElasticsearchEnv, options: { refresh?: true | 'wait_for' } = {}): SummaryStore {
+  return createElasticsearchSummaryStore({ node: env.ELASTICSEARCH_URL, indexPrefix: indexPrefixOf(env), ...options });
 }
 
 /** The vector index beside the search index: `<prefix>-vectors` under the same prefix, `dimensions` fixed by its mapping. */
-export function openVectors(env: DistributedEnv & ElasticsearchEnv, dimensions: number): VectorIndex {
-  return createElasticsearchVectorIndex({ node: env.ELASTICSEARCH_URL, indexPrefix: indexPrefixOf(env), dimensions });
+export function openVectors(env: DistributedEnv & ElasticsearchEnv, dimensions: number, options: { refresh?: true | 'wait_for' } = {}): VectorIndex {
+  return createElasticsearchVectorIndex({ node: env.ELASTICSEARCH_URL, indexPrefix: indexPrefixOf(env), dimensions, ...options });
 }
 
 export interface SealedBus {

@@ -10,13 +10,16 @@ await runService('index-builder', IndexBuilderEnv, async ({ env, log, metrics })
   const sealed = await openSealedBus(env, 'index-builder', 'open', { onError: (err) => log.warn({ err }, 'key store poll failed') });
   const bus = meteredBus(sealed.bus, metrics);
   const index = openIndex(env);
+  // The summary-builder's writes become visible at the next periodic refresh (summaries follow
+  // writes eventually, design §6.8); the summary deletion target's at once (the replays follow).
   const summaries = openSummaries(env);
+  const eventualSummaries = openSummaries(env, { refresh: 'wait_for' });
   const state = openState(env);
   const builder = await startIndexBuilder({ bus, index, state });
-  const summaryBuilder = await startSummaryBuilder({ bus, index, state, summaries });
+  const summaryBuilder = await startSummaryBuilder({ bus, index, state, summaries: eventualSummaries });
   const targets = await startIndexTargets({ bus, index, clock: systemClock, summaries: { store: summaries, state } });
   return {
-    handle: { close: async () => { await targets.close(); await summaryBuilder.close(); await builder.close(); await sealed.close(); await index.close(); await summaries.close(); await state.kv.close(); } },
+    handle: { close: async () => { await targets.close(); await summaryBuilder.close(); await builder.close(); await sealed.close(); await index.close(); await summaries.close(); await eventualSummaries.close(); await state.kv.close(); } },
     ready: async () => (await index.count().then(() => true).catch(() => false)),
   };
 });

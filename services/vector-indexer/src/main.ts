@@ -20,7 +20,10 @@ await runService('vector-indexer', VectorIndexerEnv, async ({ env, log, metrics 
   const model = await loadEmbeddingModel(env.MEMORY_EMBEDDING_MODEL_DIR, { background: true });
   const sealed = await openSealedBus(env, 'vector-indexer', 'open', { onError: (err) => log.warn({ err }, 'key store poll failed') });
   const bus = meteredBus(sealed.bus, metrics);
-  const vectors = openVectors(env, model.dimensions);
+  // Upserts visible at the next periodic refresh (its lag is allowed; a semantic read with a
+  // consistency token still waits for this group, which commits once they are visible);
+  // removals, the vector deletion target's, at once.
+  const vectors = openVectors(env, model.dimensions, { refresh: 'wait_for' });
   const state = openState(env);
   const indexer = await startVectorIndexer({
     bus, vectors, model, contentOf: async (tenantId, recordId) => (await state.contents.get(tenantId, recordId)) ?? undefined,

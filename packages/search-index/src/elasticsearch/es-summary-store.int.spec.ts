@@ -7,13 +7,13 @@ import { engineEndpoint } from '@gm/testing/engines';
 import type { SummaryStore } from '../summary-port.ts';
 import { createElasticsearchSummaryStore, esSummaryIndexNames } from './es-summary-store.ts';
 
-/** Every test gets its own index (unique prefix) and deletes it afterwards. */
-async function harness(): Promise<SummaryStoreHarness> {
+/** Every test gets its own index (unique prefix) and deletes it afterwards; `refresh` as the store is opened with. */
+const harness = (refresh?: 'wait_for') => async (): Promise<SummaryStoreHarness> => {
   const node = engineEndpoint('elasticsearch');
   const indexPrefix = `gm-test-${randomUUID()}`;
   const opened: SummaryStore[] = [];
   const open = (): SummaryStore => {
-    const store = createElasticsearchSummaryStore({ node, indexPrefix });
+    const store = createElasticsearchSummaryStore({ node, indexPrefix, ...(refresh === undefined ? {} : { refresh }) });
     opened.push(store);
     return store;
   };
@@ -30,6 +30,8 @@ async function harness(): Promise<SummaryStoreHarness> {
       }
     },
   };
-}
+};
 
-testSummaryStore('elasticsearch', harness);
+testSummaryStore('elasticsearch', harness());
+// The summary-builder's mode: writes visible at the next periodic refresh, held to the same contract.
+testSummaryStore('elasticsearch, writes visible at the next periodic refresh (refresh wait_for)', harness('wait_for'));

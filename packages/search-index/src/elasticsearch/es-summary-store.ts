@@ -12,6 +12,14 @@ export interface ElasticsearchSummaryStoreOptions {
   node: string | readonly string[];
   /** The same prefix as the search index: the summaries live in `<prefix>-summaries`. */
   indexPrefix: string;
+  /**
+   * When a write is visible on return. `true` (default): a refresh at once, shared by
+   * concurrent writers (es-refresher.ts), as the summary deletion target needs (the replay
+   * probes search right after its ack). `'wait_for'`: the next periodic refresh (within 1 s),
+   * for the summary-builder, whose summaries follow writes eventually (design §6.8): a refresh
+   * costs Elasticsearch some 14 ms of CPU however little it makes visible (docs/sizing.md).
+   */
+  refresh?: true | 'wait_for';
 }
 
 /** Alias for writes (require_alias, as the search index) and the mapping generation behind it. */
@@ -75,14 +83,14 @@ export function createElasticsearchSummaryStore(options: ElasticsearchSummarySto
 
   async function bulk(operations: (estypes.BulkOperationContainer | Stored)[], operation: string) {
     if (operations.length === 0) return [];
-    const response = await client.bulk({ operations, refresh: false, require_alias: true });
+    const response = await client.bulk({ operations, refresh: options.refresh === 'wait_for' ? 'wait_for' : false, require_alias: true });
     const items = response.items.map((item) => item.index ?? item.delete);
     if (items.some((item) => item?.error?.type === 'index_not_found_exception')) throw new IndexMissingError();
     for (const item of items) {
       // A delete of an already-removed document (404) is idempotent, not a failure.
       if (item?.error !== undefined) throw bulkItemError(item, operation);
     }
-    await refresher.afterWrite();
+    if (options.refresh !== 'wait_for') await refresher.afterWrite();
     return items;
   }
 

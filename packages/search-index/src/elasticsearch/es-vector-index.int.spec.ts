@@ -5,10 +5,11 @@ import { testVectorIndex } from '@gm/testing/contracts/vector-index';
 import { engineEndpoint } from '@gm/testing/engines';
 import { createElasticsearchVectorIndex, esVectorIndexNames } from './es-vector-index.ts';
 
-testVectorIndex('elasticsearch (dense_vector, kNN with filter)', async () => {
+/** A fresh index per test (unique prefix), deleted afterwards; `refresh` as the index is opened with. */
+const harness = (refresh?: 'wait_for') => async () => {
   const node = engineEndpoint('elasticsearch');
   const indexPrefix = `gm-test-${randomUUID()}`;
-  const index = createElasticsearchVectorIndex({ node, indexPrefix, dimensions: 8 });
+  const index = createElasticsearchVectorIndex({ node, indexPrefix, dimensions: 8, ...(refresh === undefined ? {} : { refresh }) });
   return {
     index, dimensions: 8,
     cleanup: async () => {
@@ -21,4 +22,8 @@ testVectorIndex('elasticsearch (dense_vector, kNN with filter)', async () => {
       }
     },
   };
-});
+};
+
+testVectorIndex('elasticsearch (dense_vector, kNN with filter)', harness());
+// The vector-indexer's mode: upserts visible at the next periodic refresh, held to the same contract.
+testVectorIndex('elasticsearch, upserts visible at the next periodic refresh (refresh wait_for)', harness('wait_for'));

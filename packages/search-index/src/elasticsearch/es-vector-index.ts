@@ -20,6 +20,15 @@ export interface ElasticsearchVectorIndexOptions {
   indexPrefix: string;
   /** Dimensions of the model's vectors: fixed by the mapping. */
   dimensions: number;
+  /**
+   * When an upsert is visible to kNN on return. `true` (default): a refresh at once, shared by
+   * concurrent writers (es-refresher.ts). `'wait_for'`: the next periodic refresh (within
+   * 1 s), for the vector-indexer, whose lag is allowed: a refresh costs Elasticsearch some 14 ms
+   * of CPU however few vectors it makes visible (docs/sizing.md), and one per batch of one or two
+   * writes was half its CPU per synchronous write. Removals always refresh at once: a deletion
+   * target's ack says what is gone, and the replay probes search right after.
+   */
+  refresh?: true | 'wait_for';
 }
 
 /** How many candidates HNSW considers per shard for k results (Elasticsearch's default is 1.5 k). */
@@ -53,6 +62,7 @@ export function createElasticsearchVectorIndex(options: ElasticsearchVectorIndex
   });
 
   const bulk = (operations: (estypes.BulkOperationContainer | StoredVector)[]) => bulkThroughAlias(client, operations, refresher);
+  const upsertVisible = options.refresh === 'wait_for' ? 'wait_for' : refresher;
 
   return {
     async upsert(docs) {
@@ -61,7 +71,7 @@ export function createElasticsearchVectorIndex(options: ElasticsearchVectorIndex
         return { ...d, vector: Array.from(validVector(vector, 'vector')), expiresAtMs: epochMsOf(expiresAt, 'expiresAt') };
       });
       if (stored.length === 0) return;
-      await run('upsert', async () => checkUpserted(await bulk(versionedIndexOps(alias, stored))));
+      await run('upsert', async () => checkUpserted(await bulkThroughAlias(client, versionedIndexOps(alias, stored), upsertVisible)));
     },
 
     async remove(tenantId, recordIds) {
