@@ -161,7 +161,7 @@ export interface Subscription {
   close(): Promise<void>;
 }
 
-/** What a partition read yields. */
+/** Which messages a partition read yields. */
 export interface ReadOptions {
   /** Only messages with one of these keys. */
   keys?: ReadonlySet<string>;
