@@ -41,8 +41,11 @@ export function sampleCpu(processes: ReadonlyArray<{ name: string; pid: number }
   };
 }
 
+/** The checkout whose infra/local runs the engines. */
+const CHECKOUT = path.resolve(import.meta.dirname, '..');
+
 /** The local engines' processes (infra/local/.run/<engine>/<engine>.pid), when this checkout runs them. */
-export function localEngineProcesses(root: string): Array<{ name: string; pid: number }> {
+export function localEngineProcesses(root: string = CHECKOUT): Array<{ name: string; pid: number }> {
   const run = path.join(root, 'infra/local/.run');
   if (!existsSync(run)) return [];
   return readdirSync(run).flatMap((engine) => {
@@ -67,7 +70,7 @@ export function costPerWrite(rows: readonly ProcessCpu[], wallMs: number, writes
 }
 
 /** The engines of a deployment, as named by localEngineProcesses. */
-export const ENGINE_NAMES: ReadonlySet<string> = new Set(['kafka', 'elasticsearch', 'redis']);
+const ENGINE_NAMES: ReadonlySet<string> = new Set(['kafka', 'elasticsearch', 'redis']);
 
 /**
  * What the engines alone allow on this machine: its cores ÷ the engines' CPU ms per admitted
@@ -81,10 +84,9 @@ export function engineBoundCeiling(costs: readonly CpuCost[], cores: number): { 
 
 /** The CPU ms one local engine spends on `work`, per unit of it (NaN when the engine is not a local process). */
 export async function engineCpuPer<T>(engine: string, units: number, work: () => Promise<T>): Promise<{ result: T; cpuMsPerUnit: number }> {
-  const cpu = sampleCpu(localEngineProcesses(path.resolve(import.meta.dirname, '..')).filter((p) => p.name === engine));
+  const cpu = sampleCpu(localEngineProcesses().filter((p) => p.name === engine));
   const started = performance.now();
   const result = await work();
-  const wallMs = performance.now() - started;
-  const [row] = cpu.stop();
-  return { result, cpuMsPerUnit: row === undefined ? Number.NaN : ((row.cpuPercent / 100) * wallMs) / units };
+  const [cost] = costPerWrite(cpu.stop(), performance.now() - started, units);
+  return { result, cpuMsPerUnit: cost?.msPerWrite ?? Number.NaN };
 }

@@ -218,7 +218,7 @@ export async function measureAsync(target: HttpTarget, token: string, probeToken
 /** Both HTTP loads on a runtime's fresh tenant, then (given Kafka) the memory.ingest load on another; `seconds` per load. */
 export async function measureIngest(
   target: HttpTarget, tenant: string, seconds: number, label: string,
-  kafka?: { brokers: string[]; namespace: string; processes?: MeasuredProcesses; cores?: number },
+  kafka?: { brokers: string[]; namespace: string; processes?: MeasuredProcesses },
 ): Promise<IngestResult> {
   const token = await issueToken(target, tenant, ['write', 'search', 'read']);
   const probeToken = await issueToken(target, `${tenant}-probe`, ['write', 'search', 'read']);

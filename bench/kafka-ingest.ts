@@ -9,13 +9,13 @@
  *   (otherwise 60 s of kafkajs speed would queue half an hour of work): the figure is then what
  *   the pipeline sustains, not what Kafka can absorb.
  */
+import os from 'node:os';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Kafka, logLevel } from 'kafkajs';
 import { openIngestProducer, type IngestRequest } from '@gm/examples/ingest-producer';
 import type { HttpTarget } from './administration.ts';
-import { writeBody } from './http-probe.ts';
+import { writeBody, type MeasuredProcesses } from './http-probe.ts';
 import { costPerWrite, engineBoundCeiling, sampleCpu, type CpuCost } from './cpu.ts';
-import type { MeasuredProcesses } from './http-probe.ts';
 import { perSecond, progress, summarize, type Summary } from './stats.ts';
 
 export interface KafkaIngestResult {
@@ -53,8 +53,6 @@ export interface KafkaIngestTarget {
   token: string;
   /** The deployment's services and engines, charged the load's CPU. */
   processes?: MeasuredProcesses;
-  /** Cores of the machine, for the engine-bound ceiling. */
-  cores?: number;
 }
 
 const request = (content: string, subjectId: string, requestId: string): IngestRequest => ({ requestId, ...writeBody(content, subjectId) }) as IngestRequest;
@@ -124,7 +122,7 @@ export async function measureKafkaIngest(t: KafkaIngestTarget, seconds: number, 
     if (answered() < produced) throw new Error(`${label}: ${produced - answered()} of ${produced} ingest requests had no result after 10 minutes`);
     const admittedPerSecond = perSecond(accepted, lastResultAt - started);
     const costs = cpu === undefined ? undefined : costPerWrite(cpu.stop(), performance.now() - started, accepted);
-    const cores = t.cores ?? 1;
+    const cores = os.cpus().length;
     const bound = costs === undefined ? undefined : engineBoundCeiling(costs, cores);
     const result: KafkaIngestResult = {
       producers: PRODUCERS, requestsPerSend: PER_SEND, seconds, produced, accepted, rejected,

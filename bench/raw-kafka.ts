@@ -54,20 +54,20 @@ export async function measureRawKafka(brokers: string[], prefix: string, roundTr
     const e2eMs: number[] = [];
     const warmup = 20;
     const { cpuMsPerUnit: perSingleRecord } = await engineCpuPer('kafka', roundTrips + warmup, async () => {
-    for (let i = 0; i < roundTrips + warmup; i += 1) {
-      const key = `k${i}`;
-      const arrived = new Promise<void>((resolve) => waiting.set(key, resolve));
-      const started = performance.now();
-      await producer.send({ topic: e2eTopic, acks: -1, messages: [{ key, value }] });
-      const acked = performance.now();
-      await arrived;
-      waiting.delete(key);
-      if (i >= warmup) {
-        produceMs.push(acked - started);
-        e2eMs.push(performance.now() - started);
+      for (let i = 0; i < roundTrips + warmup; i += 1) {
+        const key = `k${i}`;
+        const arrived = new Promise<void>((resolve) => waiting.set(key, resolve));
+        const started = performance.now();
+        await producer.send({ topic: e2eTopic, acks: -1, messages: [{ key, value }] });
+        const acked = performance.now();
+        await arrived;
+        waiting.delete(key);
+        if (i >= warmup) {
+          produceMs.push(acked - started);
+          e2eMs.push(performance.now() - started);
+        }
+        if ((i + 1) % 250 === 0) progress(`raw kafka: produce→consume ${i + 1}/${roundTrips + warmup}`);
       }
-      if ((i + 1) % 250 === 0) progress(`raw kafka: produce→consume ${i + 1}/${roundTrips + warmup}`);
-    }
     });
 
     // Throughput: batches of records, then a fresh group reading them all back.

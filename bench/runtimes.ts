@@ -36,7 +36,6 @@ export interface RuntimeResult {
 }
 
 const TEMPLATE_ID = 'bench-template';
-const ROOT = path.resolve(import.meta.dirname, '..');
 
 /** The write, visibility and search phases, the same for both runtimes. */
 async function benchApi(
@@ -66,7 +65,7 @@ async function benchApi(
     if (stores.vectors !== undefined) search.push({ ...(await measureSearch(target, size, options, label, 'hybrid')), seedMs });
   }
   // Last: the ingest loads add some 100,000 records, which the search figures above must not carry.
-  const ingest = await measureIngest(target, 'bench-ingest', options.ingestSeconds, label, kafka && { ...kafka, processes: measured, cores: os.cpus().length });
+  const ingest = await measureIngest(target, 'bench-ingest', options.ingestSeconds, label, kafka && { ...kafka, processes: measured });
   return { startMs, write: writePath, revocation, deletion, search, ingest };
 }
 
@@ -140,7 +139,7 @@ export async function benchDistributed(options: BenchOptions, namespace: string,
       // Every service process of the stack and the local engines, when this checkout runs them.
       const measured = [
         ...[...stack.children].flatMap(([name, children]) => children.flatMap((child) => (child.pid === undefined ? [] : [{ name, pid: child.pid }]))),
-        ...localEngineProcesses(ROOT),
+        ...localEngineProcesses(),
       ];
       return await benchApi({ url: stack.url, issuerCredential }, { index, state, ...(vectors === undefined ? {} : { vectors }) }, options, 'distributed', startMs, measured, {
         brokers: engines.kafkaBrokers.split(','), namespace,
