@@ -47,15 +47,55 @@ function lowerThisThreadsPriority(): boolean {
   }
 }
 
+/** A request being embedded: its texts are done one at a time, so that a query can go between them. */
+interface Job {
+  request: ToEmbeddingWorker;
+  vectors: Float32Array[];
+}
+
 try {
   const options = workerData as ThreadedModelOptions;
   const background = options.background === true && lowerThisThreadsPriority();
   const model = await loadOnnxEmbeddingModel(options);
+  // Queries first: someone waits on a query (a search, a deletion's replay probe), while
+  // documents are the vector-indexer's, whose lag is allowed. Between two texts the thread
+  // takes its messages, so a query waits for one text in progress (a few ms), never for an
+  // indexing batch of thousands (seconds after a burst of writes; design §6.7).
+  const queries: Job[] = [];
+  const documents: Job[] = [];
+  let pumping = false;
+  const pump = async (): Promise<void> => {
+    const job = queries[0] ?? documents[0];
+    if (job === undefined) {
+      pumping = false;
+      return;
+    }
+    const { request, vectors } = job;
+    try {
+      const [vector] = await model.embed([request.texts[vectors.length] ?? ''], request.use);
+      if (vector === undefined) throw new Error('the model returned no vector');
+      vectors.push(vector);
+      if (vectors.length === request.texts.length) {
+        (request.use === 'query' ? queries : documents).shift();
+        send({ kind: 'vectors', id: request.id, vectors }, vectors.map((v) => v.buffer as ArrayBuffer));
+      }
+    } catch (err) {
+      (request.use === 'query' ? queries : documents).shift();
+      send({ kind: 'error', id: request.id, message: err instanceof Error ? err.message : String(err) });
+    }
+    // A macrotask turn: the messages that arrived meanwhile are queued before the next text.
+    setImmediate(() => void pump());
+  };
   port.on('message', (request: ToEmbeddingWorker) => {
-    model.embed(request.texts, request.use).then(
-      (vectors) => send({ kind: 'vectors', id: request.id, vectors }, vectors.map((v) => v.buffer as ArrayBuffer)),
-      (err: unknown) => send({ kind: 'error', id: request.id, message: err instanceof Error ? err.message : String(err) }),
-    );
+    if (request.texts.length === 0) {
+      send({ kind: 'vectors', id: request.id, vectors: [] });
+      return;
+    }
+    (request.use === 'query' ? queries : documents).push({ request, vectors: [] });
+    if (!pumping) {
+      pumping = true;
+      void pump();
+    }
   });
   send({ kind: 'ready', modelId: model.modelId, dimensions: model.dimensions, minSimilarity: model.minSimilarity, background });
 } catch (err) {

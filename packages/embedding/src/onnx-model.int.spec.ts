@@ -48,6 +48,37 @@ describe('the ONNX embedding model', () => {
     }
   });
 
+  it('in its own thread, answers a query before the indexing requests queued ahead of it, not after them', async () => {
+    const model = await loadThreadedOnnxEmbeddingModel();
+    try {
+      const texts = Array.from({ length: 60 }, (_, i) => `Record ${i}: the customer prefers email over phone calls and wants monthly invoices`);
+      // The vector-indexer's way: many requests of documents, all sent before the query.
+      let documentsDone = 0;
+      const indexing = texts.map((text) => model.embed([text], 'document').then(([vector]) => {
+        documentsDone += 1;
+        return vector;
+      }));
+      let documentsDoneBeforeQuery = -1;
+      const [asked] = await model.embed(['which contact channel does the customer prefer'], 'query').then((vectors) => {
+        documentsDoneBeforeQuery = documentsDone;
+        return vectors;
+      });
+      const documents = await Promise.all(indexing);
+      // At most the text in progress when the query came, and the ones its message overtook.
+      expect(documentsDoneBeforeQuery).toBeLessThan(5);
+      expect(documents).toHaveLength(60);
+      // Going first changes no vector: each is its text's alone.
+      const local = await loadOnnxEmbeddingModel();
+      const [alone] = await local.embed(['which contact channel does the customer prefer'], 'query');
+      const [last] = await local.embed([texts[59] ?? ''], 'document');
+      await local.close();
+      expect(cosine(alone as Float32Array, asked as Float32Array)).toBeCloseTo(1, 6);
+      expect(cosine(last as Float32Array, documents[59] as Float32Array)).toBeCloseTo(1, 6);
+    } finally {
+      await model.close();
+    }
+  });
+
   it('in the background, its thread runs at a lower scheduling priority than the caller\'s (Linux)', async () => {
     const niceOfThreads = (): number[] => readdirSync('/proc/self/task').map((tid) => {
       const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');

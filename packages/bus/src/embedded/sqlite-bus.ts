@@ -219,8 +219,8 @@ class SqliteBus implements Bus {
     let from = Math.max(0, fromOffset);
     for (;;) {
       this.assertOpen();
-      const page = this.log.fetch(topic, partition, from, READ_PAGE_SIZE, compacted);
-      yield* options.keys === undefined ? page : page.filter((m) => options.keys?.has(m.key));
+      const page = this.log.fetch(topic, partition, from, READ_PAGE_SIZE, compacted, options.keys);
+      yield* page;
       const last = page.at(-1);
       if (last === undefined || page.length < READ_PAGE_SIZE) break;
       from = last.offset + 1;

@@ -151,6 +151,19 @@ export class SqliteLog {
         `SELECT offset_no, key, value, headers, timestamp FROM messages
          WHERE topic = ? AND partition_no = ? AND offset_no >= ? ORDER BY offset_no LIMIT ?`,
       ),
+      // messages_by_key answers it: a subject's messages without reading the partition's others.
+      fetchKeyed: db.prepare<[string, number, string, number, number], MessageRow>(
+        `SELECT offset_no, key, value, headers, timestamp FROM messages
+         WHERE topic = ? AND partition_no = ? AND key IN (SELECT value FROM json_each(?)) AND offset_no >= ?
+         ORDER BY offset_no LIMIT ?`,
+      ),
+      fetchKeyedLatest: db.prepare<[string, number, string, number, number], MessageRow>(
+        `SELECT m.offset_no, m.key, m.value, m.headers, m.timestamp FROM messages m
+         WHERE m.topic = ? AND m.partition_no = ? AND m.key IN (SELECT value FROM json_each(?)) AND m.offset_no >= ?
+           AND NOT EXISTS (SELECT 1 FROM messages n WHERE n.topic = m.topic AND n.partition_no = m.partition_no
+                                                      AND n.key = m.key AND n.offset_no > m.offset_no)
+         ORDER BY m.offset_no LIMIT ?`,
+      ),
       fetchLatest: db.prepare<[string, number, number, number], MessageRow>(
         `SELECT m.offset_no, m.key, m.value, m.headers, m.timestamp FROM messages m
          WHERE m.topic = ? AND m.partition_no = ? AND m.offset_no >= ?
@@ -238,9 +251,12 @@ export class SqliteLog {
     return Array.from({ length: partitions }, (_, p) => this.endOffset(topic, p));
   }
 
-  fetch(topic: string, partition: number, fromOffset: number, limit: number, latestPerKey = false): ConsumedMessage[] {
-    const statement = latestPerKey ? this.stmt.fetchLatest : this.stmt.fetch;
-    return statement.all(topic, partition, fromOffset, limit).map((row) => ({
+  /** Messages from `fromOffset` in offset order; with `keys`, only those (ReadOptions.keys). */
+  fetch(topic: string, partition: number, fromOffset: number, limit: number, latestPerKey = false, keys?: ReadonlySet<string>): ConsumedMessage[] {
+    const rows = keys === undefined
+      ? (latestPerKey ? this.stmt.fetchLatest : this.stmt.fetch).all(topic, partition, fromOffset, limit)
+      : (latestPerKey ? this.stmt.fetchKeyedLatest : this.stmt.fetchKeyed).all(topic, partition, JSON.stringify([...keys]), fromOffset, limit);
+    return rows.map((row) => ({
       topic,
       partition,
       offset: row.offset_no,
