@@ -35,6 +35,8 @@ export interface ScaleStep {
   ingest: KafkaIngestResult;
   /** The largest total lag (all partitions) each group reached during the load, sampled each second. */
   maxLag: Record<string, number>;
+  /** Per group, the largest lag of the load's first half and of its second: a lag that keeps up stops growing. */
+  lagByHalf: Record<string, [first: number, second: number]>;
   cpu: ProcessCpu[];
 }
 
@@ -47,26 +49,31 @@ export interface ScaleResult {
   steps: ScaleStep[];
 }
 
-/** Samples each group's total lag every second until stopped; answers the maximum per group. */
-function sampleLag(brokers: string, namespace: string): { stop(): Promise<Record<string, number>> } {
+/** Samples each group's total lag every second until stopped; answers the maximum per group, overall and per half of the samples. */
+function sampleLag(brokers: string, namespace: string): { stop(): Promise<Pick<ScaleStep, 'maxLag' | 'lagByHalf'>> } {
   const bus = createKafkaBus({ brokers: brokers.split(','), clientId: `${namespace}-lag`, topicPrefix: `${namespace}.` });
-  const max: Record<string, number> = Object.fromEntries(GROUPS.map(([g]) => [g, 0]));
+  const samples: Record<string, number[]> = Object.fromEntries(GROUPS.map(([g]) => [g, []]));
   let running = true;
   const loop = (async () => {
     while (running) {
       for (const [group, topic] of GROUPS) {
         const lag = (await groupLag(bus, group, topic).catch(() => [])).reduce((a, b) => a + b, 0);
-        max[group] = Math.max(max[group] ?? 0, lag);
+        samples[group]?.push(lag);
       }
       await new Promise((resolve) => setTimeout(resolve, 1000));
     }
   })();
+  const peak = (xs: number[]) => xs.reduce((a, b) => Math.max(a, b), 0);
   return {
     stop: async () => {
       running = false;
       await loop;
       await bus.close();
-      return max;
+      const entries = Object.entries(samples);
+      return {
+        maxLag: Object.fromEntries(entries.map(([g, xs]) => [g, peak(xs)])),
+        lagByHalf: Object.fromEntries(entries.map(([g, xs]) => [g, [peak(xs.slice(0, Math.ceil(xs.length / 2))), peak(xs.slice(Math.ceil(xs.length / 2)))]])),
+      };
     },
   };
 }
@@ -93,9 +100,9 @@ async function step(instances: number, options: BenchOptions, namespace: string,
       const cpu = sampleCpu(processes);
       const ingest = await measureKafkaIngest({ http, brokers: engines.kafkaBrokers.split(','), namespace: ns, token }, options.ingestSeconds, `scale ×${instances}`);
       const cpuUse = cpu.stop();
-      const maxLag = await lag.stop();
+      const { maxLag, lagByHalf } = await lag.stop();
       progress(`scale ×${instances}: busiest ${cpuUse.slice(0, 4).map((p) => `${p.name} ${p.cpuPercent.toFixed(0)}%`).join(', ')}`);
-      return { instances, ingest, maxLag, cpu: cpuUse };
+      return { instances, ingest, maxLag, lagByHalf, cpu: cpuUse };
     } finally {
       await stack.stop();
     }
@@ -144,6 +151,15 @@ export function formatScale(r: ScaleResult): string {
   for (const s of r.steps) {
     lines.push(`${String(s.instances).padEnd(10)}${num(s.ingest.admittedPerSecond).padStart(11)}${`${(s.ingest.admittedPerSecond / r.raw.kafka.produceThroughput).toPrecision(2)}×`.padStart(11)}`
       + `${`${num(s.ingest.visible.p95)} ms`.padStart(16)}   ${GROUPS.map(([g]) => num(s.maxLag[g] ?? Number.NaN)).join(' / ')}`);
+  }
+  lines.push('', 'lag trend, peak of the load\'s first half → its second half (a group that keeps up stops growing):');
+  for (const s of r.steps) {
+    lines.push(`  ×${s.instances}: ${GROUPS.map(([g]) => {
+      const [first, second] = s.lagByHalf?.[g] ?? [Number.NaN, Number.NaN];
+      // Growing: the second half's peak is past the first's by a fifth and by more than a second of the load's admitted writes.
+      const growing = second > first * 1.2 && second - first > s.ingest.admittedPerSecond;
+      return `${g} ${num(first)} → ${num(second)}${growing ? ' (growing)' : ''}`;
+    }).join(', ')}`);
   }
   lines.push('', 'CPU per process during the load (% of one core), busiest first:');
   for (const s of r.steps) {

@@ -1,7 +1,7 @@
 /**
  * Hand-run probe of what keeping summaries in step costs the index-builder per event (§6.8):
- * `holding` + one scope rebuild (record hash read, subjectDocuments, build, replace), on the
- * embedded SQLite stores, for subjects with 1, 10 and 50 active facts. Not a test: no thresholds.
+ * `holding` + one scope rebuild (record hash read, the ranked pages of each purpose, build, replace), on the
+ * embedded SQLite stores, for subjects with 1, 10, 50 and 500 active facts. Not a test: no thresholds.
  * Usage: node --import tsx bench/summary-rebuild.ts [rounds=200]
  */
 import { createHash } from 'node:crypto';
@@ -34,7 +34,7 @@ const meta = (subjectId: string, i: number, content: string): RecordMeta => ({
 const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))] ?? 0;
 try {
   console.log('facts/subject  p50 ms  p95 ms  (holding + rebuild of one (partition, subject), SQLite)');
-  for (const facts of [1, 10, 50]) {
+  for (const facts of [1, 10, 50, 500]) {
     const subjectId = `subject-${facts}`;
     const metas = Array.from({ length: facts }, (_, i) => meta(subjectId, i, `Fact ${i} about ${subjectId}: the customer prefers option ${i}. More detail follows here.`));
     for (const m of metas) await state.records.put(m);

@@ -53,6 +53,31 @@ export interface SearchHit {
   lexicalScore: number;
 }
 
+/** Where a page of `subjectDocumentsRanked` ended; pass it back for the next page. Opaque. */
+export type RankCursor = string;
+
+/** The summary sources of one (partition, subject) for one purpose (SearchIndex.subjectDocumentsRanked). */
+export interface RankedSubjectQuery {
+  tenantId: string;
+  partition: string;
+  subjectId: string;
+  /** Only documents that allow this purpose. */
+  purpose: string;
+  /** Only documents of these kinds (an empty list matches none). */
+  kinds: readonly MemoryKind[];
+  /** ISO time; documents with expiresAt <= now are left out. */
+  now: string;
+  /** The page begins after this cursor: the previous page's `next`. */
+  after?: RankCursor;
+  limit: number;
+}
+
+export interface RankedPage {
+  documents: IndexDocument[];
+  /** Present when the page is full: there may be more after it. */
+  next?: RankCursor;
+}
+
 export interface SearchIndex {
   /** Insert or replace by (tenantId, recordId); an older version never replaces a newer one. */
   upsert(docs: IndexDocument[]): Promise<void>;
@@ -61,10 +86,17 @@ export interface SearchIndex {
   /** Direct read by id, bypassing search. For verification probes only, never the read path. */
   get(tenantId: string, recordId: string): Promise<IndexDocument | null>;
   /**
-   * Every document of one (partition, subject), whatever its expiry, ordered by recordId —
-   * the sources the index-builder summarises. Bypasses search: never the read path.
+   * The purposes that the (partition, subject)'s documents of `kinds`, not expired at `now`,
+   * allow, sorted: the summaries a rebuild must build (§6.8). Never the read path.
    */
-  subjectDocuments(tenantId: string, partition: string, subjectId: string): Promise<IndexDocument[]>;
+  subjectPurposes(query: Omit<RankedSubjectQuery, 'purpose' | 'after' | 'limit'>): Promise<string[]>;
+  /**
+   * One page of the (partition, subject)'s documents for a purpose, best first in the summary
+   * order (contracts' compareSummaryRank: confidence as a 32-bit float, then createdAt newer
+   * first, then recordId), so a summary rebuild reads the top of a subject, not all of it.
+   * Never the read path.
+   */
+  subjectDocumentsRanked(query: RankedSubjectQuery): Promise<RankedPage>;
   search(query: SearchQuery): Promise<SearchHit[]>;
   count(tenantId?: string): Promise<number>;
   /** sha256 over every document's (tenant, id, version, contentHash, partition), sorted. */

@@ -49,7 +49,8 @@ export const SUMMARY_BUILDER_GROUP = CONSUMER_GROUPS.summaryBuilder;
 const INDEX_WAIT_MS = 5_000;
 /**
  * Summaries lag writes by up to this much more, so that under load a batch holds many events
- * and each scope is rebuilt once for all of them (a rebuild reads the whole subject). 100 ms
+ * and each scope is rebuilt once for all of them (a rebuild reads its subject's record hash and
+ * the top of each purpose's ranking). 100 ms
  * left rebuilds at a quarter of the embedded runtime's CPU under 8 writers; under batch ingest
  * 500 ms still left them at 31 % of the pipeline thread (docs/pipeline.md, "Lingering").
  */
@@ -62,8 +63,7 @@ const SUMMARY_LINGER_MS = 1000;
 const SUMMARY_BATCH_MESSAGES = 4096;
 /**
  * And at most this share of its thread (embedded: the pipeline thread, beside the projections
- * that read-your-writes waits for): a rebuild reads its whole subject, so under sustained
- * ingest its cost grows with the data, and the lag grows instead.
+ * that read-your-writes waits for): under sustained ingest the lag grows instead.
  */
 const SUMMARY_LINGER_SHARE = 0.25;
 

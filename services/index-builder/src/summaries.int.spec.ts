@@ -10,7 +10,8 @@ import {
 } from '@gm/domain/fixtures';
 import { projectEvents } from '@gm/projector';
 import { indexEvent } from './index-builder.ts';
-import { summarizeEvent, summaryTargetHandler } from './summaries.ts';
+import { summarizeEvent, summarizeEvents, summaryTargetHandler } from './summaries.ts';
+import { buildSummaries } from '@gm/domain';
 
 /*
  * The index-builder's summary fold on real SQLite stores, driven by the events the decider
@@ -75,6 +76,54 @@ describe('index-builder: summaries kept in step with the active records', () => 
     expect(summary?.text).toBe('Ada prefers email.\nAda works nights.\nAda lives in Lisbon.');
     expect(summary?.derivedFrom.map((d) => d.recordId)).toEqual(['f1', 'f2', 'f3']);
     expect(await summaries.count()).toBe(1);
+  });
+
+  it('a subject of 300 facts: reads the top of each purpose’s ranking only, and builds exactly what every source would give', async () => {
+    // Deterministic variety: tied and near-tied confidences, long lines the length bound skips,
+    // repeated lines, two purposes, some expired, one deleted.
+    let seed = 7;
+    const random = () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;
+    const commands = Array.from({ length: 300 }, (_, i) => {
+      const content = i % 17 === 0 ? `Ada repeats herself about the weather ${i % 3}.` : `Fact ${i} about Ada: ${'detail '.repeat(Math.floor(random() * 40))}end.`;
+      return write(after(T0, i * 1_000), {
+        id: `big-${i}`, visibility: 'team', content, contentHash: sha256Hex(content),
+        confidence: [0.5, 0.9, 0.6999999999999999, 0.7][Math.floor(random() * 4)] ?? 0.5,
+        purposes: i % 5 === 0 ? ['support', 'billing'] : ['support'],
+        ...(i % 11 === 0 && i < 150 ? { expiresAt: after(T0, 150_000) } : {}),
+      });
+    });
+    const events = history([...commands, deleteMemory(after(T0, 400_000), { id: 'big-1' })]);
+    await project(events);
+    const read: string[] = [];
+    const counted = new Proxy(f.index, {
+      get: (target, name, receiver) => {
+        if (name === 'subjectDocumentsRanked') {
+          return async (q: Parameters<typeof target.subjectDocumentsRanked>[0]) => {
+            const page = await target.subjectDocumentsRanked(q);
+            read.push(...page.documents.map((d) => d.recordId));
+            return page;
+          };
+        }
+        return Reflect.get(target, name, receiver);
+      },
+    });
+    for (const e of events) await indexEvent(f.index, e);
+    // One batch of all of them: the scope is rebuilt once, at the last event's time.
+    await summarizeEvents({ index: counted, summaries, state: f.state }, events);
+
+    const partition = await partitionOf('big-0');
+    // Stamped, and expiry judged, at the last event that touched the scope: the last write.
+    const now = (events.filter((e) => e.type === 'MemoryWritten').at(-1) as MemoryEvent).metadata.now;
+    // Expected from the log itself: every record written, less the deleted one.
+    const every = events.flatMap((e) => (e.type === 'MemoryWritten' && e.data.record.id !== 'big-1' ? [e.data.record] : []))
+      .map((r) => ({ recordId: r.id, version: r.version, contentHash: r.contentHash, content: r.content, kind: r.kind, purposes: r.purposes, confidence: r.confidence, createdAt: r.createdAt, expiresAt: r.expiresAt }));
+    expect(every).toHaveLength(299);
+    const expected = buildSummaries(every, now).map((b) => ({ tenantId: TENANT, partition, subjectId: SUBJECT, updatedAt: now, ...b }));
+    expect(await summaries.get(TENANT, partition, SUBJECT)).toEqual(expected);
+    expect(expected.map((e) => e.purpose)).toEqual(['billing', 'support']);
+    // A page or two per purpose, not the subject's 300 documents.
+    expect(read.length).toBeLessThanOrEqual(4 * 32);
+    expect(every.filter((d) => Date.parse(d.expiresAt) <= Date.parse(now)).length).toBeGreaterThan(5);
   });
 
   it('is idempotent under redelivery: the same events again change nothing', async () => {

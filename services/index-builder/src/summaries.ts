@@ -1,7 +1,7 @@
 import type { ConsumedMessage, ProcessContext } from '@gm/bus';
 import { DeletionTask, deletionAck, type Clock, type MemoryEvent } from '@gm/contracts';
-import { SUMMARY_KINDS, buildSummaries, isRetired, isSearchable, touchedRecordIds } from '@gm/domain';
-import type { ScopeSummaries, SearchIndex, Summary, SummaryStore } from '@gm/search-index';
+import { SUMMARY_KINDS, inSummaryOrder, isRetired, isSearchable, summaryOfPurpose, touchedRecordIds } from '@gm/domain';
+import type { IndexDocument, RankCursor, ScopeSummaries, SearchIndex, Summary, SummaryStore } from '@gm/search-index';
 import type { StateStore } from '@gm/state-store';
 import { toIndexDocument } from './index-document.ts';
 
@@ -24,6 +24,11 @@ type Exclusions = { ids: ReadonlySet<string>; contentHashes: ReadonlySet<string>
 const NOTHING_EXCLUDED: Exclusions = { ids: new Set(), contentHashes: new Set() };
 
 
+/** Documents a rebuild reads per page: a summary of 12 lines, with some duplicates and left-out lines, settles in one. */
+const RANKED_PAGE = 32;
+/** Scopes rebuilt at once: each is a few reads, so a batch of many subjects waits for the slowest, not for their sum. */
+const SCOPES_AT_ONCE = 16;
+
 /**
  * Rebuilds the summaries of each scope from the search index — the index-builder's own fold of
  * the log, so a summary is a function of the same events, in the same order — minus deleted
@@ -37,46 +42,83 @@ export async function rebuildSummaries(
   deps: SummaryDeps, tenantId: string, scopes: SummaryScope[], now: string,
   exclude: Exclusions = NOTHING_EXCLUDED,
 ): Promise<{ rebuilt: number; removed: number }> {
-  const unique = new Map(scopes.map((s) => [scopeKey(s), s]));
-  const built: ScopeSummaries[] = [];
-  for (const scope of unique.values()) built.push(await buildScope(deps, tenantId, scope, now, exclude));
+  const unique = [...new Map(scopes.map((s) => [scopeKey(s), s])).values()];
+  const built = await inPool(unique, (scope) => buildScope(deps, tenantId, scope, now, exclude));
   await deps.summaries.replaceMany(tenantId, built);
   const removed = built.filter((b) => b.summaries.length === 0).length;
   return { rebuilt: built.length - removed, removed };
 }
 
-/** The summaries one scope must hold now (see rebuildSummaries); nothing is written. */
+/** `build` of every item, at most SCOPES_AT_ONCE at a time, results in input order. */
+async function inPool<T, R>(items: readonly T[], build: (item: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = new Array<R>(items.length);
+  let next = 0;
+  const lane = async (): Promise<void> => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await build(items[i] as T);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(SCOPES_AT_ONCE, items.length) }, lane));
+  return out;
+}
+
+/**
+ * The summaries one scope must hold now (see rebuildSummaries); nothing is written. Each
+ * purpose's sources are read best first, a page at a time, until the summary is settled
+ * (summaryOfPurpose): the top of a subject, not all of it — a subject of thousands of facts
+ * costs a rebuild what one of a dozen does. The record hash is still read for the whole subject:
+ * the deleted contents may sit under any id.
+ */
 async function buildScope(
   deps: SummaryDeps, tenantId: string, { partition, subjectId }: SummaryScope, now: string,
   exclude: Exclusions,
 ): Promise<ScopeSummaries> {
   const ids = new Set(exclude.ids);
   const hashes = new Set(exclude.contentHashes);
-  const known = await deps.state.records.statusesOf(tenantId, await deps.state.records.idsOfSubject(tenantId, subjectId));
+  const scope = { tenantId, partition, subjectId, kinds: SUMMARY_KINDS, now };
+  // The record hash and the index answer at once: neither read depends on the other.
+  const [known, purposes] = await Promise.all([
+    deps.state.records.idsOfSubject(tenantId, subjectId).then((subjectIds) => deps.state.records.statusesOf(tenantId, subjectIds)),
+    deps.index.subjectPurposes(scope),
+  ]);
   for (const meta of known.values()) {
     if (!isRetired(meta.status)) continue;
     ids.add(meta.id);
     hashes.add(meta.contentHash);
   }
-  const docs = (await deps.index.subjectDocuments(tenantId, partition, subjectId))
-    .filter((d) => !ids.has(d.recordId) && !hashes.has(d.contentHash));
-  const tombstoned = await deps.state.tombstones.filterTombstoned(tenantId, docs.map((d) => d.recordId));
-  const summaries: Summary[] = buildSummaries(docs.filter((d) => !tombstoned.has(d.recordId)), now)
-    .map((b) => ({ tenantId, partition, subjectId, updatedAt: now, ...b }));
+  const summaries: Summary[] = [];
+  for (const purpose of purposes) {
+    const sources: IndexDocument[] = [];
+    let after: RankCursor | undefined;
+    for (;;) {
+      const page = await deps.index.subjectDocumentsRanked({ ...scope, purpose, limit: RANKED_PAGE, ...(after === undefined ? {} : { after }) });
+      const kept = page.documents.filter((d) => !ids.has(d.recordId) && !hashes.has(d.contentHash));
+      const tombstoned = await deps.state.tombstones.filterTombstoned(tenantId, kept.map((d) => d.recordId));
+      sources.push(...kept.filter((d) => !tombstoned.has(d.recordId)));
+      if (page.next === undefined || summaryOfPurpose(inSummaryOrder(sources), purpose, now).settled) break;
+      after = page.next;
+    }
+    const { summary } = summaryOfPurpose(inSummaryOrder(sources), purpose, now);
+    if (summary !== undefined) summaries.push({ tenantId, partition, subjectId, updatedAt: now, ...summary });
+  }
   return { partition, subjectId, summaries };
+}
+
+/** A scope some summary of which holds a record of a batch, and every record its summaries hold. */
+interface HeldScope {
+  scope: SummaryScope;
+  ids: ReadonlySet<string>;
 }
 
 /**
  * The scopes whose summaries `event` may change, once `indexEvent` applied it to the index:
  * every summary that held a touched record (wherever it lived — a promotion may move a record
- * to another partition) and the scope the record is in now. `held` is false when no summary
- * holds any record the batch touches (new records mostly): then there is nothing to look up.
+ * to another partition; `held` are the batch's, see heldScopes) and the scope the record is in now.
  */
-async function scopesOf(deps: SummaryDeps, event: MemoryEvent, held: boolean): Promise<SummaryScope[]> {
-  const tenantId = event.metadata.tenantId;
-  const scopes: SummaryScope[] = held
-    ? (await deps.summaries.holding(tenantId, touchedRecordIds(event))).map((k) => ({ partition: k.partition, subjectId: k.subjectId }))
-    : [];
+function scopesOf(event: MemoryEvent, held: readonly HeldScope[]): SummaryScope[] {
+  const touched = touchedRecordIds(event);
+  const scopes = held.filter((h) => touched.some((id) => h.ids.has(id))).map((h) => h.scope);
   const record = event.type === 'MemoryWritten' ? event.data.record : event.type === 'MemoryPromoted' ? event.data.record : undefined;
   if (record !== undefined && isSearchable(record.status) && SUMMARY_KINDS.includes(record.kind)) {
     scopes.push({ partition: toIndexDocument(record, '').partition, subjectId: record.subjectId });
@@ -84,19 +126,29 @@ async function scopesOf(deps: SummaryDeps, event: MemoryEvent, held: boolean): P
   return scopes;
 }
 
-/** The tenants of `events` of which some summary holds a record the events touch: one lookup per tenant. */
-async function tenantsHolding(deps: SummaryDeps, events: readonly MemoryEvent[]): Promise<Set<string>> {
+/**
+ * Per tenant of `events`, the scopes holding a record the events touch, with what each holds:
+ * one `holding` per tenant (none for new records, most of them), then one `get` per scope it
+ * names — not a lookup per event. The store does not change until the batch is written, so an
+ * event's scopes are what a `holding` of its own records would have named.
+ */
+async function heldScopes(deps: SummaryDeps, events: readonly MemoryEvent[]): Promise<Map<string, HeldScope[]>> {
   const touched = new Map<string, Set<string>>();
   for (const event of events) {
     const ids = touched.get(event.metadata.tenantId) ?? new Set<string>();
     for (const id of touchedRecordIds(event)) ids.add(id);
     touched.set(event.metadata.tenantId, ids);
   }
-  const holding = new Set<string>();
+  const held = new Map<string, HeldScope[]>();
   for (const [tenantId, ids] of touched) {
-    if ((await deps.summaries.holding(tenantId, [...ids])).length > 0) holding.add(tenantId);
+    const keys = await deps.summaries.holding(tenantId, [...ids]);
+    const scopes = [...new Map(keys.map((k) => [scopeKey(k), { partition: k.partition, subjectId: k.subjectId }])).values()];
+    held.set(tenantId, await inPool(scopes, async (scope) => ({
+      scope,
+      ids: new Set((await deps.summaries.get(tenantId, scope.partition, scope.subjectId)).flatMap((summary) => summary.derivedFrom.map((d) => d.recordId))),
+    })));
   }
-  return holding;
+  return held;
 }
 
 /**
@@ -106,25 +158,27 @@ async function tenantsHolding(deps: SummaryDeps, events: readonly MemoryEvent[])
  * redelivered batch finds the same index and builds the same summaries.
  */
 export async function summarizeEvents(deps: SummaryDeps, events: readonly MemoryEvent[]): Promise<void> {
-  const holding = await tenantsHolding(deps, events);
+  const held = await heldScopes(deps, events);
   const pending = new Map<string, { tenantId: string; scope: SummaryScope; now: string }>();
   for (const event of events) {
     const tenantId = event.metadata.tenantId;
-    for (const scope of await scopesOf(deps, event, holding.has(tenantId))) {
+    for (const scope of scopesOf(event, held.get(tenantId) ?? [])) {
       const key = `${tenantId}\u0000${scopeKey(scope)}`;
       // Re-inserted so that scopes are rebuilt in the order of their last event.
       pending.delete(key);
       pending.set(key, { tenantId, scope, now: event.metadata.now });
     }
   }
-  // Each scope built on its own time; each tenant's scopes written at once.
+  // Each scope built on its own time, several at once; each tenant's scopes written at once.
+  const jobs = [...pending.values()];
+  const scopes = await inPool(jobs, ({ tenantId, scope, now }) => buildScope(deps, tenantId, scope, now, NOTHING_EXCLUDED));
   const built = new Map<string, ScopeSummaries[]>();
-  for (const { tenantId, scope, now } of pending.values()) {
-    const scopes = built.get(tenantId) ?? [];
-    scopes.push(await buildScope(deps, tenantId, scope, now, NOTHING_EXCLUDED));
-    built.set(tenantId, scopes);
-  }
-  for (const [tenantId, scopes] of built) await deps.summaries.replaceMany(tenantId, scopes);
+  jobs.forEach(({ tenantId }, i) => {
+    const tenantScopes = built.get(tenantId) ?? [];
+    tenantScopes.push(scopes[i] as ScopeSummaries);
+    built.set(tenantId, tenantScopes);
+  });
+  for (const [tenantId, tenantScopes] of built) await deps.summaries.replaceMany(tenantId, tenantScopes);
 }
 
 export function summarizeEvent(deps: SummaryDeps, event: MemoryEvent): Promise<void> {

@@ -1,4 +1,4 @@
-import type { MemoryKind } from '@gm/contracts';
+import { compareSummaryRank, summaryRank, type MemoryKind } from '@gm/contracts';
 
 /**
  * Extractive summaries (§6.8): per (partition, subject) a few lines taken verbatim from the
@@ -60,59 +60,88 @@ export function firstSentence(content: string, maxChars: number = SUMMARY_LIMITS
   return `${(space > maxChars / 2 ? cut.slice(0, space) : cut).trimEnd()}…`;
 }
 
+/** The sources a summary may be built from at `now`: summarised kinds, not expired. */
+export const isSummarySource = (s: Pick<SummarySourceInput, 'kind' | 'expiresAt'>, nowMs: number): boolean =>
+  SUMMARY_KINDS.includes(s.kind) && Date.parse(s.expiresAt) > nowMs;
+
+/** `sources` in the summary order (contracts' compareSummaryRank). */
+export function inSummaryOrder<T extends SummarySourceInput>(sources: readonly T[]): T[] {
+  // Ranks computed once per source, not once per comparison.
+  const ranked = sources.map((s) => ({ s, rank: summaryRank(s) }));
+  ranked.sort((a, b) => compareSummaryRank(a.rank, b.rank));
+  return ranked.map((r) => r.s);
+}
+
+/** One purpose's summary of some sources, and whether sources ranked after them could change it. */
+export interface PurposeSummary {
+  summary: BuiltSummary | undefined;
+  /**
+   * True when the scan stopped before the last source (the line bound was reached and a new
+   * line came): sources ranked after the given ones cannot change the summary. A rebuild reads
+   * a subject's sources best first, a page at a time, until this says so.
+   */
+  settled: boolean;
+}
+
+/**
+ * The `purpose` summary of `ordered` — summary sources (isSummarySource) in the summary order —
+ * built only from the sources that allow it: see buildSummaries.
+ */
+export function summaryOfPurpose(ordered: readonly SummarySourceInput[], purpose: string, now: string, limits: Readonly<SummaryLimits> = SUMMARY_LIMITS): PurposeSummary {
+  const lines: string[] = [];
+  const seen = new Set<string>();
+  const used: SummarySourceInput[] = [];
+  let length = 0;
+  let settled = false;
+  for (const source of ordered) {
+    if (!source.purposes.includes(purpose)) continue;
+    const line = firstSentence(source.content, limits.maxLineChars);
+    if (line.length === 0) continue;
+    const normalised = line.toLowerCase();
+    if (seen.has(normalised)) {
+      // Same words from another record: the text does not grow, but it now derives from both,
+      // so deleting either one rebuilds this summary.
+      used.push(source);
+      continue;
+    }
+    if (lines.length >= limits.maxSources) {
+      settled = true;
+      break;
+    }
+    const added = (lines.length === 0 ? 0 : 1) + line.length;
+    if (length + added > limits.maxChars) continue;
+    lines.push(line);
+    seen.add(normalised);
+    used.push(source);
+    length += added;
+  }
+  if (lines.length === 0) return { summary: undefined, settled };
+  const expiresAt = used.reduce((min, s) => (Date.parse(s.expiresAt) < Date.parse(min) ? s.expiresAt : min), used[0]?.expiresAt ?? now);
+  return {
+    settled,
+    summary: {
+      purpose,
+      text: lines.join('\n'),
+      derivedFrom: used.map((s) => ({ recordId: s.recordId, version: s.version, contentHash: s.contentHash }))
+        .sort((a, b) => compareText(a.recordId, b.recordId)),
+      expiresAt,
+    },
+  };
+}
+
 /**
  * Purpose rule: one summary per purpose found among the sources, built only from the sources
  * that allow that purpose. A reader with purpose P reads the P summary; its text never holds a
  * line from a record P may not read. (An intersection of all sources' purposes would make most
  * summaries unreadable as soon as two records differ in purposes.)
  *
- * Order: confidence (higher first), then createdAt (newer first), then recordId — the same
+ * Order: the summary order (confidence, then createdAt, newer first, then id) — the same
  * sources give the same text whatever order they arrive in. Sources expired at `now` are left
  * out, so a rebuild never carries a record whose expiry event is still on its way.
  */
 export function buildSummaries(sources: SummarySourceInput[], now: string, limits: Readonly<SummaryLimits> = SUMMARY_LIMITS): BuiltSummary[] {
   const nowMs = Date.parse(now);
-  const live = sources.filter((s) => SUMMARY_KINDS.includes(s.kind) && Date.parse(s.expiresAt) > nowMs);
-  // Times parsed once per source, not once per comparison.
-  const createdMs = new Map(live.map((s) => [s, Date.parse(s.createdAt)]));
-  const ordered = [...live].sort(
-    (a, b) => b.confidence - a.confidence || (createdMs.get(b) ?? 0) - (createdMs.get(a) ?? 0) || compareText(a.recordId, b.recordId),
-  );
-  const purposes = [...new Set(live.flatMap((s) => s.purposes))].sort(compareText);
-  const out: BuiltSummary[] = [];
-  for (const purpose of purposes) {
-    const lines: string[] = [];
-    const seen = new Set<string>();
-    const used: SummarySourceInput[] = [];
-    let length = 0;
-    for (const source of ordered) {
-      if (!source.purposes.includes(purpose)) continue;
-      const line = firstSentence(source.content, limits.maxLineChars);
-      if (line.length === 0) continue;
-      const normalised = line.toLowerCase();
-      if (seen.has(normalised)) {
-        // Same words from another record: the text does not grow, but it now derives from both,
-        // so deleting either one rebuilds this summary.
-        used.push(source);
-        continue;
-      }
-      if (lines.length >= limits.maxSources) break;
-      const added = (lines.length === 0 ? 0 : 1) + line.length;
-      if (length + added > limits.maxChars) continue;
-      lines.push(line);
-      seen.add(normalised);
-      used.push(source);
-      length += added;
-    }
-    if (lines.length === 0) continue;
-    const expiresAt = used.reduce((min, s) => (Date.parse(s.expiresAt) < Date.parse(min) ? s.expiresAt : min), used[0]?.expiresAt ?? now);
-    out.push({
-      purpose,
-      text: lines.join('\n'),
-      derivedFrom: used.map((s) => ({ recordId: s.recordId, version: s.version, contentHash: s.contentHash }))
-        .sort((a, b) => compareText(a.recordId, b.recordId)),
-      expiresAt,
-    });
-  }
-  return out;
+  const ordered = inSummaryOrder(sources.filter((s) => isSummarySource(s, nowMs)));
+  const purposes = [...new Set(ordered.flatMap((s) => s.purposes))].sort(compareText);
+  return purposes.flatMap((purpose) => summaryOfPurpose(ordered, purpose, now, limits).summary ?? []);
 }

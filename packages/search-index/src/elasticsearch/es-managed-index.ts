@@ -11,6 +11,11 @@ export interface ManagedIndexOptions {
   concrete: string;
   alias: string;
   settings: estypes.IndicesIndexSettings;
+  /**
+   * Settings that may change on a live index (e.g. refresh_interval): set at creation, and set
+   * again on an index that exists already, so a deployment created before a change gets it too.
+   */
+  dynamicSettings?: estypes.IndicesIndexSettings;
   mappings: estypes.MappingTypeMapping;
   /** Names the store in errors ("search index", "summaries"). */
   what: string;
@@ -128,12 +133,13 @@ export class ManagedIndex {
   }
 
   private async create(): Promise<void> {
-    const { concrete, alias, settings, mappings } = this.options;
+    const { concrete, alias, settings, dynamicSettings, mappings } = this.options;
     try {
-      await this.client.indices.create({ index: concrete, settings, mappings, aliases: { [alias]: {} } });
+      await this.client.indices.create({ index: concrete, settings: { ...settings, ...dynamicSettings }, mappings, aliases: { [alias]: {} } });
     } catch (e) {
-      // Another instance (or a reopen) created it first: same mapping, nothing to do.
+      // Another instance (or a reopen) created it first: same mapping; the dynamic settings may be older.
       if (errorType(e) !== 'resource_already_exists_exception') throw e;
+      if (dynamicSettings !== undefined) await this.client.indices.putSettings({ index: concrete, settings: dynamicSettings });
     }
   }
 }

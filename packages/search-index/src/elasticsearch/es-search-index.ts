@@ -1,8 +1,9 @@
 import { errors } from '@elastic/elasticsearch';
 import type { estypes } from '@elastic/elasticsearch';
 import { GovernedMemoryError } from '@gm/contracts';
-import type { IndexDocument, SearchHit, SearchIndex, SearchQuery } from '../port.ts';
+import type { IndexDocument, RankedSubjectQuery, SearchHit, SearchIndex, SearchQuery } from '../port.ts';
 import { indexDigest } from '../embedded/digest.ts';
+import { decodeRankCursor, encodeRankCursor, type RankPosition } from '../rank-cursor.ts';
 import { ManagedIndex } from './es-managed-index.ts';
 import { Refresher } from './es-refresher.ts';
 import { RECORD_FILTER_PROPERTIES, bulkThroughAlias, checkUpserted, countDocuments, countRemoved, indexNamesOf, isIndexMissing, recordDeleteOps, recordDocId, requireComplete, versionedIndexOps } from './es-support.ts';
@@ -92,6 +93,20 @@ function fromStored(source: StoredDocument): IndexDocument {
   return doc;
 }
 
+/** More purposes than this in one subject is refused rather than summarised in part. */
+const SUBJECT_PURPOSES_MAX = 1000;
+
+/** A subject's summary sources: its documents of the kinds, not expired at `now`. */
+function subjectSourceFilter(query: Omit<RankedSubjectQuery, 'purpose' | 'after' | 'limit'>): estypes.QueryDslQueryContainer[] {
+  return [
+    { term: { tenantId: query.tenantId } },
+    { term: { partition: query.partition } },
+    { term: { subjectId: query.subjectId } },
+    { terms: { kind: [...query.kinds] } },
+    { range: { expiresAtMs: { gt: epochMs(query.now, 'now') } } },
+  ];
+}
+
 export function createElasticsearchSearchIndex(options: ElasticsearchSearchIndexOptions): SearchIndex {
   const { alias, concrete } = esIndexNames(options.indexPrefix);
   const index = new ManagedIndex({ node: options.node, concrete, alias, settings: INDEX_SETTINGS, mappings: MAPPINGS, what: 'search index' });
@@ -134,10 +149,44 @@ export function createElasticsearchSearchIndex(options: ElasticsearchSearchIndex
       });
     },
 
-    async subjectDocuments(tenantId, partition, subjectId) {
-      return run('subjectDocuments', async () => {
-        const query = { bool: { filter: [{ term: { tenantId } }, { term: { partition } }, { term: { subjectId } }] } };
-        return (await index.scan<StoredDocument>(query, [{ recordId: { order: 'asc' } }], 'subjectDocuments')).map(fromStored);
+    async subjectPurposes(query) {
+      if (query.kinds.length === 0) return [];
+      return run('subjectPurposes', async () => {
+        const response = await client.search<never, { purposes: estypes.AggregationsStringTermsAggregate }>({
+          index: alias, size: 0, track_total_hits: false, allow_partial_search_results: false,
+          query: { bool: { filter: subjectSourceFilter(query) } },
+          aggs: { purposes: { terms: { field: 'purposes', size: SUBJECT_PURPOSES_MAX, order: { _key: 'asc' } } } },
+        });
+        requireComplete(response, 'subjectPurposes');
+        const buckets = response.aggregations?.purposes.buckets;
+        if (!Array.isArray(buckets)) throw new GovernedMemoryError('MEM_INTERNAL', 'search index returned no purposes aggregation');
+        if (buckets.length >= SUBJECT_PURPOSES_MAX) throw new GovernedMemoryError('MEM_INTERNAL', `a subject allows ${SUBJECT_PURPOSES_MAX} purposes or more: more than a summary rebuild reads`);
+        return buckets.map((b) => String(b.key)).sort();
+      });
+    },
+
+    async subjectDocumentsRanked(query) {
+      const limit = Math.floor(query.limit);
+      if (!(limit > 0) || query.kinds.length === 0) return { documents: [] };
+      const after = query.after === undefined ? undefined : decodeRankCursor(query.after);
+      return run('subjectDocumentsRanked', async () => {
+        const response = await client.search<StoredDocument>({
+          index: alias, size: limit, track_total_hits: false, allow_partial_search_results: false,
+          query: { bool: { filter: [...subjectSourceFilter(query), { term: { purposes: query.purpose } }] } },
+          // The summary order (contracts' compareSummaryRank): confidence is a float here, which
+          // is why the order takes it at 32 bits everywhere.
+          sort: [{ confidence: { order: 'desc' } }, { createdAt: { order: 'desc' } }, { recordId: { order: 'asc' } }],
+          ...(after === undefined ? {} : { search_after: after }),
+        });
+        requireComplete(response, 'subjectDocumentsRanked');
+        const hits = response.hits.hits;
+        const documents = hits.map((hit) => {
+          if (hit._source === undefined) throw new GovernedMemoryError('MEM_INTERNAL', 'search index returned a hit without source');
+          return fromStored(hit._source);
+        });
+        const last = hits.at(-1)?.sort;
+        // [confidence, createdAt, recordId]: the float and the date come back as numbers, the id as a string.
+        return hits.length === limit && last !== undefined ? { documents, next: encodeRankCursor(last as RankPosition) } : { documents };
       });
     },
 

@@ -4,6 +4,7 @@ import type { MemoryKind, Provenance } from '@gm/contracts';
 import type { IndexDocument, SearchHit, SearchIndex, SearchQuery } from '../port.ts';
 import { indexDigest } from './digest.ts';
 import { toFtsMatchExpression } from './fts-query.ts';
+import { rankPage } from './ranked-subject.ts';
 
 export interface SqliteSearchIndexOptions {
   /** Database file; created if missing. */
@@ -49,7 +50,7 @@ CREATE TABLE IF NOT EXISTS documents (
   UNIQUE (tenant, record_id)
 );
 CREATE INDEX IF NOT EXISTS documents_scope ON documents (tenant, partition_key, expires_at_ms);
--- A summary rebuild reads one subject's documents: without this it scanned every document of
+-- A summary rebuild ranks one subject's documents: without this it scanned every document of
 -- the tenant's partition (20,000 rows for a 400-record subject in bench:profile).
 CREATE INDEX IF NOT EXISTS documents_subject ON documents (tenant, partition_key, subject, record_id);
 CREATE VIRTUAL TABLE IF NOT EXISTS documents_fts USING fts5(
@@ -198,9 +199,16 @@ export function createSqliteSearchIndex(options: SqliteSearchIndexOptions): Sear
   const getStmt = db.prepare<[string, string], DocumentRow>(
     'SELECT * FROM documents WHERE tenant = ? AND record_id = ?',
   );
-  const subjectStmt = db.prepare<[string, string, string], DocumentRow>(
-    'SELECT * FROM documents WHERE tenant = ? AND partition_key = ? AND subject = ? ORDER BY record_id',
+  // The subject's rank keys only (no content): a page is ranked from these, then read whole.
+  const subjectKeysStmt = db.prepare<[string, string, string], Pick<DocumentRow, 'record_id' | 'kind' | 'purposes' | 'confidence' | 'created_at' | 'expires_at_ms'>>(
+    'SELECT record_id, kind, purposes, confidence, created_at, expires_at_ms FROM documents WHERE tenant = ? AND partition_key = ? AND subject = ?',
   );
+  const manyStmt = db.prepare<[string, string], DocumentRow>(
+    'SELECT * FROM documents WHERE tenant = ? AND record_id IN (SELECT value FROM json_each(?))',
+  );
+  const subjectKeys = (tenantId: string, partition: string, subjectId: string) => subjectKeysStmt.all(tenantId, partition, subjectId).map((r) => ({
+    recordId: r.record_id, kind: r.kind, purposes: JSON.parse(r.purposes) as string[], confidence: r.confidence, createdAt: r.created_at, expiresAtMs: r.expires_at_ms,
+  }));
   const searchStmt = db.prepare<[SearchParams], DocumentRow & { bm25_score: number }>(SEARCH);
   const countAllStmt = db.prepare<[], { n: number }>('SELECT count(*) AS n FROM documents');
   const countTenantStmt = db.prepare<[string], { n: number }>('SELECT count(*) AS n FROM documents WHERE tenant = ?');
@@ -227,8 +235,19 @@ export function createSqliteSearchIndex(options: SqliteSearchIndexOptions): Sear
       return row === undefined ? null : fromRow(row);
     },
 
-    async subjectDocuments(tenantId, partition, subjectId) {
-      return subjectStmt.all(tenantId, partition, subjectId).map(fromRow);
+    async subjectPurposes(query) {
+      const nowMs = epochMs(query.now, 'now');
+      const rows = subjectKeys(query.tenantId, query.partition, query.subjectId).filter((r) => query.kinds.includes(r.kind as MemoryKind) && r.expiresAtMs > nowMs);
+      return [...new Set(rows.flatMap((r) => r.purposes))].sort();
+    },
+
+    async subjectDocumentsRanked(query) {
+      const { ids, next } = rankPage(subjectKeys(query.tenantId, query.partition, query.subjectId), query, epochMs(query.now, 'now'));
+      if (ids.length === 0) return { documents: [] };
+      const byId = new Map(manyStmt.all(query.tenantId, JSON.stringify(ids)).map((row) => [row.record_id, fromRow(row)]));
+      // Another connection may remove a document between the two reads: it is left out, as a moment later.
+      const documents = ids.flatMap((id) => byId.get(id) ?? []);
+      return next === undefined ? { documents } : { documents, next };
     },
 
     async search(query: SearchQuery): Promise<SearchHit[]> {

@@ -86,18 +86,46 @@ export function testSearchIndex(adapterName: string, factory: SearchIndexFactory
       expect(await index.get('tenant-1', 'rec-unknown')).toBeNull();
     });
 
-    it('lists one (partition, subject)’s documents by id, expired ones included, nothing of other scopes', async () => {
+    it('pages one (partition, subject)’s summary sources for a purpose best first: confidence, then newer, then id; other purposes, kinds, expired and other scopes left out', async () => {
       const { index } = await open();
       await index.upsert([
-        doc('rec-b', 'second note', { expiresAt: '2029-01-01T00:00:00.000Z' }),
-        doc('rec-a', 'first note'),
-        doc('rec-other-subject', 'first note', { subjectId: 'subject-2' }),
-        doc('rec-other-partition', 'first note', { partition: 'part-b' }),
-        doc('rec-other-tenant', 'first note', { tenantId: 'tenant-2' }),
+        doc('rec-low', 'low confidence', { confidence: 0.2 }),
+        doc('rec-old', 'older of two', { confidence: 0.9, createdAt: '2029-11-01T00:00:00.000Z' }),
+        // An offset time that is the newer instant of the two, though it sorts lower as text.
+        doc('rec-new', 'newer of two', { confidence: 0.9, createdAt: '2029-11-02T01:00:00.000+02:00' }),
+        doc('rec-tie-b', 'tie b'),
+        doc('rec-tie-a', 'tie a'),
+        // 0.7 and the number just below it: the same 32-bit float, so the id orders them.
+        doc('rec-f32-b', 'float b', { confidence: 0.7 }),
+        doc('rec-f32-a', 'float a', { confidence: 0.6999999999999999 }),
+        doc('rec-other-purpose', 'billing only', { purposes: ['billing'], confidence: 1 }),
+        doc('rec-note', 'a working note', { kind: 'working_note', confidence: 1 }),
+        doc('rec-expired', 'expired', { expiresAt: '2029-06-01T00:00:00.000Z', confidence: 1 }),
+        doc('rec-other-subject', 'other subject', { subjectId: 'subject-2', confidence: 1 }),
+        doc('rec-other-partition', 'other partition', { partition: 'part-b', confidence: 1 }),
+        doc('rec-other-tenant', 'other tenant', { tenantId: 'tenant-2', confidence: 1 }),
       ]);
-      expect((await index.subjectDocuments('tenant-1', 'part-a', 'subject-1')).map((d) => d.recordId)).toEqual(['rec-a', 'rec-b']);
-      expect(await index.subjectDocuments('tenant-1', 'part-a', 'subject-1')).toContainEqual(doc('rec-a', 'first note'));
-      expect(await index.subjectDocuments('tenant-1', 'part-c', 'subject-1')).toEqual([]);
+      const query = { tenantId: 'tenant-1', partition: 'part-a', subjectId: 'subject-1', purpose: 'support', kinds: ['fact'] as const, now: NOW };
+      const pages: string[][] = [];
+      let after: string | undefined;
+      for (;;) {
+        const page = await index.subjectDocumentsRanked({ ...query, limit: 3, ...(after === undefined ? {} : { after }) });
+        pages.push(page.documents.map((d) => d.recordId));
+        if (page.next === undefined) break;
+        after = page.next;
+      }
+      expect(pages).toEqual([['rec-new', 'rec-old', 'rec-tie-a'], ['rec-tie-b', 'rec-f32-a', 'rec-f32-b'], ['rec-low']]);
+      const first = await index.subjectDocumentsRanked({ ...query, limit: 1 });
+      expect(first.documents).toEqual([doc('rec-new', 'newer of two', { confidence: 0.9, createdAt: '2029-11-02T01:00:00.000+02:00' })]);
+      expect(first.next).toBeDefined();
+      // A page that is not full has no next; an empty kinds list matches nothing.
+      expect((await index.subjectDocumentsRanked({ ...query, purpose: 'billing', limit: 3 }))).toEqual({ documents: [doc('rec-other-purpose', 'billing only', { purposes: ['billing'], confidence: 1 })] });
+      expect(await index.subjectDocumentsRanked({ ...query, kinds: [], limit: 3 })).toEqual({ documents: [] });
+      await expect(index.subjectDocumentsRanked({ ...query, limit: 3, after: 'not a cursor' })).rejects.toMatchObject({ code: 'MEM_VALIDATION' });
+      // The purposes a rebuild must build: of the same sources.
+      expect(await index.subjectPurposes(query)).toEqual(['billing', 'support']);
+      expect(await index.subjectPurposes({ ...query, kinds: ['working_note'] })).toEqual(['support']);
+      expect(await index.subjectPurposes({ ...query, subjectId: 'subject-3' })).toEqual([]);
     });
 
     it('treats a repeated upsert of the same document as one document', async () => {
