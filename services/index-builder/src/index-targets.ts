@@ -26,11 +26,19 @@ export async function startIndexTargets(
   const summary = deps.summaries === undefined
     ? undefined
     : summaryTargetHandler({ index: deps.index, summaries: deps.summaries.store, state: deps.summaries.state }, deps.clock);
+  // The orchestrator sends a job's `keyword` and `summary` tasks together: the two targets run
+  // side by side, each lane in task order. A summary rebuild leaves the job's records out
+  // whether or not the index dropped them yet, so neither waits for the other (on Elasticsearch
+  // each is a few round trips and a refresh, and the second used to wait for the first).
   const sub = await deps.bus.subscribe({
     groupId: INDEX_TARGETS_GROUP, topics: [TOPICS.deletionTasks],
-    handler: async (message, ctx) => {
-      await keyword(message, ctx);
-      if (summary !== undefined) await summary(message, ctx);
+    batchHandler: async (messages, ctx) => {
+      const lane = async (handle: typeof keyword) => {
+        for (const message of messages) await handle(message, ctx);
+      };
+      // Both lanes end before the batch does, even when one fails: nothing sends after it.
+      const outcomes = await Promise.allSettled([lane(keyword), ...(summary === undefined ? [] : [lane(summary)])]);
+      for (const outcome of outcomes) if (outcome.status === 'rejected') throw outcome.reason;
     },
   });
   return { close: () => sub.close() };
