@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { SUMMARY_LIMITS, buildSummaries, firstSentence, type SummarySourceInput } from './extractive.ts';
+import { SUMMARY_LIMITS, buildSummaries, firstSentence, inSummaryOrder, summaryOfPurpose, type SummarySourceInput } from './extractive.ts';
 
 const NOW = '2030-01-01T00:00:00.000Z';
 const source = (recordId: string, content: string, overrides: Partial<SummarySourceInput> = {}): SummarySourceInput => ({
@@ -77,6 +77,32 @@ describe('buildSummaries (deterministic, extractive)', () => {
     const long = buildSummaries([source('a', 'x'.repeat(200)), source('b', 'y'.repeat(200))], NOW, { maxSources: 12, maxChars: 250, maxLineChars: 240 });
     expect(long[0]?.derivedFrom.map((d) => d.recordId)).toEqual(['a']);
     expect(long[0]?.text.length).toBeLessThanOrEqual(250);
+  });
+
+  it('says a summary is settled only once a new line comes after its last: what follows in the order cannot change it', () => {
+    const ordered = inSummaryOrder(Array.from({ length: 14 }, (_, i) => source(`r${String(i).padStart(2, '0')}`, `Fact number ${i}.`)));
+    // Twelve lines taken and nothing after them: a thirteenth source might still be a repeat of one.
+    expect(summaryOfPurpose(ordered.slice(0, 12), 'support', NOW).settled).toBe(false);
+    // A repeated line after the twelfth still joins; a new one settles it.
+    const repeat = source('r99', 'Fact number 0.', { createdAt: '2029-11-30T00:00:00.000Z' });
+    const withRepeat = summaryOfPurpose([...ordered.slice(0, 12), repeat], 'support', NOW);
+    expect(withRepeat.settled).toBe(false);
+    expect(withRepeat.summary?.derivedFrom).toHaveLength(13);
+    const settled = summaryOfPurpose(ordered, 'support', NOW);
+    expect(settled.settled).toBe(true);
+    expect(settled.summary).toEqual(buildSummaries(ordered, NOW)[0]);
+    // Sources of another purpose and lines that do not fit never settle it.
+    expect(summaryOfPurpose(ordered, 'billing', NOW)).toEqual({ summary: undefined, settled: false });
+  });
+
+  it('orders sources by confidence as a 32-bit float, then newer, then id', () => {
+    const ordered = inSummaryOrder([
+      source('b', 'B.', { confidence: 0.7 }),
+      source('a', 'A.', { confidence: 0.6999999999999999 }),
+      source('c', 'C.', { confidence: 0.7, createdAt: '2029-12-02T00:00:00.000Z' }),
+      source('d', 'D.', { confidence: 0.9 }),
+    ]);
+    expect(ordered.map((s) => s.recordId)).toEqual(['d', 'c', 'a', 'b']);
   });
 
   it('builds nothing from nothing', () => {
