@@ -3,7 +3,7 @@ import { isLive } from '@gm/domain';
 import { partitionOf, rankedResults, readRecord, validatePacket, type ReadPathDeps } from '@gm/retrieval';
 import { createHash } from 'node:crypto';
 import type { SummaryStore } from '@gm/search-index';
-import type { EmbeddingModel } from '@gm/embedding';
+import { embeddingOnce } from './embedding-once.ts';
 import type { RecordProbes } from './capture.ts';
 
 /**
@@ -142,6 +142,11 @@ export async function replay(
     }
   }
 
+  // Every probe text's query embedding in one request to the model: on a model thread busy
+  // with indexing, each request waits for the text in progress (embedding-worker.ts).
+  const texts = [...captured.values()].flatMap((p) => [...p.phrases, ...p.paraphrases].map((t) => t.slice(0, 1024)));
+  replayDeps.semantic?.model.embed(texts, 'query').catch(() => undefined);
+
   for (const probes of captured.values()) {
     const reader = readerOf(probes, now);
     const partition = partitionOf(probes.meta);
@@ -251,25 +256,6 @@ export async function replay(
     counts, findings: [...findings].sort(),
     residual: [...residual.values()].sort((a, b) => (a.recordId < b.recordId ? -1 : a.recordId > b.recordId ? 1 : 0)),
     summaries: summaries !== undefined, vectors: deps.semantic !== undefined,
-  };
-}
-
-/** The model, asked once per (text, use) for the life of this wrapper: one replay. */
-function embeddingOnce(model: EmbeddingModel): EmbeddingModel {
-  const asked = new Map<string, Promise<Float32Array[]>>();
-  return {
-    modelId: model.modelId,
-    dimensions: model.dimensions,
-    minSimilarity: model.minSimilarity,
-    close: () => model.close(),
-    embed: (texts, use) => {
-      // One text at a time, as every caller here asks; a batch goes to the model as it is.
-      if (texts.length !== 1) return model.embed(texts, use);
-      const key = `${use}\u0000${texts[0] ?? ''}`;
-      let vectors = asked.get(key);
-      if (vectors === undefined) asked.set(key, (vectors = model.embed(texts, use)));
-      return vectors;
-    },
   };
 }
 
