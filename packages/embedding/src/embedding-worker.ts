@@ -63,6 +63,7 @@ try {
   // indexing batch of thousands (seconds after a burst of writes; design §6.7).
   const queries: Job[] = [];
   const documents: Job[] = [];
+  const queueOf = (request: ToEmbeddingWorker): Job[] => (request.use === 'query' ? queries : documents);
   let pumping = false;
   const pump = async (): Promise<void> => {
     const job = queries[0] ?? documents[0];
@@ -76,11 +77,11 @@ try {
       if (vector === undefined) throw new Error('the model returned no vector');
       vectors.push(vector);
       if (vectors.length === request.texts.length) {
-        (request.use === 'query' ? queries : documents).shift();
+        queueOf(request).shift();
         send({ kind: 'vectors', id: request.id, vectors }, vectors.map((v) => v.buffer as ArrayBuffer));
       }
     } catch (err) {
-      (request.use === 'query' ? queries : documents).shift();
+      queueOf(request).shift();
       send({ kind: 'error', id: request.id, message: err instanceof Error ? err.message : String(err) });
     }
     // A macrotask turn: the messages that arrived meanwhile are queued before the next text.
@@ -91,7 +92,7 @@ try {
       send({ kind: 'vectors', id: request.id, vectors: [] });
       return;
     }
-    (request.use === 'query' ? queries : documents).push({ request, vectors: [] });
+    queueOf(request).push({ request, vectors: [] });
     if (!pumping) {
       pumping = true;
       void pump();

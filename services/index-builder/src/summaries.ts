@@ -1,6 +1,6 @@
 import type { ConsumedMessage, ProcessContext } from '@gm/bus';
 import { DeletionTask, deletionAck, type Clock, type MemoryEvent } from '@gm/contracts';
-import { SUMMARY_KINDS, inSummaryOrder, isRetired, isSearchable, summaryOfPurpose, touchedRecordIds } from '@gm/domain';
+import { SUMMARY_KINDS, isRetired, isSearchable, summaryOfPurpose, touchedRecordIds, type PurposeSummary } from '@gm/domain';
 import type { IndexDocument, RankCursor, ScopeSummaries, SearchIndex, Summary, SummaryStore } from '@gm/search-index';
 import type { StateStore } from '@gm/state-store';
 import { toIndexDocument } from './index-document.ts';
@@ -89,18 +89,20 @@ async function buildScope(
   }
   const summaries: Summary[] = [];
   for (const purpose of purposes) {
+    // Pages come in the summary order (the port's promise, checked by its contract suite).
     const sources: IndexDocument[] = [];
     let after: RankCursor | undefined;
+    let built: PurposeSummary;
     for (;;) {
       const page = await deps.index.subjectDocumentsRanked({ ...scope, purpose, limit: RANKED_PAGE, ...(after === undefined ? {} : { after }) });
       const kept = page.documents.filter((d) => !ids.has(d.recordId) && !hashes.has(d.contentHash));
       const tombstoned = await deps.state.tombstones.filterTombstoned(tenantId, kept.map((d) => d.recordId));
       sources.push(...kept.filter((d) => !tombstoned.has(d.recordId)));
-      if (page.next === undefined || summaryOfPurpose(inSummaryOrder(sources), purpose, now).settled) break;
+      built = summaryOfPurpose(sources, purpose, now);
+      if (page.next === undefined || built.settled) break;
       after = page.next;
     }
-    const { summary } = summaryOfPurpose(inSummaryOrder(sources), purpose, now);
-    if (summary !== undefined) summaries.push({ tenantId, partition, subjectId, updatedAt: now, ...summary });
+    if (built.summary !== undefined) summaries.push({ tenantId, partition, subjectId, updatedAt: now, ...built.summary });
   }
   return { partition, subjectId, summaries };
 }

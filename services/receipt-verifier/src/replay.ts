@@ -142,21 +142,19 @@ export async function replay(
     }
   }
 
+  // The texts each record is probed with; the same text for every probe of it, as a search request takes it.
+  const askedOf = (probes: RecordProbes) => [
+    ...probes.phrases.map((text) => ({ text: text.slice(0, 1024), search: 'search_phrase', index: 'index_phrase' }) as const),
+    ...probes.paraphrases.map((text) => ({ text: text.slice(0, 1024), search: 'search_paraphrase', index: 'index_paraphrase' }) as const),
+  ];
   // Every probe text's query embedding in one request to the model: on a model thread busy
   // with indexing, each request waits for the text in progress (embedding-worker.ts).
-  const texts = [...captured.values()].flatMap((p) => [...p.phrases, ...p.paraphrases].map((t) => t.slice(0, 1024)));
-  replayDeps.semantic?.model.embed(texts, 'query').catch(() => undefined);
+  replayDeps.semantic?.model.embed([...captured.values()].flatMap((p) => askedOf(p).map((a) => a.text)), 'query').catch(() => undefined);
 
   for (const probes of captured.values()) {
     const reader = readerOf(probes, now);
     const partition = partitionOf(probes.meta);
-    const asked = [
-      ...probes.phrases.map((text) => ({ text, search: 'search_phrase', index: 'index_phrase' }) as const),
-      ...probes.paraphrases.map((text) => ({ text, search: 'search_paraphrase', index: 'index_paraphrase' }) as const),
-    ];
-    for (const { text: phrase, search, index } of asked) {
-      // The same text for every probe of it, as a search request takes it.
-      const text = phrase.slice(0, 1024);
+    for (const { text, search, index } of askedOf(probes)) {
       // (c') The vector index itself: the text's embedding, nearest neighbours in the record's
       // partition for each of its purposes, at its creation time, and no similarity floor —
       // any vector of the record (or of a copy of its content) among them is a finding.

@@ -15,7 +15,7 @@ export interface ElasticsearchSummaryStoreOptions {
   /**
    * When a write is visible on return. `true` (default): a refresh at once, shared by
    * concurrent writers (es-refresher.ts), as the summary deletion target needs (the replay
-   * probes search right after its ack). `'wait_for'`: the next periodic refresh (within 1 s),
+   * probes search right after its ack). `'wait_for'`: the next periodic refresh (within 250 ms),
    * for the summary-builder, whose summaries follow writes eventually (design §6.8): a refresh
    * costs Elasticsearch some 14 ms of CPU however little it makes visible (docs/sizing.md).
    */

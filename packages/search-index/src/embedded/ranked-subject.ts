@@ -17,14 +17,23 @@ export interface RankKeyRow {
   expiresAtMs: number;
 }
 
+/** The rows that are summary sources: of the kinds asked, not expired at `nowMs`. */
+const sources = (rows: readonly RankKeyRow[], kinds: readonly string[], nowMs: number) =>
+  rows.filter((r) => kinds.includes(r.kind) && r.expiresAtMs > nowMs);
+
+/** The purposes the sources among `rows` allow, sorted (SearchIndex.subjectPurposes). */
+export function sourcePurposes(rows: readonly RankKeyRow[], kinds: readonly string[], nowMs: number): string[] {
+  return [...new Set(sources(rows, kinds, nowMs).flatMap((r) => r.purposes))].sort();
+}
+
 /** The ids of the page `query` asks for, in the summary order, and the cursor after it when it is full. */
 export function rankPage(rows: readonly RankKeyRow[], query: RankedSubjectQuery, nowMs: number): { ids: string[]; next?: RankCursor } {
   const limit = Math.floor(query.limit);
   if (!(limit > 0)) return { ids: [] };
   const position = query.after === undefined ? undefined : decodeRankCursor(query.after);
   const after = position === undefined ? undefined : { confidence: position[0], createdMs: position[1], recordId: position[2] };
-  const ranked = rows
-    .filter((r) => query.kinds.includes(r.kind as never) && r.purposes.includes(query.purpose) && r.expiresAtMs > nowMs)
+  const ranked = sources(rows, query.kinds, nowMs)
+    .filter((r) => r.purposes.includes(query.purpose))
     .map((r) => ({ id: r.recordId, rank: summaryRank(r) }))
     .filter((r) => after === undefined || compareSummaryRank(after, r.rank) < 0)
     .sort((a, b) => compareSummaryRank(a.rank, b.rank))

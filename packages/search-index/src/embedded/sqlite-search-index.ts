@@ -4,7 +4,7 @@ import type { MemoryKind, Provenance } from '@gm/contracts';
 import type { IndexDocument, SearchHit, SearchIndex, SearchQuery } from '../port.ts';
 import { indexDigest } from './digest.ts';
 import { toFtsMatchExpression } from './fts-query.ts';
-import { rankPage } from './ranked-subject.ts';
+import { rankPage, sourcePurposes } from './ranked-subject.ts';
 
 export interface SqliteSearchIndexOptions {
   /** Database file; created if missing. */
@@ -236,9 +236,7 @@ export function createSqliteSearchIndex(options: SqliteSearchIndexOptions): Sear
     },
 
     async subjectPurposes(query) {
-      const nowMs = epochMs(query.now, 'now');
-      const rows = subjectKeys(query.tenantId, query.partition, query.subjectId).filter((r) => query.kinds.includes(r.kind as MemoryKind) && r.expiresAtMs > nowMs);
-      return [...new Set(rows.flatMap((r) => r.purposes))].sort();
+      return sourcePurposes(subjectKeys(query.tenantId, query.partition, query.subjectId), query.kinds, epochMs(query.now, 'now'));
     },
 
     async subjectDocumentsRanked(query) {
