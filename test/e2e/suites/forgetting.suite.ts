@@ -80,7 +80,7 @@ export const forgettingSuite = <R extends TestRuntime>(
   /** The job's residual: identical content in other live records of the subject (never failing it). */
   const residualOf = (job: ApiBody) => (job.progress as { residual?: unknown } | undefined)?.residual;
   const expectVerifiedByReplays = (job: ApiBody, records: number) => {
-    expect(job.status, JSON.stringify(job.progress)).toBe('verified');
+    expect(job.status, JSON.stringify({ failureReason: job.failureReason, targets: job.targets, progress: job.progress })).toBe('verified');
     const counts = probeCounts(job);
     expect(Number(counts.findings)).toBe(0);
     expect(Number(counts.captured)).toBe(records);
