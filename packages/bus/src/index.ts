@@ -8,6 +8,6 @@ export type { TopicReplication } from './kafka/kafka-topics.ts';
 export { topicDurabilityProblems, type DurabilityRequirement } from './kafka/kafka-durability.ts';
 export { groupsWithMembers, type GroupMembers } from './kafka/kafka-group-members.ts';
 export { PartitionCountMismatchError, isPartitionCountMismatch } from './partition-count.ts';
-export { groupLag } from './lag.ts';
+export { awaitGroupCaughtUp, groupLag } from './lag.ts';
 export { subscribeToMemoryEvents, subscribeToMemoryEventBatches, type EventInBatch } from './memory-events.ts';
 export { meteredBus } from './metered-bus.ts';

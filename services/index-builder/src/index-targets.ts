@@ -1,10 +1,14 @@
-import type { Bus, ConsumedMessage, ProcessContext } from '@gm/bus';
+import { awaitGroupCaughtUp, type Bus, type ConsumedMessage, type ProcessContext } from '@gm/bus';
 import { CONSUMER_GROUPS, DeletionTask, TOPICS, removalAck, type Clock, type ServiceHandle } from '@gm/contracts';
 import type { SearchIndex, SummaryStore } from '@gm/search-index';
 import type { StateStore } from '@gm/state-store';
+import { INDEX_BUILDER_GROUP } from './index-builder.ts';
 import { summaryTargetHandler } from './summaries.ts';
 
 export const INDEX_TARGETS_GROUP = CONSUMER_GROUPS.indexTargets;
+
+/** How long one attempt waits for the index-builder before the bus retries the tasks. */
+const INDEX_BUILDER_WAIT_MS = 5_000;
 
 /**
  * Executes deletion tasks for the `keyword` target (the search index). The ack's evidence is
@@ -36,8 +40,16 @@ export async function startIndexTargets(
       const lane = async (handle: typeof keyword) => {
         for (const message of messages) await handle(message, ctx);
       };
+      // A document the index-builder is still writing from an event before the job's tombstones
+      // would land after the removal (§8.2): the keyword lane waits until it passed them.
+      const keywordLane = async () => {
+        if (messages.some((m) => DeletionTask.parse(m.value).target === 'keyword')) {
+          await awaitGroupCaughtUp(deps.bus, INDEX_BUILDER_GROUP, TOPICS.events, INDEX_BUILDER_WAIT_MS);
+        }
+        await lane(keyword);
+      };
       // Both lanes end before the batch does, even when one fails: nothing sends after it.
-      const outcomes = await Promise.allSettled([lane(keyword), ...(summary === undefined ? [] : [lane(summary)])]);
+      const outcomes = await Promise.allSettled([keywordLane(), ...(summary === undefined ? [] : [lane(summary)])]);
       for (const outcome of outcomes) if (outcome.status === 'rejected') throw outcome.reason;
     },
   });

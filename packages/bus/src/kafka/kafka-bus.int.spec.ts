@@ -209,6 +209,36 @@ describe('kafka bus: exactly-once consume → produce', () => {
     expect(await collect(bus, 'in.dlq')).toEqual([]);
   });
 
+  it('fetches a partition ahead while its batch is handled: a message arriving meanwhile is handed over right after it, not after a fetch wait', async () => {
+    // A fetch wait longer than the wait for the commit below: a partition left out of the long
+    // poll while its batch ran (the other partition idle) would get its next message only after
+    // it. (Closing waits for the fetch in flight, so not much longer.)
+    const bus = open({ fetchWaitMs: 15_000, sessionTimeoutMs: 75_000 });
+    await bus.ensureTopics([{ name: 'in', partitions: 2 }]);
+    const key = Array.from({ length: 64 }, (_, i) => `k${i}`).find((k) => bus.partitionFor('in', k) === 0) ?? 'k0';
+    const started = deferred();
+    const release = deferred();
+    const handled: unknown[] = [];
+    const sub = await bus.subscribe({
+      groupId: 'g', topics: ['in'],
+      handler: async (m) => {
+        if (m.value === 'first') {
+          started.resolve();
+          await release.promise;
+        }
+        handled.push(m.value);
+      },
+    });
+    await bus.produce([{ topic: 'in', key, value: 'first' }]);
+    await started.promise;
+    const [second] = await bus.produce([{ topic: 'in', key, value: 'second' }]);
+    if (second === undefined) throw new Error('produce returned no position');
+    release.resolve();
+    expect(await bus.waitForCommitted('g', second, 10_000)).toBe(true);
+    expect(handled).toEqual(['first', 'second']);
+    await sub.close();
+  }, 60_000);
+
   it('fences a member that stalled past its session: its late result is never committed, and its successor\'s appears once', async () => {
     const stalled = deferred();
     const release = deferred();

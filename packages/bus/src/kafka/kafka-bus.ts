@@ -46,9 +46,23 @@ export interface KafkaBusOptions {
   transactionalIdPrefix?: string;
   /** Consumer group session timeout: how long a silent member keeps its partitions (default 10 s). */
   sessionTimeoutMs?: number;
+  /**
+   * How long a consumer's fetch waits for data when none is there (default 500 ms): how often an
+   * idle member asks, and at most a fifth of the session timeout, since kafkajs heartbeats
+   * between fetches. A lingering subscription waits its linger instead.
+   */
+  fetchWaitMs?: number;
   /** Replication of the topics this bus creates (default: the broker's defaults). */
   replication?: TopicReplication;
 }
+
+/**
+ * Batches are fetched ahead (kafka-subscription.ts), so the fetch wait no longer delays a
+ * partition whose batch just ran; it only sets how often an idle member asks. At 100 ms the ten
+ * consumer groups of an idle distributed stack kept a third of a 2-core machine busy
+ * (docs/sizing.md).
+ */
+const DEFAULT_FETCH_WAIT_MS = 500;
 
 /** How long the client waits for any one answer: half the session timeout, at least 3 s. */
 const requestTimeoutOf = (sessionTimeoutMs: number): number => Math.max(3_000, Math.floor(sessionTimeoutMs / 2));
@@ -60,7 +74,9 @@ export function createKafkaBus(options: KafkaBusOptions): Bus {
   const sessionTimeoutMs = options.sessionTimeoutMs ?? 10_000;
   // 6 s is the broker's default group.min.session.timeout.ms.
   if (!Number.isInteger(sessionTimeoutMs) || sessionTimeoutMs < 6_000) throw invalid('sessionTimeoutMs must be an integer ≥ 6000');
-  return new KafkaBus(options, sessionTimeoutMs);
+  const fetchWaitMs = options.fetchWaitMs ?? DEFAULT_FETCH_WAIT_MS;
+  if (!Number.isInteger(fetchWaitMs) || fetchWaitMs < 1 || fetchWaitMs > sessionTimeoutMs / 5) throw invalid('fetchWaitMs must be an integer from 1 to a fifth of sessionTimeoutMs');
+  return new KafkaBus(options, sessionTimeoutMs, fetchWaitMs);
 }
 
 class KafkaBus implements Bus {
@@ -89,6 +105,7 @@ class KafkaBus implements Bus {
   constructor(
     private readonly options: KafkaBusOptions,
     private readonly sessionTimeoutMs: number,
+    private readonly fetchWaitMs: number,
   ) {
     this.kafka = new Kafka({
       clientId: options.clientId,
@@ -160,6 +177,7 @@ class KafkaBus implements Bus {
         transactions: this.transactions,
         transactionalIdPrefix: this.transactionalIdPrefix(),
         sessionTimeoutMs: this.sessionTimeoutMs,
+        fetchWaitMs: this.fetchWaitMs,
         committedOffset: (kafkaGroup, kafkaTopic, partition) => this.groups.committedOffset(kafkaGroup, kafkaTopic, partition),
         ensureDeadLetterTopic: (topic) => this.topics.ensureDeadLetter(topic),
         produce: async (messages) => {

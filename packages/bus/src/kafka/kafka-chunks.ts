@@ -22,8 +22,6 @@ export interface ChunkEntry {
   attempt?: HandlerAttempt<EncodedMessage>;
   /** The offset to commit after this message (past trailing transaction markers for the last one). */
   next: number;
-  /** The Kafka record offset, for kafkajs's resolveOffset. */
-  offset: string;
 }
 
 export interface Chunk {

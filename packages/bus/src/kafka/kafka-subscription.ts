@@ -20,12 +20,19 @@
  *
  * Partitions flow independently. kafkajs's fetcher waits until every batch of a fetch response
  * has been handled before it fetches again, so the slowest partition (a transaction, an index
- * refresh) paced all the others. Here a batch pauses its partition and is handled in the
- * background, in that partition's lock; the fetcher moves on at once, and the partition is
- * resumed when its batch is done. kafkajs fetches a partition from the offset resolved last,
- * and offsets are resolved only once committed, so a batch handed over again (a response that
- * was already in flight, a refetch after a failure) starts from the committed position; the
- * floor — the committed offset, advanced by every commit — skips whatever was already handled.
+ * refresh) paced all the others. Here a batch is handled in the background, in its partition's
+ * lock, and the fetcher moves on at once.
+ *
+ * Fetched ahead. A fetched batch's end is resolved at once, so the next fetch asks for the
+ * partition from past it while the batch is still handled: a message arriving meanwhile comes
+ * back with the next fetch, not after a long poll that left the partition out (a partition
+ * paused while its batch ran waited up to the whole fetch wait after it resumed, at every hop
+ * of a write). A partition pauses only while several fetched batches wait (kafka-partition-flow.ts).
+ * Batches run in fetch order, and each must start at or before the partition's floor — the
+ * committed offset, re-read after fencing and advanced by every commit. One that starts past it
+ * was fetched ahead of a batch that did not commit (it failed, stopped early, was taken over, or
+ * was fetched before a rebalance): it is dropped and the partition fetched again from the floor.
+ * Whatever a batch handed over again repeats below the floor is skipped.
  */
 import { DEFAULT_BATCH_MESSAGES, deadLetterOf } from '../messages.ts';
 import { isGovernedMemoryError } from '@gm/contracts';
@@ -36,6 +43,7 @@ import { HandlerAttempt, type AttemptSettings } from '../handler-attempt.ts';
 import type { BatchHandler, ConsumedMessage, LogPosition, MessageHandler, Subscription, SubscribeOptions } from '../port.ts';
 import { RetryPolicy } from '../retry-policy.ts';
 import { ChunkCommitter, type Chunk, type ChunkLimits } from './kafka-chunks.ts';
+import { PartitionFlow } from './kafka-partition-flow.ts';
 import { decodeMessage, encodeMessage, Mutex, type EncodedMessage, type Namespace } from './kafka-codec.ts';
 import { handlingBatch } from './kafka-waits.ts';
 import type { TransactionRunner } from './kafka-transactions.ts';
@@ -47,6 +55,8 @@ export interface SubscriptionDeps {
   transactions: TransactionRunner;
   transactionalIdPrefix: string;
   sessionTimeoutMs: number;
+  /** How long a fetch waits for data when none is there (KafkaBusOptions.fetchWaitMs). */
+  fetchWaitMs: number;
   /** The group's committed offset of one partition (0 when none). */
   committedOffset(groupId: string, topic: string, partition: number): Promise<number>;
   /** Makes sure `<topic>.dlq` exists (a consumer of an undeclared topic may dead-letter). */
@@ -62,15 +72,13 @@ type Outcome = 'committed' | 'stopped' | 'lost';
 /** The key of one input partition in the per-partition maps (locks, producers, floors). */
 const partitionKey = (kafkaTopic: string, partition: number): string => `${kafkaTopic}\u0000${partition}`;
 
-type BatchPayload = Pick<EachBatchPayload, 'resolveOffset' | 'heartbeat' | 'isRunning' | 'isStale'>;
+type BatchPayload = Pick<EachBatchPayload, 'heartbeat' | 'isRunning' | 'isStale'>;
 
 /** A fetched message of a batch subscription, with where its commit points. */
 interface BatchItem {
   message: ConsumedMessage;
   /** The offset to commit after it (past trailing transaction markers for the batch's last). */
   next: number;
-  /** The Kafka record offset, for kafkajs's resolveOffset. */
-  offset: string;
 }
 
 /** kafkajs restarts a consumer whose join failed retriably; a join this late is an outage. */
@@ -90,7 +98,8 @@ const CHUNK_LIMITS: ChunkLimits = { maxMessages: 256, maxBytes: 512 * 1024, maxA
  */
 const PARTITIONS_IN_PARALLEL = 8;
 
-const FETCH_WAIT_MS = 100;
+/** Fetched batches of one partition waiting or running, at which the partition pauses until one settles. */
+const BATCHES_AHEAD = 3;
 
 /**
  * How long a batch may wait on Kafka itself (a commit, fencing its partition) before that counts
@@ -136,6 +145,8 @@ export class KafkaSubscription implements Subscription {
   /** Partitions whose batch waits on Kafka (commit, fencing), and since when: not a stalled handler. */
   private readonly inKafka = new Map<string, { since: number; depth: number }>();
   private watchdog: NodeJS.Timeout | undefined;
+  /** Which partitions are paused: at the bound of batches fetched ahead, or held after a failure. */
+  private readonly flow = new PartitionFlow(BATCHES_AHEAD);
   /** Set while the member left the group because a handler stalled (checkStalled). */
   private leaving: Promise<void> | undefined;
   private closing = false;
@@ -163,9 +174,8 @@ export class KafkaSubscription implements Subscription {
       sessionTimeout: deps.sessionTimeoutMs,
       // Frequent heartbeats make a joining or leaving member rebalance the group quickly.
       heartbeatInterval: Math.min(500, Math.floor(deps.sessionTimeoutMs / 3)),
-      // Short: a partition resumed after its batch is fetched again with the next request, which
-      // may be a long poll on the others; a lingering group waits its linger instead.
-      maxWaitTimeInMs: options.lingerMs !== undefined && options.lingerMs > 0 ? Math.ceil(options.lingerMs) : FETCH_WAIT_MS,
+      // A lingering group waits its linger instead.
+      maxWaitTimeInMs: options.lingerMs !== undefined && options.lingerMs > 0 ? Math.ceil(options.lingerMs) : deps.fetchWaitMs,
       // Lingering: the broker answers a fetch once 1 MiB is there or lingerMs passed, so batches grow under load.
       ...(options.lingerMs !== undefined && options.lingerMs > 0 ? { minBytes: 1024 * 1024 } : {}),
       retry: { restartOnFailure: () => this.pauseBeforeRestart() },
@@ -271,6 +281,7 @@ export class KafkaSubscription implements Subscription {
     this.closed ??= (async () => {
       this.closing = true;
       clearInterval(this.watchdog);
+      this.flow.close();
       this.stopping.notify();
       await this.leaving;
       await Promise.all([...this.locks.values()].map((lock) => lock.idle()));
@@ -315,8 +326,10 @@ export class KafkaSubscription implements Subscription {
   private async onBatch({ batch, resolveOffset, heartbeat, isRunning, isStale, pause }: EachBatchPayload): Promise<void> {
     if (this.closing) return;
     const key = partitionKey(batch.topic, batch.partition);
-    // Paused while its batch is handled in the background: the fetcher goes on with the others.
-    const resume = pause();
+    const fetchedFrom = Number(batch.fetchedOffset);
+    // Fetched ahead: the next fetch asks for the partition from past this batch (see the top).
+    resolveOffset(batch.lastOffset());
+    this.flow.add(key, pause);
     void this.lock(key)
       .run(async (): Promise<Outcome> => {
         if (this.closing) return 'stopped';
@@ -329,31 +342,49 @@ export class KafkaSubscription implements Subscription {
         };
         try {
           const floor = await this.onKafka(key, () => this.ownPartition(key, batch.topic, batch.partition));
+          if (fetchedFrom > floor) {
+            // Messages between the floor and this batch were fetched and not committed: fetch
+            // them again (unless a refetch is already asked for, which this batch predates).
+            if (!isStale()) this.consumer.seek({ topic: batch.topic, partition: batch.partition, offset: String(floor) });
+            return 'stopped';
+          }
           // The handler's own calls into the bus wait on Kafka too (kafka-waits.ts).
-          return await handlingBatch((step) => this.onKafka(key, step), () => this.processBatch(batch, floor, { resolveOffset, heartbeat: progressing, isRunning, isStale }));
+          return await handlingBatch((step) => this.onKafka(key, step), () => this.processBatch(batch, floor, { heartbeat: progressing, isRunning, isStale }));
         } finally {
           this.inFlight.delete(key);
         }
       })
       .then(
         (outcome) => {
+          this.flow.settle(key);
           // Lost: another member owns it now, and the rebalance that tells us so will follow.
           // Until then, fetching it again would only re-run handlers whose results could not be committed.
-          if (outcome === 'lost') setTimeout(resume, this.deps.sessionTimeoutMs).unref();
-          else resume();
+          if (outcome === 'lost') this.refetch(key, batch, fetchedFrom, pause, this.deps.sessionTimeoutMs);
         },
         (err: unknown) => {
+          this.flow.settle(key);
           // Broker trouble (a commit failed): nothing past the last commit counts. The partition
           // is owned again from scratch — fenced, its committed offset re-read — and refetched
-          // from the last resolved (= committed) offset after a pause.
+          // from where this batch was fetched after a pause.
           this.deps.logger.warn({ groupId: this.groupId, topic: this.deps.ns.portTopic(batch.topic), partition: batch.partition, err: errorMessage(err) }, 'bus batch failed; refetching from the last commit');
           void this.lock(key).run(async () => {
             this.floors.delete(key);
             await this.dropProducer(key);
           });
-          setTimeout(resume, this.retries.retryBackoffMs).unref();
+          this.refetch(key, batch, fetchedFrom, pause, this.retries.retryBackoffMs);
         },
       );
+  }
+
+  /**
+   * Fetches the partition again from where `batch` was fetched — at or before its committed
+   * offset, so what repeats is skipped by the floor — once `afterMs` passed. The batches fetched
+   * after it start past the floor and are dropped.
+   */
+  private refetch(key: string, batch: Batch, fetchedFrom: number, pause: () => () => void, afterMs: number): void {
+    if (this.closing) return;
+    this.consumer.seek({ topic: batch.topic, partition: batch.partition, offset: String(fetchedFrom) });
+    this.flow.hold(key, pause, afterMs);
   }
 
   private async processBatch(
@@ -368,7 +399,6 @@ export class KafkaSubscription implements Subscription {
       (chunk) => {
         const lastEntry = chunk.entries.at(-1);
         if (lastEntry === undefined) return;
-        payload.resolveOffset(lastEntry.offset);
         // Committed: a batch handed over again skips up to here.
         this.floors.set(partitionKey(batch.topic, batch.partition), lastEntry.next);
       },
@@ -391,7 +421,7 @@ export class KafkaSubscription implements Subscription {
 
   /** Hands the batch's messages to the handler in order; true when it stopped early. */
   private async handleBatch(batch: Batch, floor: number, payload: BatchPayload, chunks: ChunkCommitter): Promise<boolean> {
-    const items = await this.itemsPastFloor(batch, floor, payload);
+    const items = await this.itemsPastFloor(batch, floor);
     if (this.batchHandler !== undefined) return this.handleInBatches(this.batchHandler, items, payload, chunks);
     return this.handleEach(items, payload, chunks);
   }
@@ -401,18 +431,20 @@ export class KafkaSubscription implements Subscription {
    * (past the trailing transaction markers for the last one). Those below the floor the previous
    * owner handled and committed after our fetch position was chosen: they are only resolved.
    */
-  private async itemsPastFloor(batch: Batch, floor: number, payload: BatchPayload): Promise<BatchItem[]> {
+  private async itemsPastFloor(batch: Batch, floor: number): Promise<BatchItem[]> {
     const last = batch.messages.at(-1);
     const topic = this.deps.ns.portTopic(batch.topic);
     const items: BatchItem[] = [];
     for (const record of batch.messages) {
       const next = record === last ? Number(batch.lastOffset()) + 1 : Number(record.offset) + 1;
       if (Number(record.offset) < floor) {
-        if (record === last && next > floor) await this.commitOffsetOnly(batch.topic, batch.partition, next);
-        payload.resolveOffset(record.offset);
+        if (record === last && next > floor) {
+          await this.commitOffsetOnly(batch.topic, batch.partition, next);
+          this.floors.set(partitionKey(batch.topic, batch.partition), next);
+        }
         continue;
       }
-      items.push({ message: decodeMessage(topic, batch.partition, record), next, offset: record.offset });
+      items.push({ message: decodeMessage(topic, batch.partition, record), next });
     }
     return items;
   }
@@ -444,7 +476,7 @@ export class KafkaSubscription implements Subscription {
       ? await this.attempt(first.message)
       : await this.attemptWith(HandlerAttempt.runBatch(handler, [first.message, ...items.slice(1).map((i) => i.message)], this.attemptSettings));
     if (!run.failed) {
-      chunks.add({ queued: run.queued, attempt: run, next: last.next, offset: last.offset });
+      chunks.add({ queued: run.queued, attempt: run, next: last.next });
       return false;
     }
     run.discarded();
@@ -466,7 +498,7 @@ export class KafkaSubscription implements Subscription {
         attempt.discarded();
         if (await this.retryAlone(item, attempt.failure, payload, chunks)) return true;
       } else {
-        chunks.add({ queued: attempt.queued, attempt, next: item.next, offset: item.offset });
+        chunks.add({ queued: attempt.queued, attempt, next: item.next });
       }
       await payload.heartbeat();
     }
@@ -476,7 +508,7 @@ export class KafkaSubscription implements Subscription {
   /** What was handled before the failed message commits first; then it is retried alone. True when stopped. */
   private async retryAlone(item: BatchItem, failure: unknown, payload: Pick<EachBatchPayload, 'heartbeat'>, chunks: ChunkCommitter): Promise<boolean> {
     if ((await chunks.drain()) !== undefined) return false;
-    return (await this.retry(item.message, failure, { next: item.next, offset: item.offset }, payload.heartbeat, chunks)) === 'stopped';
+    return (await this.retry(item.message, failure, { next: item.next }, payload.heartbeat, chunks)) === 'stopped';
   }
 
   /** One run of the handler; a send to a topic that does not exist fails it like a throw. */
@@ -502,7 +534,7 @@ export class KafkaSubscription implements Subscription {
 
   /** Retry, then dead-letter: each result commits on its own before the batch goes on. */
   private async retry(
-    message: ConsumedMessage, firstFailure: unknown, position: { next: number; offset: string }, heartbeat: () => Promise<void>, chunks: ChunkCommitter,
+    message: ConsumedMessage, firstFailure: unknown, position: { next: number }, heartbeat: () => Promise<void>, chunks: ChunkCommitter,
   ): Promise<'stopped' | 'done'> {
     let failure = firstFailure;
     for (let attempt = 1; ; attempt++) {

@@ -30,11 +30,13 @@
  * - An admin keeps its metadata for a minute, and any request that meets a moved leader or
  *   coordinator makes every pool of the process refresh first (brokerHealth.moved). Upstream's
  *   admin had no metadata age: a Metadata request ahead of every offset read.
+ * - A member whose partitions are all paused waits for a resume (or a seek), not the whole fetch
+ *   wait: upstream slept maxWaitTime before it looked again, however soon a partition resumed.
  */
 import { once } from 'node:events';
 import { createRequire } from 'node:module';
 import { createServer, type Socket } from 'node:net';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 
 const require = createRequire(import.meta.url);
 type SendMessages = (args: { acks: number; timeout: number; topicMessages: Array<{ topic: string; messages: Array<{ partition: number; value: string }> }> })
@@ -81,10 +83,17 @@ const BrokerPool = require('kafkajs/src/cluster/brokerPool.js') as new (options:
   refreshMetadata(topics: string[]): Promise<void>;
   refreshMetadataIfNecessary(topics: string[]): Promise<void>;
 };
+type TopicPartitions = Array<{ topic: string; partitions: number[] }>;
 const ConsumerGroup = require('kafkajs/src/consumer/consumerGroup.js') as new (options: object) => {
   memberId: string | null;
   coordinator: unknown;
+  offsetManager: unknown;
+  idleFetches: Set<unknown>;
+  subscriptionState: { assign(topicPartitions: TopicPartitions): void };
   heartbeat(options: { interval: number }): Promise<void>;
+  fetch(nodeId: number): Promise<unknown[]>;
+  pause(topicPartitions: TopicPartitions): void;
+  resume(topicPartitions: TopicPartitions): void;
 };
 const { KafkaJSConnectionError } = require('kafkajs/src/errors.js') as { KafkaJSConnectionError: new (message: string) => Error };
 const apiVersions = require('kafkajs/src/protocol/requests/apiVersions/index.js') as { protocol(v: { version: number }): () => { request: unknown; response: unknown } };
@@ -517,5 +526,44 @@ describe('kafkajs coordinators and metadata reused (patched)', () => {
     const notLeader = new KafkaJSProtocolError({ message: 'not the leader', type: 'NOT_LEADER_FOR_PARTITION', code: 6, retriable: true });
     await expect(refusingBroker(notLeader).endTxn(endTxn)).rejects.toMatchObject({ type: 'NOT_LEADER_FOR_PARTITION' });
     expect(brokerHealth.generation()).toBe(before + 1);
+  });
+});
+
+describe('kafkajs fetches while every partition is paused (patched)', () => {
+  it('fetches again as soon as a partition resumes, instead of sleeping the whole fetch wait', async () => {
+    const fetches: number[] = [];
+    const cluster = {
+      refreshMetadataIfNecessary: async () => undefined,
+      findTopicPartitionMetadata: () => [{ partitionId: 0, leader: 1 }],
+      findBroker: async () => ({
+        fetch: async ({ topics }: { topics: TopicPartitions }) => {
+          fetches.push(topics.length);
+          return { responses: [] };
+        },
+      }),
+    };
+    const group = new ConsumerGroup({
+      retry: {}, cluster, groupId: 'replies', topics: ['memory.replies'], topicConfigurations: {}, logger: { namespace: () => silent },
+      instrumentationEmitter: { emit: () => undefined }, assigners: [], sessionTimeout: 10_000, rebalanceTimeout: 10_000,
+      maxBytesPerPartition: 1, minBytes: 1, maxBytes: 1,
+      // An hour: were the idle wait this long, the test would time out.
+      maxWaitTimeInMs: 3_600_000,
+      autoCommit: false, isolationLevel: 1, metadataMaxAge: 300_000,
+    });
+    const replies = [{ topic: 'memory.replies', partitions: [0] }];
+    group.subscriptionState.assign(replies);
+    group.offsetManager = { committedOffsets: () => ({ 'memory.replies': { 0: '5' } }), nextOffset: () => '5', resolveOffsets: async () => undefined };
+    group.pause(replies);
+
+    // Nothing to ask for: the fetch waits, without a request.
+    const idle = group.fetch(1);
+    await vi.waitFor(() => expect(group.idleFetches.size).toBe(1));
+    group.resume(replies);
+    await expect(idle).resolves.toEqual([]);
+    expect(fetches).toEqual([]);
+
+    // Resumed: the next fetch asks for the partition.
+    await group.fetch(1);
+    expect(fetches).toEqual([1]);
   });
 });
