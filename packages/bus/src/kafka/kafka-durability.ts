@@ -5,7 +5,8 @@
  * before the settings is judged as it is, not as this process would have created it.
  */
 // kafkajs is CommonJS: Node's ESM loader does not see its ConfigResourceTypes as a named export.
-import kafkajs, { Kafka, logLevel } from 'kafkajs';
+import { setTimeout as delay } from 'node:timers/promises';
+import kafkajs, { Kafka, logLevel, type Admin } from 'kafkajs';
 import { Namespace } from './kafka-codec.ts';
 
 export interface DurabilityRequirement {
@@ -25,12 +26,7 @@ export async function topicDurabilityProblems(
   const admin = new Kafka({ clientId: 'gm-durability-check', brokers: connection.brokers, logLevel: logLevel.NOTHING }).admin();
   await admin.connect();
   try {
-    const names = topics.map((t) => ns.topic(t));
-    const { topics: metadata } = await admin.fetchTopicMetadata({ topics: names });
-    const { resources } = await admin.describeConfigs({
-      includeSynonyms: false,
-      resources: names.map((name) => ({ type: kafkajs.ConfigResourceTypes.TOPIC, name, configNames: ['min.insync.replicas', 'retention.ms', 'retention.bytes'] })),
-    });
+    const { metadata, resources } = await describeTopics(admin, topics.map((t) => ns.topic(t)));
     const problems: string[] = [];
     for (const topic of topics) {
       const name = ns.topic(topic);
@@ -53,5 +49,29 @@ export async function topicDurabilityProblems(
     return problems;
   } finally {
     await admin.disconnect();
+  }
+}
+
+/** Attempts, 100 ms apart and then longer, about 4.5 s in all. */
+const UNKNOWN_TOPIC_ATTEMPTS = 10;
+
+/**
+ * The topics' partitions and settings. A topic created a moment ago (the start's ensureTopics)
+ * can still be missing from the answering broker's metadata, which KRaft brokers learn
+ * asynchronously: that answer is asked again for a few seconds, instead of failing the start.
+ */
+async function describeTopics(admin: Admin, names: string[]) {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      const { topics: metadata } = await admin.fetchTopicMetadata({ topics: names });
+      const { resources } = await admin.describeConfigs({
+        includeSynonyms: false,
+        resources: names.map((name) => ({ type: kafkajs.ConfigResourceTypes.TOPIC, name, configNames: ['min.insync.replicas', 'retention.ms', 'retention.bytes'] })),
+      });
+      return { metadata, resources };
+    } catch (err) {
+      if (attempt >= UNKNOWN_TOPIC_ATTEMPTS || (err as { type?: unknown }).type !== 'UNKNOWN_TOPIC_OR_PARTITION') throw err;
+      await delay(100 * attempt);
+    }
   }
 }
