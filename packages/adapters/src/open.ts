@@ -77,7 +77,7 @@ export function openSummaries(env: DistributedEnv & ElasticsearchEnv, options: {
 }
 
 /** The vector index beside the search index: `<prefix>-vectors` under the same prefix, `dimensions` fixed by its mapping. */
-export function openVectors(env: DistributedEnv & ElasticsearchEnv, dimensions: number, options: { refresh?: true | 'wait_for' } = {}): VectorIndex {
+export function openVectors(env: DistributedEnv & ElasticsearchEnv, dimensions: number, options: { refresh?: boolean } = {}): VectorIndex {
   return createElasticsearchVectorIndex({ node: env.ELASTICSEARCH_URL, indexPrefix: indexPrefixOf(env), dimensions, ...options });
 }
 

@@ -38,6 +38,13 @@ export interface VectorIndex {
   remove(tenantId: string, recordIds: string[]): Promise<number>;
   /** The k nearest documents that pass every filter, most similar first (ties by recordId). */
   knn(query: VectorQuery): Promise<VectorHit[]>;
+  /**
+   * Resolves once every vector upserted before the call is visible to `knn`. A store that makes
+   * upserts visible lazily (the vector-indexer's Elasticsearch index: at the next periodic
+   * refresh) refreshes here, for a read that waited for the vector-indexer's commit and must
+   * see what it waited for (a semantic search with a consistency token).
+   */
+  visible(): Promise<void>;
   /** Whether a record has a vector (verification probes only, never the read path). */
   has(tenantId: string, recordId: string): Promise<boolean>;
   count(tenantId?: string): Promise<number>;

@@ -36,10 +36,13 @@ export function answerMutation(
   return token;
 }
 
-/** Before a read: with a token, waits (bounded) until `groups` passed it; then 503 MEM_NOT_YET_CONSISTENT, retriable. */
-export async function awaitConsistency(deps: BrokerDeps, request: FastifyRequest, tenant: string, groups: readonly string[]): Promise<void> {
+/**
+ * Before a read: with a token, waits (bounded) until `groups` passed it, and answers true; past
+ * the bound, 503 MEM_NOT_YET_CONSISTENT, retriable. False without a token.
+ */
+export async function awaitConsistency(deps: BrokerDeps, request: FastifyRequest, tenant: string, groups: readonly string[]): Promise<boolean> {
   const point = requestPoint(deps, request, tenant);
-  if (point === undefined) return;
-  if (await deps.gateway.waitForPoint(point, groups, deps.config.readYourWritesTimeoutMs)) return;
+  if (point === undefined) return false;
+  if (await deps.gateway.waitForPoint(point, groups, deps.config.readYourWritesTimeoutMs)) return true;
   throw new GovernedMemoryError('MEM_NOT_YET_CONSISTENT', 'the projections have not yet passed this consistency token; retry', { retriable: true });
 }

@@ -21,9 +21,9 @@ await runService('vector-indexer', VectorIndexerEnv, async ({ env, log, metrics 
   const sealed = await openSealedBus(env, 'vector-indexer', 'open', { onError: (err) => log.warn({ err }, 'key store poll failed') });
   const bus = meteredBus(sealed.bus, metrics);
   // Upserts visible at the next periodic refresh (its lag is allowed; a semantic read with a
-  // consistency token still waits for this group, which commits once they are visible);
-  // removals, the vector deletion target's, at once.
-  const vectors = openVectors(env, model.dimensions, { refresh: 'wait_for' });
+  // consistency token waits for this group's commit, then asks for a refresh); removals, the
+  // vector deletion target's, at once.
+  const vectors = openVectors(env, model.dimensions, { refresh: false });
   const state = openState(env);
   const indexer = await startVectorIndexer({
     bus, vectors, model, contentOf: async (tenantId, recordId) => (await state.contents.get(tenantId, recordId)) ?? undefined,

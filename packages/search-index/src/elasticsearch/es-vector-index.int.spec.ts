@@ -6,7 +6,7 @@ import { engineEndpoint } from '@gm/testing/engines';
 import { createElasticsearchVectorIndex, esVectorIndexNames } from './es-vector-index.ts';
 
 /** A fresh index per test (unique prefix), deleted afterwards; `refresh` as the index is opened with. */
-const harness = (refresh?: 'wait_for') => async () => {
+const harness = (refresh?: boolean) => async () => {
   const node = engineEndpoint('elasticsearch');
   const indexPrefix = `gm-test-${randomUUID()}`;
   const index = createElasticsearchVectorIndex({ node, indexPrefix, dimensions: 8, ...(refresh === undefined ? {} : { refresh }) });
@@ -25,5 +25,5 @@ const harness = (refresh?: 'wait_for') => async () => {
 };
 
 testVectorIndex('elasticsearch (dense_vector, kNN with filter)', harness());
-// The vector-indexer's mode: upserts visible at the next periodic refresh, held to the same contract.
-testVectorIndex('elasticsearch, upserts visible at the next periodic refresh (refresh wait_for)', harness('wait_for'));
+// The vector-indexer's mode: upserts visible at the next periodic refresh or when a reader asks, held to the same contract.
+testVectorIndex('elasticsearch, upserts visible when a reader asks (refresh false)', harness(false));

@@ -21,19 +21,25 @@ export interface ElasticsearchVectorIndexOptions {
   /** Dimensions of the model's vectors: fixed by the mapping. */
   dimensions: number;
   /**
-   * When an upsert is visible to kNN on return. `true` (default): a refresh at once, shared by
-   * concurrent writers (es-refresher.ts). `'wait_for'`: the next periodic refresh (within
-   * 1 s), for the vector-indexer, whose lag is allowed: a refresh costs Elasticsearch some 14 ms
-   * of CPU however few vectors it makes visible (docs/sizing.md), and one per batch of one or two
-   * writes was half its CPU per synchronous write. Removals always refresh at once: a deletion
-   * target's ack says what is gone, and the replay probes search right after.
+   * Whether an upsert is visible to kNN on return. `true` (default): a refresh at once, shared
+   * by concurrent writers (es-refresher.ts). `false`: at the next periodic refresh (within 1 s),
+   * or when a reader asks (`visible`), for the vector-indexer, whose lag is allowed: a refresh
+   * costs Elasticsearch some 14 ms of CPU however few vectors it makes visible (docs/sizing.md),
+   * and one per batch of one or two writes was half its CPU per synchronous write. Its upserts
+   * used to wait for the periodic refresh (`wait_for`), which held each batch, and everything
+   * waiting for the group's commit (a deletion's `vector` target, §8.2), for half a second on
+   * average. Removals always refresh at once: a deletion target's ack says what is gone, and the
+   * replay probes search right after.
    */
-  refresh?: true | 'wait_for';
+  refresh?: boolean;
 }
 
 /** How many candidates HNSW considers per shard for k results (Elasticsearch's default is 1.5 k). */
 const CANDIDATE_FACTOR = 10;
 const MAX_K = 1_000;
+
+/** Upserts left to the periodic refresh, or to `visible`. */
+const VISIBLE_LATER = { afterWrite: () => Promise.resolve() };
 
 export const esVectorIndexNames = (indexPrefix: string): { alias: string; concrete: string } => indexNamesOf(indexPrefix, 'vectors');
 
@@ -62,7 +68,7 @@ export function createElasticsearchVectorIndex(options: ElasticsearchVectorIndex
   });
 
   const bulk = (operations: (estypes.BulkOperationContainer | StoredVector)[]) => bulkThroughAlias(client, operations, refresher);
-  const upsertVisible = options.refresh === 'wait_for' ? 'wait_for' : refresher;
+  const upsertVisible = options.refresh === false ? VISIBLE_LATER : refresher;
 
   return {
     async upsert(docs) {
@@ -110,6 +116,10 @@ export function createElasticsearchVectorIndex(options: ElasticsearchVectorIndex
         });
         return hits.sort((a, b) => b.similarity - a.similarity || (a.recordId < b.recordId ? -1 : a.recordId > b.recordId ? 1 : 0));
       });
+    },
+
+    async visible() {
+      await run('visible', () => refresher.afterWrite());
     },
 
     async has(tenantId, recordId) {

@@ -126,6 +126,10 @@ export function createSqliteVectorIndex(options: SqliteVectorIndexOptions): Vect
       return best;
     },
 
+    async visible() {
+      // A committed upsert is visible at once.
+    },
+
     async has(tenantId, recordId) {
       return hasStmt.get(tenantId, recordId) !== undefined;
     },

@@ -17,10 +17,19 @@ export function testVectorIndex(name: string, open: () => Promise<VectorIndexHar
     const NOW = '2026-12-01T12:00:00.000Z';
     const LATER = '2027-12-01T12:00:00.000Z';
 
+    /**
+     * A fresh index whose `upsert` is followed by `visible`: what a reader waits for before it
+     * must see a write (an index may make upserts visible lazily, the vector-indexer's does).
+     */
     async function fresh(): Promise<VectorIndexHarness> {
       const h = await open();
       onTestFinished(() => h.cleanup());
-      return h;
+      const { index } = h;
+      const upsert: VectorIndex['upsert'] = async (docs) => {
+        await index.upsert(docs);
+        await index.visible();
+      };
+      return { ...h, index: new Proxy(index, { get: (target, name, receiver) => (name === 'upsert' ? upsert : Reflect.get(target, name, receiver)) }) };
     }
     /** A unit vector pointing mostly along `axis`, tilted towards `towards` by `tilt`. */
     const unit = (dims: number, axis: number, towards = (axis + 1) % dims, tilt = 0): Float32Array => {

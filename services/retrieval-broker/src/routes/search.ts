@@ -17,7 +17,9 @@ export function searchRoutes(app: FastifyInstance, deps: BrokerDeps): void {
     const mode = searchModeOf(deps, body);
     // A semantic search waits for the vectors; a hybrid one for the keyword index, which its
     // lexical leg reads (the token's writes are found; vectors lag under load, docs/embedding.md).
-    await awaitConsistency(deps, request, claims.tenant, mode === 'semantic' ? SEMANTIC_READ_GROUPS : READ_YOUR_WRITES_GROUPS);
+    const waited = await awaitConsistency(deps, request, claims.tenant, mode === 'semantic' ? SEMANTIC_READ_GROUPS : READ_YOUR_WRITES_GROUPS);
+    // The vector-indexer commits before its vectors are visible (they wait for a refresh).
+    if (waited && mode === 'semantic') await deps.semantic?.vectors.visible();
     return search(retrieval, claims, body, deps.clock.now());
   });
 
