@@ -282,6 +282,40 @@ describe('kafka bus: exactly-once consume → produce', () => {
     expect(await b.committedOffsets('g', 'in')).toEqual(await b.endOffsets('in'));
   });
 
+  it('survives batches fetched ahead of a stalled one that run while the member is out of the group, and commits them once it joins again', async () => {
+    const log = memoryLogger();
+    const bus = open({ sessionTimeoutMs: 6_000, logger: log });
+    await bus.ensureTopics([{ name: 'in', partitions: 1 }]);
+    await bus.produce([{ topic: 'in', key: 'k', value: 0 }]);
+    const stalled = deferred();
+    const release = deferred();
+    const handled: unknown[] = [];
+    const sub = await bus.subscribe({
+      groupId: 'ahead-while-out', topics: ['in'],
+      batchHandler: async (messages) => {
+        if (handled.length === 0) {
+          stalled.resolve();
+          await release.promise;
+        }
+        handled.push(...messages.map((m) => m.value));
+      },
+    });
+    try {
+      await stalled.promise;
+      // Fetched ahead while the first batch stalls: its turn comes after the member left.
+      const [last] = await bus.produce([{ topic: 'in', key: 'k', value: 1 }]);
+      if (last === undefined) throw new Error('produce returned no position');
+      await eventually('the member left after the stall', async () => log.entries.some((e) => e.msg.startsWith('bus handler stalled past the session timeout')), 30_000);
+      release.resolve();
+      // Whatever ran while the member was out is fetched again from the last commit once it joins.
+      expect(await bus.waitForCommitted('ahead-while-out', last, 30_000)).toBe(true);
+      expect(new Set(handled)).toEqual(new Set([0, 1]));
+    } finally {
+      release.resolve();
+      await sub.close();
+    }
+  }, 60_000);
+
   it('keeps its partitions while a handler waits on Kafka past the session timeout (a read or produce meeting a hung broker); a handler stuck on its own leaves', async () => {
     const log = memoryLogger();
     const bus = open({ sessionTimeoutMs: 6_000, logger: log });

@@ -345,7 +345,7 @@ export class KafkaSubscription implements Subscription {
           if (fetchedFrom > floor) {
             // Messages between the floor and this batch were fetched and not committed: fetch
             // them again (unless a refetch is already asked for, which this batch predates).
-            if (!isStale()) this.consumer.seek({ topic: batch.topic, partition: batch.partition, offset: String(floor) });
+            if (!isStale()) this.seek(batch.topic, batch.partition, floor);
             return 'stopped';
           }
           // The handler's own calls into the bus wait on Kafka too (kafka-waits.ts).
@@ -383,8 +383,23 @@ export class KafkaSubscription implements Subscription {
    */
   private refetch(key: string, batch: Batch, fetchedFrom: number, pause: () => () => void, afterMs: number): void {
     if (this.closing) return;
-    this.consumer.seek({ topic: batch.topic, partition: batch.partition, offset: String(fetchedFrom) });
+    this.seek(batch.topic, batch.partition, fetchedFrom);
     this.flow.hold(key, pause, afterMs);
+  }
+
+  /**
+   * Fetches a partition next from `offset`. Not while the member is out of the group (it left
+   * after a stall, or is closing): kafkajs then refuses a seek with an error thrown at once, and
+   * joining again fetches every partition from its committed offset anyway. The bench's ingest
+   * load crashed the vector-indexer so: a batch failed while the member had left.
+   */
+  private seek(kafkaTopic: string, partition: number, offset: number): void {
+    if (this.closing || this.leaving !== undefined) return;
+    try {
+      this.consumer.seek({ topic: kafkaTopic, partition, offset: String(offset) });
+    } catch (err) {
+      this.deps.logger.warn({ groupId: this.groupId, topic: this.deps.ns.portTopic(kafkaTopic), partition, err: errorMessage(err) }, 'bus could not seek; the partition is fetched from its committed offset once the member joins again');
+    }
   }
 
   private async processBatch(
