@@ -111,15 +111,18 @@ export function benchEmbeddedWrites(load: WriteLoad, runtimeOptions: RuntimeOpti
 
 export async function benchDistributed(options: BenchOptions, namespace: string, engines: Engines): Promise<RuntimeResult> {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'gm-bench-distributed-'));
-  const recent: string[] = [];
+  // Each service's last lines: a dead one's stack trace is not pushed out by the others' logs.
+  const recent = new Map<string, string[]>();
   try {
     const started = performance.now();
     const stack = await startStack({
       dataDir, port: 0, namespace,
       env: { MEMORY_RATE_LIMIT_PER_MINUTE: '1000000' },
       onLine: (service, line) => {
-        recent.push(`[${service}] ${line}`);
-        if (recent.length > 40) recent.shift();
+        const lines = recent.get(service) ?? [];
+        lines.push(`[${service}] ${line}`);
+        if (lines.length > 20) lines.shift();
+        recent.set(service, lines);
       },
     });
     const startMs = performance.now() - started;
@@ -141,11 +144,17 @@ export async function benchDistributed(options: BenchOptions, namespace: string,
         ...[...stack.children].flatMap(([name, children]) => children.flatMap((child) => (child.pid === undefined ? [] : [{ name, pid: child.pid }]))),
         ...localEngineProcesses(),
       ];
-      return await benchApi({ url: stack.url, issuerCredential }, { index, state, ...(vectors === undefined ? {} : { vectors }) }, options, 'distributed', startMs, measured, {
+      const result = await benchApi({ url: stack.url, issuerCredential }, { index, state, ...(vectors === undefined ? {} : { vectors }) }, options, 'distributed', startMs, measured, {
         brokers: engines.kafkaBrokers.split(','), namespace,
       });
+      // A service that died mid-run leaves figures that look whole (its CPU reads n/a): fail instead.
+      const died = [...stack.children].flatMap(([name, children]) => children
+        .filter((child) => child.exitCode !== null || child.signalCode !== null)
+        .map((child) => `${name} (${child.exitCode === null ? `signal ${String(child.signalCode)}` : `exit code ${child.exitCode}`})`));
+      if (died.length > 0) throw new Error(`distributed: ${died.join(', ')} died during the bench`);
+      return result;
     } catch (err) {
-      process.stderr.write(`last service log lines:\n${recent.join('\n')}\n`);
+      process.stderr.write(`last log lines of each service:\n${[...recent.values()].flat().join('\n')}\n`);
       throw err;
     } finally {
       await index.close();
