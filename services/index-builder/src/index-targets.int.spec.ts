@@ -1,9 +1,9 @@
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { Bus } from '@gm/bus';
 import { DeletionAck, TOPICS, type DeletionTask, type ServiceHandle } from '@gm/contracts';
-import { createSqliteSummaryStore, type SearchIndex, type SummaryStore } from '@gm/search-index';
+import { createSqliteSummaryStore, type SummaryStore } from '@gm/search-index';
 import { openEmbeddedFixture, type EmbeddedFixture } from '@gm/testing/embedded-fixture';
+import { intercept } from '@gm/testing/intercept';
 import { INDEX_BUILDER_GROUP } from './index-builder.ts';
 import { INDEX_TARGETS_GROUP, startIndexTargets } from './index-targets.ts';
 
@@ -30,21 +30,13 @@ describe('index-builder: the keyword and summary deletion targets', () => {
     // the two would wait on each other for ever.
     let summaryBegun: () => void = () => undefined;
     const begun = new Promise<void>((resolve) => (summaryBegun = resolve));
-    const index = new Proxy(f.index, {
-      get: (target, name, receiver) => (name === 'remove'
-        ? async (...args: Parameters<SearchIndex['remove']>) => {
-          await begun;
-          return target.remove(...args);
-        }
-        : Reflect.get(target, name, receiver)),
+    const index = intercept(f.index, 'remove', async (remove, ...args) => {
+      await begun;
+      return remove(...args);
     });
-    const store = new Proxy(summaries, {
-      get: (target, name, receiver) => (name === 'holding'
-        ? (...args: Parameters<SummaryStore['holding']>) => {
-          summaryBegun();
-          return target.holding(...args);
-        }
-        : Reflect.get(target, name, receiver)),
+    const store = intercept(summaries, 'holding', (holding, ...args) => {
+      summaryBegun();
+      return holding(...args);
     });
     targets = await startIndexTargets({ bus: f.bus, index, clock: f.clock, summaries: { store, state: f.state } });
 
@@ -69,21 +61,13 @@ describe('index-builder: the keyword and summary deletion targets', () => {
     // The target tells us when it has the task in hand: it removes at once, or it waits for the index-builder first.
     let taken: () => void = () => undefined;
     const taskTaken = new Promise<void>((resolve) => (taken = resolve));
-    const bus = new Proxy(f.bus, {
-      get: (target, name, receiver) => (name === 'waitForCommitted'
-        ? (...args: Parameters<Bus['waitForCommitted']>) => {
-          if (args[0] === INDEX_BUILDER_GROUP) taken();
-          return target.waitForCommitted(...args);
-        }
-        : Reflect.get(target, name, receiver)),
+    const bus = intercept(f.bus, 'waitForCommitted', (waitForCommitted, ...args) => {
+      if (args[0] === INDEX_BUILDER_GROUP) taken();
+      return waitForCommitted(...args);
     });
-    const index = new Proxy(f.index, {
-      get: (target, name, receiver) => (name === 'remove'
-        ? (...args: Parameters<SearchIndex['remove']>) => {
-          taken();
-          return target.remove(...args);
-        }
-        : Reflect.get(target, name, receiver)),
+    const index = intercept(f.index, 'remove', (remove, ...args) => {
+      taken();
+      return remove(...args);
     });
     targets = await startIndexTargets({ bus, index, clock: f.clock });
     const task: DeletionTask = {

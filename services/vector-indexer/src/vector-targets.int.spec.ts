@@ -4,10 +4,10 @@
  */
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { Bus } from '@gm/bus';
 import { DeletionAck, TOPICS, type DeletionTask, type ServiceHandle } from '@gm/contracts';
 import { createSqliteVectorIndex, type VectorIndex } from '@gm/search-index';
 import { openEmbeddedFixture, type EmbeddedFixture } from '@gm/testing/embedded-fixture';
+import { intercept } from '@gm/testing/intercept';
 import { VECTOR_INDEXER_GROUP } from './vector-indexer.ts';
 import { VECTOR_TARGETS_GROUP, startVectorTargets } from './vector-targets.ts';
 
@@ -42,21 +42,13 @@ describe('vector-indexer: the vector deletion target', () => {
     // The target tells us when it has the task in hand: it removes at once, or it waits for the indexer first.
     let taken: () => void = () => undefined;
     const taskTaken = new Promise<void>((resolve) => (taken = resolve));
-    const targetBus = new Proxy(f.bus, {
-      get: (target, name, receiver) => (name === 'waitForCommitted'
-        ? (...args: Parameters<Bus['waitForCommitted']>) => {
-          if (args[0] === VECTOR_INDEXER_GROUP) taken();
-          return target.waitForCommitted(...args);
-        }
-        : Reflect.get(target, name, receiver)),
+    const targetBus = intercept(f.bus, 'waitForCommitted', (waitForCommitted, ...args) => {
+      if (args[0] === VECTOR_INDEXER_GROUP) taken();
+      return waitForCommitted(...args);
     });
-    const targetVectors = new Proxy(vectors, {
-      get: (target, name, receiver) => (name === 'remove'
-        ? (...args: Parameters<VectorIndex['remove']>) => {
-          taken();
-          return target.remove(...args);
-        }
-        : Reflect.get(target, name, receiver)),
+    const targetVectors = intercept(vectors, 'remove', (remove, ...args) => {
+      taken();
+      return remove(...args);
     });
     handles.push(await startVectorTargets({ bus: targetBus, vectors: targetVectors, clock: f.clock }));
     const task: DeletionTask = {

@@ -1,5 +1,6 @@
 import { describe, expect, it, onTestFinished } from 'vitest';
 import type { VectorDocument, VectorIndex, VectorQuery } from '@gm/search-index';
+import { intercept } from '../intercept.ts';
 
 export interface VectorIndexHarness {
   index: VectorIndex;
@@ -24,12 +25,10 @@ export function testVectorIndex(name: string, open: () => Promise<VectorIndexHar
     async function fresh(): Promise<VectorIndexHarness> {
       const h = await open();
       onTestFinished(() => h.cleanup());
-      const { index } = h;
-      const upsert: VectorIndex['upsert'] = async (docs) => {
-        await index.upsert(docs);
-        await index.visible();
-      };
-      return { ...h, index: new Proxy(index, { get: (target, name, receiver) => (name === 'upsert' ? upsert : Reflect.get(target, name, receiver)) }) };
+      return { ...h, index: intercept(h.index, 'upsert', async (upsert, docs) => {
+        await upsert(docs);
+        await h.index.visible();
+      }) };
     }
     /** A unit vector pointing mostly along `axis`, tilted towards `towards` by `tilt`. */
     const unit = (dims: number, axis: number, towards = (axis + 1) % dims, tilt = 0): Float32Array => {
