@@ -16,8 +16,11 @@ import { writeBody } from './http-probe.ts';
 const total = Number(process.argv[2] ?? 2000);
 const writers = Number(process.argv[3] ?? 8);
 const records = process.argv[4] === undefined ? undefined : Number(process.argv[4]);
+/** Settings taken from the environment, for A/B runs (`MEMORY_SEMANTIC=off pnpm bench:profile`). */
+const passedThrough = (...names: string[]): Record<string, string> =>
+  Object.fromEntries(names.flatMap((name) => (process.env[name] === undefined ? [] : [[name, process.env[name]]])));
 const dataDir = mkdtempSync(path.join(os.tmpdir(), 'gm-prof-'));
-const runtime = await startEmbeddedRuntime(loadConfig({ MEMORY_PORT: '0', MEMORY_DATA_DIR: dataDir, MEMORY_LOG_LEVEL: 'warn', MEMORY_RATE_LIMIT_PER_MINUTE: '1000000', ...(process.env.MEMORY_PIPELINE === undefined ? {} : { MEMORY_PIPELINE: process.env.MEMORY_PIPELINE }) }));
+const runtime = await startEmbeddedRuntime(loadConfig({ MEMORY_PORT: '0', MEMORY_DATA_DIR: dataDir, MEMORY_LOG_LEVEL: 'warn', MEMORY_RATE_LIMIT_PER_MINUTE: '1000000', ...passedThrough('MEMORY_PIPELINE', 'MEMORY_SEMANTIC') }));
 const token = await issueToken({ url: runtime.url, issuerCredential: runtime.credentials.issuerCredential }, 'acme');
 const versions = new Map<string, number>();
 const latencies: number[] = [];

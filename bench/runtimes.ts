@@ -69,6 +69,14 @@ async function benchApi(
   return { startMs, write: writePath, revocation, deletion, search, ingest };
 }
 
+/**
+ * MEMORY_SEMANTIC of the bench's environment, for the embedded runtime as for the stack (whose
+ * services inherit it): without it, `MEMORY_SEMANTIC=off pnpm bench` measured the embedded
+ * runtime with its model all the same.
+ */
+const semanticSetting = (): Record<string, string> =>
+  (process.env.MEMORY_SEMANTIC === undefined ? {} : { MEMORY_SEMANTIC: process.env.MEMORY_SEMANTIC });
+
 /** An embedded runtime on a fresh data directory, closed and removed once `use` is done. */
 export async function withEmbeddedRuntime<T>(
   label: string, runtimeOptions: RuntimeOptions, use: (runtime: EmbeddedRuntime, target: HttpTarget, startMs: number) => Promise<T>,
@@ -79,7 +87,7 @@ export async function withEmbeddedRuntime<T>(
     const started = performance.now();
     const runtime = await startEmbeddedRuntime(
       // error, not warn: the async load's backlog refusals (retriable 503s, logged as warnings) would bury the table.
-      loadConfig({ MEMORY_PORT: '0', MEMORY_DATA_DIR: dataDir, MEMORY_LOG_LEVEL: 'error', MEMORY_RATE_LIMIT_PER_MINUTE: '1000000', ...env }),
+      loadConfig({ MEMORY_PORT: '0', MEMORY_DATA_DIR: dataDir, MEMORY_LOG_LEVEL: 'error', MEMORY_RATE_LIMIT_PER_MINUTE: '1000000', ...semanticSetting(), ...env }),
       runtimeOptions,
     );
     const startMs = performance.now() - started;

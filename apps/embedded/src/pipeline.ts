@@ -75,11 +75,12 @@ export async function startPipeline(ctx: PipelineContext, part: PipelinePart = '
       handles.push(await startIndexBuilder({ bus, index, state }));
     }
     if (derived) {
-      // The model of this thread (apart from the one that embeds queries), in the background:
-      // under load the embeddings lag, not the work writes wait for (it took most of a core).
+      // The model of this thread (apart from the one that embeds queries), on idle cores only:
+      // under load the embeddings lag, not the work writes wait for (it took most of a core,
+      // and at nice 10 still cost 8 writers a fifth of their writes; docs/pipeline.md).
       const semantic: SemanticLeg | undefined = config.semantic === undefined
         ? undefined
-        : { vectors, model: await loadEmbeddingModel(config.semantic.modelDir, { background: true, shared: true }) };
+        : { vectors, model: await loadEmbeddingModel(config.semantic.modelDir, { priority: 'idle', shared: true }) };
       handles.push(await startPrimaryTarget({ bus, state, clock }));
       handles.push(await startSummaryBuilder({ bus, index, state, summaries }));
       handles.push(await startIndexTargets({ bus, index, clock, summaries: { store: summaries, state } }));

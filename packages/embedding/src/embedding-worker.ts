@@ -3,24 +3,35 @@
  * but computes on the calling thread: a record's 1–2 ms of inference would stall whatever else
  * that thread serves (the HTTP API, the pipeline's projections). Here it stalls nothing else.
  */
-import { readlinkSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { readFileSync, readlinkSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import type { TextUse } from './port.ts';
 import { loadOnnxEmbeddingModel, type OnnxModelOptions } from './onnx-model.ts';
 
+/**
+ * How the model's thread is scheduled (Linux; elsewhere always `normal`):
+ * - `normal`: as the caller's threads — for a search waiting on its query's embedding.
+ * - `background`: nice 10, so on a busy machine it takes the CPU the threads answering writes
+ *   leave over — for a vector-indexer, whose lag is allowed.
+ * - `idle`: SCHED_IDLE, runs only on a core nothing else wants, and gives it up the moment a
+ *   thread answering a write wakes. Nice 10 still took the core first at every wake-up of the
+ *   write path's threads, which hand each write along (the embedded runtime's API and pipeline
+ *   threads, docs/pipeline.md); a process whose only work is the model would stall its
+ *   batches past the session timeout under a saturated machine, so the vector-indexer stays
+ *   `background`.
+ */
+export type ModelPriority = 'normal' | 'background' | 'idle';
+
 export interface ThreadedModelOptions extends OnnxModelOptions {
-  /**
-   * Run the model thread at a lower scheduling priority (nice 10, Linux), so that on a busy
-   * machine it takes the CPU the threads answering writes leave over: for the vector-indexer,
-   * whose lag is allowed, not for a search waiting on its query's embedding.
-   */
-  background?: boolean;
+  /** The model thread's scheduling (ModelPriority); `normal` when not given. */
+  priority?: ModelPriority;
 }
 
 export type ToEmbeddingWorker = { id: number; texts: string[]; use: TextUse };
 export type FromEmbeddingWorker =
-  | { kind: 'ready'; modelId: string; dimensions: number; minSimilarity: number; background: boolean }
+  | { kind: 'ready'; modelId: string; dimensions: number; minSimilarity: number; priority: ModelPriority }
   | { kind: 'failed'; message: string }
   | { kind: 'vectors'; id: number; vectors: Float32Array[] }
   | { kind: 'error'; id: number; message: string };
@@ -29,22 +40,45 @@ const port = parentPort;
 if (port === null) throw new Error('embedding-worker.ts runs only as a worker thread');
 const send = (message: FromEmbeddingWorker, transfer: ArrayBuffer[] = []): void => port.postMessage(message, transfer);
 
-/** The scheduling priority of a background model thread: it yields the CPU to the threads that answer writes. */
+/** The nice value of a `background` model thread: it yields the CPU to the threads that answer writes. */
 const BACKGROUND_NICE = 10;
+/** SCHED_IDLE's number in the thread's stat (field 41, `policy`; sched(7)). */
+const SCHED_IDLE = 5;
 
-/**
- * Lowers this thread's scheduling priority (Linux: a thread is a task with an id of its own,
- * named by /proc/thread-self, and setpriority takes that id). False where that is not possible.
- */
-function lowerThisThreadsPriority(): boolean {
+/** This thread's id (Linux: a thread is a task with an id of its own, named by /proc/thread-self). */
+function thisThreadsId(): number | undefined {
   try {
     const tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
-    if (!Number.isInteger(tid) || tid <= 0) return false;
-    setPriority(tid, BACKGROUND_NICE);
-    return true;
+    return Number.isInteger(tid) && tid > 0 ? tid : undefined;
   } catch {
-    return false;
+    return undefined;
   }
+}
+
+/** The scheduling policy of a thread of this process, as its stat reads back. */
+function policyOf(tid: number): number | undefined {
+  const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+  // Fields counted after the command name, which may hold spaces: policy is field 41.
+  const policy = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[38]);
+  return Number.isInteger(policy) ? policy : undefined;
+}
+
+/**
+ * Lowers this thread's scheduling as far as `wanted` asks, and answers what it got. Node has no
+ * sched_setscheduler, so SCHED_IDLE goes through util-linux's `chrt` (any user may move their own
+ * thread there), read back from the thread's stat; where that is not possible it stays nice 10.
+ */
+function lowerThisThreadsPriority(wanted: ModelPriority): ModelPriority {
+  const tid = thisThreadsId();
+  if (wanted === 'normal' || tid === undefined) return 'normal';
+  try {
+    setPriority(tid, BACKGROUND_NICE);
+  } catch {
+    return 'normal';
+  }
+  if (wanted === 'background') return 'background';
+  const chrt = spawnSync('chrt', ['--idle', '--pid', '0', String(tid)], { stdio: 'ignore', timeout: 5_000 });
+  return chrt.status === 0 && policyOf(tid) === SCHED_IDLE ? 'idle' : 'background';
 }
 
 /** A request being embedded: its texts are done one at a time, so that a query can go between them. */
@@ -55,7 +89,7 @@ interface Job {
 
 try {
   const options = workerData as ThreadedModelOptions;
-  const background = options.background === true && lowerThisThreadsPriority();
+  const priority = lowerThisThreadsPriority(options.priority ?? 'normal');
   const model = await loadOnnxEmbeddingModel(options);
   // Queries first: someone waits on a query (a search, a deletion's replay probe), while
   // documents are the vector-indexer's, whose lag is allowed. Between two texts the thread
@@ -98,7 +132,7 @@ try {
       void pump();
     }
   });
-  send({ kind: 'ready', modelId: model.modelId, dimensions: model.dimensions, minSimilarity: model.minSimilarity, background });
+  send({ kind: 'ready', modelId: model.modelId, dimensions: model.dimensions, minSimilarity: model.minSimilarity, priority });
 } catch (err) {
   send({ kind: 'failed', message: err instanceof Error ? err.message : String(err) });
 }

@@ -4,11 +4,11 @@
  * stalls the thread that asked for it.
  */
 import { DEFAULT_MODEL_DIR } from './models.ts';
-import { loadThreadedOnnxEmbeddingModel, sharedOnnxEmbeddingModel, type ThreadedEmbeddingModel } from './threaded-model.ts';
+import { loadThreadedOnnxEmbeddingModel, sharedOnnxEmbeddingModel, type ModelPriority, type ThreadedEmbeddingModel } from './threaded-model.ts';
 
 export interface LoadEmbeddingModelOptions {
-  /** A lower scheduling priority for the model's thread (see ThreadedModelOptions). */
-  background?: boolean;
+  /** How the model's thread is scheduled (ModelPriority); `normal` when not given. */
+  priority?: ModelPriority;
   /**
    * One model thread per process (and priority), shared by every runtime the process starts: a
    * load takes about half a second and 150 MB. The model's `close` then does nothing.
@@ -19,7 +19,7 @@ export interface LoadEmbeddingModelOptions {
 /** The model in `dir` (MEMORY_EMBEDDING_MODEL_DIR), or the default model's when it is not given. */
 export function loadEmbeddingModel(dir: string | undefined, options: LoadEmbeddingModelOptions = {}): Promise<ThreadedEmbeddingModel> {
   const modelDir = dir ?? DEFAULT_MODEL_DIR;
-  const background = options.background === true;
-  if (options.shared === true) return sharedOnnxEmbeddingModel(modelDir, { background });
-  return loadThreadedOnnxEmbeddingModel({ dir: modelDir, background });
+  const priority = options.priority ?? 'normal';
+  if (options.shared === true) return sharedOnnxEmbeddingModel(modelDir, { priority });
+  return loadThreadedOnnxEmbeddingModel({ dir: modelDir, priority });
 }

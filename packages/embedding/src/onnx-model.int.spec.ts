@@ -79,28 +79,34 @@ describe('the ONNX embedding model', () => {
     }
   });
 
-  it('in the background, its thread runs at a lower scheduling priority than the caller\'s (Linux)', async () => {
-    const niceOfThreads = (): number[] => readdirSync('/proc/self/task').map((tid) => {
+  it('in the background its thread runs at nice 10, on idle cores only at SCHED_IDLE, and the caller\'s thread stays as it was (Linux)', async () => {
+    /** Each thread's nice (field 19) and policy (field 41), counted after the command name, which may hold spaces. */
+    const threads = (): Array<{ nice: number; policy: number }> => readdirSync('/proc/self/task').map((tid) => {
       const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
-      // Field 19 (nice), counted after the command name, which may hold spaces.
-      return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      return { nice: Number(fields[16]), policy: Number(fields[38]) };
     });
-    const before = niceOfThreads().filter((nice) => nice === 10).length;
-    const background = await loadThreadedOnnxEmbeddingModel({ background: true });
+    const SCHED_IDLE = 5;
+    const count = (nice: number, policy: number) => threads().filter((t) => t.nice === nice && t.policy === policy).length;
+    const [niced, idled] = [count(10, 0), count(10, SCHED_IDLE)];
+    const background = await loadThreadedOnnxEmbeddingModel({ priority: 'background' });
+    const idle = await loadThreadedOnnxEmbeddingModel({ priority: 'idle' });
     const normal = await loadThreadedOnnxEmbeddingModel();
     try {
-      expect(background.background).toBe(true);
-      expect(normal.background).toBe(false);
-      // One more thread, the background model's, runs at nice 10; this one stays where it was.
-      expect(niceOfThreads().filter((nice) => nice === 10)).toHaveLength(before + 1);
+      expect([background.priority, idle.priority, normal.priority]).toEqual(['background', 'idle', 'normal']);
+      // One more thread at nice 10 under the normal policy, the background model's; one more
+      // at SCHED_IDLE, the idle model's; this one stays where it was.
+      expect(count(10, 0)).toBe(niced + 1);
+      expect(count(10, SCHED_IDLE)).toBe(idled + 1);
       expect(getPriority()).toBe(0);
-      // It still embeds, the same vectors.
+      // They still embed, the same vectors.
       const [a] = await background.embed(['the customer prefers email'], 'query');
-      const [b] = await normal.embed(['the customer prefers email'], 'query');
-      expect(cosine(a as Float32Array, b as Float32Array)).toBeCloseTo(1, 6);
+      const [b] = await idle.embed(['the customer prefers email'], 'query');
+      const [c] = await normal.embed(['the customer prefers email'], 'query');
+      expect(cosine(a as Float32Array, c as Float32Array)).toBeCloseTo(1, 6);
+      expect(cosine(b as Float32Array, c as Float32Array)).toBeCloseTo(1, 6);
     } finally {
-      await background.close();
-      await normal.close();
+      await Promise.all([background.close(), idle.close(), normal.close()]);
     }
   });
 

@@ -6,7 +6,7 @@
  */
 import { Worker } from 'node:worker_threads';
 import { typeScriptWorkerExecArgv } from '@gm/thread-lock';
-import type { FromEmbeddingWorker, ThreadedModelOptions, ToEmbeddingWorker } from './embedding-worker.ts';
+import type { FromEmbeddingWorker, ModelPriority, ThreadedModelOptions, ToEmbeddingWorker } from './embedding-worker.ts';
 import { DEFAULT_MODEL_DIR } from './models.ts';
 import type { EmbeddingModel } from './port.ts';
 
@@ -15,10 +15,10 @@ interface Pending {
   reject(err: Error): void;
 }
 
-export type { ThreadedModelOptions };
+export type { ModelPriority, ThreadedModelOptions };
 
-/** A threaded model, and whether its thread did get the background priority it asked for. */
-export type ThreadedEmbeddingModel = EmbeddingModel & { readonly background: boolean };
+/** A threaded model, and the scheduling its thread did get (it may get less than it asked for). */
+export type ThreadedEmbeddingModel = EmbeddingModel & { readonly priority: ModelPriority };
 
 interface Running {
   worker: Worker;
@@ -26,7 +26,7 @@ interface Running {
   modelId: string;
   dimensions: number;
   minSimilarity: number;
-  background: boolean;
+  priority: ModelPriority;
 }
 
 export async function loadThreadedOnnxEmbeddingModel(options: ThreadedModelOptions = {}): Promise<ThreadedEmbeddingModel> {
@@ -43,7 +43,7 @@ export async function loadThreadedOnnxEmbeddingModel(options: ThreadedModelOptio
         pending.clear();
       };
       worker.on('message', (message: FromEmbeddingWorker) => {
-        if (message.kind === 'ready') resolve({ worker, pending, modelId: message.modelId, dimensions: message.dimensions, minSimilarity: message.minSimilarity, background: message.background });
+        if (message.kind === 'ready') resolve({ worker, pending, modelId: message.modelId, dimensions: message.dimensions, minSimilarity: message.minSimilarity, priority: message.priority });
         else if (message.kind === 'failed') reject(new Error(message.message));
         else {
           const p = pending.get(message.id);
@@ -71,7 +71,7 @@ export async function loadThreadedOnnxEmbeddingModel(options: ThreadedModelOptio
     modelId: first.modelId,
     dimensions: first.dimensions,
     minSimilarity: first.minSimilarity,
-    background: first.background,
+    priority: first.priority,
     async embed(texts, use) {
       if (closed) throw new Error('embedding model: closed');
       if (texts.length === 0) return [];
@@ -100,12 +100,12 @@ const shared = new Map<string, Promise<ThreadedEmbeddingModel>>();
  * half a second and 150 MB. Its `close` does nothing; the model thread lives, idle and
  * unreferenced, as long as this one. A failed load is not kept, so the next call tries again.
  */
-export function sharedOnnxEmbeddingModel(dir: string = DEFAULT_MODEL_DIR, options: { background?: boolean } = {}): Promise<ThreadedEmbeddingModel> {
-  const background = options.background === true;
-  const key = `${background ? 'background' : 'normal'}\u0000${dir}`;
+export function sharedOnnxEmbeddingModel(dir: string = DEFAULT_MODEL_DIR, options: { priority?: ModelPriority } = {}): Promise<ThreadedEmbeddingModel> {
+  const priority = options.priority ?? 'normal';
+  const key = `${priority}\u0000${dir}`;
   let model = shared.get(key);
   if (model === undefined) {
-    model = loadThreadedOnnxEmbeddingModel({ dir, background }).then((loaded) => ({ ...loaded, close: async () => undefined }));
+    model = loadThreadedOnnxEmbeddingModel({ dir, priority }).then((loaded) => ({ ...loaded, close: async () => undefined }));
     shared.set(key, model);
     model.catch(() => shared.delete(key));
   }

@@ -17,7 +17,7 @@ await runService('vector-indexer', VectorIndexerEnv, async ({ env, log, metrics 
     throw new Error('MEMORY_SEMANTIC=off: this stack keeps no vectors, so the vector-indexer has nothing to do; do not start it');
   }
   // Background priority: on a busy machine the vectors lag, not the processes writes wait for.
-  const model = await loadEmbeddingModel(env.MEMORY_EMBEDDING_MODEL_DIR, { background: true });
+  const model = await loadEmbeddingModel(env.MEMORY_EMBEDDING_MODEL_DIR, { priority: 'background' });
   const sealed = await openSealedBus(env, 'vector-indexer', 'open', { onError: (err) => log.warn({ err }, 'key store poll failed') });
   const bus = meteredBus(sealed.bus, metrics);
   // Upserts visible at the next periodic refresh (its lag is allowed; a semantic read with a
@@ -30,7 +30,7 @@ await runService('vector-indexer', VectorIndexerEnv, async ({ env, log, metrics 
     onRebuild: (stale) => log.warn({ stale, modelId: model.modelId }, 'vectors of another model found: embedding every record again from the log'),
   });
   const targets = await startVectorTargets({ bus, vectors, clock: systemClock });
-  log.info({ modelId: model.modelId, dimensions: model.dimensions, background: model.background }, 'embedding model loaded');
+  log.info({ modelId: model.modelId, dimensions: model.dimensions, priority: model.priority }, 'embedding model loaded');
   return {
     handle: {
       close: async () => { await targets.close(); await indexer.close(); await sealed.close(); await vectors.close(); await state.kv.close(); await model.close(); },
