@@ -4,7 +4,9 @@
  * every target, acks, purge, the verifier's replay probes, signing. A receipt that does not say
  * `verified`, or none within the deadline, aborts the run: that is a bug, not a number.
  */
+import type { Bus } from '@gm/bus';
 import { call, issueToken, type HttpTarget } from './administration.ts';
+import { deletionHops, type DeletionHop } from './deletion-hops.ts';
 import { write, writeBody } from './http-probe.ts';
 import { progress, summarize, type Summary } from './stats.ts';
 
@@ -13,16 +15,20 @@ export interface DeletionResult {
   accepted: Summary;
   /** DELETE sent → GET /v1/deletion-jobs/{id}/receipt answers 200 (status verified). */
   receipt: Summary;
+  /** Where the time went, per step of the jobs' fan-out (deletion-hops.ts); absent without the runtime's log. */
+  hops?: DeletionHop[];
 }
 
 const RECEIPT_DEADLINE_MS = 120_000;
 /** Short: the receipt comes some 15 ms after the request, and the figure is only as fine as this. */
 const POLL_MS = 5;
 
-export async function measureDeletion(target: HttpTarget, tenant: string, n: number, label: string): Promise<DeletionResult> {
+/** `log`, the runtime's bus, to read the jobs' messages back for their per-step times. */
+export async function measureDeletion(target: HttpTarget, tenant: string, n: number, label: string, log?: Pick<Bus, 'readAll'>): Promise<DeletionResult> {
   const token = await issueToken(target, tenant, ['write', 'search', 'read', 'request_delete']);
   const accepted: number[] = [];
   const receipt: number[] = [];
+  const jobIds = new Set<string>();
   for (let i = 0; i < n; i += 1) {
     const id = `bench-deletion-${i}`;
     await write(target, token, writeBody(`deletion probe ${i} heron lockbox ${i * 7919}`, `subj-deletion-${i % 5}`, id));
@@ -31,6 +37,7 @@ export async function measureDeletion(target: HttpTarget, tenant: string, n: num
     const jobId = ((await deleted.json()) as { jobId?: string }).jobId;
     if (deleted.status !== 202 || jobId === undefined) throw new Error(`${label}: delete answered ${deleted.status}`);
     accepted.push(performance.now() - t0);
+    jobIds.add(jobId);
     for (;;) {
       const res = await call(`${target.url}/v1/deletion-jobs/${jobId}/receipt`, token, undefined, true);
       if (res.status === 200) {
@@ -44,7 +51,7 @@ export async function measureDeletion(target: HttpTarget, tenant: string, n: num
       await new Promise((resolve) => setTimeout(resolve, POLL_MS));
     }
   }
-  const result = { accepted: summarize(accepted), receipt: summarize(receipt) };
+  const result = { accepted: summarize(accepted), receipt: summarize(receipt), ...(log === undefined ? {} : { hops: await deletionHops(log, jobIds) }) };
   progress(`${label}: ${n} deletions, request → verified receipt p50 ${result.receipt.p50.toFixed(0)} ms`);
   return result;
 }

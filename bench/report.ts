@@ -134,9 +134,20 @@ function runtimeRows(name: string, r: RuntimeResult, tenants: number): string[] 
     row('  revocation convergence (202 → next read, denied)', r.revocation.convergence, 'every read after the 202 was denied'),
     row('  delete a memory (until the 202)', r.deletion.accepted),
     row('  delete → signed receipt (verified) fetchable', r.deletion.receipt, 'tombstone, every target, replay probes, signature'),
+    ...deletionHopRows(r.deletion.hops),
     ...r.search.map((s) => row(`  ${s.mode} search @${s.records} records / ${tenants} tenants (seeded*)`, s.query,
       `${num(s.itemsMean, 1)} items/packet; seeded in ${num(s.seedMs / 1000, 1)} s`)),
     ...ingestRows(r.ingest),
+  ];
+}
+
+/** The steps of the jobs after their fan-out (its tasks all go at 0 ms, so they are left out). */
+function deletionHopRows(hops: RuntimeResult['deletion']['hops']): string[] {
+  const after = (hops ?? []).filter((h) => h.fromFirstTask.max > 0);
+  if (after.length === 0) return [];
+  return [
+    `    where its time went: each step in ms after the job's first task (the log's timestamps; deletion-hops.ts)`,
+    ...after.map((h) => row(`      ${h.step}`, h.fromFirstTask)),
   ];
 }
 

@@ -7,7 +7,8 @@ import { loadConfig, startEmbeddedRuntime, type EmbeddedRuntime, type RuntimeOpt
 import type { SearchIndex, VectorIndex } from '@gm/search-index';
 import { MODEL_DIMENSIONS } from '@gm/embedding';
 import { DistributedEnv } from '@gm/config';
-import { openIndex, openState, openVectors } from '@gm/adapters';
+import { openBus, openIndex, openState, openVectors } from '@gm/adapters';
+import type { Bus } from '@gm/bus';
 import type { StateStore } from '@gm/state-store';
 import { contentOf, tenantOf } from './corpus.ts';
 import { issueToken, type HttpTarget } from './administration.ts';
@@ -39,13 +40,13 @@ const TEMPLATE_ID = 'bench-template';
 
 /** The write, visibility and search phases, the same for both runtimes. */
 async function benchApi(
-  target: HttpTarget, stores: { index: SearchIndex; state: StateStore; vectors?: VectorIndex }, options: BenchOptions, label: string, startMs: number,
+  target: HttpTarget, stores: { index: SearchIndex; state: StateStore; vectors?: VectorIndex; log: Pick<Bus, 'readAll'> }, options: BenchOptions, label: string, startMs: number,
   measured: MeasuredProcesses,
   kafka?: { brokers: string[]; namespace: string },
 ): Promise<RuntimeResult> {
   const writePath = await measureWritePath(target, options, label, measured);
   const revocation = await measureRevocation(target, tenantOf(1, options.tenants), options.revocations, label);
-  const deletion = await measureDeletion(target, tenantOf(2, options.tenants), options.deletions, label);
+  const deletion = await measureDeletion(target, tenantOf(2, options.tenants), options.deletions, label, stores.log);
 
   // The seed template: one record through the API, read back from the runtime's record hash.
   const tenant = tenantOf(0, options.tenants);
@@ -109,7 +110,7 @@ export async function withEmbeddedRuntime<T>(
 const EMBEDDED_PROCESS: MeasuredProcesses = [{ name: 'embedded (runtime + bench client)', pid: process.pid }];
 
 export function benchEmbedded(options: BenchOptions): Promise<RuntimeResult> {
-  return withEmbeddedRuntime('embedded', {}, (runtime, target, startMs) => benchApi(target, { index: runtime.index, state: runtime.state, ...(runtime.config.semantic ? { vectors: runtime.vectors } : {}) }, options, 'embedded', startMs, EMBEDDED_PROCESS));
+  return withEmbeddedRuntime('embedded', {}, (runtime, target, startMs) => benchApi(target, { index: runtime.index, state: runtime.state, log: runtime.bus, ...(runtime.config.semantic ? { vectors: runtime.vectors } : {}) }, options, 'embedded', startMs, EMBEDDED_PROCESS));
 }
 
 /** The write phases only (no visibility, search or deletion), on a fresh embedded runtime; `env` adds to its configuration. */
@@ -145,6 +146,8 @@ export async function benchDistributed(options: BenchOptions, namespace: string,
     // Where the stack keeps vectors (it runs a vector-indexer unless MEMORY_SEMANTIC=off), the
     // seeder writes them too, and search is measured hybrid beside lexical.
     const vectors = stack.children.has('vector-indexer') ? openVectors(env, MODEL_DIMENSIONS) : undefined;
+    // The deletion phase reads its jobs' messages back from the stack's topics (deletion-hops.ts).
+    const log = await openBus(env, `${namespace}-bench-reader`);
     try {
       const issuerCredential = readFileSync(path.join(dataDir, 'issuer-credential'), 'utf8').trim();
       // Every service process of the stack and the local engines, when this checkout runs them.
@@ -152,7 +155,7 @@ export async function benchDistributed(options: BenchOptions, namespace: string,
         ...[...stack.children].flatMap(([name, children]) => children.flatMap((child) => (child.pid === undefined ? [] : [{ name, pid: child.pid }]))),
         ...localEngineProcesses(),
       ];
-      const result = await benchApi({ url: stack.url, issuerCredential }, { index, state, ...(vectors === undefined ? {} : { vectors }) }, options, 'distributed', startMs, measured, {
+      const result = await benchApi({ url: stack.url, issuerCredential }, { index, state, log, ...(vectors === undefined ? {} : { vectors }) }, options, 'distributed', startMs, measured, {
         brokers: engines.kafkaBrokers.split(','), namespace,
       });
       // A service that died mid-run leaves figures that look whole (its CPU reads n/a): fail instead.
@@ -167,6 +170,7 @@ export async function benchDistributed(options: BenchOptions, namespace: string,
     } finally {
       await index.close();
       await vectors?.close();
+      await log.close();
       await state.kv.close();
       await stack.stop();
       progress('distributed: services stopped');
