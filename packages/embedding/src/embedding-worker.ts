@@ -4,7 +4,7 @@
  * that thread serves (the HTTP API, the pipeline's projections). Here it stalls nothing else.
  */
 import { spawnSync } from 'node:child_process';
-import { readFileSync, readlinkSync } from 'node:fs';
+import { existsSync, readFileSync, readlinkSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import type { TextUse } from './port.ts';
@@ -55,18 +55,25 @@ function thisThreadsId(): number | undefined {
   }
 }
 
-/** The scheduling policy of a thread of this process, as its stat reads back. */
+/** The scheduling policy of a thread of this process, as its stat reads back (undefined when unreadable). */
 function policyOf(tid: number): number | undefined {
-  const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
-  // Fields counted after the command name, which may hold spaces: policy is field 41.
-  const policy = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[38]);
-  return Number.isInteger(policy) ? policy : undefined;
+  try {
+    const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+    // Fields counted after the command name, which may hold spaces: policy is field 41.
+    const policy = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[38]);
+    return Number.isInteger(policy) ? policy : undefined;
+  } catch {
+    return undefined;
+  }
 }
+
+/** util-linux's chrt where distributions install it, by absolute path: never whatever `chrt` the PATH names first. */
+const CHRT_PATHS = ['/usr/bin/chrt', '/bin/chrt'];
 
 /**
  * Lowers this thread's scheduling as far as `wanted` asks, and answers what it got. Node has no
  * sched_setscheduler, so SCHED_IDLE goes through util-linux's `chrt` (any user may move their own
- * thread there), read back from the thread's stat; where that is not possible it stays nice 10.
+ * thread there), judged by the thread's stat read back; where that is not possible it stays nice 10.
  */
 function lowerThisThreadsPriority(wanted: ModelPriority): ModelPriority {
   const tid = thisThreadsId();
@@ -77,8 +84,10 @@ function lowerThisThreadsPriority(wanted: ModelPriority): ModelPriority {
     return 'normal';
   }
   if (wanted === 'background') return 'background';
-  const chrt = spawnSync('chrt', ['--idle', '--pid', '0', String(tid)], { stdio: 'ignore', timeout: 5_000 });
-  return chrt.status === 0 && policyOf(tid) === SCHED_IDLE ? 'idle' : 'background';
+  const chrt = CHRT_PATHS.find((path) => existsSync(path));
+  if (chrt === undefined) return 'background';
+  spawnSync(chrt, ['--idle', '--pid', '0', String(tid)], { stdio: 'ignore', timeout: 5_000 });
+  return policyOf(tid) === SCHED_IDLE ? 'idle' : 'background';
 }
 
 /** A request being embedded: its texts are done one at a time, so that a query can go between them. */
