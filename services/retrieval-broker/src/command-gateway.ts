@@ -196,19 +196,19 @@ export class CommandGateway {
    * events partition up to then (a command's events go to the same partition number). False
    * when `timeoutMs` ran out first.
    */
-  async waitForPoint(point: ConsistencyPoint, groups: readonly string[], timeoutMs: number): Promise<boolean> {
+  async waitForPoint(point: ConsistencyPoint, groups: readonly string[], timeoutMs: number): Promise<Positions | undefined> {
     const deadline = performance.now() + timeoutMs;
     const left = () => Math.max(0, deadline - performance.now());
     const events = new Map(point.events);
     if (point.commands.size > 0) {
       const admitted = await Promise.all([...point.commands].map(([partition, offset]) =>
         this.bus.waitForCommitted(CONSUMER_GROUPS.writeAdmission, { topic: TOPICS.commands, partition, offset }, left())));
-      if (!admitted.every(Boolean)) return false;
-      if (!(await this.raiseToEventsEnd(events, point.commands.keys(), deadline))) return false;
+      if (!admitted.every(Boolean)) return undefined;
+      if (!(await this.raiseToEventsEnd(events, point.commands.keys(), deadline))) return undefined;
     }
     const passed = await Promise.all([...events].flatMap(([partition, offset]) =>
       groups.map((group) => this.bus.waitForCommitted(group, { topic: TOPICS.events, partition, offset }, left()))));
-    return passed.every(Boolean);
+    return passed.every(Boolean) ? events : undefined;
   }
 
   /** Moves each partition's position up to the last event memory.events holds there now; false when the ends could not be read by `deadline`. */

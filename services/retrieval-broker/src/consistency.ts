@@ -37,12 +37,14 @@ export function answerMutation(
 }
 
 /**
- * Before a read: with a token, waits (bounded) until `groups` passed it, and answers true; past
- * the bound, 503 MEM_NOT_YET_CONSISTENT, retriable. False without a token.
+ * Before a read: with a token, waits (bounded) until `groups` passed it, and answers the events
+ * they passed (an asynchronous write's commands resolved to the events that followed them); past
+ * the bound, 503 MEM_NOT_YET_CONSISTENT, retriable. Undefined without a token.
  */
-export async function awaitConsistency(deps: BrokerDeps, request: FastifyRequest, tenant: string, groups: readonly string[]): Promise<boolean> {
+export async function awaitConsistency(deps: BrokerDeps, request: FastifyRequest, tenant: string, groups: readonly string[]): Promise<Positions | undefined> {
   const point = requestPoint(deps, request, tenant);
-  if (point === undefined) return false;
-  if (await deps.gateway.waitForPoint(point, groups, deps.config.readYourWritesTimeoutMs)) return true;
+  if (point === undefined) return undefined;
+  const passed = await deps.gateway.waitForPoint(point, groups, deps.config.readYourWritesTimeoutMs);
+  if (passed !== undefined) return passed;
   throw new GovernedMemoryError('MEM_NOT_YET_CONSISTENT', 'the projections have not yet passed this consistency token; retry', { retriable: true });
 }

@@ -7,9 +7,11 @@ import type { BrokerDeps } from '../deps.ts';
 import { parseBody } from '../http.ts';
 import { notFound } from '../problem.ts';
 import { search, searchModeOf, validatePacket } from '../retrieval.ts';
+import { VectorVisibility } from '../vector-visibility.ts';
 
 export function searchRoutes(app: FastifyInstance, deps: BrokerDeps): void {
   const retrieval = { ...deps, packetTtlMs: deps.config.packetTtlMs, cacheTtlMs: deps.config.cacheTtlMs };
+  const vectorVisibility = deps.semantic && new VectorVisibility(deps.semantic.vectors);
 
   app.post('/v1/search', async (request) => {
     const { claims } = authorized(request, 'partitions');
@@ -17,9 +19,9 @@ export function searchRoutes(app: FastifyInstance, deps: BrokerDeps): void {
     const mode = searchModeOf(deps, body);
     // A semantic search waits for the vectors; a hybrid one for the keyword index, which its
     // lexical leg reads (the token's writes are found; vectors lag under load, docs/embedding.md).
-    const waited = await awaitConsistency(deps, request, claims.tenant, mode === 'semantic' ? SEMANTIC_READ_GROUPS : READ_YOUR_WRITES_GROUPS);
+    const passed = await awaitConsistency(deps, request, claims.tenant, mode === 'semantic' ? SEMANTIC_READ_GROUPS : READ_YOUR_WRITES_GROUPS);
     // The vector-indexer commits before its vectors are visible (they wait for a refresh).
-    if (waited && mode === 'semantic') await deps.semantic?.vectors.visible();
+    if (passed !== undefined && mode === 'semantic') await vectorVisibility?.after(passed);
     return search(retrieval, claims, body, deps.clock.now());
   });
 
