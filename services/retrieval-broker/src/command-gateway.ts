@@ -193,8 +193,8 @@ export class CommandGateway {
   /**
    * Waits until `groups` have passed a consistency point (consistency-token.ts): its events
    * positions, and for its commands first write-admission, then whatever it appended to the
-   * events partition up to then (a command's events go to the same partition number). False
-   * when `timeoutMs` ran out first.
+   * events partition up to then (a command's events go to the same partition number). Answers
+   * the events positions it waited for; undefined when `timeoutMs` ran out first.
    */
   async waitForPoint(point: ConsistencyPoint, groups: readonly string[], timeoutMs: number): Promise<Positions | undefined> {
     const deadline = performance.now() + timeoutMs;
