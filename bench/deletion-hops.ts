@@ -57,7 +57,9 @@ export async function deletionHops(bus: Pick<Bus, 'readAll'>, jobIds: ReadonlySe
     if (start === undefined) continue;
     for (const [step, at] of steps) {
       if (step === 'first task') continue;
-      bySteps.set(step, [...(bySteps.get(step) ?? []), at - start]);
+      const times = bySteps.get(step) ?? [];
+      times.push(at - start);
+      bySteps.set(step, times);
     }
   }
   return [...bySteps]

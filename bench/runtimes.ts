@@ -146,9 +146,11 @@ export async function benchDistributed(options: BenchOptions, namespace: string,
     // Where the stack keeps vectors (it runs a vector-indexer unless MEMORY_SEMANTIC=off), the
     // seeder writes them too, and search is measured hybrid beside lexical.
     const vectors = stack.children.has('vector-indexer') ? openVectors(env, MODEL_DIMENSIONS) : undefined;
-    // The deletion phase reads its jobs' messages back from the stack's topics (deletion-hops.ts).
-    const log = await openBus(env, `${namespace}-bench-reader`);
+    let log: Bus | undefined;
     try {
+      // The deletion phase reads its jobs' messages back from the stack's topics (deletion-hops.ts);
+      // opened in here, so the stack is stopped even when the broker refuses it.
+      log = await openBus(env, `${namespace}-bench-reader`);
       const issuerCredential = readFileSync(path.join(dataDir, 'issuer-credential'), 'utf8').trim();
       // Every service process of the stack and the local engines, when this checkout runs them.
       const measured = [
@@ -170,7 +172,7 @@ export async function benchDistributed(options: BenchOptions, namespace: string,
     } finally {
       await index.close();
       await vectors?.close();
-      await log.close();
+      await log?.close();
       await state.kv.close();
       await stack.stop();
       progress('distributed: services stopped');
