@@ -6,7 +6,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Kafka, logLevel } from 'kafkajs';
 import { createKafkaBus } from '@gm/bus';
-import { TOPICS, type Action, type IssueCapabilityRequest, type OpsOverview } from '@gm/contracts';
+import { CONSUMER_GROUPS, GROUP_SUBSCRIPTIONS, TOPICS, type Action, type IssueCapabilityRequest, type OpsOverview } from '@gm/contracts';
 import { servicesOf, startStack, type ServiceName, type Stack } from '@gm/distributed';
 import { engineEndpoint } from '@gm/testing';
 import { apiClient, capabilityIssuer, eventually, memory } from '../e2e/harness.ts';
@@ -78,6 +78,29 @@ describe('distributed runtime (separate processes on Kafka, Elasticsearch, Redis
         expect(text, `${group} ${partition}`).toMatch(new RegExp(`^gm_consumer_lag\\{group="${group}",topic="${topic.replace('.', '\\.')}",partition="${partition}"\\} \\d+$`, 'm'));
       }
     }
+  });
+
+  it('runs each durable consumer group in the service and on the topics the deployment table names (the chart scales each service on them), and says each service is ready', async () => {
+    const durable: ReadonlySet<string> = new Set(Object.values(CONSUMER_GROUPS));
+    const running = servicesOf({ ...process.env, ...stack.env });
+    const seen = new Map<string, { service: string; topics: Set<string> }>();
+    for (const service of running) {
+      const url = stack.metricsUrl(service);
+      expect(url, service).toBeDefined();
+      const text = await (await fetch(url!)).text();
+      expect(text, service).toMatch(/^gm_ready 1$/m);
+      for (const [, group, topic] of text.matchAll(/^gm_consumer_lag\{group="([^"]+)",topic="([^"]+)",partition="\d+"\}/gm)) {
+        if (group === undefined || topic === undefined || !durable.has(group)) continue;
+        const entry = seen.get(group) ?? { service, topics: new Set<string>() };
+        // One group in two services would split its partitions between unrelated processes.
+        expect(entry.service, group).toBe(service);
+        entry.topics.add(topic);
+        seen.set(group, entry);
+      }
+    }
+    const declared = Object.entries(GROUP_SUBSCRIPTIONS).filter(([, s]) => running.includes(s.service));
+    expect(Object.fromEntries([...seen].map(([group, e]) => [group, { service: e.service, topics: [...e.topics].sort() }])))
+      .toEqual(Object.fromEntries(declared.map(([group, s]) => [group, { service: s.service, topics: [...s.topics].sort() }])));
   });
 
   it('aggregates every service\'s metrics in the ops overview, for an administrator', async () => {

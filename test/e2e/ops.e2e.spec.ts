@@ -43,6 +43,21 @@ describe('the operations overview', () => {
     expect(res.text).not.toContain('pays by card');
   });
 
+  it('exports what the alert rules watch: readiness, API responses by route pattern and status, policy changes timed to their apply', async () => {
+    // A read of a record id that does not exist: its URL must not become a label.
+    expect((await rt.api('GET', '/v1/memories/no-such-record-4711', { token: writer })).status).toBe(404);
+    const text = String((await rt.api('GET', '/metrics')).body);
+    expect(text).toMatch(/^gm_ready 1$/m);
+    expect(text).toMatch(/^gm_http_responses_total\{route="\/v1\/memories",status="201"\} 3$/m);
+    expect(text).toMatch(/^gm_http_responses_total\{route="\/v1\/memories\/:id",status="404"\} 1$/m);
+    expect(text).not.toContain('no-such-record-4711');
+    // The capabilities above were granted roles first: policy changes, each applied before its answer.
+    const applied = /^gm_policy_change_applied_seconds_count\{outcome="applied"\} (\d+)$/m.exec(text);
+    expect(Number(applied?.[1])).toBeGreaterThan(0);
+    expect(text).not.toMatch(/^gm_policy_change_applied_seconds_count\{outcome="timeout"\}/m);
+    expect(text).toMatch(/^gm_receipt_signing_failures_total 0$/m);
+  });
+
   it('is refused to a capability without admin, and to an admin capability whose principal administers nothing', async () => {
     const noAdmin = await rt.api('GET', '/v1/ops/overview', { token: writer });
     expect(noAdmin.status).toBe(403);

@@ -1,16 +1,15 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { DEPLOYED_SERVICES, type DeployedService } from '@gm/contracts';
 import { loadOrCreateCredentials, loadOrCreateMasterKeys } from '@gm/embedded';
 import { LOCAL_ENDPOINTS, engineEnv, startLocalEngines, type Engine } from '@gm/testing';
 
 const ROOT = path.resolve(import.meta.dirname, '../../..');
 
-/** The nine services, in start order: consumers before the edges that feed them. */
-export const SERVICES = [
-  'write-admission', 'projector', 'index-builder', 'vector-indexer', 'expiry-scheduler', 'deletion-orchestrator', 'receipt-verifier', 'ingest-gateway', 'retrieval-broker',
-] as const;
-export type ServiceName = (typeof SERVICES)[number];
+/** The nine services, in start order (one definition, with the chart's: @gm/contracts). */
+export const SERVICES = DEPLOYED_SERVICES;
+export type ServiceName = DeployedService;
 
 /** The services a stack with this env runs: without semantic retrieval (MEMORY_SEMANTIC=off) there are no vectors to keep. */
 export const servicesOf = (env: Record<string, string | undefined>): ServiceName[] =>
@@ -33,6 +32,8 @@ export interface Stack {
   /** Running instances per service (scale a consumer group by starting another). */
   children: Map<ServiceName, ChildProcess[]>;
   env: Record<string, string>;
+  /** The `/metrics` URL of the oldest running instance of a service (the broker's is on its API port). */
+  metricsUrl(service: ServiceName): string | undefined;
   /** Starts one more instance of a service and waits until it is ready. */
   start(service: ServiceName): Promise<void>;
   /** Signals every instance of a service and waits until they exited. */
@@ -142,6 +143,11 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     },
     children,
     env,
+    metricsUrl(service) {
+      if (service === 'retrieval-broker') return url === '' ? undefined : `${url}/metrics`;
+      const [oldest] = runningOf(service);
+      return oldest === undefined ? undefined : metricsUrls.get(oldest);
+    },
     start,
     async kill(service, signal) {
       await Promise.all(runningOf(service).map((child) => signalAndWait(child, signal)));

@@ -37,8 +37,14 @@ export function parseEnvOrExit<S extends z.ZodType>(schema: S, env: NodeJS.Proce
   process.exit(2);
 }
 
-/** Liveness, readiness and Prometheus metrics of one service process, on 127.0.0.1. */
-function healthServer(port: number, ready: () => Promise<boolean>, metrics: Metrics): Promise<Server> {
+/** An address a local launcher can dial for a server listening on `host` (every interface: loopback). */
+function dialable(host: string): string {
+  if (host === '0.0.0.0' || host === '::') return '127.0.0.1';
+  return host.includes(':') ? `[${host}]` : host;
+}
+
+/** Liveness, readiness and Prometheus metrics of one service process, on `HEALTH_HOST` (loopback by default). */
+function healthServer(host: string, port: number, ready: () => Promise<boolean>, metrics: Metrics): Promise<Server> {
   const server = createServer((req, res) => {
     void (async () => {
       if (req.url === '/healthz') {
@@ -53,7 +59,7 @@ function healthServer(port: number, ready: () => Promise<boolean>, metrics: Metr
       }
     })();
   });
-  return new Promise((resolve) => server.listen(port, '127.0.0.1', () => resolve(server)));
+  return new Promise((resolve) => server.listen(port, host, () => resolve(server)));
 }
 
 /**
@@ -61,7 +67,7 @@ function healthServer(port: number, ready: () => Promise<boolean>, metrics: Metr
  * health endpoints, start, and a graceful stop on SIGTERM/SIGINT (finish the in-flight
  * message, commit, close, exit 0).
  */
-export async function runService<S extends z.ZodType<{ HEALTH_PORT: number; MEMORY_LOG_LEVEL: string }>>(
+export async function runService<S extends z.ZodType<{ HEALTH_HOST: string; HEALTH_PORT: number; MEMORY_LOG_LEVEL: string }>>(
   name: string,
   schema: S,
   start: (ctx: ServiceContext<z.infer<S>>) => Promise<Started>,
@@ -100,11 +106,12 @@ export async function runService<S extends z.ZodType<{ HEALTH_PORT: number; MEMO
     log.fatal({ err }, 'failed to start');
     process.exit(1);
   }
-  const health = await healthServer(env.HEALTH_PORT, started.ready, metrics);
+  metrics.readinessChecks.add(started.ready);
+  const health = await healthServer(env.HEALTH_HOST, env.HEALTH_PORT, started.ready, metrics);
   const port = (health.address() as AddressInfo).port;
   log.info({ healthPort: port, pid: process.pid }, 'service started');
   // One parseable line for launchers that wait for readiness.
-  process.stderr.write(`${name} ready: health on http://127.0.0.1:${port}\n`);
+  process.stderr.write(`${name} ready: health on http://${dialable(env.HEALTH_HOST)}:${port}\n`);
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;

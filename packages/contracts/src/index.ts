@@ -21,3 +21,4 @@ export * from './json-schema.ts';
 export * from './history.ts';
 export * from './operations.ts';
 export * from './strict-json.ts';
+export * from './deployment.ts';

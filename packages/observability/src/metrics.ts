@@ -31,9 +31,21 @@ export function createMetrics(options: { processMetrics?: boolean } = {}) {
       for (const { group, topic, partition, lag } of reports.flat()) this.set({ group, topic, partition: String(partition) }, lag);
     },
   });
+  /** Asked at every scrape: the process's readiness checks (what /readyz answers); none registered, no series. */
+  const readinessChecks = new Set<() => Promise<boolean>>();
+  new Gauge({
+    name: 'gm_ready', help: '1 when every dependency of this process answers (what /readyz says), else 0', registers: [registry],
+    async collect() {
+      this.reset();
+      if (readinessChecks.size === 0) return;
+      const answers = await Promise.all([...readinessChecks].map((check) => check().catch(() => false)));
+      this.set(answers.every(Boolean) ? 1 : 0);
+    },
+  });
   return {
     registry,
     lagSources,
+    readinessChecks,
     writes: counter('gm_writes_total', 'Memory writes admitted', ['status']),
     rejections: counter('gm_commands_rejected_total', 'Commands rejected by write-admission', ['code']),
     quarantines: counter('gm_quarantines_total', 'Writes quarantined as untrusted'),
@@ -59,6 +71,14 @@ export function createMetrics(options: { processMetrics?: boolean } = {}) {
     }),
     cacheHits: counter('gm_retrieval_cache_total', 'Retrieval cache lookups', ['result']),
     deadLetters: counter('gm_dead_letters_total', 'Messages dead-lettered', ['topic']),
+    httpResponses: counter('gm_http_responses_total', 'HTTP API responses by route pattern (never the URL) and status code', ['route', 'status']),
+    receiptSigningFailures: counter('gm_receipt_signing_failures_total', 'Deletion receipts that could not be signed or stored (the ask is retried, then dead-lettered)'),
+    policyChangeSeconds: new Histogram({
+      name: 'gm_policy_change_applied_seconds',
+      help: 'A policy change (a revocation among them) from the API\'s request to the policy projector having applied it; outcome timeout: not applied within the wait',
+      labelNames: ['outcome'], registers: [registry],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    }),
     ingestRequests: counter('gm_ingest_requests_total', 'memory.ingest requests by the ingest-gateway\'s decision (admitted: its command is on memory.commands)', ['outcome', 'code']),
   };
 }

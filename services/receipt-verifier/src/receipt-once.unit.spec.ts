@@ -43,7 +43,7 @@ function batch() {
   return { ctx, sent, commit: () => committed.forEach((fn) => fn()), discard: () => discarded.forEach((fn) => fn()) };
 }
 
-async function setup() {
+async function setup(options: { signer?: Pick<ReceiptSigner, 'sign'> } = {}) {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'gm-receipt-once-'));
   const state = new StateStore(createSqliteKeyValueStore({ file: path.join(dir, 'state.db') }), 'gm:');
   await state.jobs.put(job);
@@ -51,14 +51,24 @@ async function setup() {
   const publishKeys = async () => {
     for (const key of await publishedReceiptKeys(keys)) await state.receipts.publishKey(key);
   };
+  const metrics = createMetrics();
   const handle = receiptHandler({
     bus: undefined as never, state, clock: { now: () => new Date('2026-11-30T08:00:03.000Z') },
-    log: createLogger({ name: 'receipt-once', level: 'silent' }), metrics: createMetrics(), keys,
-  }, await ReceiptSigner.create(keys), publishKeys);
-  return { state, handle };
+    log: createLogger({ name: 'receipt-once', level: 'silent' }), metrics, keys,
+  }, (options.signer ?? await ReceiptSigner.create(keys)) as ReceiptSigner, publishKeys);
+  return { state, handle, metrics };
 }
 
 describe('receipts: one per job on deletion.receipts', () => {
+  it('counts a receipt that could not be signed (the alert compliance relies on), sends nothing and lets the ask be retried', async () => {
+    const { state, handle, metrics } = await setup({ signer: { sign: () => Promise.reject(new Error('signing key unreadable')) } });
+    const b = batch();
+    await expect(handle(ask(0), b.ctx)).rejects.toThrow('signing key unreadable');
+    expect(b.sent).toEqual([]);
+    expect(await state.receipts.get('acme', 'job-1')).toBeNull();
+    expect(await metrics.registry.metrics()).toMatch(/^gm_receipt_signing_failures_total 1$/m);
+  });
+
   it('publishes its signing key before a receipt leaves, when the state store has lost it', async () => {
     const { state, handle } = await setup();
     expect(await state.receipts.publicKeys()).toEqual([]);

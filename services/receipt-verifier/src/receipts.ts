@@ -153,7 +153,13 @@ export function receiptHandler(deps: ReceiptSignerDeps, signer: ReceiptSigner, p
       const records = await state.records.getMany(tenant, job.recordIds);
       const hashes = new Map([...records].map(([id, meta]) => [id, meta.contentHash]));
       const receipt = buildReceipt(job, await receiptCommitments(state, tenant, jobId, job.recordIds, hashes), deps.clock.now());
-      stored = await state.receipts.putOnce(await signer.sign(receipt));
+      try {
+        stored = await state.receipts.putOnce(await signer.sign(receipt));
+      } catch (err) {
+        // What the receipt-signing alert counts (docs/deploy.md); the bus retries the ask.
+        deps.metrics.receiptSigningFailures.inc();
+        throw err;
+      }
       deps.metrics.deletionReceipts.inc({ status: receipt.status, retention: receipt.retention });
       log.info({ jobId, tenant, receiptId: stored.receiptId, status: receipt.status, retention: receipt.retention, kid: stored.kid }, 'deletion receipt signed');
     } else if (await state.receipts.isPublished(tenant, jobId)) {

@@ -91,6 +91,7 @@ export async function buildApp(deps: BrokerDeps): Promise<FastifyInstance> {
   // Then, before any handler: the authorization table's check (authorization.ts).
   authorizationHook(app, deps);
   app.addHook('onResponse', async (request, reply) => {
+    deps.metrics.httpResponses.inc({ route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) });
     request.log.info(
       { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
       'request',

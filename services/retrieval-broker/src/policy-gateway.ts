@@ -4,7 +4,7 @@ import {
   CONSUMER_GROUPS, GovernedMemoryError, PolicyChange, TOPICS,
   type CapabilityClaims, type Clock, type PolicyChangeType,
 } from '@gm/contracts';
-import type { Logger } from '@gm/observability';
+import type { Logger, Metrics } from '@gm/observability';
 import type { StateStore } from '@gm/state-store';
 import { within } from './within.ts';
 
@@ -17,21 +17,26 @@ type ChangeData<T extends PolicyChangeType> = Extract<PolicyChange, { type: T }>
  */
 export class PolicyGateway {
   constructor(
-    private readonly deps: { bus: Bus; state: StateStore; clock: Clock; log: Logger },
+    private readonly deps: { bus: Bus; state: StateStore; clock: Clock; log: Logger; metrics: Pick<Metrics, 'policyChangeSeconds'> },
     private readonly options: { timeoutMs: number },
   ) {}
 
   async submit<T extends PolicyChangeType>(claims: CapabilityClaims, type: T, data: ChangeData<T>): Promise<number> {
     const tenant = claims.tenant;
+    // Revocation convergence as operators see it (§7): the request to the projector's apply.
+    const observe = this.deps.metrics.policyChangeSeconds.startTimer();
     const produced = await within(this.produce(tenant, { agentId: claims.sub, principalId: claims.act.sub }, type, data), this.options.timeoutMs);
     if (produced === undefined) {
+      observe({ outcome: 'timeout' });
       throw new GovernedMemoryError('MEM_TIMEOUT', 'the policy change was not durably in the log in time; it may still land, and repeating it is safe', { retriable: true });
     }
     const { changeId, position } = produced;
     const applied = await this.deps.bus.waitForCommitted(CONSUMER_GROUPS.policyProjector, position, this.options.timeoutMs);
     if (!applied) {
+      observe({ outcome: 'timeout' });
       throw new GovernedMemoryError('MEM_TIMEOUT', 'the policy change is recorded and takes effect once applied; repeating it is safe', { retriable: true });
     }
+    observe({ outcome: 'applied' });
     const revision = await this.deps.state.policies.revisionOf(tenant, changeId);
     if (revision === null) throw new GovernedMemoryError('MEM_INTERNAL', 'the policy change was not applied');
     this.deps.log.info({ tenant, changeId, type, policyRevision: revision, agentId: claims.sub }, 'policy change applied');

@@ -83,7 +83,9 @@ export async function startRetrievalBroker(o: RetrievalBrokerOptions): Promise<R
   // The query audit sits at the adapters: it shows what the indexes were asked.
   const index = o.config.queryAudit === true ? auditedIndex(o.index, o.log) : o.index;
   const semantic = o.semantic === undefined || o.config.queryAudit !== true ? o.semantic : { ...o.semantic, vectors: auditedVectors(o.semantic.vectors, o.log) };
-  const policy = new PolicyGateway({ bus: o.bus, state: o.state, clock: o.clock, log: o.log }, { timeoutMs: o.config.readYourWritesTimeoutMs });
+  const policy = new PolicyGateway({ bus: o.bus, state: o.state, clock: o.clock, log: o.log, metrics: o.metrics }, { timeoutMs: o.config.readYourWritesTimeoutMs });
+  // gm_ready says at each scrape what /readyz would (the not-ready alert of docs/deploy.md).
+  o.metrics.readinessChecks.add(o.ready);
   await grantBootstrapAdmins(o.config.bootstrapAdmins ?? [], o.state, policy, o.log);
   const local: OpsSource = {
     name: 'local',
