@@ -8,4 +8,4 @@ COPY . .
 RUN npm_config_nodedir=/usr/local GM_BROWSER=0 bash scripts/setup.sh
 ENV NODE_ENV=production
 USER node
-CMD ["node", "--import", "tsx", "apps/embedded/src/main.ts"]
+CMD ["node", "--import", "tsx", "--import", "./packages/observability/src/register-tracing.ts", "apps/embedded/src/main.ts"]

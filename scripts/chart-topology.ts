@@ -7,7 +7,7 @@
  * so the chart cannot drift from the code.
  */
 import path from 'node:path';
-import { DEPLOYED_SERVICES, GROUP_SUBSCRIPTIONS, dlqTopic } from '@gm/contracts';
+import { DEPLOYED_SERVICES, GROUP_SUBSCRIPTIONS, dlqTopic, serviceCommand } from '@gm/contracts';
 import { memoryTopicSpecs } from '@gm/bus';
 import { envVariablesOf } from '@gm/config';
 import { ROOT, SERVICE_ENVS } from './config-docs.ts';
@@ -29,7 +29,7 @@ export function renderTopology(): string {
   const services = Object.fromEntries(DEPLOYED_SERVICES.map((service) => {
     const variables = envVariablesOf(SERVICE_ENVS[service]);
     return [service, {
-      command: ['node', '--import', 'tsx', `services/${service}/src/main.ts`],
+      command: serviceCommand(service),
       variables: variables.map((v) => ({ name: v.name, required: v.unset.kind === 'required' })),
       secretFiles: Object.fromEntries(variables.filter((v) => SECRET_FILES[v.name] !== undefined).map((v) => [v.name, SECRET_FILES[v.name]])),
       groups: Object.entries(GROUP_SUBSCRIPTIONS).filter(([, s]) => s.service === service).map(([group, s]) => ({ group, topics: s.topics })),

@@ -3,6 +3,9 @@
 # registries this machine reaches, once into infra/local/.cache/ops-tools/ (git-ignored):
 #   helm      helm.sh/helm/v4 from the Go module proxy, built with the machine's Go
 #   promtool  github.com/prometheus/prometheus/cmd/promtool, the same way
+#   jaeger    github.com/jaegertracing/jaeger/cmd/jaeger (Jaeger v2, a real OTLP receiver for the
+#             tracing spec), built in a module of its own (`go get -tool`: its go.mod has replace
+#             directives, which `go install pkg@version` refuses)
 #   validator a Python venv with kubernetes-validate (the Kubernetes API schemas, offline) from PyPI
 #   crds      the CustomResourceDefinitions the chart's objects must satisfy, as their projects
 #             publish them: KEDA's and the Prometheus operator's from their Go modules' zips, Strimzi's
@@ -15,6 +18,7 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 DIR="$HERE/.cache/ops-tools"
 HELM_VERSION=v4.3.2
 PROMETHEUS_VERSION=v0.316.0
+JAEGER_VERSION=v1.75.0
 KUBERNETES_VALIDATE_VERSION=1.37.0
 KEDA_VERSION=v2.21.1
 KEDA_SHA256=872fa4b9d4282969ece753727ca31a7a31eaf341a52fa0972148297521ca9a75
@@ -33,6 +37,18 @@ go_tool() {
   command -v go >/dev/null || { say "go is not installed: $name is built from $package@$version" >&2; exit 2; }
   say "building $name from $package@$version (minutes the first time)"
   GOBIN="$DIR/bin" GOFLAGS=-mod=mod GOTOOLCHAIN=local go install "$package@$version"
+  touch "$marker"
+}
+
+# A Go program whose module must be required from a module of ours.
+go_module_tool() {
+  local name="$1" package="$2" version="$3" marker="$DIR/bin/.$1-$3" module="$DIR/modules/$1"
+  if [ -x "$DIR/bin/$name" ] && [ -f "$marker" ]; then return; fi
+  command -v go >/dev/null || { say "go is not installed: $name is built from $package@$version" >&2; exit 2; }
+  say "building $name from $package@$version (minutes the first time)"
+  rm -rf "$module" && mkdir -p "$module"
+  (cd "$module" && GOTOOLCHAIN=local go mod init "gm-ops-$name" >/dev/null 2>&1 \
+    && GOTOOLCHAIN=local go get -tool "$package@$version" && GOTOOLCHAIN=local go build -o "$DIR/bin/$name" "$package")
   touch "$marker"
 }
 
@@ -70,6 +86,7 @@ install() {
   mkdir -p "$DIR/bin" "$DIR/crds" "$DIR/archives"
   go_tool helm helm.sh/helm/v4/cmd/helm "$HELM_VERSION"
   go_tool promtool github.com/prometheus/prometheus/cmd/promtool "$PROMETHEUS_VERSION"
+  go_module_tool jaeger github.com/jaegertracing/jaeger/cmd/jaeger "$JAEGER_VERSION"
   if [ ! -f "$DIR/venv/.kubernetes-validate-$KUBERNETES_VALIDATE_VERSION" ]; then
     say "installing kubernetes-validate $KUBERNETES_VALIDATE_VERSION into a venv"
     python3 -m venv "$DIR/venv"
@@ -84,7 +101,7 @@ install() {
   extract_crds "$keda" config/crd/bases/keda.sh_scaledobjects.yaml
   extract_crds "$promop" example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml example/prometheus-operator-crd/monitoring.coreos.com_prometheusrules.yaml
   extract_crds "$strimzi" crds/v1/043-Crd-kafkatopic.yaml
-  say "ready in $DIR: helm $HELM_VERSION, promtool $PROMETHEUS_VERSION, kubernetes-validate $KUBERNETES_VALIDATE_VERSION, $(ls "$DIR/crds" | wc -l) CRDs"
+  say "ready in $DIR: helm $HELM_VERSION, promtool $PROMETHEUS_VERSION, jaeger $JAEGER_VERSION, kubernetes-validate $KUBERNETES_VALIDATE_VERSION, $(ls "$DIR/crds" | wc -l) CRDs"
 }
 
 case "${1:-install}" in

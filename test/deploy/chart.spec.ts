@@ -11,7 +11,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments, parse as parseYaml } from 'yaml';
-import { GROUP_SUBSCRIPTIONS, dlqTopic } from '@gm/contracts';
+import { GROUP_SUBSCRIPTIONS, dlqTopic, serviceCommand, type DeployedService } from '@gm/contracts';
 import { memoryTopicSpecs } from '@gm/bus';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -145,7 +145,7 @@ describe('the Helm chart, with the real helm, promtool and schemas', () => {
         const [container] = pod.containers;
         const reads = new Set(topology.services[service]!.variables.map((v) => v.name));
         const names = container!.env.map((e) => e.name);
-        expect(container!.command).toEqual(['node', '--import', 'tsx', `services/${service}/src/main.ts`]);
+        expect(container!.command).toEqual(serviceCommand(service as DeployedService));
         // Each variable set is one the service reads, once.
         expect(names.filter((n) => !reads.has(n)), `${set} ${service}`).toEqual([]);
         expect(new Set(names).size).toBe(names.length);

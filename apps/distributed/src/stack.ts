@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { DEPLOYED_SERVICES, type DeployedService } from '@gm/contracts';
+import { DEPLOYED_SERVICES, serviceCommand, type DeployedService } from '@gm/contracts';
 import { loadOrCreateCredentials, loadOrCreateMasterKeys } from '@gm/embedded';
 import { LOCAL_ENDPOINTS, engineEnv, startLocalEngines, type Engine } from '@gm/testing';
 
@@ -51,7 +51,7 @@ export function ensureEngines(): Record<string, string> {
 
 /**
  * Every service as its own process on Kafka, Elasticsearch and Redis. Each child is started
- * exactly as `node --import tsx services/<name>/src/main.ts` and awaited until it says ready.
+ * exactly as the chart runs it (`serviceCommand`) and awaited until it says ready.
  */
 export async function startStack(options: StackOptions): Promise<Stack> {
   const engines = ensureEngines();
@@ -85,7 +85,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       // The broker's ops overview reads every service started before it (unless the env names its own list).
       const opsEnv = service === 'retrieval-broker' && env.MEMORY_OPS_METRICS_URLS === undefined && metricsUrls.size > 0
         ? { MEMORY_OPS_METRICS_URLS: [...metricsUrls.values()].join(',') } : {};
-      const child = spawn(process.execPath, ['--import', 'tsx', `services/${service}/src/main.ts`], {
+      const child = spawn(process.execPath, serviceCommand(service).slice(1), {
         cwd: ROOT, env: { ...process.env, ...env, ...opsEnv }, stdio: ['ignore', 'pipe', 'pipe'],
       });
       // stdout carries the JSON logs: forwarded line by line, so a failed start explains itself.

@@ -1,6 +1,7 @@
 import { isCryptoError, type RotationResult } from '@gm/crypto';
 import { PolicySetError } from '@gm/policy';
 import { isPartitionCountMismatch } from '@gm/bus';
+import { shutdownTracing, tracingRequested, tracingStarted } from '@gm/observability';
 import { DEFAULT_CONSOLE_DIR, consoleBuiltIn } from '@gm/retrieval-broker';
 
 const rotated = (r: RotationResult | undefined): string => (r === undefined ? '' : ` — re-wrapped ${r.rewrapped} subject keys`);
@@ -19,6 +20,9 @@ async function main(): Promise<void> {
       process.exit(2);
     }
     throw err;
+  }
+  if (tracingRequested(process.env) && !tracingStarted()) {
+    process.stderr.write('OTEL_* asks for traces, but this process was not started with --import ./packages/observability/src/register-tracing.ts: no traces (docs/operations.md#traces)\n');
   }
   const started = performance.now();
   const runtime = await startEmbeddedRuntime(config, {
@@ -49,6 +53,8 @@ async function main(): Promise<void> {
     runtime.log.info({ signal }, 'shutting down');
     runtime
       .close()
+      // The last spans leave before the process does (docs/operations.md#traces).
+      .then(() => shutdownTracing())
       .then(() => process.exit(0))
       .catch((err: unknown) => {
         runtime.log.error({ err }, 'shutdown failed');

@@ -1,7 +1,7 @@
 /** The pipeline thread's entry (pipeline-thread.ts): opens its stores, starts the consumers, answers for metrics, stops on request. */
 import { Writable } from 'node:stream';
 import { parentPort, workerData } from 'node:worker_threads';
-import { createLogger, createMetrics } from '@gm/observability';
+import { createLogger, createMetrics, shutdownTracing } from '@gm/observability';
 import { loadPolicySet } from '@gm/policy';
 import { clockOnShared, systemClock } from '@gm/time';
 import { adoptFileWriteLocks } from '@gm/thread-lock';
@@ -44,6 +44,8 @@ try {
     closing ??= (async () => {
       for (const h of handles.reverse()) await h.close();
       await stores.close();
+      // This thread's own SDK (register-tracing.ts runs in it too): its last spans leave first.
+      await shutdownTracing();
       send({ kind: 'closed' });
     })();
   });

@@ -3,7 +3,7 @@
  * They talk only through the bus and the stores, so they run the same in the HTTP thread or
  * in a worker thread of their own (pipeline-thread.ts) on their own connections to the files.
  */
-import { meteredBus, type Bus } from '@gm/bus';
+import { meteredBus, tracedBus, type Bus } from '@gm/bus';
 import { CONSUMER_GROUPS, type Clock, type ServiceHandle } from '@gm/contracts';
 import { deletionTargetsOf } from '@gm/domain';
 import type { Logger, Metrics } from '@gm/observability';
@@ -62,8 +62,8 @@ export type PipelinePart = 'all' | 'write' | 'derived';
 export async function startPipeline(ctx: PipelineContext, part: PipelinePart = 'all'): Promise<ServiceHandle[]> {
   const { stores, config, clock, log, metrics, policySet } = ctx;
   const { index, vectors, summaries, state, crypto, keyStore } = stores;
-  const bus = meteredBus(logView(stores, 'open', ctx.plaintextLog), metrics);
-  const redacted = meteredBus(logView(stores, 'redact', ctx.plaintextLog), metrics);
+  const bus = tracedBus(meteredBus(logView(stores, 'open', ctx.plaintextLog), metrics), 'gm_log');
+  const redacted = tracedBus(meteredBus(logView(stores, 'redact', ctx.plaintextLog), metrics), 'gm_log');
   const handles: ServiceHandle[] = [];
   const child = (service: string) => log.child({ service });
   const write = part !== 'derived';

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { meteredBus, type Bus } from '@gm/bus';
+import { meteredBus, tracedBus, type Bus } from '@gm/bus';
 import { CONSUMER_GROUPS, TOPICS, type Clock } from '@gm/contracts';
 import { createLogger, createMetrics, mergedExposition, type Logger, type Metrics, type MetricsSnapshot } from '@gm/observability';
 import { loadEmbeddingModel } from '@gm/embedding';
@@ -133,7 +133,7 @@ export async function startEmbeddedRuntime(config: RuntimeConfig, options: Runti
     );
   }
   const plaintextLog = options.plaintextLogForBenchmark === true;
-  const edge = meteredBus(logView(stores, 'edge', plaintextLog), metrics);
+  const edge = tracedBus(meteredBus(logView(stores, 'edge', plaintextLog), metrics), 'gm_log');
   let pipeline: RunningPipeline;
   let semantic: SemanticLeg | undefined;
   try {

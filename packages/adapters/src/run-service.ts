@@ -5,7 +5,7 @@ import type { ServiceHandle } from '@gm/contracts';
 import { isPartitionCountMismatch } from '@gm/bus';
 import { EnvConfigError, WithRedis, readsVariable, redisEnvProblems } from '@gm/config';
 import { isCryptoError } from '@gm/crypto';
-import { createLogger, createMetrics, type Logger, type Metrics } from '@gm/observability';
+import { createLogger, createMetrics, shutdownTracing, tracingRequested, tracingStarted, type Logger, type Metrics } from '@gm/observability';
 import { UnsafeTopicsError } from './open.ts';
 
 export interface Started {
@@ -75,6 +75,10 @@ export async function runService<S extends z.ZodType<{ HEALTH_HOST: string; HEAL
   const env = parseEnvOrExit(schema, process.env, name);
   const log = createLogger({ name, level: env.MEMORY_LOG_LEVEL });
   const metrics = createMetrics();
+  if (tracingRequested(process.env) && !tracingStarted()) {
+    // The SDK must load before the service's modules (docs/operations.md#traces): say so rather than trace nothing in silence.
+    log.warn('OTEL_* asks for traces, but this process was not started with --import ./packages/observability/src/register-tracing.ts: no traces');
+  }
   let started: Started;
   try {
     started = await start({ env, log, metrics });
@@ -121,6 +125,8 @@ export async function runService<S extends z.ZodType<{ HEALTH_HOST: string; HEAL
       try {
         health.close();
         await started.handle.close();
+        // The last spans (the in-flight batch's) leave before the process does.
+        await shutdownTracing();
         process.exit(0);
       } catch (err) {
         log.error({ err }, 'stop failed');

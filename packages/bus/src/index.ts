@@ -11,3 +11,4 @@ export { PartitionCountMismatchError, isPartitionCountMismatch } from './partiti
 export { awaitGroupCaughtUp, groupLag } from './lag.ts';
 export { subscribeToMemoryEvents, subscribeToMemoryEventBatches, type EventInBatch } from './memory-events.ts';
 export { meteredBus } from './metered-bus.ts';
+export { tracedBus, withMessageContext } from './tracing.ts';

@@ -11,6 +11,14 @@ export const DEPLOYED_SERVICES = [
 ] as const;
 export type DeployedService = (typeof DEPLOYED_SERVICES)[number];
 
+/**
+ * How a service is run, from the repository's root (the image's working directory): tracing is
+ * registered before the service's modules load, and stays off unless OTEL_* asks
+ * (docs/operations.md#traces). The chart, docker-compose and the local launcher run exactly this.
+ */
+export const serviceCommand = (service: DeployedService): string[] =>
+  ['node', '--import', 'tsx', '--import', './packages/observability/src/register-tracing.ts', `services/${service}/src/main.ts`];
+
 export interface GroupSubscription {
   /** The service whose processes are the group's members: scaling it scales the group. */
   service: DeployedService;

@@ -1,5 +1,5 @@
 import { openSealedBus, openState, runService } from '@gm/adapters';
-import { meteredBus } from '@gm/bus';
+import { meteredBus, tracedBus } from '@gm/bus';
 import { systemClock } from '@gm/time';
 import { OrchestratorEnv } from './env.ts';
 import { startDeletionOrchestrator } from './orchestrator.ts';
@@ -8,7 +8,7 @@ import { startDeletionOrchestrator } from './orchestrator.ts';
 await runService('deletion-orchestrator', OrchestratorEnv, async ({ env, log, metrics }) => {
   // Metadata only: the orchestrator holds no key; the receipt-verifier runs the `key` target.
   const sealed = await openSealedBus(env, 'deletion-orchestrator', 'redact');
-  const bus = meteredBus(sealed.bus, metrics);
+  const bus = tracedBus(meteredBus(sealed.bus, metrics), 'kafka');
   const state = openState(env);
   const service = await startDeletionOrchestrator({
     bus, state, clock: systemClock, log, metrics, targets: env.MEMORY_DELETION_TARGETS,

@@ -1,5 +1,5 @@
 import { openSealedBus, openState, runService } from '@gm/adapters';
-import { meteredBus } from '@gm/bus';
+import { meteredBus, tracedBus } from '@gm/bus';
 import { systemClock } from '@gm/time';
 import { ExpirySchedulerEnv } from './env.ts';
 import { startExpiryScheduler } from './scheduler.ts';
@@ -8,7 +8,7 @@ import { startExpiryScheduler } from './scheduler.ts';
 await runService('expiry-scheduler', ExpirySchedulerEnv, async ({ env, log, metrics }) => {
   // Metadata only: this service holds no key and sees no content.
   const sealed = await openSealedBus(env, 'expiry-scheduler', 'redact');
-  const bus = meteredBus(sealed.bus, metrics);
+  const bus = tracedBus(meteredBus(sealed.bus, metrics), 'kafka');
   const state = openState(env);
   const service = await startExpiryScheduler({ bus, state, clock: systemClock, log, tickMs: env.MEMORY_EXPIRY_TICK });
   return {

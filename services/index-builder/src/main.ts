@@ -1,5 +1,5 @@
 import { openIndex, openSealedBus, openState, openSummaries, runService } from '@gm/adapters';
-import { meteredBus } from '@gm/bus';
+import { meteredBus, tracedBus } from '@gm/bus';
 import { systemClock } from '@gm/time';
 import { IndexBuilderEnv } from './env.ts';
 import { startIndexBuilder, startSummaryBuilder } from './index-builder.ts';
@@ -8,7 +8,7 @@ import { startIndexTargets } from './index-targets.ts';
 /** index-builder as its own process: active records ⇒ Elasticsearch, everything else removed; summaries kept in step. */
 await runService('index-builder', IndexBuilderEnv, async ({ env, log, metrics }) => {
   const sealed = await openSealedBus(env, 'index-builder', 'open', { onError: (err) => log.warn({ err }, 'key store poll failed') });
-  const bus = meteredBus(sealed.bus, metrics);
+  const bus = tracedBus(meteredBus(sealed.bus, metrics), 'kafka');
   const index = openIndex(env);
   // The summary-builder's writes become visible at the next periodic refresh (summaries follow
   // writes eventually, design §6.8); the summary deletion target's at once (the replays follow).

@@ -6,7 +6,7 @@
  * gateway's offsets, so a crash admits a request once or not at all. Its one result follows on
  * memory.ingest.results: the gateway's rejection, or write-admission's decision.
  */
-import type { BatchHandler, Bus, ConsumedMessage, OutgoingMessage } from '@gm/bus';
+import { withMessageContext, type BatchHandler, type Bus, type ConsumedMessage, type OutgoingMessage } from '@gm/bus';
 import {
   CONSUMER_GROUPS, GovernedMemoryError, INGEST_CAPABILITY_HEADER, Id, OPERATIONS, TOPICS, dlqTopic, isDependencyOutage, isGovernedMemoryError, subjectKey,
   type CapabilityClaims, type IngestResult, type ServiceHandle,
@@ -99,8 +99,12 @@ export function ingestHandler(deps: IngestGatewayDeps): BatchHandler {
         answers[p.at] = [{ topic: TOPICS.commands, key: subjectKey(claims.tenant, command.metadata.subjectId), value: command }];
       });
     }
-    // In offset order: requests of one key reach write-admission in the order they were produced.
-    ctx.send(answers.flat());
+    // In offset order: requests of one key reach write-admission in the order they were
+    // produced. Each request's answer continues its own trace (docs/operations.md#traces).
+    answers.forEach((answer, at) => {
+      const message = messages[at];
+      if (message !== undefined && answer.length > 0) withMessageContext(message, () => ctx.send(answer));
+    });
     ctx.onCommitted(() => {
       for (const labels of counts) metrics.ingestRequests.inc(labels);
       if (deadLettered > 0) metrics.deadLetters.inc({ topic: TOPICS.ingest }, deadLettered);

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { openSealedBus, openState, parseEnvOrExit, runService } from '@gm/adapters';
-import { meteredBus } from '@gm/bus';
+import { meteredBus, tracedBus } from '@gm/bus';
 import { TOPICS } from '@gm/contracts';
 import { loadPolicySetOrExit, type SigningKeyPair } from '@gm/policy';
 import { systemClock } from '@gm/time';
@@ -19,7 +19,7 @@ await runService('ingest-gateway', IngestGatewayEnv, async ({ env, log, metrics 
   const { publicJwk } = JSON.parse(readFileSync(env.MEMORY_SIGNING_KEY_FILE, 'utf8')) as SigningKeyPair;
   // An edge like the HTTP API: it seals the content of the commands it sends and reads none back.
   const sealed = await openSealedBus(env, `ingest-gateway-${env.MEMORY_INSTANCE_ID}`, 'edge');
-  const bus = meteredBus(sealed.bus, metrics);
+  const bus = tracedBus(meteredBus(sealed.bus, metrics), 'kafka');
   const state = openState(env);
   const { pdp, verifier } = await edgeAuthority({ state, clock: systemClock, policySet, publicJwk, issuerName: env.MEMORY_ISSUER_NAME });
   const gateway = await startIngestGateway({ bus, verifier, pdp, state, clock: systemClock, log, metrics });

@@ -1,5 +1,5 @@
 import { openSealedBus, openState, runService } from '@gm/adapters';
-import { meteredBus } from '@gm/bus';
+import { meteredBus, tracedBus } from '@gm/bus';
 import { systemClock } from '@gm/time';
 import { ProjectorEnv } from './env.ts';
 import { startPolicyProjector } from './policy-projector.ts';
@@ -9,7 +9,7 @@ import { startProjector } from './projector.ts';
 /** projector as its own process: record hash, primary content, tombstones, memory.records, policy data. */
 await runService('projector', ProjectorEnv, async ({ env, log, metrics }) => {
   const sealed = await openSealedBus(env, 'projector', 'open', { onError: (err) => log.warn({ err }, 'key store poll failed') });
-  const bus = meteredBus(sealed.bus, metrics);
+  const bus = tracedBus(meteredBus(sealed.bus, metrics), 'kafka');
   const state = openState(env);
   const projector = await startProjector({ bus, state, log });
   const primary = await startPrimaryTarget({ bus, state, clock: systemClock });

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { openIndex, openSealedBus, openState, openSummaries, openVectors, parseEnvOrExit, runService } from '@gm/adapters';
-import { meteredBus } from '@gm/bus';
+import { meteredBus, tracedBus } from '@gm/bus';
 import { loadEmbeddingModel } from '@gm/embedding';
 import { loadPolicySetOrExit } from '@gm/policy';
 import type { ReceiptKeyPair } from '@gm/policy/receipts';
@@ -16,7 +16,7 @@ await runService('receipt-verifier', ReceiptVerifierEnv, async ({ env, log, metr
   const keys = JSON.parse(readFileSync(env.MEMORY_RECEIPT_KEY_FILE, 'utf8')) as ReceiptKeyPair;
   // Opens content (the replays' probes) and holds the key store: it runs the `key` target.
   const sealed = await openSealedBus(env, 'receipt-verifier', 'open', { onError: (err) => log.warn({ err }, 'key store poll failed') });
-  const bus = meteredBus(sealed.bus, metrics);
+  const bus = tracedBus(meteredBus(sealed.bus, metrics), 'kafka');
   const state = openState(env);
   const index = openIndex(env);
   const summaries = openSummaries(env);

@@ -1,5 +1,6 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import rateLimit from '@fastify/rate-limit';
+import { trace } from '@opentelemetry/api';
 import { GovernedMemoryError, LIMITS, isGovernedMemoryError } from '@gm/contracts';
 import { apiReference } from './api-reference.ts';
 import type { BrokerDeps } from './deps.ts';
@@ -82,7 +83,14 @@ export async function buildApp(deps: BrokerDeps): Promise<FastifyInstance> {
   app.addHook('preClose', async () => {
     closing = true;
   });
-  app.addHook('onRequest', async () => {
+  app.addHook('onRequest', async (request) => {
+    // The HTTP server span (when traces are on) is named by the route pattern, never the URL.
+    const route = request.routeOptions.url;
+    const span = trace.getActiveSpan();
+    if (span !== undefined && route !== undefined) {
+      span.updateName(`${request.method} ${route}`);
+      span.setAttribute('http.route', route);
+    }
     if (closing) throw new GovernedMemoryError('MEM_UNAVAILABLE', 'this server is shutting down; retry', { retriable: true });
   });
   answerWithin(app, deps.config.requestTimeoutMs);

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { openIndex, openSealedBus, openState, openSummaries, openVectors, parseEnvOrExit, runService } from '@gm/adapters';
-import { meteredBus } from '@gm/bus';
+import { meteredBus, tracedBus } from '@gm/bus';
 import { TOPICS } from '@gm/contracts';
 import { loadEmbeddingModel } from '@gm/embedding';
 import { loadPolicySetOrExit, type SigningKeyPair } from '@gm/policy';
@@ -18,7 +18,7 @@ await runService('retrieval-broker', RetrievalBrokerEnv, async ({ env, log, metr
   if (issuerCredential.length < 32) throw new Error('MEMORY_ISSUER_CREDENTIAL_FILE must hold at least 32 characters');
   // The edge seals the content of the commands it sends; it reads no content from the log.
   const sealed = await openSealedBus(env, `retrieval-broker-${env.MEMORY_INSTANCE_ID}`, 'edge');
-  const bus = meteredBus(sealed.bus, metrics);
+  const bus = tracedBus(meteredBus(sealed.bus, metrics), 'kafka');
   const state = openState(env);
   const index = openIndex(env);
   const summaries = openSummaries(env);

@@ -1,5 +1,5 @@
 import { openSealedBus, openState, openVectors, runService } from '@gm/adapters';
-import { meteredBus } from '@gm/bus';
+import { meteredBus, tracedBus } from '@gm/bus';
 import { loadEmbeddingModel } from '@gm/embedding';
 import { systemClock } from '@gm/time';
 import { VectorIndexerEnv } from './env.ts';
@@ -19,7 +19,7 @@ await runService('vector-indexer', VectorIndexerEnv, async ({ env, log, metrics 
   // Background priority: on a busy machine the vectors lag, not the processes writes wait for.
   const model = await loadEmbeddingModel(env.MEMORY_EMBEDDING_MODEL_DIR, { priority: 'background' });
   const sealed = await openSealedBus(env, 'vector-indexer', 'open', { onError: (err) => log.warn({ err }, 'key store poll failed') });
-  const bus = meteredBus(sealed.bus, metrics);
+  const bus = tracedBus(meteredBus(sealed.bus, metrics), 'kafka');
   // Upserts visible at the next periodic refresh (its lag is allowed; a semantic read with a
   // consistency token waits for this group's commit, then asks for a refresh); removals, the
   // vector deletion target's, at once.

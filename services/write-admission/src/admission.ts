@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Bus, ConsumedMessage, LogPosition, OutgoingMessage, ProcessContext } from '@gm/bus';
+import { withMessageContext, type Bus, type ConsumedMessage, type LogPosition, type OutgoingMessage, type ProcessContext } from '@gm/bus';
 import {
   CONSUMER_GROUPS, GovernedMemoryError, Id, MemoryCommand, MemoryEvent, TOPICS, dlqTopic, readMemoryEvent, isGovernedMemoryError, isUnreadableContent, subjectKey,
   type CommandReply, type IngestResult, type ServiceHandle,
@@ -146,7 +146,8 @@ export class WriteAdmission {
     // First: whatever fails from here on, the view learns that this attempt will not count.
     ctx.onDiscarded(() => view.discard());
     const batch: Batch = { ctx, events: 0, replies: [], committed: [], drafts: new Set() };
-    for (const message of messages) await this.admit(message, view, batch);
+    // Each command's events continue its own trace (docs/operations.md#traces).
+    for (const message of messages) await withMessageContext(message, () => this.admit(message, view, batch));
     // Only commands that appended events leave a reply and a merge for the commit.
     if (batch.replies.length === 0) return;
     // Where the batch's events landed, known inside the commit: replies name their own (§9).

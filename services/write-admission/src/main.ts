@@ -1,5 +1,5 @@
 import { openSealedBus, openState, runService } from '@gm/adapters';
-import { meteredBus } from '@gm/bus';
+import { meteredBus, tracedBus } from '@gm/bus';
 import { startTransitSweeper } from '@gm/crypto';
 import { WRITE_ADMISSION_GROUP, startWriteAdmission } from './admission.ts';
 import { WriteAdmissionEnv, admissionSettingsOf, ttlPolicyOf } from './env.ts';
@@ -9,7 +9,7 @@ await runService('write-admission', WriteAdmissionEnv, async ({ env, log, metric
   // The only service that creates keys, so the one that re-wraps KEKs after a master-key rotation.
   const sealed = await openSealedBus(env, 'write-admission', 'open', { rotate: true, onError: (err) => log.warn({ err }, 'key store poll failed') });
   if (sealed.rotation) log.info({ ...sealed.rotation }, 'subject keys re-wrapped with the active master key');
-  const bus = meteredBus(sealed.bus, metrics);
+  const bus = tracedBus(meteredBus(sealed.bus, metrics), 'kafka');
   // Past transit keys go once this group has consumed what they sealed (commands become unreadable too).
   const sweeper = sealed.keys
     ? startTransitSweeper({

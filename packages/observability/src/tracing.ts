@@ -1,0 +1,57 @@
+import { basename, dirname } from 'node:path';
+import type { IncomingMessage } from 'node:http';
+import { NodeSDK } from '@opentelemetry/sdk-node';
+import type { SpanProcessor } from '@opentelemetry/sdk-trace';
+import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
+import { IORedisInstrumentation } from '@opentelemetry/instrumentation-ioredis';
+import { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici';
+import { onTracingShutdown } from './trace-lifecycle.ts';
+
+/** The service a process runs, from its entry script (`services/<name>/src/main.ts`; the embedded runtime otherwise). */
+export function serviceNameOf(entry: string | undefined): string {
+  if (entry !== undefined && basename(dirname(dirname(dirname(entry)))) === 'services') return basename(dirname(dirname(entry)));
+  return 'governed-memory';
+}
+
+/** The probes' and scrapers' routes: no span for them (they would drown the traces). */
+const UNTRACED_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
+const pathOf = (url: string | undefined) => (url ?? '').split('?')[0] ?? '';
+
+let running: NodeSDK | undefined;
+
+/**
+ * The OpenTelemetry SDK, loaded only where tracing was asked for (register-tracing.ts; tests).
+ * Starts the SDK with the HTTP (server and client), undici (fetch and the Elasticsearch client)
+ * and ioredis instrumentations. The log's hops are traced by @gm/bus (`tracedBus`), not by
+ * kafkajs' instrumentation: the buses batch and commit in transactions, so the context active
+ * when kafkajs sends is not the one each message belongs to. Attributes are ids and decisions:
+ * an incoming request's query string is dropped, a Redis command keeps its name only.
+ * `spanProcessors` replaces the exporter the env names (tests: the in-memory exporter).
+ */
+export function startTracing(options: { serviceName: string; spanProcessors?: SpanProcessor[] }): void {
+  if (running !== undefined) return;
+  // Traces only: metrics stay Prometheus' and logs pino's, whatever the SDK's defaults.
+  process.env.OTEL_METRICS_EXPORTER ??= 'none';
+  process.env.OTEL_LOGS_EXPORTER ??= 'none';
+  running = new NodeSDK({
+    ...(process.env.OTEL_SERVICE_NAME === undefined ? { serviceName: options.serviceName } : {}),
+    ...(options.spanProcessors === undefined ? {} : { spanProcessors: options.spanProcessors }),
+    instrumentations: [
+      new HttpInstrumentation({
+        ignoreIncomingRequestHook: (request) => UNTRACED_PATHS.has(pathOf(request.url)),
+        requestHook: (span, request) => {
+          // A query string may name what was asked for: the path only (the route replaces it, see the broker's app).
+          if ('headers' in request && (request as IncomingMessage).url !== undefined) span.setAttribute('http.target', pathOf((request as IncomingMessage).url));
+        },
+      }),
+      new UndiciInstrumentation(),
+      new IORedisInstrumentation({ dbStatementSerializer: (command) => command }),
+    ],
+  });
+  running.start();
+  const sdk = running;
+  onTracingShutdown(async () => {
+    running = undefined;
+    await sdk.shutdown().catch(() => undefined);
+  });
+}
