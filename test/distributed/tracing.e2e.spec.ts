@@ -1,6 +1,6 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -8,8 +8,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStack, type Stack } from '@gm/distributed';
 import { apiClient, capabilityIssuer, eventually, memory } from '../e2e/harness.ts';
 import { CONTENT_PROBE, expectOneWriteTrace, type SpanView } from '../e2e/trace-assertions.ts';
+import { launchBrowser } from '../console/browser.ts';
+import { waterfallHtml, type JaegerTrace } from './trace-waterfall.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
+/** Where the spec leaves the trace's picture (docs/images/traces/ holds the committed one). */
+const SCREENSHOTS = path.join(ROOT, 'test-results/traces');
 
 /** A free loopback port (the receiver's ports are picked here: several runs may share a machine). */
 const freePort = () => new Promise<number>((resolve, reject) => {
@@ -21,11 +25,6 @@ const freePort = () => new Promise<number>((resolve, reject) => {
   });
 });
 
-interface JaegerTrace {
-  traceID: string;
-  spans: Array<{ traceID: string; spanID: string; operationName: string; processID: string; references: Array<{ refType: string; spanID: string }>; tags: Array<{ key: string; value: unknown }> }>;
-  processes: Record<string, { serviceName: string }>;
-}
 const viewsOf = (trace: JaegerTrace): SpanView[] => trace.spans.map((s) => ({
   name: s.operationName,
   service: trace.processes[s.processID]?.serviceName,
@@ -118,6 +117,18 @@ describe('traces across the services (distributed, Jaeger as the OTLP receiver)'
     expect(request?.attributes['http.route']).toBe('/v1/memories');
     // Ids and decisions only: no token either.
     for (const span of spans) expect(JSON.stringify(span.attributes), span.name).not.toContain(writer.slice(-24));
+    // The trace as a page, in Chromium: the picture in docs/operations.md#traces comes from here.
+    const browser = await launchBrowser();
+    try {
+      const page = await browser.newPage();
+      await page.setViewport({ width: 1240, height: 400 });
+      await page.setContent(waterfallHtml(found!, 'One synchronous write (POST /v1/memories) on the distributed runtime'));
+      mkdirSync(SCREENSHOTS, { recursive: true });
+      await page.screenshot({ path: path.join(SCREENSHOTS, 'write-trace.png'), fullPage: true });
+      expect(await page.$$eval('tr', (rows) => rows.length)).toBe(found!.spans.length);
+    } finally {
+      await browser.close();
+    }
   }, 120_000);
 
   it("shows a deletion job's fan-out: the tasks to every target and their acks in the request's trace", async () => {
