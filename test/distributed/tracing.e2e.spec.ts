@@ -115,6 +115,7 @@ describe('traces across the services (distributed, Jaeger as the OTLP receiver)'
     expect(request?.name).toBe('POST /v1/memories');
     expect(request?.service).toBe('retrieval-broker');
     expect(request?.attributes['http.route']).toBe('/v1/memories');
+    expect(request?.attributes['gen_ai.operation.name']).toBe('upsert_memory');
     // Ids and decisions only: no token either.
     for (const span of spans) expect(JSON.stringify(span.attributes), span.name).not.toContain(writer.slice(-24));
     // The trace as a page, in Chromium: the picture in docs/operations.md#traces comes from here.
@@ -144,6 +145,7 @@ describe('traces across the services (distributed, Jaeger as the OTLP receiver)'
     await expect.poll(async () => {
       const traces = await tracesWith('retrieval-broker', 'DELETE /v1/memories/:id');
       return traces.some((t) => {
+        if (viewsOf(t).find((s) => s.name === 'DELETE /v1/memories/:id')?.attributes['gen_ai.operation.name'] !== 'delete_memory') return false;
         const spans = viewsOf(t);
         const tasks = spans.filter((s) => s.name === 'process deletion.tasks').map((s) => String(s.attributes['messaging.consumer.group.name']));
         const acks = spans.filter((s) => s.name === 'process deletion.acks' && s.attributes['messaging.consumer.group.name'] === 'deletion-orchestrator');

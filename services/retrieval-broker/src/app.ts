@@ -1,6 +1,7 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import rateLimit from '@fastify/rate-limit';
 import { trace } from '@opentelemetry/api';
+import { genAiOperationOf } from './genai-operations.ts';
 import { GovernedMemoryError, LIMITS, isGovernedMemoryError } from '@gm/contracts';
 import { apiReference } from './api-reference.ts';
 import type { BrokerDeps } from './deps.ts';
@@ -20,7 +21,7 @@ import { policyRoutes } from './routes/policy.ts';
 import { searchRoutes } from './routes/search.ts';
 import { summaryRoutes } from './routes/summaries.ts';
 import { inRequestScope } from './query-audit.ts';
-import { authorizationHook } from './authorization.ts';
+import { authorizationHook, operationOf } from './authorization.ts';
 import { rateLimitKey } from './rate-limit-key.ts';
 
 /** Probes that are never rate-limited. */
@@ -90,6 +91,8 @@ export async function buildApp(deps: BrokerDeps): Promise<FastifyInstance> {
     if (span !== undefined && route !== undefined) {
       span.updateName(`${request.method} ${route}`);
       span.setAttribute('http.route', route);
+      const operation = genAiOperationOf(operationOf(request.method, route));
+      if (operation !== undefined) span.setAttribute('gen_ai.operation.name', operation);
     }
     if (closing) throw new GovernedMemoryError('MEM_UNAVAILABLE', 'this server is shutting down; retry', { retriable: true });
   });
