@@ -1,0 +1,46 @@
+/**
+ * `pnpm bench:retrieval --sweep`: how candidate fusion functions would rank, computed offline
+ * from each leg's own answer through the API (a lexical search's BM25 relative to its best hit,
+ * a semantic search's cosine similarity, top 50 of each). Chooses the fusion on LoCoMo's
+ * development split; the held-out figures are printed beside so the choice is seen to carry
+ * over (docs/embedding.md#retrieval-quality).
+ */
+export interface LegHit { id: string; score: number }
+export interface LegLists { lexical: LegHit[]; semantic: LegHit[] }
+
+export interface Fusion {
+  name: string;
+  fuse(legs: LegLists): string[];
+}
+
+const rrf = (k: number): Fusion => ({
+  name: `rrf k=${k}`,
+  fuse: ({ lexical, semantic }) => {
+    const scores = new Map<string, number>();
+    lexical.forEach((h, i) => scores.set(h.id, (scores.get(h.id) ?? 0) + 1 / (k + i + 1)));
+    semantic.forEach((h, i) => scores.set(h.id, (scores.get(h.id) ?? 0) + 1 / (k + i + 1)));
+    return [...scores].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).map(([id]) => id);
+  },
+});
+
+/** Min-max over the leg's own list: its best hit 1, its worst 0 (one hit: 1). */
+function minMax(hits: readonly LegHit[]): Map<string, number> {
+  const scores = hits.map((h) => h.score);
+  const lo = Math.min(...scores);
+  const hi = Math.max(...scores);
+  return new Map(hits.map((h) => [h.id, hi > lo ? (h.score - lo) / (hi - lo) : 1]));
+}
+
+/** α × the semantic leg + (1 − α) × the lexical leg, each min-max normalised; a leg that missed an item gives it 0. */
+const convex = (alpha: number): Fusion => ({
+  name: `convex α=${alpha.toFixed(2)}`,
+  fuse: ({ lexical, semantic }) => {
+    const lex = minMax(lexical);
+    const sem = minMax(semantic);
+    const ids = new Set([...lex.keys(), ...sem.keys()]);
+    const scored = [...ids].map((id) => [id, alpha * (sem.get(id) ?? 0) + (1 - alpha) * (lex.get(id) ?? 0)] as const);
+    return scored.sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).map(([id]) => id);
+  },
+});
+
+export const FUSIONS: Fusion[] = [rrf(10), rrf(60), ...[0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9].map(convex)];
