@@ -146,8 +146,8 @@ describe('the Helm chart, with the real helm, promtool and schemas', () => {
         const reads = new Set(topology.services[service]!.variables.map((v) => v.name));
         const names = container!.env.map((e) => e.name);
         expect(container!.command).toEqual(serviceCommand(service as DeployedService));
-        // Each variable set is one the service reads, once.
-        expect(names.filter((n) => !reads.has(n)), `${set} ${service}`).toEqual([]);
+        // Each variable set is one the service reads (or OpenTelemetry's, which every one reads), once.
+        expect(names.filter((n) => !reads.has(n) && !n.startsWith('OTEL_')), `${set} ${service}`).toEqual([]);
         expect(new Set(names).size).toBe(names.length);
         for (const v of topology.services[service]!.variables.filter((v) => v.required)) expect(names, `${set} ${service}`).toContain(v.name);
         // Key files: mounted read-only, only the ones this service reads, never a value in the env.
@@ -159,6 +159,20 @@ describe('the Helm chart, with the real helm, promtool and schemas', () => {
         expect(names).not.toContain('MEMORY_MASTER_KEY');
       }
     }
+  });
+
+  it("passes OpenTelemetry's variables to every service, and a service's own value over the shared one, false and 0 included", () => {
+    const deployments = render('-f', valuesFile('production'), '--set', 'config.MEMORY_QUERY_AUDIT=on', '--set', 'services.retrieval-broker.env.MEMORY_QUERY_AUDIT=off',
+      '--set', 'config.MEMORY_PRODUCTION=true', '--set', 'services.projector.env.MEMORY_PRODUCTION=false', '--set', 'services.write-admission.env.MEMORY_KAFKA_REPLICATION_FACTOR=0')
+      .filter((o) => o.kind === 'Deployment');
+    for (const deployment of deployments) {
+      expect(podOf(deployment).containers[0]!.env, componentOf(deployment)).toContainEqual({ name: 'OTEL_EXPORTER_OTLP_ENDPOINT', value: 'http://otel-collector.observability:4318' });
+    }
+    const broker = deployments.find((d) => componentOf(d) === 'retrieval-broker')!;
+    expect(podOf(broker).containers[0]!.env).toContainEqual({ name: 'MEMORY_QUERY_AUDIT', value: 'off' });
+    const env = (service: string) => podOf(deployments.find((d) => componentOf(d) === service)!).containers[0]!.env;
+    expect(env('projector')).toContainEqual({ name: 'MEMORY_PRODUCTION', value: 'false' });
+    expect(env('write-admission')).toContainEqual({ name: 'MEMORY_KAFKA_REPLICATION_FACTOR', value: '0' });
   });
 
   it('runs every pod as non-root on a read-only root filesystem, without a service account token, with probes on its health endpoints', () => {

@@ -303,6 +303,16 @@ describe('distributed runtime (separate processes on Kafka, Elasticsearch, Redis
     }
   }, 60_000);
 
+  it('exits 2 naming HEALTH_HOST when it is not an address, or not one this host can listen on', async () => {
+    const malformed = await projectorExit({ HEALTH_HOST: 'not a host!' });
+    expect(malformed.code).toBe(2);
+    expect(malformed.stderr).toContain('HEALTH_HOST: an IP address or a host name');
+    // TEST-NET-3: an address no interface of this machine has.
+    const foreign = await projectorExit({ HEALTH_HOST: '203.0.113.7' });
+    expect(foreign.code).toBe(2);
+    expect(foreign.stderr).toContain('projector: HEALTH_HOST/HEALTH_PORT: cannot listen on 203.0.113.7:0 (EADDRNOTAVAIL)');
+  }, 90_000);
+
   it('refuses to start a production service on topics replicated below its settings, naming each topic and both values', async () => {
     const { code, stderr } = await projectorExit({ MEMORY_PRODUCTION: 'true' });
     expect(code).toBe(2);

@@ -118,6 +118,16 @@ describe('traces across the services (distributed, Jaeger as the OTLP receiver)'
     expect(request?.attributes['gen_ai.operation.name']).toBe('upsert_memory');
     // Ids and decisions only: no token either.
     for (const span of spans) expect(JSON.stringify(span.attributes), span.name).not.toContain(writer.slice(-24));
+    // A query string is redacted: a careless client's, or one that names what it looks for.
+    const read = await fetch(`${stack.url}/v1/memories/traced-dist-1?note=Quillfeather`, { headers: { authorization: `Bearer ${writer}` } });
+    expect(read.status).toBeLessThan(500);
+    let readSpan: SpanView | undefined;
+    await eventually('the read traced', async () => {
+      readSpan = (await tracesWith('retrieval-broker', 'GET /v1/memories/:id')).flatMap(viewsOf).find((s) => s.name === 'GET /v1/memories/:id');
+      return readSpan !== undefined;
+    }, 60_000, 500);
+    expect(readSpan?.attributes['url.query']).toBe('REDACTED');
+    expect(JSON.stringify(readSpan?.attributes)).not.toContain('Quillfeather');
     // The trace as a page, in Chromium: the picture in docs/operations.md#traces comes from here.
     const browser = await launchBrowser();
     try {

@@ -59,7 +59,11 @@ function healthServer(host: string, port: number, ready: () => Promise<boolean>,
       }
     })();
   });
-  return new Promise((resolve) => server.listen(port, host, () => resolve(server)));
+  return new Promise((resolve, reject) => {
+    // An address this host does not have (EADDRNOTAVAIL), a name that does not resolve, a port in use.
+    server.once('error', reject);
+    server.listen(port, host, () => resolve(server));
+  });
 }
 
 /**
@@ -110,8 +114,15 @@ export async function runService<S extends z.ZodType<{ HEALTH_HOST: string; HEAL
     log.fatal({ err }, 'failed to start');
     process.exit(1);
   }
-  metrics.readinessChecks.add(started.ready);
-  const health = await healthServer(env.HEALTH_HOST, env.HEALTH_PORT, started.ready, metrics);
+  metrics.addReadinessCheck(started.ready);
+  const health = await healthServer(env.HEALTH_HOST, env.HEALTH_PORT, started.ready, metrics).catch(async (err: unknown) => {
+    // A configuration problem, said on one line, after the service let go of what it started.
+    const code = (err as { code?: unknown }).code;
+    log.fatal({ code, host: env.HEALTH_HOST, port: env.HEALTH_PORT }, 'health server cannot listen');
+    process.stderr.write(`${name}: HEALTH_HOST/HEALTH_PORT: cannot listen on ${env.HEALTH_HOST}:${env.HEALTH_PORT} (${String(code ?? err)})\n`);
+    await started.handle.close().catch(() => undefined);
+    process.exit(2);
+  });
   const port = (health.address() as AddressInfo).port;
   log.info({ healthPort: port, pid: process.pid }, 'service started');
   // One parseable line for launchers that wait for readiness.

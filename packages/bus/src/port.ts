@@ -145,6 +145,11 @@ export interface SubscriptionSettings {
    * to the next subscriber of its name, or to an operator (docs/operations.md).
    */
   transient?: boolean;
+  /**
+   * Called once a message the handler kept failing is committed to `<topic>.dlq` (not for a
+   * handler's own dead letters): what `gm_dead_letters_total` counts (meteredBus).
+   */
+  onDeadLettered?: (message: ConsumedMessage) => void;
 }
 
 /**

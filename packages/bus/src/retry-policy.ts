@@ -22,12 +22,14 @@ export class RetryPolicy {
   readonly maxAttempts: number;
   readonly retryBackoffMs: number;
   private readonly groupId: string;
+  private readonly onDeadLettered: SubscribeOptions['onDeadLettered'];
 
   constructor(
-    options: Pick<SubscribeOptions, 'groupId' | 'maxAttempts' | 'retryBackoffMs'>,
+    options: Pick<SubscribeOptions, 'groupId' | 'maxAttempts' | 'retryBackoffMs' | 'onDeadLettered'>,
     private readonly deps: RetryDeps,
   ) {
     this.groupId = options.groupId;
+    this.onDeadLettered = options.onDeadLettered;
     this.maxAttempts = options.maxAttempts ?? 5;
     this.retryBackoffMs = options.retryBackoffMs ?? 50;
   }
@@ -56,5 +58,6 @@ export class RetryPolicy {
       { groupId: this.groupId, topic: message.topic, partition: message.partition, offset: message.offset, attempts, err: error },
       'bus message dead-lettered',
     );
+    this.onDeadLettered?.(message);
   }
 }

@@ -1,4 +1,5 @@
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, context, isSpanContextValid, propagation, trace, type Attributes, type Context, type Span } from '@opentelemetry/api';
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, context, isSpanContextValid, trace, type Attributes, type Context, type Span } from '@opentelemetry/api';
+import { TOPICS } from '@gm/contracts';
 import type { BatchHandler, Bus, ConsumedMessage, MessageHandler, OutgoingMessage, ProcessContext } from './port.ts';
 
 /**
@@ -15,6 +16,10 @@ import type { BatchHandler, Bus, ConsumedMessage, MessageHandler, OutgoingMessag
  *
  * Span attributes are ids and decisions only: topic, partition, offset, group, the message's
  * type (a command or event type), never a key's or value's content.
+ *
+ * A message carries `traceparent` alone, written and read here, not by the SDK's propagators:
+ * W3C `baggage` and `tracestate` are caller-chosen data (up to 8 KB), and in a header they would
+ * ride unsealed through every hop and into the event log, out of reach of crypto-shredding.
  */
 const tracer = () => trace.getTracer('@gm/bus');
 
@@ -31,26 +36,36 @@ export function withMessageContext<T>(message: ConsumedMessage, fn: () => T): T 
   return found === undefined ? fn() : context.with(found, fn);
 }
 
-/** The message's type when its value says one (commands and events do): a decision, not content. */
-function typeOf(value: unknown): string | undefined {
+/**
+ * The message's type on our own topics (commands and events: their producers are our services),
+ * a decision, not content. A platform's memory.ingest message says what it likes: not recorded.
+ */
+const TYPED_TOPICS: ReadonlySet<string> = new Set([TOPICS.commands, TOPICS.events]);
+function typeOf(topic: string, value: unknown): string | undefined {
+  if (!TYPED_TOPICS.has(topic)) return undefined;
   const type = (value as { type?: unknown } | null)?.type;
   return typeof type === 'string' && /^[A-Za-z]{1,64}$/.test(type) ? type : undefined;
 }
 
-/** `messages` with the active trace context in their headers, unless one names its own already. */
+/** `version-traceId-parentId-flags`, the W3C form; version ff is invalid, later versions may append fields. */
+const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?$/;
+
+/** The trace context a message's `traceparent` names, or none (absent, malformed, all-zero ids). */
+function parentOf(message: ConsumedMessage): Context {
+  const match = TRACEPARENT.exec(message.headers?.traceparent ?? '');
+  if (match === null || match[1] === 'ff' || (match[1] === '00' && match[5] !== undefined)) return ROOT_CONTEXT;
+  const spanContext = { traceId: match[2]!, spanId: match[3]!, traceFlags: Number.parseInt(match[4]!, 16) & TraceFlags.SAMPLED, isRemote: true };
+  return isSpanContextValid(spanContext) ? trace.setSpanContext(ROOT_CONTEXT, spanContext) : ROOT_CONTEXT;
+}
+
+/** `messages` with the active span's `traceparent` in their headers, unless one names its own already. */
 function withTraceContext(messages: OutgoingMessage[], active: Context = context.active()): OutgoingMessage[] {
   // No valid span (tracing off: the no-op tracer's): nothing to carry, nothing copied.
   const spanContext = trace.getSpanContext(active);
   if (spanContext === undefined || !isSpanContextValid(spanContext)) return messages;
-  return messages.map((m) => {
-    if (m.headers?.traceparent !== undefined) return m;
-    const headers: Record<string, string> = { ...m.headers };
-    propagation.inject(active, headers);
-    return headers.traceparent === undefined ? m : { ...m, headers };
-  });
+  const traceparent = `00-${spanContext.traceId}-${spanContext.spanId}-${(spanContext.traceFlags & TraceFlags.SAMPLED) === 0 ? '00' : '01'}`;
+  return messages.map((m) => (m.headers?.traceparent !== undefined ? m : { ...m, headers: { ...m.headers, traceparent } }));
 }
-
-const parentOf = (message: ConsumedMessage): Context => propagation.extract(ROOT_CONTEXT, message.headers ?? {});
 
 function processSpan(message: ConsumedMessage, groupId: string, system: string): Span {
   const attributes: Attributes = {
@@ -61,7 +76,7 @@ function processSpan(message: ConsumedMessage, groupId: string, system: string):
     'messaging.destination.partition.id': String(message.partition),
     'messaging.kafka.offset': message.offset,
   };
-  const type = typeOf(message.value);
+  const type = typeOf(message.topic, message.value);
   if (type !== undefined) attributes['gm.message.type'] = type;
   return tracer().startSpan(`process ${message.topic}`, { kind: SpanKind.CONSUMER, attributes }, parentOf(message));
 }
@@ -70,7 +85,9 @@ function ended(spans: readonly Span[], err?: unknown): void {
   for (const span of spans) {
     if (err !== undefined) {
       // The error's code or class, never its message (it may quote a value).
-      span.setStatus({ code: SpanStatusCode.ERROR, message: (err as { code?: unknown }).code?.toString() ?? (err as Error).name ?? 'Error' });
+      const code = (err as { code?: unknown } | null)?.code;
+      const name = (err as { name?: unknown } | null)?.name;
+      span.setStatus({ code: SpanStatusCode.ERROR, message: typeof code === 'string' ? code : typeof name === 'string' ? name : 'Error' });
     }
     span.end();
   }
@@ -99,7 +116,7 @@ export function tracedBus(bus: Bus, system: 'kafka' | 'gm_log'): Bus {
     const topics = [...new Set(messages.map((m) => m.topic))];
     const attributes: Attributes = { 'messaging.system': system, 'messaging.operation.type': 'send', 'messaging.batch.message_count': messages.length };
     if (topics.length === 1 && topics[0] !== undefined) attributes['messaging.destination.name'] = topics[0];
-    const types = [...new Set(messages.map((m) => typeOf(m.value)).filter((t) => t !== undefined))];
+    const types = [...new Set(messages.map((m) => typeOf(m.topic, m.value)).filter((t) => t !== undefined))];
     if (types.length === 1 && types[0] !== undefined) attributes['gm.message.type'] = types[0];
     return tracer().startActiveSpan(`send ${topics.join(',')}`, { kind: SpanKind.PRODUCER, attributes }, async (span) => {
       try {

@@ -21,7 +21,7 @@ export const DistributedEnv = z.object({
   ...logEnvShape,
   HEALTH_PORT: integer(0, 0, 65535).meta({ description: 'health/metrics port (0 = any)' }),
   // Loopback unless asked: a container's probes and Prometheus reach the pod's address, a laptop's launcher does not need to.
-  HEALTH_HOST: z.string().min(1).default('127.0.0.1').meta({
+  HEALTH_HOST: z.string().regex(/^[A-Za-z0-9.:-]{1,253}$/, 'an IP address or a host name').default('127.0.0.1').meta({
     description: 'address the `/healthz`, `/readyz` and `/metrics` server listens on (`0.0.0.0` in containers, where probes and Prometheus reach the pod\'s address)',
   }),
   MEMORY_NAMESPACE: z.string().regex(/^[a-z0-9-]*$/, 'lower-case letters, digits and -').default('')

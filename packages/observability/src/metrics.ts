@@ -1,5 +1,18 @@
 import { AggregatorRegistry, Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type MetricObjectWithValues, type MetricValue } from 'prom-client';
 
+/** How long a scrape waits for the readiness checks before it reports not ready. */
+const READINESS_CHECK_MS = 1_000;
+
+/** `promise`'s answer, or false once `ms` passed. */
+function withinMs(promise: Promise<boolean>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+    timer.unref();
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
 /** One consumer group's lag on one partition: messages in the log past its committed offset. */
 export interface ConsumerLag {
   group: string;
@@ -31,21 +44,24 @@ export function createMetrics(options: { processMetrics?: boolean } = {}) {
       for (const { group, topic, partition, lag } of reports.flat()) this.set({ group, topic, partition: String(partition) }, lag);
     },
   });
-  /** Asked at every scrape: the process's readiness checks (what /readyz answers); none registered, no series. */
+  /** Asked at every scrape: the process's readiness checks (what /readyz answers). Registered with the first check: a registry without one has no gm_ready. */
   const readinessChecks = new Set<() => Promise<boolean>>();
-  new Gauge({
-    name: 'gm_ready', help: '1 when every dependency of this process answers (what /readyz says), else 0', registers: [registry],
+  const readiness = new Gauge({
+    name: 'gm_ready', help: '1 when every dependency of this process answers (what /readyz says), else 0', registers: [],
     async collect() {
-      this.reset();
-      if (readinessChecks.size === 0) return;
-      const answers = await Promise.all([...readinessChecks].map((check) => check().catch(() => false)));
+      // A check that hangs (an engine half away) must not hold the scrape, and with it every other series.
+      const answers = await Promise.all([...readinessChecks].map((check) => withinMs(check().catch(() => false), READINESS_CHECK_MS)));
       this.set(answers.every(Boolean) ? 1 : 0);
     },
   });
+  const addReadinessCheck = (check: () => Promise<boolean>): void => {
+    if (readinessChecks.size === 0) registry.registerMetric(readiness);
+    readinessChecks.add(check);
+  };
   return {
     registry,
     lagSources,
-    readinessChecks,
+    addReadinessCheck,
     writes: counter('gm_writes_total', 'Memory writes admitted', ['status']),
     rejections: counter('gm_commands_rejected_total', 'Commands rejected by write-admission', ['code']),
     quarantines: counter('gm_quarantines_total', 'Writes quarantined as untrusted'),

@@ -1,5 +1,5 @@
 import { basename, dirname } from 'node:path';
-import type { IncomingMessage } from 'node:http';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { NodeSDK } from '@opentelemetry/sdk-node';
 import type { SpanProcessor } from '@opentelemetry/sdk-trace';
 import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
@@ -25,7 +25,8 @@ let running: NodeSDK | undefined;
  * and ioredis instrumentations. The log's hops are traced by @gm/bus (`tracedBus`), not by
  * kafkajs' instrumentation: the buses batch and commit in transactions, so the context active
  * when kafkajs sends is not the one each message belongs to. Attributes are ids and decisions:
- * an incoming request's query string is dropped, a Redis command keeps its name only.
+ * an incoming request's query string is redacted, a Redis command keeps its name only, and
+ * no baggage is taken from callers.
  * `spanProcessors` replaces the exporter the env names (tests: the in-memory exporter).
  */
 export function startTracing(options: { serviceName: string; spanProcessors?: SpanProcessor[] }): void {
@@ -34,15 +35,15 @@ export function startTracing(options: { serviceName: string; spanProcessors?: Sp
   process.env.OTEL_METRICS_EXPORTER ??= 'none';
   process.env.OTEL_LOGS_EXPORTER ??= 'none';
   running = new NodeSDK({
+    // W3C trace context only: a caller's baggage (its own data, up to 8 KB) stays out of our context.
+    textMapPropagator: new W3CTraceContextPropagator(),
     ...(process.env.OTEL_SERVICE_NAME === undefined ? { serviceName: options.serviceName } : {}),
     ...(options.spanProcessors === undefined ? {} : { spanProcessors: options.spanProcessors }),
     instrumentations: [
       new HttpInstrumentation({
         ignoreIncomingRequestHook: (request) => UNTRACED_PATHS.has(pathOf(request.url)),
-        requestHook: (span, request) => {
-          // A query string may name what was asked for: the path only (the route replaces it, see the broker's app).
-          if ('headers' in request && (request as IncomingMessage).url !== undefined) span.setAttribute('http.target', pathOf((request as IncomingMessage).url));
-        },
+        // A query string may name what was asked for (its attributes apply after the instrumentation's own).
+        startIncomingSpanHook: (request) => ((request.url ?? '').includes('?') ? { 'url.query': 'REDACTED' } : {}),
       }),
       new UndiciInstrumentation(),
       new IORedisInstrumentation({ dbStatementSerializer: (command) => command }),

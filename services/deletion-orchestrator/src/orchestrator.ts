@@ -245,6 +245,8 @@ export class DeletionOrchestrator {
 const QUIET_COMMIT_MS = 100;
 
 export async function startDeletionOrchestrator(deps: OrchestratorDeps): Promise<ServiceHandle> {
+  // Each cause starts at 0: the alerts on their increase then see a pod's first failed job (docs/deploy.md#alerts).
+  for (const reason of ['deadline', 'target_failed'] as const) deps.metrics.deletionAlerts.inc({ reason }, 0);
   const orchestrator = new DeletionOrchestrator(deps);
   const sub = await deps.bus.subscribe({
     groupId: ORCHESTRATOR_GROUP, topics: [TOPICS.events, TOPICS.deletionAcks, TOPICS.policyChanges], handler: orchestrator.handle,

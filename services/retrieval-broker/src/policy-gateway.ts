@@ -19,7 +19,10 @@ export class PolicyGateway {
   constructor(
     private readonly deps: { bus: Bus; state: StateStore; clock: Clock; log: Logger; metrics: Pick<Metrics, 'policyChangeSeconds'> },
     private readonly options: { timeoutMs: number },
-  ) {}
+  ) {
+    // Both outcomes start at 0: the alert on timeouts then sees the first (docs/deploy.md#alerts).
+    for (const outcome of ['applied', 'timeout']) deps.metrics.policyChangeSeconds.zero({ outcome });
+  }
 
   async submit<T extends PolicyChangeType>(claims: CapabilityClaims, type: T, data: ChangeData<T>): Promise<number> {
     const tenant = claims.tenant;

@@ -85,7 +85,7 @@ export async function startRetrievalBroker(o: RetrievalBrokerOptions): Promise<R
   const semantic = o.semantic === undefined || o.config.queryAudit !== true ? o.semantic : { ...o.semantic, vectors: auditedVectors(o.semantic.vectors, o.log) };
   const policy = new PolicyGateway({ bus: o.bus, state: o.state, clock: o.clock, log: o.log, metrics: o.metrics }, { timeoutMs: o.config.readYourWritesTimeoutMs });
   // gm_ready says at each scrape what /readyz would (the not-ready alert of docs/deploy.md).
-  o.metrics.readinessChecks.add(o.ready);
+  o.metrics.addReadinessCheck(o.ready);
   await grantBootstrapAdmins(o.config.bootstrapAdmins ?? [], o.state, policy, o.log);
   const local: OpsSource = {
     name: 'local',

@@ -57,6 +57,15 @@ app.kubernetes.io/component: {{ .name }}
 {{- end -}}
 {{- end -}}
 
+{{/* A variable's value for one service: its own env's if it names it (even false or 0), else config's; dict: root, settings, name. */}}
+{{- define "gm.envValue" -}}
+{{- if hasKey (.settings.env | default dict) .name -}}
+{{- toString (index .settings.env .name) -}}
+{{- else if hasKey .root.Values.config .name -}}
+{{- toString (index .root.Values.config .name) -}}
+{{- end -}}
+{{- end -}}
+
 {{/* The variables the chart sets itself: a value for them in config or env is refused. */}}
 {{- define "gm.chartVariables" -}}
 HEALTH_HOST HEALTH_PORT MEMORY_PARTITIONS MEMORY_HOST MEMORY_PORT MEMORY_OPS_METRICS_URLS MEMORY_MASTER_KEY_FILE MEMORY_SIGNING_KEY_FILE MEMORY_RECEIPT_KEY_FILE MEMORY_ISSUER_CREDENTIAL_FILE MEMORY_MASTER_KEY
@@ -74,7 +83,7 @@ HEALTH_HOST HEALTH_PORT MEMORY_PARTITIONS MEMORY_HOST MEMORY_PORT MEMORY_OPS_MET
 {{- range $name, $service := $topology.services }}{{ range $service.variables }}{{ $_ := set $known .name true }}{{ end }}{{ end -}}
 {{- $owned := splitList " " (include "gm.chartVariables" .) -}}
 {{- range $name, $_ := .Values.config }}
-{{- if not (hasKey $known $name) }}{{ fail (printf "config.%s: no service reads this variable (files/topology.json lists what each reads)" $name) }}{{ end }}
+{{- if not (or (hasKey $known $name) (hasPrefix "OTEL_" $name)) }}{{ fail (printf "config.%s: no service reads this variable (files/topology.json lists what each reads; OTEL_* go to every service)" $name) }}{{ end }}
 {{- if has $name $owned }}{{ fail (printf "config.%s: the chart sets this variable itself (docs/deploy.md)" $name) }}{{ end }}
 {{- end }}
 {{- if and (not .Values.secrets.existingSecret) (not .Values.secrets.csi) }}
@@ -83,11 +92,11 @@ HEALTH_HOST HEALTH_PORT MEMORY_PARTITIONS MEMORY_HOST MEMORY_PORT MEMORY_OPS_MET
 {{- range $name := splitList "\n" (include "gm.services" . | trim) }}
 {{- $settings := include "gm.settings" (dict "root" $ "name" $name) | fromYaml }}
 {{- range $var, $_ := $settings.env }}
-{{- if not (hasKey $known $var) }}{{ fail (printf "services.%s.env.%s: no service reads this variable" $name $var) }}{{ end }}
+{{- if not (or (hasKey $known $var) (hasPrefix "OTEL_" $var)) }}{{ fail (printf "services.%s.env.%s: no service reads this variable" $name $var) }}{{ end }}
 {{- if has $var $owned }}{{ fail (printf "services.%s.env.%s: the chart sets this variable itself (docs/deploy.md)" $name $var) }}{{ end }}
 {{- end }}
 {{- range (index $topology.services $name).variables }}
-{{- if and .required (not (hasKey (index $topology.services $name).secretFiles .name)) (not (index $.Values.config .name)) (not (index $settings.env .name)) }}
+{{- if and .required (not (hasKey (index $topology.services $name).secretFiles .name)) (eq (include "gm.envValue" (dict "root" $ "settings" $settings "name" .name)) "") }}
 {{- fail (printf "config.%s: required by %s and set nowhere" .name $name) }}
 {{- end }}
 {{- end }}

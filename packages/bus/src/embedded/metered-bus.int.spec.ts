@@ -57,6 +57,26 @@ describe('meteredBus', () => {
     ]);
   });
 
+  it('counts what its handlers dead-letter, per topic, from 0', async () => {
+    const raw = await open();
+    const metrics = createMetrics({ processMetrics: false });
+    const bus = meteredBus(raw, metrics);
+    const parked = Promise.withResolvers<void>();
+    const sub = await bus.subscribe({
+      groupId: 'failing', topics: ['in'], maxAttempts: 1,
+      onDeadLettered: () => parked.resolve(),
+      handler: async () => {
+        throw new Error('cannot handle this one');
+      },
+    });
+    cleanups.push(() => sub.close());
+    const dead = async () => (await metrics.registry.getSingleMetricAsString('gm_dead_letters_total')).split('\n').filter((l) => l.startsWith('gm_dead_letters_total{'));
+    expect(await dead()).toEqual(['gm_dead_letters_total{topic="in"} 0']);
+    await raw.produce([{ topic: 'in', key: 'a', value: 'a' }]);
+    await parked.promise;
+    expect(await dead()).toEqual(['gm_dead_letters_total{topic="in"} 1']);
+  });
+
   it('leaves every other method as the bus has it', async () => {
     const raw = await open();
     const bus = meteredBus(raw, createMetrics({ processMetrics: false }));

@@ -22,7 +22,7 @@ describe('tracedBus', () => {
     startTracing({ serviceName: 'bus-spec', spanProcessors: [new SimpleSpanProcessor({ exporter })] });
     dir = mkdtempSync(path.join(os.tmpdir(), 'gm-traced-'));
     raw = createSqliteBus({ file: path.join(dir, 'bus.db'), pollIntervalMs: 5 });
-    await raw.ensureTopics([{ name: 'in', partitions: 1 }, { name: 'out', partitions: 1 }]);
+    await raw.ensureTopics([{ name: 'memory.commands', partitions: 1 }, { name: 'out', partitions: 1 }]);
   });
   afterAll(async () => {
     await raw.close();
@@ -44,10 +44,14 @@ describe('tracedBus', () => {
   it("continues each message's trace through a batch handler's per-message sends, with one span per message under its own parent", async () => {
     const bus = tracedBus(raw, 'gm_log');
     // Two requests from a platform, each in a trace of its own, handled in one batch.
-    await raw.produce([1, 2].map((n) => ({ topic: 'in', key: 'k', value: { type: 'WriteMemory', secret: 'never-an-attribute' }, headers: { traceparent: platformTrace(n) } })));
+    // Caller-chosen baggage and tracestate ride along: neither may go further (docs/operations.md#traces).
+    await raw.produce([1, 2].map((n) => ({
+      topic: 'memory.commands', key: 'k', value: { type: 'WriteMemory', secret: 'never-an-attribute' },
+      headers: { traceparent: platformTrace(n), tracestate: 'vendor=opaque', baggage: 'user.email=alice@example.com' },
+    })));
     const done = Promise.withResolvers<void>();
     const sub = await bus.subscribe({
-      groupId: 'batcher', topics: ['in'],
+      groupId: 'batcher', topics: ['memory.commands'],
       batchHandler: async (messages, ctx) => {
         for (const message of messages) withMessageContext(message, () => ctx.send([{ topic: 'out', key: message.key, value: message.offset }]));
         ctx.onCommitted(() => done.resolve());
@@ -64,12 +68,38 @@ describe('tracedBus', () => {
       const span = spans.find((s) => s.spanContext().traceId === traceIdOf(platformTrace(n)));
       // The handling's parent is the platform's span; the output's parent is the handling.
       expect(span?.parentSpanContext?.spanId).toBe(parentIdOf(platformTrace(n)));
-      expect(span?.name).toBe('process in');
+      expect(span?.name).toBe('process memory.commands');
       expect(span?.attributes['gm.message.type']).toBe('WriteMemory');
       expect(traceIdOf(sent[i]?.headers.traceparent)).toBe(traceIdOf(platformTrace(n)));
       expect(parentIdOf(sent[i]?.headers.traceparent)).toBe(span?.spanContext().spanId);
+      expect(Object.keys(sent[i]?.headers ?? {})).toEqual(['traceparent']);
       // Ids and decisions: nothing of the value but its type.
       expect(JSON.stringify(span?.attributes)).not.toContain('never-an-attribute');
+    }
+  });
+
+  it('starts a trace of its own for a malformed or all-zero traceparent', async () => {
+    const bus = tracedBus(raw, 'gm_log');
+    exporter.reset();
+    const bad = ['garbage', `00-${'0'.repeat(32)}-${'b'.repeat(16)}-01`, `ff-${'a'.repeat(32)}-${'b'.repeat(16)}-01`, `00-${'a'.repeat(32)}-${'b'.repeat(16)}-01-extra`];
+    const positions = await raw.produce(bad.map((traceparent, i) => ({ topic: 'memory.commands', key: `bad-${i}`, value: { type: 'WriteMemory' }, headers: { traceparent } })));
+    const offsets = new Set(positions.map((p) => p.offset));
+    const seen = Promise.withResolvers<void>();
+    let count = 0;
+    const sub = await bus.subscribe({
+      groupId: 'malformed', topics: ['memory.commands'],
+      handler: async (message) => {
+        if (message.key.startsWith('bad-') && (count += 1) === bad.length) seen.resolve();
+      },
+    });
+    await seen.promise;
+    await sub.close();
+    const spans = () => exporter.getFinishedSpans()
+      .filter((s) => s.attributes['messaging.consumer.group.name'] === 'malformed' && offsets.has(s.attributes['messaging.kafka.offset'] as number));
+    await expect.poll(() => spans().length).toBe(bad.length);
+    for (const span of spans()) {
+      expect(span.parentSpanContext?.spanId).toBeUndefined();
+      expect(span.spanContext().traceId).not.toBe('a'.repeat(32));
     }
   });
 
@@ -77,13 +107,13 @@ describe('tracedBus', () => {
     const bus = tracedBus(raw, 'gm_log');
     exporter.reset();
     const own = platformTrace(3);
-    const [sent] = await bus.produce([{ topic: 'in', key: 'k2', value: { type: 'DeleteMemory' }, headers: { traceparent: own } }]);
+    const [sent] = await bus.produce([{ topic: 'memory.commands', key: 'k2', value: { type: 'DeleteMemory' }, headers: { traceparent: own } }]);
     expect(sent).toBeDefined();
-    await expect.poll(() => exporter.getFinishedSpans().find((s) => s.name === 'send in')?.attributes['gm.message.type']).toBe('DeleteMemory');
+    await expect.poll(() => exporter.getFinishedSpans().find((s) => s.name === 'send memory.commands')?.attributes['gm.message.type']).toBe('DeleteMemory');
     let attempts = 0;
     const failed = Promise.withResolvers<void>();
     const sub = await bus.subscribe({
-      groupId: 'failing', topics: ['in'], fromBeginning: true, maxAttempts: 1,
+      groupId: 'failing', topics: ['memory.commands'], fromBeginning: true, maxAttempts: 1,
       handler: async (message) => {
         if (message.key !== 'k2') return;
         attempts += 1;
