@@ -113,7 +113,7 @@ async function paraphrases(runtime: EmbeddedRuntime, target: HttpTarget): Promis
     progress('  fusion sweep, paraphrases: Recall@5');
     for (const fusion of FUSIONS) {
       const hits = set.pairs.filter((pair, i) => fusion.fuse(legs[i]!).slice(0, 5).includes(pair.factId)).length;
-      progress(`    ${fusion.name.padEnd(14)} ${pct(hits / set.pairs.length)}`);
+      progress(`    ${fusion.name.padEnd(30)} ${pct(hits / set.pairs.length)}`);
     }
   }
   return out;
@@ -208,7 +208,7 @@ async function locomo(runtime: EmbeddedRuntime, target: HttpTarget): Promise<{ f
       const fused = legs.map((l) => fusion.fuse(l));
       const dev = evidenceFigures(questions, fused, 'dev');
       const held = evidenceFigures(questions, fused, 'heldOut');
-      progress(`    ${fusion.name.padEnd(14)} ${pct(dev.recall[5] ?? 0)} / ${pct(dev.recall[10] ?? 0)} | ${pct(held.recall[5] ?? 0)} / ${pct(held.recall[10] ?? 0)}`);
+      progress(`    ${fusion.name.padEnd(30)} ${pct(dev.recall[5] ?? 0)} / ${pct(dev.recall[10] ?? 0)} | ${pct(held.recall[5] ?? 0)} / ${pct(held.recall[10] ?? 0)}`);
     }
   }
   return { figures, turns: records.length, questions: questions.length };

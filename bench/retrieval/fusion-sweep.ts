@@ -43,4 +43,16 @@ const convex = (alpha: number): Fusion => ({
   },
 });
 
-export const FUSIONS: Fusion[] = [rrf(10), rrf(60), ...[0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9].map(convex)];
+/**
+ * A convex fusion whose weight follows the query: the semantic leg's weight is `high` when its
+ * best similarity reaches `floor` (meaning found something close), else `low`.
+ */
+const bySemanticConfidence = (floor: number, low: number, high: number): Fusion => ({
+  name: `adaptive sim≥${floor.toFixed(2)} ${low}/${high}`,
+  fuse: (legs) => convex((legs.semantic[0]?.score ?? 0) >= floor ? high : low).fuse(legs),
+});
+
+export const FUSIONS: Fusion[] = [
+  rrf(10), rrf(60), ...[0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9].map(convex),
+  ...[0.5, 0.55, 0.6, 0.65, 0.7].map((floor) => bySemanticConfidence(floor, 0.4, 0.8)),
+];

@@ -300,7 +300,9 @@ describe('deletion orchestrator with the embedded services', () => {
     expect(await fx.index.get(TENANT, 'g-1')).not.toBeNull();
 
     expect(await metric(e, 'gm_deletion_jobs_total')).toContain('gm_deletion_jobs_total{status="verified"} 1');
-    expect(await metric(e, 'gm_deletion_alerts_total')).not.toContain('gm_deletion_alerts_total{');
+    // No alert: each cause is there from the start, at 0 (an alert on its increase sees the first).
+    expect(await metric(e, 'gm_deletion_alerts_total')).toContain('gm_deletion_alerts_total{reason="deadline"} 0');
+    expect(await metric(e, 'gm_deletion_alerts_total')).toContain('gm_deletion_alerts_total{reason="target_failed"} 0');
     expect(e.logs.records().filter((r) => r.msg === 'deletion job verified' && r.jobId === 'job-forget')).toHaveLength(1);
     expect(e.logs.lines.join('\n')).not.toContain('rebate plan');
     expect(fx.busWarnings).toEqual([]);
