@@ -32,7 +32,6 @@ describe('traces of one write (embedded, in-memory exporter)', () => {
     // The vectors and summaries follow the write: their spans end after the answer.
     await expect.poll(() => groupsIn(exporter.getFinishedSpans()), { timeout: 30_000 })
       .toEqual(expect.arrayContaining(['write-admission', 'projector', 'index-builder', 'summary-builder', 'vector-indexer']));
-    if (process.env.GM_DUMP === '1') console.log(exporter.getFinishedSpans().map((s) => [s.name, s.attributes['messaging.consumer.group.name'], s.spanContext().traceId.slice(0, 6), s.spanContext().spanId.slice(0, 6), s.parentSpanContext?.spanId?.slice(0, 6), JSON.stringify(s.attributes)].join(' ')).join('\n'));
     expectOneWriteTrace(exporter.getFinishedSpans().map((s) => ({
       name: s.name, traceId: s.spanContext().traceId, spanId: s.spanContext().spanId, parentId: s.parentSpanContext?.spanId, attributes: s.attributes,
     })));
