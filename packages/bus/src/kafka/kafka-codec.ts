@@ -12,8 +12,16 @@ import type { EncodedMessage } from '../messages.ts';
 export { encodeMessage, type EncodedMessage } from '../messages.ts';
 
 
-/** What messages weigh in a record batch, near enough to keep one under the broker's size limit (headers are small). */
-export const encodedBytes = (messages: readonly EncodedMessage[]): number => messages.reduce((sum, m) => sum + m.key.length + m.value.length, 0);
+/**
+ * What messages weigh in a record batch, near enough to keep one under the broker's size limit.
+ * Headers count: a platform's memory.ingest message carries its capability in one, and a dead
+ * letter carries the original's headers and its own.
+ */
+export const encodedBytes = (messages: readonly EncodedMessage[]): number =>
+  messages.reduce((sum, m) => sum + m.key.length + m.value.length + headerBytes(m.headers), 0);
+
+const headerBytes = (headers: Readonly<Record<string, string>>): number =>
+  Object.entries(headers).reduce((sum, [name, value]) => sum + name.length + value.length, 0);
 
 export const toRecord = (m: EncodedMessage, partition: number): Message => ({ key: m.key, value: m.value, headers: m.headers, partition });
 
