@@ -46,7 +46,12 @@ function render(...args: string[]): K8sObject[] {
   if (result.status !== 0) throw new Error(`helm template ${args.join(' ')} failed:\n${result.stderr}`);
   return parseAllDocuments(result.stdout).map((d) => d.toJS() as K8sObject).filter((o) => o !== null);
 }
-const renderSet = (set: string) => render('-f', valuesFile(set));
+/** One render per value set, shared by the tests that read it (they only filter it). */
+const rendered = new Map<string, K8sObject[]>();
+const renderSet = (set: string): K8sObject[] => {
+  if (!rendered.has(set)) rendered.set(set, render('-f', valuesFile(set)));
+  return rendered.get(set)!;
+};
 /** helm template's error for values that must be refused. */
 const refusal = (...args: string[]) => {
   const result = helm('template', 'gm', '.', '-f', valuesFile('minimal'), ...args);

@@ -68,6 +68,9 @@ function withTraceContext(messages: OutgoingMessage[], active: Context = context
 }
 
 function processSpan(message: ConsumedMessage, groupId: string, system: string): Span {
+  const span = tracer().startSpan(`process ${message.topic}`, { kind: SpanKind.CONSUMER }, parentOf(message));
+  // Tracing off (or the span not sampled): nothing to describe, on every message of the hot path.
+  if (!span.isRecording()) return span;
   const attributes: Attributes = {
     'messaging.system': system,
     'messaging.operation.type': 'process',
@@ -78,7 +81,7 @@ function processSpan(message: ConsumedMessage, groupId: string, system: string):
   };
   const type = typeOf(message.topic, message.value);
   if (type !== undefined) attributes['gm.message.type'] = type;
-  return tracer().startSpan(`process ${message.topic}`, { kind: SpanKind.CONSUMER, attributes }, parentOf(message));
+  return span.setAttributes(attributes);
 }
 
 function ended(spans: readonly Span[], err?: unknown): void {
@@ -114,11 +117,14 @@ function tracedContext(ctx: ProcessContext): ProcessContext {
 export function tracedBus(bus: Bus, system: 'kafka' | 'gm_log'): Bus {
   const produce: Bus['produce'] = (messages) => {
     const topics = [...new Set(messages.map((m) => m.topic))];
-    const attributes: Attributes = { 'messaging.system': system, 'messaging.operation.type': 'send', 'messaging.batch.message_count': messages.length };
-    if (topics.length === 1 && topics[0] !== undefined) attributes['messaging.destination.name'] = topics[0];
-    const types = [...new Set(messages.map((m) => typeOf(m.topic, m.value)).filter((t) => t !== undefined))];
-    if (types.length === 1 && types[0] !== undefined) attributes['gm.message.type'] = types[0];
-    return tracer().startActiveSpan(`send ${topics.join(',')}`, { kind: SpanKind.PRODUCER, attributes }, async (span) => {
+    return tracer().startActiveSpan(`send ${topics.join(',')}`, { kind: SpanKind.PRODUCER }, async (span) => {
+      if (span.isRecording()) {
+        const attributes: Attributes = { 'messaging.system': system, 'messaging.operation.type': 'send', 'messaging.batch.message_count': messages.length };
+        if (topics.length === 1 && topics[0] !== undefined) attributes['messaging.destination.name'] = topics[0];
+        const types = [...new Set(messages.map((m) => typeOf(m.topic, m.value)).filter((t) => t !== undefined))];
+        if (types.length === 1 && types[0] !== undefined) attributes['gm.message.type'] = types[0];
+        span.setAttributes(attributes);
+      }
       try {
         return await bus.produce(withTraceContext(messages));
       } catch (err) {
