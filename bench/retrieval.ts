@@ -69,15 +69,15 @@ async function searchIds(target: HttpTarget, token: string, body: Record<string,
 
 const pct = (x: number): string => (x * 100).toFixed(1);
 
-/** Each leg's own top 50 with its score (the lexical leg's BM25 relative to its best, the semantic leg's similarity). */
+/** Each leg's own top 50 with its score (the lexical leg's BM25 relative to its best, the semantic leg's similarity) and text. */
 async function legLists(target: HttpTarget, token: string, body: Record<string, unknown>): Promise<LegLists> {
   const leg = async (mode: 'lexical' | 'semantic') => {
     const res = await call(`${target.url}/v1/search`, token, { tokenBudget: 32_000, ...body, mode, limit: 50 }, true);
     if (res.status !== 200) throw new Error(`${mode} search answered ${res.status}: ${JSON.stringify(res.body)}`);
-    const items = (res.body as { items?: Array<{ recordId: string; rank: { lexical: number; similarity?: number } }> }).items ?? [];
-    return items.map((i) => ({ id: i.recordId, score: mode === 'lexical' ? i.rank.lexical : i.rank.similarity ?? 0 }));
+    const items = (res.body as { items?: Array<{ recordId: string; excerpt: string; rank: { lexical: number; similarity?: number } }> }).items ?? [];
+    return items.map((i) => ({ id: i.recordId, text: i.excerpt, score: mode === 'lexical' ? i.rank.lexical : i.rank.similarity ?? 0 }));
   };
-  return { lexical: await leg('lexical'), semantic: await leg('semantic') };
+  return { query: String(body.query), lexical: await leg('lexical'), semantic: await leg('semantic') };
 }
 
 async function paraphrases(runtime: EmbeddedRuntime, target: HttpTarget): Promise<Record<Mode, ModeFigures>> {

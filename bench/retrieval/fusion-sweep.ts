@@ -5,8 +5,11 @@
  * development split; the held-out figures are printed beside so the choice is seen to carry
  * over (docs/embedding.md#retrieval-quality).
  */
-export interface LegHit { id: string; score: number }
-export interface LegLists { lexical: LegHit[]; semantic: LegHit[] }
+import { queryCoverage } from '@gm/domain';
+
+export interface LegHit { id: string; score: number; text: string }
+/** Each leg's own answer to `query`. */
+export interface LegLists { query: string; lexical: LegHit[]; semantic: LegHit[] }
 
 export interface Fusion {
   name: string;
@@ -52,7 +55,21 @@ const bySemanticConfidence = (floor: number, low: number, high: number): Fusion 
   fuse: (legs) => convex((legs.semantic[0]?.score ?? 0) >= floor ? high : low).fuse(legs),
 });
 
+/**
+ * The runtime's hybrid fusion and its neighbours (domain's `HYBRID_FUSION`): the semantic weight
+ * is `matched` when the lexical leg's best hit holds more than `above` of the query's terms, else `otherwise`.
+ */
+const byQueryCoverage = (above: number, matched: number, otherwise: number): Fusion => ({
+  name: `coverage>${above} ${matched}/${otherwise}`,
+  fuse: (legs) => {
+    const best = legs.lexical[0];
+    return convex(best !== undefined && queryCoverage(legs.query, best.text) > above ? matched : otherwise).fuse(legs);
+  },
+});
+
 export const FUSIONS: Fusion[] = [
-  rrf(10), rrf(60), ...[0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9].map(convex),
-  ...[0.5, 0.55, 0.6, 0.65, 0.7].map((floor) => bySemanticConfidence(floor, 0.4, 0.8)),
+  rrf(10), ...[0.4, 0.6, 0.8].map(convex),
+  ...[0.6, 0.7].map((floor) => bySemanticConfidence(floor, 0.4, 0.8)),
+  ...[0.2, 0.25, 0.34].flatMap((above) => [0.2, 0.3, 0.4, 0.5].map((matched) => byQueryCoverage(above, matched, 0.9))),
+  byQueryCoverage(0.25, 0.4, 1),
 ];

@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKafkaBus } from '@gm/bus';
-import { TOPICS } from '@gm/contracts';
+import { CONSUMER_GROUPS, TOPICS } from '@gm/contracts';
 import { startStack, type Stack } from '@gm/distributed';
 import { collectResults, exampleRequest, openIngestProducer, type IngestRequest, type IngestResult } from '@gm/examples/ingest-producer';
 import { CapabilityIssuer, type SigningKeyPair } from '@gm/policy';
@@ -192,12 +192,29 @@ describe('memory.ingest on the distributed runtime', () => {
       const ns = order.filter((id) => id.startsWith(`scale-s${subject}-`)).map((id) => Number(id.split('-').at(-1)));
       expect(ns, `subject ${subject}`).toEqual(Array.from({ length: TOTAL / SUBJECTS }, (_, n) => n));
     }
-    // And every one is in the projections: readable through the API.
+    // And every one is in the projections: readable through the API. The projections are a fold
+    // of memory.events, so first the projector's group has committed all of it: on a loaded machine
+    // a scale-in's rebalance can hold a partition for a session timeout and more, and the reads
+    // below would otherwise race it one by one.
+    await projectorCaughtUp();
     const reader = await issue();
     for (const r of requests) {
       await eventually(`read ${String(r.id)}`, async () => (await api('GET', `/v1/memories/${String(r.id)}`, { token: reader })).status === 200, 60_000);
     }
-  }, 360_000);
+  }, 600_000);
+
+  /** Waits until the projector's group has committed every message of memory.events. */
+  async function projectorCaughtUp(): Promise<void> {
+    const bus = createKafkaBus({ brokers: connection().brokers, clientId: `verify-${randomUUID().slice(0, 6)}`, topicPrefix: `${namespace}.` });
+    try {
+      await eventually('the projector group committed all of memory.events', async () => {
+        const [ends, committed] = await Promise.all([bus.endOffsets(TOPICS.events), bus.committedOffsets(CONSUMER_GROUPS.projector, TOPICS.events)]);
+        return ends.every((end, p) => (committed[p] ?? 0) >= end);
+      }, 240_000);
+    } finally {
+      await bus.close();
+    }
+  }
 
   /** The record ids of every MemoryWritten event on the raw log, partition by partition in offset order (ids in clear, content sealed). */
   async function writtenOrder(): Promise<string[]> {

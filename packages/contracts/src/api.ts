@@ -93,8 +93,8 @@ export const SearchRequest = z
     limit: z.number().int().min(1).max(LIMITS.maxSearchLimit).default(10),
     tokenBudget: z.number().int().min(1).max(LIMITS.maxTokenBudget).default(2000),
     /**
-     * Which legs answer (§6.7): BM25 only, nearest neighbours only, or both fused by
-     * reciprocal rank. Unset = hybrid where the runtime keeps vectors, else lexical.
+     * Which legs answer (§6.7): BM25 only, nearest neighbours only, or both fused (a weighted
+     * sum whose weight follows the query). Unset = hybrid where the runtime keeps vectors, else lexical.
      */
     mode: SearchMode.optional(),
     /** The caller's own embedding of the query, from the model the runtime declares (else 422). */
@@ -107,7 +107,7 @@ export type SearchRequest = z.infer<typeof SearchRequest>;
  * Why an item is where it is. `lexical`, `confidence` and `recency` are in 0..1 and `score`
  * is their weighted sum with the relevance of the mode; a semantic or hybrid search also
  * reports each leg's rank (1 = best, absent when that leg did not find the item), the cosine
- * similarity, and the reciprocal-rank-fusion score.
+ * similarity; a hybrid search also the fused score and the semantic leg's weight in it.
  */
 export const RankExplanation = z.object({
   lexical: z.number(),
@@ -119,6 +119,8 @@ export const RankExplanation = z.object({
   vectorRank: z.number().int().min(1).optional(),
   similarity: z.number().optional(),
   fused: z.number().optional(),
+  /** Hybrid: the semantic leg's weight in `fused` (0.4 when the best keyword hit holds more than a quarter of the query's terms, else 0.9). */
+  semanticWeight: z.number().min(0).max(1).optional(),
 });
 export type RankExplanation = z.infer<typeof RankExplanation>;
 

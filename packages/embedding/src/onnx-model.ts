@@ -64,7 +64,8 @@ export async function loadOnnxEmbeddingModel(options: OnnxModelOptions = {}): Pr
     const hidden = output[session.outputNames[0] ?? 'last_hidden_state'];
     if (hidden === undefined) throw new Error('embedding model: the session returned no hidden states');
     const data = hidden.data as Float32Array;
-    // Mean pooling over the tokens.
+    // The [CLS] token's state (position 0), or the mean over the tokens.
+    if (spec.pooling === 'cls') return normalize(Float32Array.from(data.subarray(0, DIMENSIONS)));
     const v = new Float32Array(DIMENSIONS);
     for (let t = 0; t < encoded.length; t += 1) {
       for (let d = 0; d < DIMENSIONS; d += 1) v[d] = (v[d] ?? 0) + (data[t * DIMENSIONS + d] ?? 0);

@@ -3,7 +3,7 @@ import {
   GovernedMemoryError, type CapabilityClaims, type EvidencePacket, type MemoryRecord, type PacketItem, type PacketValidation, type RecordMeta, type RecordStatus,
   type SearchMode, type SearchRequest,
 } from '@gm/contracts';
-import { estimateTokens, fitToBudget, isReadableById, isSearchable, rank, recordPartition, type RankInput } from '@gm/domain';
+import { estimateTokens, fitToBudget, isReadableById, isSearchable, rank, recordPartition, semanticWeightFor, type RankInput } from '@gm/domain';
 import type { EmbeddingModel } from '@gm/embedding';
 import { newUlid } from '@gm/ids';
 import type { Metrics } from '@gm/observability';
@@ -225,7 +225,10 @@ async function searchIndex(deps: ReadPathDeps, claims: CapabilityClaims, partiti
       excerpt: content, provenanceRefs: meta.provenance,
     });
   }
-  const ranked = rank([...candidates.values()].filter((c) => readable.has(c.recordId)), now.toISOString(), mode);
+  const ranking = [...candidates.values()].filter((c) => readable.has(c.recordId));
+  // The fusion's weight follows how much of the query the best readable keyword hit holds in words.
+  const bestLexical = ranking.reduce<Candidate | undefined>((best, c) => (c.lexicalRank !== undefined && (best?.lexicalRank === undefined || c.lexicalRank < best.lexicalRank) ? c : best), undefined);
+  const ranked = rank(ranking, now.toISOString(), mode, semanticWeightFor(request.query, bestLexical?.excerpt));
   return ranked.map((r) => ({
     recordId: r.recordId, excerpt: r.excerpt, provenanceRefs: r.provenanceRefs, allowedUse: [claims.purpose], rank: r.rank,
   }));

@@ -113,7 +113,7 @@ export const EXAMPLES = {
     packetId: '01M8NQFJ0049RWFM3RNJ6M1H3P', runId: '7c93c89f-022a-4553-a6bf-80c07ffa5ccd', policyRevision: 2, expiresAt: '2026-11-30T08:15:00.000Z',
     items: [{
       recordId: record.id, excerpt: record.content, provenanceRefs: [...OBSERVED], allowedUse: ['support'],
-      rank: { lexical: 0.879733, confidence: 0.5, recency: 1, score: 0.875, mode: 'hybrid', lexicalRank: 2, vectorRank: 1, similarity: 0.645986, fused: 0.174242 },
+      rank: { lexical: 0.879733, confidence: 0.5, recency: 1, score: 0.785, mode: 'hybrid', lexicalRank: 2, vectorRank: 1, similarity: 0.645986, fused: 0.85, semanticWeight: 0.4 },
     }],
   }),
   packetValidation: example(PacketValidation, 'every cited record is still readable', { valid: true, items: [{ recordId: record.id, valid: true }] }),

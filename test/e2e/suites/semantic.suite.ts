@@ -49,12 +49,13 @@ export const semanticSuite = (start: StartRuntime) => describe('semantic retriev
     expect(ids(lexical.body.items)).toEqual([]);
     const hybrid = await search(maple, { query: PARAPHRASE });
     expect(ids(hybrid.body.items)).toEqual(['sem-maple']);
-    // Explained: only the vector leg found it, at its similarity; the fused score is its one term.
+    // Explained: only the vector leg found it, at its similarity; no keyword matched the query, so
+    // meaning led (weight 0.9), and the fused score is that weight times its leg's best (1).
     const rank = hybrid.body.items?.[0]?.rank ?? {};
-    expect(rank).toMatchObject({ mode: 'hybrid', vectorRank: 1, lexical: 0 });
+    expect(rank).toMatchObject({ mode: 'hybrid', vectorRank: 1, lexical: 0, semanticWeight: 0.9 });
     expect(rank.lexicalRank).toBeUndefined();
     expect(rank.similarity).toBeGreaterThan(0.4);
-    expect(rank.fused).toBeCloseTo(1 / 11, 6);
+    expect(rank.fused).toBeCloseTo(0.9, 6);
   });
 
   it('never returns the nearest neighbour from a partition the asker holds no grant for, on either leg', async () => {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { estimateTokens, fitToBudget } from './budget.ts';
-import { RANK_WEIGHTS, RECENCY_HALF_LIFE_DAYS, RRF_K, fusedScore, rank, type RankInput } from './rank.ts';
+import { queryCoverage, termsOf } from './query-coverage.ts';
+import { HYBRID_FUSION, RANK_WEIGHTS, RECENCY_HALF_LIFE_DAYS, rank, semanticWeightFor, type RankInput } from './rank.ts';
 
 const NOW = '2025-03-01T12:00:00.000Z';
 const daysAgo = (days: number): string => new Date(Date.parse(NOW) - days * 86_400_000).toISOString();
@@ -105,22 +106,37 @@ describe('fitToBudget (§6.3 step 7)', () => {
   });
 });
 
-describe('rank in semantic and hybrid modes (§6.7: reciprocal rank fusion, explained)', () => {
-  it('fuses by reciprocal rank: an item both legs found beats the top of one leg alone', () => {
-    const ranked = rank([
-      hit('lexical-only', { lexicalScore: 9, lexicalRank: 1 }),
-      hit('vector-only', { lexicalScore: 0, similarity: 0.9, vectorRank: 1 }),
-      hit('both', { lexicalScore: 4, lexicalRank: 2, similarity: 0.6, vectorRank: 2 }),
-    ], NOW, 'hybrid');
-    expect(ids(ranked)).toEqual(['both', 'lexical-only', 'vector-only']);
-    expect(ranked[0]?.rank).toMatchObject({ mode: 'hybrid', lexicalRank: 2, vectorRank: 2, similarity: 0.6, fused: Number((2 / (RRF_K + 2)).toFixed(6)) });
+describe('rank in semantic and hybrid modes (§6.7: a convex fusion whose weight follows the query, explained)', () => {
+  const legs = [
+    hit('lexical-only', { lexicalScore: 9, lexicalRank: 1 }),
+    hit('vector-only', { lexicalScore: 0, similarity: 0.9, vectorRank: 1 }),
+    hit('both', { lexicalScore: 8, lexicalRank: 2, similarity: 0.8, vectorRank: 2 }),
+    hit('tail', { lexicalScore: 3, lexicalRank: 3, similarity: 0.5, vectorRank: 3 }),
+  ];
+
+  it('lets the lexical leg lead when its words matched the query, and meaning lead when they did not', () => {
+    const wordsMatched = rank(legs, NOW, 'hybrid', HYBRID_FUSION.semanticWeightWhenWordsMatch);
+    expect(ids(wordsMatched)).toEqual(['both', 'lexical-only', 'vector-only', 'tail']);
+    const meaningLeads = rank(legs, NOW, 'hybrid', HYBRID_FUSION.semanticWeightOtherwise);
+    expect(ids(meaningLeads)).toEqual(['vector-only', 'both', 'lexical-only', 'tail']);
   });
 
-  it('explains which leg found an item: a leg that did not find it has no rank', () => {
-    const [only] = rank([hit('v', { lexicalScore: 0, similarity: 0.42, vectorRank: 3 })], NOW, 'hybrid');
+  it('explains the fused score: each leg min-max normalised over the items it found, weighted', () => {
+    const ranked = rank(legs, NOW, 'hybrid', 0.4);
+    // "both": lexical (8 − 3) / (9 − 3), similarity (0.8 − 0.5) / (0.9 − 0.5) = 0.75.
+    const both = ranked.find((r) => r.recordId === 'both')?.rank;
+    expect(both).toMatchObject({ mode: 'hybrid', lexicalRank: 2, vectorRank: 2, similarity: 0.8, semanticWeight: 0.4 });
+    expect(both?.fused).toBeCloseTo(0.4 * 0.75 + 0.6 * (5 / 6), 6);
+    // A leg that did not find an item gives it nothing; a lone hit of a leg is that leg's best.
+    const [only] = rank([hit('v', { lexicalScore: 0, similarity: 0.42, vectorRank: 3 })], NOW, 'hybrid', 0.9);
     expect(only?.rank.lexicalRank).toBeUndefined();
-    expect(only?.rank).toMatchObject({ lexical: 0, vectorRank: 3, similarity: 0.42 });
-    expect(fusedScore(undefined, undefined)).toBe(0);
+    expect(only?.rank).toMatchObject({ lexical: 0, vectorRank: 3, similarity: 0.42, fused: 0.9 });
+  });
+
+  it('weights by how much of the query the best keyword hit holds: more than a quarter of its terms', () => {
+    expect(semanticWeightFor('When did Caroline go to the support group?', 'Caroline: I went to a LGBTQ support group yesterday')).toBe(0.4);
+    expect(semanticWeightFor('how should we reach the client?', 'Customer 42 prefers email over phone calls')).toBe(0.9);
+    expect(semanticWeightFor('anything at all', undefined)).toBe(0.9);
   });
 
   it('ranks a semantic search by similarity, whatever the lexical scores', () => {
@@ -129,8 +145,32 @@ describe('rank in semantic and hybrid modes (§6.7: reciprocal rank fusion, expl
     expect(ranked[0]?.rank.score).toBeCloseTo(RANK_WEIGHTS.lexical * 0.8 + RANK_WEIGHTS.confidence * 0.5 + RANK_WEIGHTS.recency * Math.pow(0.5, 1 / RECENCY_HALF_LIFE_DAYS), 5);
   });
 
+  it('reports no fusion for a semantic search', () => {
+    const [only] = rank([hit('v', { lexicalScore: 0, similarity: 0.7, vectorRank: 1 })], NOW, 'semantic');
+    expect(only?.rank).toMatchObject({ mode: 'semantic', vectorRank: 1, similarity: 0.7 });
+    expect(only?.rank.fused).toBeUndefined();
+    expect(only?.rank.semanticWeight).toBeUndefined();
+  });
+
   it('keeps the lexical explanation unchanged in lexical mode', () => {
     const [only] = rank([hit('x', { lexicalRank: 1, vectorRank: 1, similarity: 0.9 })], NOW);
     expect(Object.keys(only?.rank ?? {}).sort()).toEqual(['confidence', 'lexical', 'recency', 'score']);
+  });
+});
+
+describe('query coverage (the share of the query\'s terms a text holds)', () => {
+  it('compares words, less function words, with plural and tense endings cut', () => {
+    expect([...termsOf('What did the painters paint in the notes?')]).toEqual(['painter', 'paint', 'note']);
+    expect(queryCoverage('painted notes', 'She paints a note')).toBe(1);
+    expect(queryCoverage('Caroline support group adoption', 'Caroline went to a support group')).toBe(0.75);
+  });
+
+  it('is 0 for a query of function words only, or a text that shares none', () => {
+    expect(queryCoverage('what is it?', 'what is it')).toBe(0);
+    expect(queryCoverage('volcanic basalt', 'customer prefers email')).toBe(0);
+  });
+
+  it('reads letters of any script, case-insensitively', () => {
+    expect(queryCoverage('Müller Straße', 'müller wohnt in der STRASSE straße')).toBe(1);
   });
 });
