@@ -11,6 +11,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKafkaBus } from '@gm/bus';
 import { CONSUMER_GROUPS, TOPICS } from '@gm/contracts';
+import { MODEL_DIMENSIONS, MODEL_ID } from '@gm/embedding';
 import { startStack, type Stack } from '@gm/distributed';
 import { collectResults, exampleRequest, openIngestProducer, type IngestRequest, type IngestResult } from '@gm/examples/ingest-producer';
 import { CapabilityIssuer, type SigningKeyPair } from '@gm/policy';
@@ -44,16 +45,28 @@ describe('memory.ingest on the distributed runtime', () => {
     rmSync(dataDir, { recursive: true, force: true });
   }, 60_000);
 
-  it('admits a produced write under the HTTP rules: readable through the API, quarantined when untrusted, impersonation refused', async () => {
+  it('admits a produced write under the HTTP rules: readable through the API, quarantined when untrusted, impersonation refused, its own embedding only of the stack\'s model', async () => {
     const token = await issue();
+    // A platform's own vector (a unit vector no text of ours embeds to): found by it, it was indexed as sent.
+    const vector = Array.from({ length: MODEL_DIMENSIONS }, (_, i) => (i === 11 ? 1 : 0));
     const results = await ingest(token, [
       request('ok-1', { id: 'ingested-1', subjectId: 'ing-1' }),
       request('ok-2', { id: 'ingested-2', subjectId: 'ing-1', trust: 'untrusted' }),
       request('imp-1', { tenantId: 'globex', subjectId: 'ing-1' }),
+      request('vec-ok', { id: 'ingested-vec', subjectId: 'ing-2', embedding: { model: MODEL_ID, vector } }),
+      request('vec-bad', { id: 'ingested-vec-bad', subjectId: 'ing-2', embedding: { model: 'text-embedding-3-small', vector } }),
     ]);
     expect(results.get('ok-1')).toEqual([expect.objectContaining({ outcome: 'accepted', id: 'ingested-1', version: 1, status: 'active' })]);
     expect(results.get('ok-2')).toEqual([expect.objectContaining({ outcome: 'accepted', id: 'ingested-2', status: 'quarantined' })]);
     expect(results.get('imp-1')).toEqual([expect.objectContaining({ outcome: 'rejected', code: 'MEM_IMPERSONATION', retriable: false })]);
+    expect(results.get('vec-ok')).toEqual([expect.objectContaining({ outcome: 'accepted', id: 'ingested-vec', status: 'active' })]);
+    expect(results.get('vec-bad')).toEqual([expect.objectContaining({ outcome: 'rejected', code: 'MEM_VALIDATION', retriable: false })]);
+    const byVector = await eventually('the ingested vector searchable', async () => {
+      const res = await api('POST', '/v1/search', { token, body: { query: 'anything', mode: 'semantic', subjectId: 'ing-2', embedding: { model: MODEL_ID, vector } } });
+      return res.status === 200 && res.body.items.length > 0 ? res.body.items.map((i: { recordId: string }) => i.recordId) : undefined;
+    }, 60_000);
+    expect(byVector).toEqual(['ingested-vec']);
+    expect((await writtenIds()).has('ingested-vec-bad')).toBe(false);
     // The accepted write is a record like any other: the API reads it back once projected.
     const read = await eventually('the ingested record readable', async () => {
       const res = await api('GET', '/v1/memories/ingested-1', { token });

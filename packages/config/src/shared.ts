@@ -158,8 +158,9 @@ export const WithInstanceId = z.object({
 
 /**
  * Semantic retrieval (docs/embedding.md), read by every process that touches vectors: the
- * vector-indexer, the retrieval-broker (query embeddings, kNN), the receipt-verifier (kNN probes)
- * and the deletion-orchestrator (whether `vector` is a deletion target). One value for the whole
+ * vector-indexer, the retrieval-broker (query embeddings, kNN), the receipt-verifier (kNN probes),
+ * the deletion-orchestrator (whether `vector` is a deletion target) and the ingest-gateway (which
+ * model a request's own embedding must come from). One value for the whole
  * stack: a broker that searched vectors nobody keeps, or an orchestrator that waited on a
  * `vector` target nobody serves, would fail every search or every deletion.
  */

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { Action } from './capability.ts';
 import { LIMITS } from './limits.ts';
 import {
-  Content, Id, IsoTime, MemoryKind, Principal, PrincipalKind, Purpose, ResourceRef, ScopeRef, Sensitivity, TenantId, Visibility, WriteTrust,
+  CallerEmbedding, Content, Id, IsoTime, MemoryKind, Principal, PrincipalKind, Purpose, ResourceRef, ScopeRef, Sensitivity, TenantId, Visibility, WriteTrust,
 } from './primitives.ts';
 import { Delegation, Grant, LegalHold, TENANT_ROLES } from './policy.ts';
 import { Provenance, RecordStatus } from './record.ts';
@@ -50,6 +50,11 @@ export const WriteMemoryRequest = z
     expiresAt: IsoTime.optional(),
     supersedesId: Id.optional(),
     expectedVersion: z.number().int().min(0).default(0),
+    /**
+     * The caller's own embedding of `content`, from the model the runtime declares (else 422):
+     * indexed instead of the runtime's, sealed like the content (§6.7).
+     */
+    embedding: CallerEmbedding.optional(),
   })
   .strict();
 export type WriteMemoryRequest = z.infer<typeof WriteMemoryRequest>;
@@ -75,15 +80,6 @@ export const RejectRequest = VersionedRequest.omit({ visibility: true }).strict(
 
 export const SearchMode = z.enum(['lexical', 'semantic', 'hybrid']);
 export type SearchMode = z.infer<typeof SearchMode>;
-
-/** An embedding computed by the caller: accepted only from the model the runtime embeds with. */
-export const CallerEmbedding = z
-  .object({
-    model: z.string().min(1).max(200),
-    vector: z.array(z.number().finite()).min(1).max(4096),
-  })
-  .strict();
-export type CallerEmbedding = z.infer<typeof CallerEmbedding>;
 
 export const SearchRequest = z
   .object({

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { LIMITS } from './limits.ts';
 import { MessageMetadata, Version } from './messages.ts';
 import {
-  Content, Id, IsoTime, MemoryKind, Principal, Purpose, ResourceRef, Sensitivity, Sha256Hex, Trust, Visibility,
+  CallerEmbedding, Content, Id, IsoTime, MemoryKind, Principal, Purpose, ResourceRef, Sensitivity, Sha256Hex, Trust, Visibility,
 } from './primitives.ts';
 import { Provenance } from './record.ts';
 
@@ -26,6 +26,8 @@ export const WriteMemoryData = z
     confidence: z.number().min(0).max(1),
     expiresAt: IsoTime.optional(),
     supersedesId: Id.optional(),
+    /** The caller's embedding of `content`, checked against the runtime's model and normalised at the edge; sealed with the content. */
+    embedding: CallerEmbedding.optional(),
   })
   .strict();
 export type WriteMemoryData = z.infer<typeof WriteMemoryData>;

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { GovernedMemoryError } from './errors.ts';
 import { DeletionMode, MessageMetadata, TombstoneReason } from './messages.ts';
-import { Content, Id, Trust, Visibility } from './primitives.ts';
+import { CallerEmbedding, Content, Id, Trust, Visibility } from './primitives.ts';
 import { MemoryRecord, RecordMeta } from './record.ts';
 
 const EventMetadata = MessageMetadata.extend({ eventId: Id });
@@ -15,11 +15,13 @@ const Versioned = z.object({ id: Id, version: z.number().int().min(1) }).strict(
 /**
  * `keyGeneration` (absent = 1): which generation of the subject's key-encryption key protects
  * the record's content in the log. Each SubjectForgotten starts a new generation, so a write
- * after a forget is never sealed under the key the forget is about to destroy.
+ * after a forget is never sealed under the key the forget is about to destroy. `embedding`: the
+ * writer's own vector of the content (its model's), sealed with the content; the vector-indexer
+ * indexes it instead of embedding the content while the deployment's model is that one.
  */
 export const MemoryWritten = event(
   'MemoryWritten',
-  z.object({ record: MemoryRecord, keyGeneration: z.number().int().min(2).optional() }).strict(),
+  z.object({ record: MemoryRecord, keyGeneration: z.number().int().min(2).optional(), embedding: CallerEmbedding.optional() }).strict(),
 );
 /**
  * Carries the promoted record's new state, and its content when it leaves quarantine, so

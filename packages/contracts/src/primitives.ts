@@ -86,6 +86,19 @@ export const Content = z
   .refine((s) => utf8Length(s) <= 32 * 1024, { message: 'content exceeds 32 KiB' });
 
 /**
+ * An embedding computed by the caller, of a query or of a write's content: accepted only from the
+ * model the runtime embeds with, by its id and dimensions (§6.7). Derived from content, so a
+ * write's is sealed with it on the log and goes with its key.
+ */
+export const CallerEmbedding = z
+  .object({
+    model: z.string().min(1).max(200),
+    vector: z.array(z.number().finite()).min(1).max(4096),
+  })
+  .strict();
+export type CallerEmbedding = z.infer<typeof CallerEmbedding>;
+
+/**
  * What a consumer of memory.commands / memory.events finds in place of content it cannot or
  * may not read (the log itself holds sealed envelopes, §8.5):
  * - ERASED_CONTENT: the key was destroyed (forgotten subject, deleted record): erased for good;

@@ -4,6 +4,7 @@ export * from './deletion-targets.ts';
 export * from './memory/index.ts';
 export * from './ranking/rank.ts';
 export * from './ranking/query-coverage.ts';
+export * from './embedding/caller-embedding.ts';
 export * from './ranking/budget.ts';
 export * from './summary/extractive.ts';
 export * from './deletion/index.ts';

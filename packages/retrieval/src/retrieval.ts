@@ -3,7 +3,7 @@ import {
   GovernedMemoryError, type CapabilityClaims, type EvidencePacket, type MemoryRecord, type PacketItem, type PacketValidation, type RecordMeta, type RecordStatus,
   type SearchMode, type SearchRequest,
 } from '@gm/contracts';
-import { estimateTokens, fitToBudget, isReadableById, isSearchable, rank, recordPartition, semanticWeightFor, type RankInput } from '@gm/domain';
+import { acceptCallerEmbedding, estimateTokens, fitToBudget, isReadableById, isSearchable, rank, recordPartition, semanticWeightFor, type RankInput } from '@gm/domain';
 import type { EmbeddingModel } from '@gm/embedding';
 import { newUlid } from '@gm/ids';
 import type { Metrics } from '@gm/observability';
@@ -165,15 +165,7 @@ async function queryVector(leg: SemanticLeg, request: SearchRequest): Promise<Fl
     if (vector === undefined) throw new Error('the embedding model returned no vector');
     return vector;
   }
-  const { model: modelId, vector } = request.embedding;
-  if (modelId !== model.modelId || vector.length !== model.dimensions) {
-    throw new GovernedMemoryError(
-      'MEM_VALIDATION', `embedding: this runtime compares only vectors of model "${model.modelId}" with ${model.dimensions} dimensions (got "${modelId}", ${vector.length})`,
-    );
-  }
-  const norm = Math.sqrt(vector.reduce((sum, x) => sum + x * x, 0));
-  if (norm === 0) throw new GovernedMemoryError('MEM_VALIDATION', 'embedding: a zero vector has no direction to search');
-  return Float32Array.from(vector, (x) => x / norm);
+  return Float32Array.from(acceptCallerEmbedding(request.embedding, model));
 }
 
 /** What ranking and the packet need of one candidate, whichever leg found it. */

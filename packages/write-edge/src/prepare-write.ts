@@ -6,7 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import { GovernedMemoryError, type CapabilityClaims, type Clock, type MemoryCommand, type WriteMemoryRequest } from '@gm/contracts';
-import { partitionKey } from '@gm/domain';
+import { acceptCallerEmbedding, partitionKey, type EmbeddingTarget } from '@gm/domain';
 import { newUlid } from '@gm/ids';
 import { inScope, type PolicyDecisionPoint } from '@gm/policy';
 import type { StateStore } from '@gm/state-store';
@@ -16,6 +16,8 @@ import { metadataAt } from './metadata.ts';
 export interface WriteEdgeDeps {
   clock: Clock;
   state: Pick<StateStore, 'idClaims' | 'policyRevisions' | 'records' | 'tombstones'>;
+  /** The model the runtime's vectors are of, which a write's own embedding must match; absent where no vectors are kept. */
+  semantic?: { model: EmbeddingTarget };
 }
 
 /**
@@ -49,7 +51,7 @@ export interface PreparedWrite {
 
 /** The command of a write body, or the coded error of the first edge rule it breaks. */
 export async function prepareWrite(
-  deps: Pick<WriteEdgeDeps, 'clock'>, claims: CapabilityClaims, body: WriteMemoryRequest, idempotencyKey: string | undefined,
+  deps: Pick<WriteEdgeDeps, 'clock' | 'semantic'>, claims: CapabilityClaims, body: WriteMemoryRequest, idempotencyKey: string | undefined,
   mayWrite: WritePermission, policyRevision: number,
 ): Promise<PreparedWrite> {
   const owner = { principalId: claims.act.sub, kind: claims.act.kind };
@@ -76,6 +78,8 @@ export async function prepareWrite(
       throw new GovernedMemoryError('MEM_VALIDATION', `purposes: the writer holds no grant to write for "${purpose}" in that partition`);
     }
   }
+  // Checked before anything is sent: a vector of another model would be indexed as meaningless.
+  const embedding = body.embedding === undefined ? undefined : { model: body.embedding.model, vector: acceptCallerEmbedding(body.embedding, deps.semantic?.model) };
   const id = body.id ?? newUlid();
   return {
     id,
@@ -98,6 +102,7 @@ export async function prepareWrite(
         confidence: body.confidence,
         ...(body.expiresAt === undefined ? {} : { expiresAt: body.expiresAt }),
         ...(body.supersedesId === undefined ? {} : { supersedesId: body.supersedesId }),
+        ...(embedding === undefined ? {} : { embedding }),
       },
       metadata: metadataAt(deps.clock, claims, body.subjectId, idempotencyKey, policyRevision, { operation: 'WriteMemory', body }),
     },

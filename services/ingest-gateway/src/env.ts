@@ -1,4 +1,4 @@
-import { DistributedEnv, WithInstanceId, WithMasterKeys, WithPolicy, WithRedis, WithSigningKey } from '@gm/config';
+import { DistributedEnv, WithInstanceId, WithMasterKeys, WithPolicy, WithRedis, WithSemantic, WithSigningKey } from '@gm/config';
 
 /** The ingest-gateway's environment (main.ts); `pnpm docs:config` renders it into docs/distributed.md. */
 export const IngestGatewayEnv = DistributedEnv.extend({
@@ -8,4 +8,6 @@ export const IngestGatewayEnv = DistributedEnv.extend({
   // Only the key pair's public half is used: the gateway verifies capabilities, it issues none.
   ...WithSigningKey.shape,
   ...WithInstanceId.shape,
+  // Which model a request's own embedding must come from (none is loaded).
+  ...WithSemantic.shape,
 });

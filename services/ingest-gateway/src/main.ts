@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { openSealedBus, openState, parseEnvOrExit, runService } from '@gm/adapters';
 import { meteredBus, tracedBus } from '@gm/bus';
 import { TOPICS } from '@gm/contracts';
+import { DEFAULT_MODEL_DIR, modelOfDir } from '@gm/embedding';
 import { loadPolicySetOrExit, type SigningKeyPair } from '@gm/policy';
 import { systemClock } from '@gm/time';
 import { edgeAuthority } from '@gm/write-edge';
@@ -22,7 +23,11 @@ await runService('ingest-gateway', IngestGatewayEnv, async ({ env, log, metrics 
   const bus = tracedBus(meteredBus(sealed.bus, metrics), 'kafka');
   const state = openState(env);
   const { pdp, verifier } = await edgeAuthority({ state, clock: systemClock, policySet, publicJwk, issuerName: env.MEMORY_ISSUER_NAME });
-  const gateway = await startIngestGateway({ bus, verifier, pdp, state, clock: systemClock, log, metrics });
+  // A request's own embedding is checked against the stack's model, which its directory's files
+  // name (nothing is loaded: the gateway embeds nothing); with MEMORY_SEMANTIC=off it is refused.
+  const spec = env.MEMORY_SEMANTIC === 'off' ? undefined : modelOfDir(env.MEMORY_EMBEDDING_MODEL_DIR ?? DEFAULT_MODEL_DIR);
+  const semantic = spec === undefined ? {} : { semantic: { model: { modelId: spec.id, dimensions: spec.dimensions } } };
+  const gateway = await startIngestGateway({ bus, verifier, pdp, state, clock: systemClock, log, metrics, ...semantic });
   return {
     handle: { close: async () => { await gateway.close(); await sealed.close(); await state.kv.close(); } },
     ready: async () => (await state.kv.ping()) && (await bus.endOffsets(TOPICS.ingest)).length > 0,

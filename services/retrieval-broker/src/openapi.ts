@@ -215,7 +215,11 @@ const PATHS: Record<string, Partial<Record<'get' | 'post' | 'delete', Operation>
           examples: ['asyncWriteResponse'], headers: ASYNC_HEADERS, links: { outcome: link('getCommand', 'commandId', 'commandId', 'how far the write got') },
         }),
       },
-      failures: [...capability('write'), TOKEN, BODY_INVALID, ...IDEMPOTENCY, ...WRITE_EDGE, ...WRITE_DECISION, REPLY_TIMEOUT, BACKLOG, ...SERVED],
+      failures: [
+        ...capability('write'), TOKEN, BODY_INVALID,
+        { ...BODY_INVALID, when: 'an `embedding` this runtime cannot keep: from another model or of another size than the runtime\'s, a zero vector, or any on a runtime without vectors; nothing is written' },
+        ...IDEMPOTENCY, ...WRITE_EDGE, ...WRITE_DECISION, REPLY_TIMEOUT, BACKLOG, ...SERVED,
+      ],
       problemExamples: { 422: 'writeInvalid' },
     },
   },

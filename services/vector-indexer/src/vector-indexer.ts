@@ -23,16 +23,36 @@ export interface VectorIndexerDeps {
   contentOf(tenantId: string, recordId: string): Promise<string | undefined>;
 }
 
-/** One batch: every present record embedded in one call and upserted in one write; every absent one removed. */
+/**
+ * The writers' own vectors in a batch (§6.7), by tenant, record and version: used for that
+ * version instead of embedding its content, while they are of this deployment's model (the
+ * edge accepted only that one; after a change of model the content is embedded anew, as every
+ * other record's is). A vector that did not come with the write (a promotion carries none) is embedded.
+ */
+function ownVectors(events: readonly MemoryEvent[], modelId: string): Map<string, Float32Array> {
+  const own = new Map<string, Float32Array>();
+  for (const event of events) {
+    if (event.type !== 'MemoryWritten' || event.data.embedding === undefined || event.data.embedding.model !== modelId) continue;
+    const { record } = event.data;
+    own.set(versionKey(record.tenantId, record.id, record.version), Float32Array.from(event.data.embedding.vector));
+  }
+  return own;
+}
+const versionKey = (tenantId: string, recordId: string, version: number): string => JSON.stringify([tenantId, recordId, version]);
+
+/** One batch: every present record embedded (or its writer's vector taken) and upserted in one write; every absent one removed. */
 export async function vectorizeEvents(deps: VectorIndexerDeps, events: readonly MemoryEvent[]): Promise<void> {
   const { present: states, removals } = indexChanges(events);
-  const present: Array<{ doc: Omit<VectorDocument, 'vector'>; content: string }> = [];
+  const own = ownVectors(events, deps.model.modelId);
+  const present: Array<{ doc: Omit<VectorDocument, 'vector'>; content: string; vector?: Float32Array }> = [];
   for (const state of states) {
     const content = state.content ?? (await deps.contentOf(state.tenantId, state.recordId));
     if (content === undefined || isUnreadableContent(content)) continue;
     const { meta } = state;
+    const vector = own.get(versionKey(meta.tenantId, meta.id, meta.version));
     present.push({
       content,
+      ...(vector === undefined ? {} : { vector }),
       doc: {
         tenantId: meta.tenantId, recordId: meta.id, partition: recordPartition(meta), subjectId: meta.subjectId, kind: meta.kind,
         purposes: meta.purposes, expiresAt: meta.expiresAt, version: meta.version, modelId: deps.model.modelId,
@@ -40,8 +60,10 @@ export async function vectorizeEvents(deps: VectorIndexerDeps, events: readonly 
     });
   }
   if (present.length > 0) {
-    const vectors = await deps.model.embed(present.map((p) => p.content), 'document');
-    await deps.vectors.upsert(present.map((p, i) => ({ ...p.doc, vector: vectors[i] as Float32Array })));
+    const toEmbed = present.filter((p) => p.vector === undefined);
+    const embedded = toEmbed.length === 0 ? [] : await deps.model.embed(toEmbed.map((p) => p.content), 'document');
+    let next = 0;
+    await deps.vectors.upsert(present.map((p) => ({ ...p.doc, vector: p.vector ?? (embedded[next++] as Float32Array) })));
   }
   for (const [tenantId, ids] of removals) await deps.vectors.remove(tenantId, ids);
 }

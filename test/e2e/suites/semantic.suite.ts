@@ -3,8 +3,9 @@
  * finds a record that shares none of its words, both legs of a hybrid search stay inside the
  * asker's partitions (the nearest neighbour in another one is never returned, nor even
  * queried: the query audit shows what each index was asked), a caller's own embedding is
- * accepted only from the runtime's model, a consistency token waits for the vectors too, and a
- * forget removes the vector.
+ * accepted only from the runtime's model, for a search and for a write (whose own vector is
+ * indexed instead of its content's), a consistency token waits for the vectors too, and a forget
+ * removes the vector.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MODEL_ID, sharedOnnxEmbeddingModel } from '@gm/embedding';
@@ -99,6 +100,58 @@ export const semanticSuite = (start: StartRuntime) => describe('semantic retriev
     expect(badMode.body.code).toBe('MEM_VALIDATION');
   });
 
+  it('indexes a write\'s own embedding instead of its content\'s, finds it by that query vector, and forgets it with the record', async () => {
+    const model = await sharedOnnxEmbeddingModel();
+    // The vector of other words than the content: found by it, the writer's vector was indexed, not the content's.
+    const [own] = await model.embed(['volcanic basalt geology of Iceland'], 'document');
+    const vector = Array.from(own ?? []);
+    const written = await rt.api('POST', '/v1/memories', {
+      token: maple, body: memory({ id: 'sem-own', subjectId: 'sem-11', content: 'Customer 77 pays every invoice by bank transfer', embedding: { model: MODEL_ID, vector } }),
+    });
+    expect(written.status).toBe(201);
+    const token = written.headers.get('consistency-token') ?? '';
+    const byVector = await search(maple, { query: 'anything', mode: 'semantic', subjectId: 'sem-11', embedding: { model: MODEL_ID, vector } }, { 'consistency-token': token });
+    expect(ids(byVector.body.items)).toEqual(['sem-own']);
+    expect(Number(byVector.body.items?.[0]?.rank.similarity)).toBeCloseTo(1, 4);
+    expect(ids((await search(maple, { query: 'how does customer 77 settle invoices', mode: 'semantic', subjectId: 'sem-11' })).body.items)).toEqual([]);
+
+    const del = await rt.api('DELETE', '/v1/memories/sem-own', { token: maple });
+    expect(del.status).toBe(202);
+    const job = await eventually('job verified', async () => {
+      const res = await rt.api('GET', `/v1/deletion-jobs/${String(del.body.jobId)}`, { token: maple });
+      return res.body.status === 'verified' || res.body.status === 'failed' ? res.body : undefined;
+    }, 30_000);
+    expect(job.status).toBe('verified');
+    expect(job.evidence?.find((e: { target: string }) => e.target === 'vector')).toMatchObject({ status: 'done', ref: expect.stringMatching(/remaining=0/) });
+    expect(await rt.vectors.has('acme', 'sem-own')).toBe(false);
+    expect(ids((await search(maple, { query: 'anything', mode: 'semantic', subjectId: 'sem-11', embedding: { model: MODEL_ID, vector } })).body.items)).toEqual([]);
+  });
+
+  it('refuses a write\'s embedding of another model, size or none at all with 422 and writes nothing; in a batch, that item alone', async () => {
+    const refused: Array<[string, unknown]> = [
+      ['sem-bad-model', { model: 'text-embedding-3-small', vector: Array(384).fill(0.1) }],
+      ['sem-bad-size', { model: MODEL_ID, vector: [0.1, 0.2] }],
+      ['sem-zero', { model: MODEL_ID, vector: Array(384).fill(0) }],
+    ];
+    for (const [id, embedding] of refused) {
+      const res = await rt.api('POST', '/v1/memories', { token: maple, body: memory({ id, subjectId: 'sem-12', content: 'A note about pallets', embedding }) });
+      expect(res.status, id).toBe(422);
+      expect(res.body.code, id).toBe('MEM_VALIDATION');
+      expect((await rt.api('GET', `/v1/memories/${id}`, { token: maple })).status, id).toBe(404);
+    }
+    const vector = Array(384).fill(0).map((_, i) => (i === 7 ? 1 : 0));
+    const batch = await rt.api('POST', '/v1/memories:batch', {
+      token: maple,
+      body: { items: [
+        memory({ id: 'sem-batch-ok', subjectId: 'sem-12', content: 'A note about crates', embedding: { model: MODEL_ID, vector } }),
+        memory({ id: 'sem-batch-bad', subjectId: 'sem-12', content: 'A note about boxes', embedding: { model: 'other-model', vector } }),
+      ] },
+    });
+    expect(batch.status).toBe(200);
+    expect((batch.body as unknown as { items: Array<{ httpStatus: number }> }).items.map((i) => i.httpStatus)).toEqual([201, 422]);
+    expect((await rt.api('GET', '/v1/memories/sem-batch-bad', { token: maple })).status).toBe(404);
+  });
+
   it('lets a search with a consistency token see the vectors of the writes it names', async () => {
     const written = await rt.api('POST', '/v1/memories', {
       token: maple, body: memory({ id: 'sem-token', subjectId: 'sem-7', content: 'Invoices for the Oslo office are paid in Norwegian kroner' }),
@@ -141,6 +194,11 @@ export const semanticSuite = (start: StartRuntime) => describe('semantic retriev
       const semantic = await off.api('POST', '/v1/search', { token, body: { query: PARAPHRASE, mode: 'semantic' } });
       expect(semantic.status).toBe(422);
       expect(semantic.body.detail).toContain('MEMORY_SEMANTIC=off');
+      // A write's own vector would be kept by nobody: refused, and nothing written.
+      const withVector = await off.api('POST', '/v1/memories', { token, body: memory({ id: 'off-2', content: FACT, embedding: { model: MODEL_ID, vector: Array(384).fill(0.1) } }) });
+      expect(withVector.status).toBe(422);
+      expect(withVector.body.detail).toContain('MEMORY_SEMANTIC=off');
+      expect((await off.api('GET', '/v1/memories/off-2', { token })).status).toBe(404);
       const plain = await off.api('POST', '/v1/search', { token, body: { query: 'email' } });
       expect(plain.body.items.map((i: { recordId: string }) => i.recordId)).toEqual(['off-1']);
       expect(Object.keys(plain.body.items[0]?.rank ?? {}).sort()).toEqual(['confidence', 'lexical', 'recency', 'score']);

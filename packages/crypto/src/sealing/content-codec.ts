@@ -1,6 +1,6 @@
 import type { OutgoingMessage } from '@gm/bus';
 import { z } from 'zod';
-import { ERASED_CONTENT, ERASED_CONTENT_HASH, GovernedMemoryError, SEALED_CONTENT, Sha256Hex, TOPICS } from '@gm/contracts';
+import { CallerEmbedding, ERASED_CONTENT, ERASED_CONTENT_HASH, GovernedMemoryError, SEALED_CONTENT, Sha256Hex, TOPICS } from '@gm/contracts';
 import { Envelope, decryptContent, encryptContent, type ContentAad } from '../envelope.ts';
 import { isCryptoError } from '../errors.ts';
 import type { Keyring } from '../keyring.ts';
@@ -48,10 +48,11 @@ const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null 
  * What a v2 envelope seals: the content, when the message carries one, and the hashes that would
  * confirm a guess of it — the content's sha256 and the request's idempotency fingerprint (which
  * hashes the request body, content included). A plain hash of content is content: sealed with
- * it, a hash is gone when its key is (design §8.5).
+ * it, a hash is gone when its key is (design §8.5). So is the writer's own embedding of the
+ * content (§6.7): a vector is derived from the text, and near neighbours tell what it says.
  */
 const SealedPayload = z
-  .object({ content: z.string().optional(), contentHash: Sha256Hex.optional(), requestHash: Sha256Hex.optional() })
+  .object({ content: z.string().optional(), contentHash: Sha256Hex.optional(), requestHash: Sha256Hex.optional(), embedding: CallerEmbedding.optional() })
   .strict();
 type SealedPayload = z.infer<typeof SealedPayload>;
 
@@ -70,6 +71,8 @@ interface ContentSlot {
   holder: Json;
   field: 'content' | typeof SEALED_HASHES_FIELD;
   hashHolder: Json;
+  /** The object whose `embedding` (a write's own vector of the content) is sealed with it: the command's or the event's data. */
+  embeddingHolder?: Json;
   metadata: Json;
   aad: ContentAad;
   kekGeneration?: number;
@@ -87,7 +90,7 @@ function contentSlot(messageTopic: string, value: unknown): { topic: string; roo
   const root: Json = { ...value, data, metadata };
   if (topic === TOPICS.commands && value.type === 'WriteMemory' && typeof data.id === 'string' && data.content !== undefined) {
     // A command has no record version yet: 0 binds the envelope to "the command for this id".
-    return { topic, root, slot: { holder: data, field: 'content', hashHolder: data, metadata, aad: { tenantId, subjectId, recordId: data.id, version: 0 } } };
+    return { topic, root, slot: { holder: data, field: 'content', hashHolder: data, embeddingHolder: data, metadata, aad: { tenantId, subjectId, recordId: data.id, version: 0 } } };
   }
   if (topic !== TOPICS.events) return undefined;
   if (value.type === 'MemoryWritten' && isObject(data.record) && data.record.content !== undefined) {
@@ -98,7 +101,7 @@ function contentSlot(messageTopic: string, value: unknown): { topic: string; roo
     return {
       topic, root,
       slot: {
-        holder: record, field: 'content', hashHolder: record, metadata,
+        holder: record, field: 'content', hashHolder: record, embeddingHolder: data, metadata,
         aad: { tenantId, subjectId, recordId: record.id, version: record.version }, ...(generation ? { kekGeneration: generation } : {}),
       },
     };
@@ -132,11 +135,14 @@ function refuseUnsealable(messageTopic: string, value: unknown): void {
   }
 }
 
-const hasContentField = (value: unknown): boolean => {
-  if (Array.isArray(value)) return value.some(hasContentField);
+/** Whether a value holds a field of one of these names anywhere. */
+const hasField = (value: unknown, names: readonly string[]): boolean => {
+  if (Array.isArray(value)) return value.some((v) => hasField(v, names));
   if (!isObject(value)) return false;
-  return Object.entries(value).some(([key, child]) => key === 'content' || hasContentField(child));
+  return Object.entries(value).some(([key, child]) => names.includes(key) || hasField(child, names));
 };
+/** Whether a value holds content, or an embedding of it, anywhere. */
+const hasContentField = (value: unknown): boolean => hasField(value, ['content', 'embedding']);
 
 export class ContentCodec {
   private readonly transit: TransitKeys | undefined;
@@ -159,7 +165,11 @@ export class ContentCodec {
       refuseUnsealable(message.topic, message.value);
       return message;
     }
-    const { holder, field, hashHolder, metadata, aad, kekGeneration } = found.slot;
+    const { holder, field, hashHolder, embeddingHolder, metadata, aad, kekGeneration } = found.slot;
+    // Only a write carries its own embedding, in the slot sealed with its content; anywhere else it would go out in clear.
+    if (embeddingHolder === undefined && hasField(found.root, ['embedding'])) {
+      throw new GovernedMemoryError('MEM_INTERNAL', `${message.topic}: refusing to send a ${String(found.root.type)} that carries an embedding it should not have`);
+    }
     const current = holder[field];
     if (current !== undefined && typeof current !== 'string') {
       // Already sealed: a dead letter forwarded as it came.
@@ -169,10 +179,15 @@ export class ContentCodec {
     const { contentHash } = hashHolder;
     if (typeof contentHash !== 'string') throw new GovernedMemoryError('MEM_INTERNAL', `${message.topic}: refusing to send a content-carrying message without its content hash`);
     const { requestHash } = metadata;
+    const embedding = embeddingHolder?.embedding;
+    if (embedding !== undefined && !CallerEmbedding.safeParse(embedding).success) {
+      throw new GovernedMemoryError('MEM_INTERNAL', `${message.topic}: refusing to send an embedding that is not a model id and its vector`);
+    }
     const payload: SealedPayload = {
       ...(typeof current === 'string' ? { content: current } : {}),
       contentHash,
       ...(typeof requestHash === 'string' ? { requestHash } : {}),
+      ...(embedding === undefined ? {} : { embedding: embedding as CallerEmbedding }),
     };
     const plaintext = JSON.stringify(payload);
     if (found.topic === TOPICS.commands) {
@@ -187,6 +202,7 @@ export class ContentCodec {
     }
     hashHolder.contentHash = ERASED_CONTENT_HASH;
     delete metadata.requestHash;
+    if (embeddingHolder !== undefined) delete embeddingHolder.embedding;
     return { ...message, value: found.root };
   }
 
@@ -201,7 +217,7 @@ export class ContentCodec {
   async open(topic: string, value: unknown): Promise<unknown> {
     const found = contentSlot(topic, value);
     if (found === undefined) return value;
-    const { holder, field, hashHolder, metadata, aad } = found.slot;
+    const { holder, field, hashHolder, embeddingHolder, metadata, aad } = found.slot;
     const sealed = holder[field];
     if (!isObject(sealed)) return value;
     const envelope = Envelope.safeParse(sealed);
@@ -235,6 +251,7 @@ export class ContentCodec {
     if (payload.content !== undefined) holder.content = payload.content;
     if (payload.contentHash !== undefined) hashHolder.contentHash = payload.contentHash;
     if (payload.requestHash !== undefined) metadata.requestHash = payload.requestHash;
+    if (payload.embedding !== undefined && embeddingHolder !== undefined) embeddingHolder.embedding = payload.embedding;
     return found.root;
   }
 

@@ -415,6 +415,42 @@ describe('ContentCodec: the hashes that would confirm a guess are sealed with th
     }
   });
 
+  it('seals a write\'s own embedding with its content, on the command and the event: no number of it in clear; open gives it back, redact and a destroyed key do not', async () => {
+    const { keyring: ring } = await keyring();
+    const codec = transit(ring);
+    // Digits no other field holds, so their absence from the bytes says the vector is not there.
+    const embedding = { model: 'all-minilm-l6-v2-q@1.19.0-beta29', vector: [0.123456789, -0.987654321, 0.555555551] };
+    const withEmbedding = (message: OutgoingMessage): OutgoingMessage => {
+      const value = message.value as Loose;
+      return { ...message, value: { ...value, data: { ...value.data, embedding } } };
+    };
+    for (const [slot, message] of [['command', withEmbedding(writeCommand('r1'))], ['written', withEmbedding(written('r1'))]] as Array<[Slot, OutgoingMessage]>) {
+      const sealed = await codec.seal(deepFreeze(message));
+      const bytes = JSON.stringify(sealed.value);
+      for (const secret of ['123456789', '987654321', '555555551']) expect(bytes, slot).not.toContain(secret);
+      expect((sealed.value as Loose).data, slot).not.toHaveProperty('embedding');
+      expect(await codec.open(message.topic, sealed.value), slot).toEqual(message.value);
+      const redacted = (await new ContentCodec({ mode: 'redact' }).open(message.topic, sealed.value)) as Loose;
+      expect(redacted.data, slot).not.toHaveProperty('embedding');
+    }
+    const sealedEvent = await codec.seal(withEmbedding(written('r1')));
+    await ring.destroyDataKey(TENANT, 'r1');
+    expect(((await codec.open(TOPICS.events, sealedEvent.value)) as Loose).data).not.toHaveProperty('embedding');
+  });
+
+  it('refuses to send an embedding where no content is sealed, or one that is not a model and its vector', async () => {
+    const { keyring: ring } = await keyring();
+    const codec = transit(ring);
+    for (const promotion of [promoted('r1', 2), promotedWithoutContent('r1', 2)]) {
+      const value = promotion.value as Loose;
+      await expect(codec.seal({ ...promotion, value: { ...value, data: { ...value.data, embedding: { model: 'm', vector: [1] } } } }))
+        .rejects.toMatchObject({ code: 'MEM_INTERNAL', message: expect.stringContaining('carries an embedding') });
+    }
+    const command = writeCommand('r1');
+    const bad = { ...command, value: { ...(command.value as Loose), data: { ...(command.value as Loose).data, embedding: [0.5, 0.5] } } };
+    await expect(codec.seal(bad)).rejects.toMatchObject({ code: 'MEM_INTERNAL' });
+  });
+
   it('seals a promotion without content as an envelope of its hashes alone, under the record’s data key; readers never see that field', async () => {
     const { codec, keyring: ring } = await openCodec();
     const message = promotedWithoutContent('r1', 2);

@@ -168,7 +168,11 @@ function decideWrite(command: CommandOf<'WriteMemory'>, state: SubjectState, ctx
   } as const;
   const keyGeneration = state.keyGeneration ?? 1;
   const events: MemoryEvent[] = [
-    { type: 'MemoryWritten', data: { record, ...(keyGeneration > 1 ? { keyGeneration } : {}) }, metadata: eventMeta(command, 0) },
+    {
+      type: 'MemoryWritten',
+      data: { record, ...(keyGeneration > 1 ? { keyGeneration } : {}), ...(data.embedding === undefined ? {} : { embedding: data.embedding }) },
+      metadata: eventMeta(command, 0),
+    },
   ];
   // An untrusted correction must not knock out a trusted fact: it supersedes on promotion.
   if (target && status === 'active') {
