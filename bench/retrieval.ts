@@ -9,13 +9,23 @@
  *   category 5 asked within its conversation; recall of the evidence turns (`dia_id`s) among the
  *   top 5, 10 and 25, beside the paper's DRAGON figures (58.8 / 67.5 / 79.9).
  * Also each mode's search latency (p50/p95) over HTTP, and how long the vectors took to catch up.
- * Usage: pnpm bench:retrieval [--locomo PATH] [--only paraphrases|locomo] [--sweep 1] (about 4 min; 7 with the sweep)
+ * `--runtime distributed` measures the nine-process stack on Kafka, Elasticsearch and Redis
+ * instead (BM25 and kNN in Elasticsearch; the local engines, started when none answer), `both`
+ * one after the other.
+ * Usage: pnpm bench:retrieval [--runtime embedded|distributed|both] [--locomo PATH] [--only paraphrases|locomo] [--sweep 1]
+ * (about 3 min a runtime; 5 with the sweep)
  */
+import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { loadConfig, startEmbeddedRuntime, type EmbeddedRuntime } from '@gm/embedded';
+import { openVectors } from '@gm/adapters';
+import { DistributedEnv } from '@gm/config';
+import { startStack } from '@gm/distributed';
+import { loadConfig, startEmbeddedRuntime } from '@gm/embedded';
+import { DEFAULT_MODEL_DIR, modelOfDir } from '@gm/embedding';
 import { call, issueToken, type HttpTarget } from './administration.ts';
+import { resolveEngines } from './engines.ts';
 import { writeBody } from './http-probe.ts';
 import { paraphraseSet } from './retrieval/paraphrases.ts';
 import { FUSIONS, type LegLists } from './retrieval/fusion-sweep.ts';
@@ -25,6 +35,8 @@ const args = new Map<string, string>();
 for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i]?.replace(/^--/, '') ?? '', process.argv[i + 1] ?? '');
 const LOCOMO = path.resolve(args.get('locomo') ?? path.join(import.meta.dirname, '../../shared/datasets/locomo/locomo10.json'));
 const ONLY = args.get('only');
+const RUNTIMES = ['embedded', 'distributed', 'both'] as const;
+const RUNTIME = (args.get('runtime') ?? 'embedded') as (typeof RUNTIMES)[number];
 /** `--sweep 1`: also rank each query by the candidate fusions of retrieval/fusion-sweep.ts. */
 const SWEEP = args.get('sweep') === '1';
 const MODES = ['lexical', 'semantic', 'hybrid'] as const;
@@ -50,11 +62,23 @@ async function writeAll(target: HttpTarget, token: string, records: Array<{ id: 
   }
 }
 
+/** A running runtime the bench measures through its API: where it answers, and how many vectors a tenant has. */
+interface Measured extends HttpTarget {
+  runtime: 'embedded' | 'distributed';
+  vectorCount(tenant: string): Promise<number>;
+}
+
 /** Waits until the vector-indexer embedded every record of the tenant; returns how long that took after the last write. */
-async function vectorsCaughtUp(runtime: EmbeddedRuntime, tenant: string, count: number): Promise<number> {
+async function vectorsCaughtUp(runtime: Measured, tenant: string, count: number): Promise<number> {
   const started = performance.now();
+  let told = started;
   for (;;) {
-    if ((await runtime.vectors.count(tenant)) >= count) return performance.now() - started;
+    const have = await runtime.vectorCount(tenant);
+    if (have >= count) return performance.now() - started;
+    if (performance.now() - told > 10_000) {
+      told = performance.now();
+      progress(`  waiting for the vectors: ${have}/${count}`);
+    }
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
@@ -80,7 +104,7 @@ async function legLists(target: HttpTarget, token: string, body: Record<string, 
   return { query: String(body.query), lexical: await leg('lexical'), semantic: await leg('semantic') };
 }
 
-async function paraphrases(runtime: EmbeddedRuntime, target: HttpTarget): Promise<Record<Mode, ModeFigures>> {
+async function paraphrases(runtime: Measured, target: HttpTarget): Promise<Record<Mode, ModeFigures>> {
   const tenant = 'bench-paraphrase';
   const token = await issueToken(target, tenant);
   const set = paraphraseSet();
@@ -153,7 +177,7 @@ interface LocomoConversation {
   qa: Array<{ question: string; evidence?: string[]; category: number }>;
 }
 
-async function locomo(runtime: EmbeddedRuntime, target: HttpTarget): Promise<{ figures: Record<Split, Record<Mode, ModeFigures>>; turns: number; questions: number }> {
+async function locomo(runtime: Measured, target: HttpTarget): Promise<{ figures: Record<Split, Record<Mode, ModeFigures>>; turns: number; questions: number }> {
   const conversations = JSON.parse(readFileSync(LOCOMO, 'utf8')) as LocomoConversation[];
   const tenant = 'bench-locomo';
   const token = await issueToken(target, tenant);
@@ -214,34 +238,80 @@ async function locomo(runtime: EmbeddedRuntime, target: HttpTarget): Promise<{ f
   return { figures, turns: records.length, questions: questions.length };
 }
 
-async function main(): Promise<void> {
-  // Before anything runs: a missing dataset is told at once, not after the paraphrase half.
-  if (ONLY !== 'paraphrases' && !existsSync(LOCOMO)) throw new Error(`LoCoMo is not at ${LOCOMO}; pass --locomo PATH (or --only paraphrases)`);
+/** The quality phases against one runtime; its report. */
+async function measure(runtime: Measured, model: string): Promise<Record<string, unknown>> {
+  const report: Record<string, unknown> = { at: new Date().toISOString(), runtime: runtime.runtime, model };
+  if (ONLY !== 'locomo') report.paraphrases = await paraphrases(runtime, runtime);
+  if (ONLY !== 'paraphrases') report.locomo = await locomo(runtime, runtime);
+  return report;
+}
+
+/** The model's directory as the runtimes resolve it (MEMORY_EMBEDDING_MODEL_DIR, else the default). */
+const MODEL_DIR = process.env.MEMORY_EMBEDDING_MODEL_DIR ?? DEFAULT_MODEL_DIR;
+
+async function onEmbedded(): Promise<Record<string, unknown>> {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'gm-bench-retrieval-'));
   const runtime = await startEmbeddedRuntime(loadConfig({
-    MEMORY_PORT: '0', MEMORY_DATA_DIR: dataDir, MEMORY_LOG_LEVEL: 'error', MEMORY_RATE_LIMIT_PER_MINUTE: '1000000',
-    // The model to measure (its directory; default: the runtime's default model).
-    ...(process.env.MEMORY_EMBEDDING_MODEL_DIR === undefined ? {} : { MEMORY_EMBEDDING_MODEL_DIR: process.env.MEMORY_EMBEDDING_MODEL_DIR }),
+    MEMORY_PORT: '0', MEMORY_DATA_DIR: dataDir, MEMORY_LOG_LEVEL: 'error', MEMORY_RATE_LIMIT_PER_MINUTE: '1000000', MEMORY_EMBEDDING_MODEL_DIR: MODEL_DIR,
   }));
-  const target: HttpTarget = { url: runtime.url, issuerCredential: runtime.credentials.issuerCredential };
-  const report: Record<string, unknown> = { at: new Date().toISOString(), runtime: 'embedded', model: runtime.config.semantic };
   try {
-    if (ONLY !== 'locomo') report.paraphrases = await paraphrases(runtime, target);
-    if (ONLY !== 'paraphrases') report.locomo = await locomo(runtime, target);
+    progress(`embedded runtime at ${runtime.url}`);
+    return await measure({
+      runtime: 'embedded', url: runtime.url, issuerCredential: runtime.credentials.issuerCredential, vectorCount: (tenant) => runtime.vectors.count(tenant),
+    }, path.basename(MODEL_DIR));
   } finally {
     await runtime.close();
     rmSync(dataDir, { recursive: true, force: true });
   }
-  print(report);
+}
+
+async function onDistributed(): Promise<Record<string, unknown>> {
+  const engines = await resolveEngines();
+  const namespace = `retrieval-${randomUUID().slice(0, 8)}`;
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'gm-bench-retrieval-'));
+  const recent: string[] = [];
+  progress(`starting the distributed stack (namespace ${namespace}) on ${engines.kafkaBrokers}, ${engines.elasticsearchUrl}, ${engines.redisUrl}`);
+  const stack = await startStack({
+    dataDir, port: 0, namespace, env: { MEMORY_RATE_LIMIT_PER_MINUTE: '1000000', MEMORY_EMBEDDING_MODEL_DIR: MODEL_DIR },
+    onLine: (service, line) => {
+      recent.push(`[${service}] ${line}`);
+      if (recent.length > 40) recent.shift();
+    },
+  });
+  const env = { ...DistributedEnv.parse({ KAFKA_BROKERS: engines.kafkaBrokers, MEMORY_NAMESPACE: namespace }), ELASTICSEARCH_URL: engines.elasticsearchUrl };
+  const vectors = openVectors(env, modelOfDir(MODEL_DIR).dimensions);
+  try {
+    progress(`distributed stack at ${stack.url}`);
+    return await measure({
+      runtime: 'distributed', url: stack.url, issuerCredential: readFileSync(path.join(dataDir, 'issuer-credential'), 'utf8').trim(),
+      vectorCount: (tenant) => vectors.count(tenant),
+    }, path.basename(MODEL_DIR));
+  } catch (err) {
+    process.stderr.write(`last log lines of the stack:\n${recent.join('\n')}\n`);
+    throw err;
+  } finally {
+    await vectors.close();
+    await stack.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+async function main(): Promise<void> {
+  if (!(RUNTIMES as readonly string[]).includes(RUNTIME)) throw new Error(`--runtime must be one of ${RUNTIMES.join(', ')}; got "${RUNTIME}"`);
+  // Before anything runs: a missing dataset is told at once, not after the paraphrase half.
+  if (ONLY !== 'paraphrases' && !existsSync(LOCOMO)) throw new Error(`LoCoMo is not at ${LOCOMO}; pass --locomo PATH (or --only paraphrases)`);
+  const reports: Array<Record<string, unknown>> = [];
+  if (RUNTIME !== 'distributed') reports.push(await onEmbedded());
+  if (RUNTIME !== 'embedded') reports.push(await onDistributed());
+  for (const report of reports) print(report);
   mkdirSync('bench-results', { recursive: true });
-  const file = path.join('bench-results', `retrieval-${String(report.at).replace(/[:.]/g, '-')}.json`);
-  writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);
+  const file = path.join('bench-results', `retrieval-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
+  writeFileSync(file, `${JSON.stringify(reports.length === 1 ? reports[0] : reports, null, 2)}\n`);
   progress(`results: ${file}`);
 }
 
 function print(report: Record<string, unknown>): void {
-  const model = (report.model as { modelDir?: string } | undefined)?.modelDir;
-  const lines: string[] = ['', `retrieval quality, embedded runtime, through the API (governance on); model ${model === undefined ? 'none' : path.basename(model)}`];
+  const lines: string[] = ['', `retrieval quality, ${String(report.runtime)} runtime, through the API (governance on); model ${String(report.model)}`];
   const para = report.paraphrases as Record<Mode, ModeFigures> | undefined;
   if (para) {
     lines.push('', 'paraphrase set (512 queries, one relevant fact each)', 'mode       Recall@5  Recall@10  nDCG@10  search p50/p95 ms');
