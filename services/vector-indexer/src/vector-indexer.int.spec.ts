@@ -82,6 +82,29 @@ describe('vector-indexer', () => {
     expect(await nearest('the March bill was settled by wire', 3)).not.toContain('invoice');
   });
 
+  it('indexes a writer\'s own vector as sent (unit length), and embeds the content of a write whose vector is of another model or size', async () => {
+    const axis = (i: number, length = model.dimensions, scale = 1) => Array.from({ length }, (_, d) => (d === i ? scale : 0));
+    const byVector = async (vector: number[]) =>
+      vectors.knn({ tenantId: 'acme', partitions: [PARTITION], purpose: 'support', now: fx.clock.iso(), modelId: model.modelId, vector: Float32Array.from(vector), k: 1 });
+    await run([
+      // Past the edge (a command produced directly): not normalised, yet indexed at unit length.
+      write('own-vector', 'The loading dock closes at six', { embedding: { model: model.modelId, vector: axis(5, model.dimensions, 40) } }),
+      write('other-model', 'Forklifts are serviced every spring', { embedding: { model: 'text-embedding-3-small', vector: axis(6) } }),
+      write('other-size', 'Pallets are stacked four high', { embedding: { model: model.modelId, vector: axis(7, 8) } }),
+    ]);
+    const [own] = await byVector(axis(5));
+    expect(own).toMatchObject({ recordId: 'own-vector' });
+    expect(own?.similarity).toBeCloseTo(1, 5);
+    // The other two were embedded from their content: their meaning finds them, their vectors do not.
+    expect(await nearest('when is the lift truck maintenance?')).toEqual(['other-model']);
+    expect(await nearest('how high can the skids be piled?')).toEqual(['other-size']);
+    expect((await byVector(axis(6)))[0]?.similarity ?? 0).toBeLessThan(0.5);
+    // An update without a vector is its new content's.
+    await run([write('own-vector', 'Invoices are archived after seven years', { expectedVersion: 1 })]);
+    expect(await nearest('how long are bills kept?')).toEqual(['own-vector']);
+    expect((await byVector(axis(5)))[0]?.recordId).not.toBe('own-vector');
+  });
+
   it('embeds every active record again when it starts beside vectors of another model, which no search would compare', async () => {
     // The indexer stops; what it wrote is replaced by one vector of an older model.
     await services.pop()?.close();
@@ -98,6 +121,6 @@ describe('vector-indexer', () => {
     expect(await vectors.modelIds()).toEqual([model.modelId]);
     // Every record active in the log has its vector again (the deleted and the quarantined ones none).
     expect(await nearest('the client would rather be contacted by e-mail')).toEqual(['pref-email']);
-    expect(await vectors.count('acme')).toBe(2);
+    expect(await vectors.count('acme')).toBe(5);
   });
 });

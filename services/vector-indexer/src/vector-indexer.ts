@@ -7,7 +7,7 @@
  */
 import { subscribeToMemoryEventBatches, type Bus } from '@gm/bus';
 import { CONSUMER_GROUPS, isUnreadableContent, type MemoryEvent, type ServiceHandle } from '@gm/contracts';
-import { indexChanges, recordPartition } from '@gm/domain';
+import { indexChanges, recordPartition, unitVector } from '@gm/domain';
 import type { EmbeddingModel } from '@gm/embedding';
 import type { VectorDocument, VectorIndex } from '@gm/search-index';
 
@@ -24,32 +24,35 @@ export interface VectorIndexerDeps {
 }
 
 /**
- * The writers' own vectors in a batch (§6.7), by tenant, record and version: used for that
- * version instead of embedding its content, while they are of this deployment's model (the
- * edge accepted only that one; after a change of model the content is embedded anew, as every
- * other record's is). A vector that did not come with the write (a promotion carries none) is embedded.
+ * The writers' own vectors in a batch (§6.7), by tenant and record: the latest write's, which
+ * stays the record's through the promotions after it in the batch (a promotion changes no
+ * content). Used instead of embedding the content while they are of this deployment's model and
+ * size, re-normalised (the edge did both; a command produced past it must not skew the ranking):
+ * anything else, and a write without one, is embedded from its content.
  */
-function ownVectors(events: readonly MemoryEvent[], modelId: string): Map<string, Float32Array> {
-  const own = new Map<string, Float32Array>();
+function ownVectors(events: readonly MemoryEvent[], model: Pick<EmbeddingModel, 'modelId' | 'dimensions'>): Map<string, Float32Array | undefined> {
+  const own = new Map<string, Float32Array | undefined>();
   for (const event of events) {
-    if (event.type !== 'MemoryWritten' || event.data.embedding === undefined || event.data.embedding.model !== modelId) continue;
-    const { record } = event.data;
-    own.set(versionKey(record.tenantId, record.id, record.version), Float32Array.from(event.data.embedding.vector));
+    if (event.type !== 'MemoryWritten') continue;
+    const { record, embedding } = event.data;
+    const usable = embedding !== undefined && embedding.model === model.modelId && embedding.vector.length === model.dimensions;
+    const unit = usable ? unitVector(embedding.vector) : undefined;
+    own.set(recordKey(record.tenantId, record.id), unit === undefined ? undefined : Float32Array.from(unit));
   }
   return own;
 }
-const versionKey = (tenantId: string, recordId: string, version: number): string => JSON.stringify([tenantId, recordId, version]);
+const recordKey = (tenantId: string, recordId: string): string => JSON.stringify([tenantId, recordId]);
 
 /** One batch: every present record embedded (or its writer's vector taken) and upserted in one write; every absent one removed. */
 export async function vectorizeEvents(deps: VectorIndexerDeps, events: readonly MemoryEvent[]): Promise<void> {
   const { present: states, removals } = indexChanges(events);
-  const own = ownVectors(events, deps.model.modelId);
+  const own = ownVectors(events, deps.model);
   const present: Array<{ doc: Omit<VectorDocument, 'vector'>; content: string; vector?: Float32Array }> = [];
   for (const state of states) {
     const content = state.content ?? (await deps.contentOf(state.tenantId, state.recordId));
     if (content === undefined || isUnreadableContent(content)) continue;
     const { meta } = state;
-    const vector = own.get(versionKey(meta.tenantId, meta.id, meta.version));
+    const vector = own.get(recordKey(meta.tenantId, meta.id));
     present.push({
       content,
       ...(vector === undefined ? {} : { vector }),

@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERASED_CONTENT, ERASED_CONTENT_HASH, MemoryEvent, TOPICS, type DeletionReceipt } from '@gm/contracts';
+import { MODEL_DIMENSIONS, MODEL_ID } from '@gm/embedding';
 import { eventually, expectKeyEvidence, memory, STARTUP_MS, type StartRuntime, type TestRuntime } from '../harness.ts';
 
 /** What each record's content reads as through a fresh reader of the log: its text, or ERASED_CONTENT. */
@@ -60,6 +61,9 @@ const masterKeyFile = (dir: string, name: string, keys: Record<string, string>, 
  * sealed in the log, a forget or a delete destroys keys so nothing can decrypt those events,
  * replay rebuilds the same state, and the master key rotates without losing anything.
  */
+/** A vector of the runtime's size whose numbers (digits of sines) are nothing else in the log. */
+const OWN_VECTOR = Array.from({ length: MODEL_DIMENSIONS }, (_, i) => Math.sin(i + 1));
+
 export const cryptoSuite = (start: StartRuntime) => describe('encryption at rest and crypto-shredding over the API', () => {
   let rt: TestRuntime;
   let writer: string;
@@ -105,6 +109,8 @@ export const cryptoSuite = (start: StartRuntime) => describe('encryption at rest
     await write('cr-a2', 'cust-crypt-a', 'Osprey prefers the Lisbon office for meetings');
     await write('cr-b1', 'cust-crypt-b', 'Bittern household keeps the spare key with neighbour Hollis');
     await write('cr-b2', 'cust-crypt-b', 'Bittern household pays the tutor in cash monthly');
+    // A write with its own embedding: the vector is derived from the content, sealed with it.
+    await write('cr-b3', 'cust-crypt-b', 'Bittern household waters the orchard at dawn', { embedding: { model: MODEL_ID, vector: OWN_VECTOR } });
     await write('cr-c1', 'cust-crypt-c', 'Curlew clinic notes a penicillin allergy', { trust: 'untrusted' });
     const promoted = await rt.api('POST', '/v1/memories/cr-c1/promote', { token: reviewer, body: { expectedVersion: 1 } });
     expect(promoted.status).toBe(200);
@@ -122,6 +128,10 @@ export const cryptoSuite = (start: StartRuntime) => describe('encryption at rest
       expect(raw, id).not.toContain(content.split(' ').slice(1, 4).join(' '));
     }
     for (const word of ['Osprey', 'Hollis', 'penicillin', 'tutor']) expect(raw).not.toContain(word);
+    // Nor any number of the embedding, as sent or as the edge normalised it (ten digits each).
+    const digits = (x: number) => String(Math.abs(x)).slice(2, 12);
+    const norm = Math.hypot(...OWN_VECTOR);
+    for (const x of [...OWN_VECTOR.slice(0, 16), ...OWN_VECTOR.slice(0, 16).map((v) => v / norm)]) expect(raw).not.toContain(digits(x));
 
     // Through a reader that holds the master keys, every content opens again.
     const contents = await contentsInLog(rt);

@@ -172,8 +172,13 @@ export class ContentCodec {
     }
     const current = holder[field];
     if (current !== undefined && typeof current !== 'string') {
-      // Already sealed: a dead letter forwarded as it came.
-      if (Envelope.safeParse(current).success) return message;
+      // Already sealed: a dead letter forwarded as it came, whose embedding went into the envelope too.
+      if (Envelope.safeParse(current).success) {
+        if (embeddingHolder?.embedding !== undefined) {
+          throw new GovernedMemoryError('MEM_INTERNAL', `${message.topic}: refusing to send an embedding in clear beside sealed content`);
+        }
+        return message;
+      }
       throw new GovernedMemoryError('MEM_INTERNAL', `${message.topic}: refusing to send content that is neither text nor a sealed envelope`);
     }
     const { contentHash } = hashHolder;

@@ -24,7 +24,19 @@ export function acceptCallerEmbedding(embedding: CallerEmbedding, model: Embeddi
       'MEM_VALIDATION', `embedding: this runtime compares only vectors of model "${model.modelId}" with ${model.dimensions} dimensions (got "${modelId}", ${vector.length})`,
     );
   }
-  const norm = Math.sqrt(vector.reduce((sum, x) => sum + x * x, 0));
-  if (norm === 0 || !Number.isFinite(norm)) throw new GovernedMemoryError('MEM_VALIDATION', 'embedding: a zero vector has no direction');
-  return vector.map((x) => x / norm);
+  const unit = unitVector(vector);
+  if (unit === undefined) throw new GovernedMemoryError('MEM_VALIDATION', 'embedding: a zero vector has no direction');
+  return unit;
+}
+
+/**
+ * The vector scaled to unit length, or undefined for a zero vector (or one that is not finite).
+ * Scaled by its largest magnitude first, so that neither 1e155s (whose squares overflow) nor
+ * 1e-170s (whose squares underflow) pass for zero.
+ */
+export function unitVector(vector: readonly number[]): number[] | undefined {
+  const scale = vector.reduce((max, x) => Math.max(max, Math.abs(x)), 0);
+  if (!(scale > 0) || !Number.isFinite(scale)) return undefined;
+  const norm = Math.sqrt(vector.reduce((sum, x) => sum + (x / scale) ** 2, 0)) * scale;
+  return norm > 0 && Number.isFinite(norm) ? vector.map((x) => x / norm) : undefined;
 }

@@ -30,6 +30,17 @@ describe('WriteMemory: admission (§5)', () => {
     });
   });
 
+  it('carries the writer\'s own embedding into the event beside the record, never into it', () => {
+    const embedding = { model: 'm@1', vector: [0.6, 0.8] };
+    spec.given([]).when(write(T0, { trust: 'trusted', embedding })).then(({ events }) => {
+      expect(events).toMatchObject([{ type: 'MemoryWritten', data: { embedding } }]);
+      expect((events[0] as { data: { record: object } }).data.record).not.toHaveProperty('embedding');
+    });
+    spec.given([]).when(write(T0, { trust: 'trusted' })).then(({ events }) => {
+      expect((events[0] as { data: object }).data).not.toHaveProperty('embedding');
+    });
+  });
+
   it('quarantines an untrusted write', () => {
     spec.given([]).when(write(T0, { trust: 'untrusted' })).then(({ events, result }) => {
       expect(events).toMatchObject([{ type: 'MemoryWritten', data: { record: { status: 'quarantined', trust: 'untrusted' } } }]);
