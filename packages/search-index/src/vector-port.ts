@@ -47,6 +47,12 @@ export interface VectorIndex {
   visible(): Promise<void>;
   /** Whether a record has a vector (verification probes only, never the read path). */
   has(tenantId: string, recordId: string): Promise<boolean>;
+  /**
+   * The stored vectors of these records that are of this model, by record id (the vector-indexer
+   * only, never the read path): a promotion changes no content, so it keeps the vector it has,
+   * a writer's own among them, instead of embedding the content again.
+   */
+  vectorsOf(tenantId: string, recordIds: string[], modelId: string): Promise<Map<string, Float32Array>>;
   count(tenantId?: string): Promise<number>;
   /** The models whose vectors the index holds, sorted: a start with another model rebuilds them (the vector-indexer). */
   modelIds(): Promise<string[]>;

@@ -21,6 +21,8 @@ describe('vector-indexer', () => {
   let model: EmbeddingModel;
   let vectors: VectorIndex;
   const services: ServiceHandle[] = [];
+  /** What the keyword index would answer for a record a batch promoted without its content. */
+  const keywordContents = new Map<string, string>();
   let n = 0;
 
   beforeAll(async () => {
@@ -33,7 +35,7 @@ describe('vector-indexer', () => {
         decide: { ttl: DEFAULT_TTL_POLICY, idempotencyWindowMs: 3_600_000 },
         snapshots: { store: fx.state.admission, intervalMs: 60_000, maxEntries: 1_000 },
       }),
-      await startVectorIndexer({ bus: fx.bus, vectors, model, contentOf: async () => undefined }),
+      await startVectorIndexer({ bus: fx.bus, vectors, model, contentOf: async (_tenant, id) => keywordContents.get(id) }),
     );
   }, 60_000);
   afterAll(async () => {
@@ -105,6 +107,21 @@ describe('vector-indexer', () => {
     expect((await byVector(axis(5)))[0]?.recordId).not.toBe('own-vector');
   });
 
+  it('keeps a record\'s vector, a writer\'s own, through a later promotion that widens its visibility', async () => {
+    const axis = Array.from({ length: model.dimensions }, (_, d) => (d === 9 ? 1 : 0));
+    await run([write('widened', 'The night shift starts at ten', { visibility: 'private', embedding: { model: model.modelId, vector: axis } })]);
+    keywordContents.set('widened', 'The night shift starts at ten');
+    // Another batch: the promotion carries no content, and the vector stored for version 1 stays.
+    await run([MemoryCommand.parse({
+      type: 'PromoteMemory', data: { id: 'widened', expectedVersion: 1, visibility: 'team' },
+      metadata: { commandId: `cmd-${++n}`, tenantId: 'acme', subjectId: 'cust-42', now: fx.clock.iso(), actor: { ...TEST_WRITER, agentId: 'reviewer-bot', principalId: 'rita' }, policyRevision: 1 },
+    })]);
+    const [hit] = await vectors.knn({ tenantId: 'acme', partitions: [PARTITION], purpose: 'support', now: fx.clock.iso(), modelId: model.modelId, vector: Float32Array.from(axis), k: 1 });
+    // Found in the team partition it was promoted to, at version 2, by the writer's vector.
+    expect(hit).toMatchObject({ recordId: 'widened', partition: PARTITION });
+    expect(hit?.similarity).toBeCloseTo(1, 5);
+  });
+
   it('embeds every active record again when it starts beside vectors of another model, which no search would compare', async () => {
     // The indexer stops; what it wrote is replaced by one vector of an older model.
     await services.pop()?.close();
@@ -121,6 +138,6 @@ describe('vector-indexer', () => {
     expect(await vectors.modelIds()).toEqual([model.modelId]);
     // Every record active in the log has its vector again (the deleted and the quarantined ones none).
     expect(await nearest('the client would rather be contacted by e-mail')).toEqual(['pref-email']);
-    expect(await vectors.count('acme')).toBe(5);
+    expect(await vectors.count('acme')).toBe(6);
   });
 });

@@ -1,13 +1,14 @@
 /**
  * The vector-indexer (§6.7): keeps the vector index equal to the set of active records,
  * exactly as the index-builder keeps the keyword index (the same `indexChanges` fold of
- * each batch), with each record's vector embedded from the decrypted event's content. Vectors
+ * each batch), with each record's vector embedded from the decrypted event's content, or the
+ * writer's own vector of it (§6.7), or, through a promotion, the vector it already had. Vectors
  * are derived data: an ended or erased record's vector is removed, and replay rebuilds them.
  * Its own consumer group, so semantic visibility lags without slowing keyword visibility.
  */
 import { subscribeToMemoryEventBatches, type Bus } from '@gm/bus';
 import { CONSUMER_GROUPS, isUnreadableContent, type MemoryEvent, type ServiceHandle } from '@gm/contracts';
-import { indexChanges, recordPartition, unitVector } from '@gm/domain';
+import { indexChanges, recordPartition, unitVector, type PresentRecordState } from '@gm/domain';
 import type { EmbeddingModel } from '@gm/embedding';
 import type { VectorDocument, VectorIndex } from '@gm/search-index';
 
@@ -43,16 +44,35 @@ function ownVectors(events: readonly MemoryEvent[], model: Pick<EmbeddingModel, 
 }
 const recordKey = (tenantId: string, recordId: string): string => JSON.stringify([tenantId, recordId]);
 
-/** One batch: every present record embedded (or its writer's vector taken) and upserted in one write; every absent one removed. */
+/**
+ * The vectors already stored for the records a batch promoted without writing them: a promotion
+ * changes no content, so the vector stays (a writer's own among them), by tenant and record.
+ */
+async function storedVectors(deps: VectorIndexerDeps, states: readonly PresentRecordState[]): Promise<Map<string, Float32Array>> {
+  const byTenant = new Map<string, string[]>();
+  for (const state of states) if (state.content === undefined) byTenant.set(state.tenantId, [...(byTenant.get(state.tenantId) ?? []), state.recordId]);
+  const stored = new Map<string, Float32Array>();
+  for (const [tenantId, ids] of byTenant) {
+    for (const [recordId, vector] of await deps.vectors.vectorsOf(tenantId, ids, deps.model.modelId)) stored.set(recordKey(tenantId, recordId), vector);
+  }
+  return stored;
+}
+
+/**
+ * One batch: every present record's vector — its writer's own, the one stored before a
+ * promotion, or else its content embedded — upserted in one write; every absent one removed.
+ */
 export async function vectorizeEvents(deps: VectorIndexerDeps, events: readonly MemoryEvent[]): Promise<void> {
   const { present: states, removals } = indexChanges(events);
   const own = ownVectors(events, deps.model);
+  const stored = await storedVectors(deps, states);
   const present: Array<{ doc: Omit<VectorDocument, 'vector'>; content: string; vector?: Float32Array }> = [];
   for (const state of states) {
     const content = state.content ?? (await deps.contentOf(state.tenantId, state.recordId));
     if (content === undefined || isUnreadableContent(content)) continue;
     const { meta } = state;
-    const vector = own.get(recordKey(meta.tenantId, meta.id));
+    const key = recordKey(meta.tenantId, meta.id);
+    const vector = own.has(key) ? own.get(key) : stored.get(key);
     present.push({
       content,
       ...(vector === undefined ? {} : { vector }),

@@ -126,6 +126,23 @@ export function createElasticsearchVectorIndex(options: ElasticsearchVectorIndex
       return run('has', async () => client.exists({ index: alias, id: recordDocId(tenantId, recordId) }));
     },
 
+    async vectorsOf(tenantId, recordIds, modelId) {
+      if (recordIds.length === 0) return new Map();
+      return run('vectorsOf', async () => {
+        // Real-time reads by id (the vector-indexer's own upserts wait for no refresh); the vector
+        // is named in `_source`, which Elasticsearch leaves out of a document's source otherwise.
+        const response = await client.mget<Pick<StoredVector, 'recordId' | 'modelId' | 'vector'>>({
+          index: alias, ids: recordIds.map((id) => recordDocId(tenantId, id)), _source: ['recordId', 'modelId', 'vector'],
+        });
+        const found = new Map<string, Float32Array>();
+        for (const doc of response.docs) {
+          const source = 'found' in doc && doc.found ? doc._source : undefined;
+          if (source !== undefined && source.modelId === modelId && Array.isArray(source.vector)) found.set(source.recordId, Float32Array.from(source.vector));
+        }
+        return found;
+      });
+    },
+
     async count(tenantId) {
       return run('count', () => countDocuments(client, alias, tenantId));
     },

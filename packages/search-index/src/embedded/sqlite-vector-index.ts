@@ -71,6 +71,9 @@ export function createSqliteVectorIndex(options: SqliteVectorIndexOptions): Vect
     `SELECT record_id, partition_key, kind, purposes, subject, vector FROM vectors WHERE subject = @subject AND ${candidatesWhere}`,
   );
   const hasStmt = db.prepare('SELECT 1 FROM vectors WHERE tenant = ? AND record_id = ?');
+  const vectorsOfStmt = db.prepare<[string, string, string], { record_id: string; vector: Buffer }>(
+    'SELECT record_id, vector FROM vectors WHERE tenant = ? AND model_id = ? AND record_id IN (SELECT value FROM json_each(?))',
+  );
   const countAll = db.prepare('SELECT COUNT(*) AS n FROM vectors');
   const countTenant = db.prepare('SELECT COUNT(*) AS n FROM vectors WHERE tenant = ?');
   const models = db.prepare<[], { model_id: string }>('SELECT DISTINCT model_id FROM vectors ORDER BY model_id');
@@ -132,6 +135,13 @@ export function createSqliteVectorIndex(options: SqliteVectorIndexOptions): Vect
 
     async has(tenantId, recordId) {
       return hasStmt.get(tenantId, recordId) !== undefined;
+    },
+
+    async vectorsOf(tenantId, recordIds, modelId) {
+      if (recordIds.length === 0) return new Map();
+      // Copied out of the row's Buffer (whose offset into its pool need not be a multiple of 4).
+      return new Map(vectorsOfStmt.all(tenantId, modelId, JSON.stringify(recordIds))
+        .map((row) => [row.record_id, new Float32Array(new Uint8Array(row.vector).buffer)]));
     },
 
     async count(tenantId) {

@@ -102,6 +102,20 @@ export function testVectorIndex(name: string, open: () => Promise<VectorIndexHar
       expect(await index.knn(query(unit(d, 1)))).toEqual([]);
     });
 
+    it('gives back the stored vectors of records by id, only of the model asked, only of the tenant asked', async () => {
+      const { index, dimensions: d } = await fresh();
+      const tilted = unit(d, 0, 1, 0.3);
+      await index.upsert([doc(d, 'a', tilted), doc(d, 'b', unit(d, 1), { modelId: 'model-2' }), doc(d, 'c', unit(d, 2), { tenantId: 'tenant-2' })]);
+      const found = await index.vectorsOf('tenant-1', ['a', 'b', 'c', 'never'], 'model-1');
+      expect([...found.keys()]).toEqual(['a']);
+      const back = found.get('a');
+      expect(back?.length).toBe(d);
+      // Float32 in, float32 out: the very vector (Elasticsearch keeps it as float).
+      back?.forEach((x, i) => expect(x).toBeCloseTo(tilted[i] ?? Number.NaN, 6));
+      expect([...(await index.vectorsOf('tenant-1', ['b'], 'model-2')).keys()]).toEqual(['b']);
+      expect((await index.vectorsOf('tenant-1', [], 'model-1')).size).toBe(0);
+    });
+
     it('names the models whose vectors it holds, none once cleared', async () => {
       const { index, dimensions: d } = await fresh();
       expect(await index.modelIds()).toEqual([]);
