@@ -3,7 +3,7 @@ import {
   GovernedMemoryError, type CapabilityClaims, type EvidencePacket, type MemoryRecord, type PacketItem, type PacketValidation, type RecordMeta, type RecordStatus,
   type SearchMode, type SearchRequest,
 } from '@gm/contracts';
-import { acceptCallerEmbedding, estimateTokens, fitToBudget, isReadableById, isSearchable, rank, recordPartition, semanticWeightFor, type RankInput } from '@gm/domain';
+import { acceptCallerEmbedding, estimateTokens, lexicalQueryText, fitToBudget, isReadableById, isSearchable, rank, recordPartition, semanticWeightFor, type RankInput } from '@gm/domain';
 import type { EmbeddingModel } from '@gm/embedding';
 import { newUlid } from '@gm/ids';
 import type { Metrics } from '@gm/observability';
@@ -187,7 +187,7 @@ async function searchIndex(deps: ReadPathDeps, claims: CapabilityClaims, partiti
   };
   const depth = Math.min(200, request.limit * 4);
   const [lexicalHits, vectorHits] = await Promise.all([
-    mode === 'semantic' ? [] : deps.index.search({ ...filters, text: request.query, limit: depth }),
+    mode === 'semantic' ? [] : deps.index.search({ ...filters, text: lexicalQueryText(request.query), limit: depth }),
     mode === 'lexical' || deps.semantic === undefined ? [] : semanticHits(deps.semantic, request, filters, depth),
   ]);
   const candidates = new Map<string, Candidate>();

@@ -110,7 +110,7 @@ export const cryptoSuite = (start: StartRuntime) => describe('encryption at rest
     await write('cr-b1', 'cust-crypt-b', 'Bittern household keeps the spare key with neighbour Hollis');
     await write('cr-b2', 'cust-crypt-b', 'Bittern household pays the tutor in cash monthly');
     // A write with its own embedding: the vector is derived from the content, sealed with it.
-    await write('cr-b3', 'cust-crypt-b', 'Bittern household waters the orchard at dawn', { embedding: { model: MODEL_ID, vector: OWN_VECTOR } });
+    await write('cr-e1', 'cust-crypt-e', 'Eider farm waters the orchard at dawn', { embedding: { model: MODEL_ID, vector: OWN_VECTOR } });
     await write('cr-c1', 'cust-crypt-c', 'Curlew clinic notes a penicillin allergy', { trust: 'untrusted' });
     const promoted = await rt.api('POST', '/v1/memories/cr-c1/promote', { token: reviewer, body: { expectedVersion: 1 } });
     expect(promoted.status).toBe(200);

@@ -36,6 +36,17 @@ export function termsOf(text: string): Set<string> {
   return new Set(words.filter((w) => !FUNCTION_WORDS.has(w)).map(stem));
 }
 
+/**
+ * The query as the lexical leg is asked it (§6.7): its words less the function words, which
+ * match half of any conversation and only add noise to BM25 (LoCoMo's questions are "what did
+ * …", "when did …"); a query of function words only is asked as it is, never as nothing.
+ */
+export function lexicalQueryText(query: string): string {
+  const words = query.normalize('NFC').match(/[\p{L}\p{N}][\p{L}\p{N}\p{M}]*/gu) ?? [];
+  const kept = words.filter((w) => !FUNCTION_WORDS.has(w.toLowerCase()));
+  return kept.length === 0 ? query : kept.join(' ');
+}
+
 /** The share (0..1) of the query's distinct terms found in `text`; 0 for a query of function words only. */
 export function queryCoverage(query: string, text: string): number {
   const wanted = termsOf(query);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { estimateTokens, fitToBudget } from './budget.ts';
-import { queryCoverage, termsOf } from './query-coverage.ts';
+import { lexicalQueryText, queryCoverage, termsOf } from './query-coverage.ts';
 import { HYBRID_FUSION, RANK_WEIGHTS, RECENCY_HALF_LIFE_DAYS, rank, semanticWeightFor, type RankInput } from './rank.ts';
 
 const NOW = '2025-03-01T12:00:00.000Z';
@@ -168,6 +168,13 @@ describe('query coverage (the share of the query\'s terms a text holds)', () => 
   it('is 0 for a query of function words only, or a text that shares none', () => {
     expect(queryCoverage('what is it?', 'what is it')).toBe(0);
     expect(queryCoverage('volcanic basalt', 'customer prefers email')).toBe(0);
+  });
+
+  it('asks the lexical leg the query less its function words, or the query itself when nothing else is left', () => {
+    expect(lexicalQueryText('What did Caroline research?')).toBe('Caroline research');
+    expect(lexicalQueryText('When is the launch of "Maple"?')).toBe('launch Maple');
+    expect(lexicalQueryText('who is it?')).toBe('who is it?');
+    expect(lexicalQueryText('Müller, Straße')).toBe('Müller Straße');
   });
 
   it('reads letters of any script, case-insensitively', () => {
