@@ -8,6 +8,7 @@ import { Kafka, logLevel } from 'kafkajs';
 import { createKafkaBus } from '@gm/bus';
 import { CONSUMER_GROUPS, GROUP_SUBSCRIPTIONS, TOPICS, type Action, type IssueCapabilityRequest, type OpsOverview } from '@gm/contracts';
 import { servicesOf, startStack, type ServiceName, type Stack } from '@gm/distributed';
+import { MemoryClient, type WriteMemory } from '@gm/client';
 import { engineEndpoint } from '@gm/testing';
 import { apiClient, capabilityIssuer, eventually, memory } from '../e2e/harness.ts';
 
@@ -138,6 +139,29 @@ describe('distributed runtime (separate processes on Kafka, Elasticsearch, Redis
     expect(output).toContain('0 item(s)\n');
     expect(output).toMatch(/status=verified records=pref-1,pref-2,tool-1/);
   }, 120_000);
+
+  it('answers a receipt not signed yet with a retriable 409 naming the job, and the SDK waits for it', async () => {
+    const token = await issue();
+    const client = new MemoryClient({ baseUrl: stack.url, capability: token, retry: { attempts: 1 } });
+    // No receipt-verifier: the job is carried out but never verified, so its receipt cannot be signed.
+    await stack.kill('receipt-verifier', 'SIGTERM');
+    let jobId = '';
+    try {
+      await client.remember(memory({ id: 'receipt-later', subjectId: 'cust-receipt', content: 'Grebe account closes on Friday' }) as WriteMemory);
+      jobId = (await client.delete('receipt-later')).jobId;
+      const early = await fetch(`${stack.url}/v1/deletion-jobs/${jobId}/receipt`, { headers: { authorization: `Bearer ${token}` } });
+      const problem = (await early.json()) as { code: string; detail: string };
+      expect([early.status, problem.code]).toEqual([409, 'MEM_NOT_YET_AVAILABLE']);
+      expect(problem.detail).toContain(jobId);
+      // A job that does not exist is still the uniform 404.
+      expect((await fetch(`${stack.url}/v1/deletion-jobs/01J0000000000000000000000Z/receipt`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(404);
+      await expect(client.waitForReceipt(jobId, { timeoutMs: 1_500, intervalMs: 200 })).rejects.toMatchObject({ code: 'MEM_NOT_YET_AVAILABLE', retriable: true });
+    } finally {
+      await stack.start('receipt-verifier');
+    }
+    const receipt = await client.waitForReceipt(jobId, { timeoutMs: 120_000 });
+    expect(receipt.payload).toMatchObject({ jobId, status: 'verified' });
+  }, 240_000);
 
   it('leaves no consumer group behind when services restart: the durable groups stay, and each process has one key-store follower', async () => {
     const admin = new Kafka({ clientId: `groups-${randomUUID().slice(0, 6)}`, brokers: engineEndpoint('kafka').split(','), logLevel: logLevel.NOTHING }).admin();

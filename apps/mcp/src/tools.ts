@@ -169,7 +169,7 @@ export function memoryMcpServer(client: MemoryClient, defaults: ToolDefaults): M
 }
 
 const notYet = (error: unknown): undefined => {
-  if (error instanceof MemoryApiError && error.code === 'MEM_NOT_FOUND') return undefined;
+  if (error instanceof MemoryApiError && error.code === 'MEM_NOT_YET_AVAILABLE') return undefined;
   throw error;
 };
 

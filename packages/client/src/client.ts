@@ -6,6 +6,7 @@ import type {
   PlaceLegalHoldRequest, PolicyRevisionResponse, ReceiptPublicKey, ReceiptResponse, RecordHistory, SearchRequest, SubjectSummaries,
   VersionedRequest, WriteMemoryBatchResponse, WriteMemoryRequest,
 } from '@gm/contracts';
+import { MemoryApiError } from './errors.ts';
 import { Transport, type Call, type ClientOptions } from './transport.ts';
 
 /** Request bodies as a caller writes them (defaults may be left out): the zod contracts' input types. */
@@ -104,8 +105,24 @@ export class MemoryClient {
   /** POST /v1/subjects/{subjectId}/forget: every record about the subject in the tenant. */
   forget = (subjectId: string, options?: MutationOptions) => this.mutation<DeletionAccepted>('POST', path`/v1/subjects/${subjectId}/forget`, {}, options);
   deletionJob = (jobId: string) => this.read<DeletionJob>(path`/v1/deletion-jobs/${jobId}`);
-  /** The signed receipt with its decoded payload (404 until the job is verified). */
+  /** The signed receipt with its decoded payload (409 `MEM_NOT_YET_AVAILABLE`, retriable, until the job is done; 404 for a job the caller may not see). */
   receipt = (jobId: string) => this.read<ReceiptResponse>(path`/v1/deletion-jobs/${jobId}/receipt`);
+  /**
+   * The signed receipt once the job is done: asks again every `intervalMs` (default 1 s) while it
+   * is not signed yet, for at most `timeoutMs` (default 2 min), then throws the last
+   * `MEM_NOT_YET_AVAILABLE`. Any other answer (a job the caller may not see: 404) is thrown at once.
+   */
+  waitForReceipt = async (jobId: string, options: { timeoutMs?: number; intervalMs?: number } = {}): Promise<ReceiptResponse> => {
+    const deadline = Date.now() + (options.timeoutMs ?? 120_000);
+    for (;;) {
+      try {
+        return await this.receipt(jobId);
+      } catch (err) {
+        if (!(err instanceof MemoryApiError && err.code === 'MEM_NOT_YET_AVAILABLE') || Date.now() >= deadline) throw err;
+      }
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, Math.min(options.intervalMs ?? 1_000, deadline - Date.now()))));
+    }
+  };
   /** The receipt as the bare compact JWS (`Accept: application/jose`), for archiving. */
   receiptJws = (jobId: string) =>
     this.send<string>({ method: 'GET', path: path`/v1/deletion-jobs/${jobId}/receipt`, headers: { accept: 'application/jose' }, safeToRetry: true, expect: 'text' });

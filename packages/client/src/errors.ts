@@ -2,10 +2,11 @@ import type { Problem } from '@gm/contracts';
 
 /**
  * Codes whose request may succeed when sent again unchanged: the server was busy, timed out
- * waiting for the pipeline, or has not yet folded what a consistency token names. Everything
- * else (validation, conflicts, denials, not found) answers the same on every retry.
+ * waiting for the pipeline, has not yet folded what a consistency token names, or has not yet
+ * made what was asked for (a deletion receipt). Everything else (validation, conflicts,
+ * denials, not found) answers the same on every retry.
  */
-const RETRIABLE_CODES: ReadonlySet<string> = new Set(['MEM_TIMEOUT', 'MEM_UNAVAILABLE', 'MEM_RATE_LIMITED', 'MEM_NOT_YET_CONSISTENT']);
+const RETRIABLE_CODES: ReadonlySet<string> = new Set(['MEM_TIMEOUT', 'MEM_UNAVAILABLE', 'MEM_RATE_LIMITED', 'MEM_NOT_YET_CONSISTENT', 'MEM_NOT_YET_AVAILABLE']);
 
 /** Statuses that say the same about any server or proxy on the way. */
 const RETRIABLE_STATUSES: ReadonlySet<number> = new Set([429, 502, 503, 504]);

@@ -21,6 +21,8 @@ export const ERROR_CODES = [
   'MEM_INTERNAL',
   'MEM_INVALID_CONSISTENCY_TOKEN',
   'MEM_NOT_YET_CONSISTENT',
+  /** What was asked for exists but is not made yet (a deletion job's receipt before it is signed): retriable, never "no such". */
+  'MEM_NOT_YET_AVAILABLE',
   /** An Idempotency-Key used again, within its window, for a different request (IETF Idempotency-Key draft: 422). */
   'MEM_IDEMPOTENCY_MISMATCH',
   /** A method the path does not serve (405, with `Allow` naming the ones it does). */

@@ -69,6 +69,7 @@ export const IDEMPOTENCY: readonly Failure[] = [
   fail('MEM_IDEMPOTENCY_MISMATCH', 'this Idempotency-Key was used within its window (MEMORY_IDEMPOTENCY_WINDOW) for another request of this agent and subject: nothing is written; send the new request with a new key'),
 ];
 export const TOKEN = fail('MEM_INVALID_CONSISTENCY_TOKEN', 'the Consistency-Token header is malformed, altered, of another deployment or for another tenant (checked before anything is sent)');
+export const NOT_YET_AVAILABLE = fail('MEM_NOT_YET_AVAILABLE', 'the job is one the caller may see, but its receipt is not signed yet (retriable: the job is still being carried out and verified)');
 export const NOT_YET_CONSISTENT = fail('MEM_NOT_YET_CONSISTENT', 'the projections did not pass the Consistency-Token within MEMORY_READ_YOUR_WRITES_TIMEOUT (retriable)');
 export const REPLY_TIMEOUT = fail('MEM_TIMEOUT', 'write-admission did not answer in time; the command may still be decided: a retry with the same Idempotency-Key gets its result, one without a key is a new request (retriable)');
 export const POLICY_TIMEOUT = fail('MEM_TIMEOUT', 'the policy projector did not apply the change in time; it is recorded and takes effect once applied, repeating is safe (retriable)');

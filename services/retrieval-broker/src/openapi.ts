@@ -10,7 +10,7 @@ import { API_REFERENCE_PATH } from './api-reference.ts';
 import { documentPath } from './authorization.ts';
 import { EXAMPLES, type ExampleName } from './openapi-examples.ts';
 import {
-  ANY_REQUEST, BODY_FRAMING, BODY_INVALID, CAPABILITY, ID_TAKEN, IDEMPOTENCY, IMPERSONATION, INTERNAL, ISSUER, NOT_YET_CONSISTENT, OUTAGE,
+  ANY_REQUEST, BODY_FRAMING, BODY_INVALID, CAPABILITY, ID_TAKEN, IDEMPOTENCY, IMPERSONATION, INTERNAL, ISSUER, NOT_YET_AVAILABLE, NOT_YET_CONSISTENT, OUTAGE,
   PATH_PARAMETER, POLICY_TIMEOUT, RATE_LIMITED, RECORD_NOT_FOUND, REPLY_TIMEOUT, REVIEW_DECISION, SCOPE, TOKEN, WRITE_DECISION, WRITE_EDGE,
   NOT_ADMIN, byStatus, capability, notFound, type Failure,
 } from './openapi-failures.ts';
@@ -419,7 +419,7 @@ const PATHS: Record<string, Partial<Record<'get' | 'post' | 'delete', Operation>
       },
       failures: [
         ...CAPABILITY, { ...adminOnly, when: 'the capability grants neither "admin" nor "request_delete"' },
-        notFound('as for the job, and until the job finished and its receipt was signed'), ...SERVED,
+        notFound('as for the job'), NOT_YET_AVAILABLE, ...SERVED,
       ],
     },
   },

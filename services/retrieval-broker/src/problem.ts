@@ -20,6 +20,8 @@ export const STATUS_OF: Record<ErrorCode, number> = {
   MEM_INTERNAL: 500,
   MEM_INVALID_CONSISTENCY_TOKEN: 400,
   MEM_NOT_YET_CONSISTENT: 503,
+  // The job exists and the caller may see it: its receipt is the conflict of "not yet", not a 404 or an outage.
+  MEM_NOT_YET_AVAILABLE: 409,
   MEM_IDEMPOTENCY_MISMATCH: 422,
   MEM_METHOD_NOT_ALLOWED: 405,
   CAP_MISSING: 401,

@@ -75,7 +75,8 @@ async function refresh(
     answer = await api<ReceiptResponse>(`/v1/deletion-jobs/${encodeId(jobId)}/receipt`);
   } catch (err) {
     if (stopped()) return false;
-    if (err instanceof ApiProblem && err.status === 404) {
+    // Not signed yet (409 MEM_NOT_YET_AVAILABLE): the job is still being carried out; ask again.
+    if (err instanceof ApiProblem && err.problem.code === 'MEM_NOT_YET_AVAILABLE') {
       setReceipt({ state: 'none' });
       return true;
     }

@@ -9,7 +9,6 @@ import { decodeReceiptPayload } from '@gm/policy/receipts';
 import { authorized } from '../authorization.ts';
 import type { BrokerDeps } from '../deps.ts';
 import { idempotencyKey, pathId } from '../http.ts';
-import { notFound } from '../problem.ts';
 import { metadataFor } from '../metadata.ts';
 import { partitionOf } from '../retrieval.ts';
 import { answerMutation, requestPoint } from '../consistency.ts';
@@ -78,7 +77,8 @@ export function deletionRoutes(app: FastifyInstance, deps: BrokerDeps): void {
   });
 
   /**
-   * The job's signed receipt (§8.4), once the receipt-verifier made it (404 before): JSON
+   * The job's signed receipt (§8.4), once the receipt-verifier made it (before: 409
+   * MEM_NOT_YET_AVAILABLE, retriable, naming the job; the job itself is one the caller may see): JSON
    * `{receipt: <compact JWS>, payload}` by default, the bare JWS with `Accept: application/jose`.
    * The payload is decoded from the stored JWS, so it is exactly what was signed. The principal
    * who requested the job also gets `openings`, the keys of the payload's content commitments,
@@ -87,7 +87,9 @@ export function deletionRoutes(app: FastifyInstance, deps: BrokerDeps): void {
   app.get('/v1/deletion-jobs/:id/receipt', async (request, reply) => {
     const { claims, job } = authorized(request, 'job');
     const stored = await deps.state.receipts.get(job.tenant, job.jobId);
-    if (!stored) throw notFound();
+    if (!stored) {
+      throw new GovernedMemoryError('MEM_NOT_YET_AVAILABLE', `the receipt of deletion job ${job.jobId} is not signed yet (the job is ${job.status}); retry`, { retriable: true });
+    }
     if (prefersJose(request.headers.accept)) return reply.type('application/jose').send(stored.jws);
     const payload = DeletionReceipt.parse(decodeReceiptPayload(stored.jws));
     if (claims.tenant !== payload.tenant || claims.act.sub !== payload.requestedBy.principalId) return { receipt: stored.jws, payload };
