@@ -1,5 +1,5 @@
-import { queryCoverage } from './query-coverage.ts';
 import type { RankExplanation, SearchMode } from '@gm/contracts';
+import { queryCoverage } from './query-coverage.ts';
 
 export interface RankInput {
   recordId: string;
