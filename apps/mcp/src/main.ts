@@ -5,7 +5,7 @@
  * session's Authorization header. Diagnostics go to stderr: on stdio, stdout is the protocol.
  */
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { capabilityCommand, capabilityFile, sessionServer } from './session.ts';
+import { capabilityCommand, capabilityFile, redactTokens, sessionServer } from './session.ts';
 import { startMcpHttpServer } from './http.ts';
 import { McpEnv } from './env.ts';
 
@@ -28,7 +28,15 @@ if (env.MEMORY_MCP_TRANSPORT === 'http') {
 } else {
   const source = env.MEMORY_CAPABILITY
     ?? (env.MEMORY_CAPABILITY_FILE === undefined ? capabilityCommand(env.MEMORY_CAPABILITY_COMMAND ?? '') : capabilityFile(env.MEMORY_CAPABILITY_FILE));
-  const first = typeof source === 'string' ? source : (await source()).token;
+  let first: string;
+  try {
+    first = typeof source === 'string' ? source : (await source()).token;
+  } catch (err) {
+    // The first capability decides whether this server can work at all: one line and exit 2, no stack.
+    const variable = env.MEMORY_CAPABILITY_FILE === undefined ? 'MEMORY_CAPABILITY_COMMAND' : 'MEMORY_CAPABILITY_FILE';
+    process.stderr.write(`mcp: ${variable}: ${redactTokens(err instanceof Error ? err.message : String(err)).split('\n')[0]}\n`);
+    process.exit(2);
+  }
   const server = sessionServer(env.MEMORY_API_URL, source, first);
   await server.connect(new StdioServerTransport());
   process.stderr.write(`governed memory MCP server on stdio for ${env.MEMORY_API_URL}\n`);

@@ -170,6 +170,23 @@ describe('the MCP server (apps/mcp)', () => {
     }
   });
 
+  it('exits 2 with one line naming the variable and how its command failed, without a stack or a token', () => {
+    const start = (env: Record<string, string>) =>
+      spawnSync(process.execPath, [BIN], { cwd: os.tmpdir(), env: { PATH: process.env.PATH ?? '', ...env }, encoding: 'utf8', timeout: 60_000 });
+    const token = 'eyJhbGciOiJFZERTQSJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl';
+    const failing = start({ MEMORY_CAPABILITY_COMMAND: `echo "running memctl --token ${token}" >&2; echo "fetch failed" >&2; exit 3` });
+    expect(failing.status).toBe(2);
+    expect(failing.stderr).toBe('mcp: MEMORY_CAPABILITY_COMMAND: the capability command exited 3: fetch failed\n');
+    const silent = start({ MEMORY_CAPABILITY_COMMAND: 'echo not-a-token' });
+    expect([silent.status, silent.stderr]).toEqual([2, 'mcp: MEMORY_CAPABILITY_COMMAND: the capability command printed no capability (a compact JWS) on stdout\n']);
+    const missing = start({ MEMORY_CAPABILITY_FILE: path.join(os.tmpdir(), 'no-such-capability-file') });
+    expect(missing.status).toBe(2);
+    expect(missing.stderr).toMatch(/^mcp: MEMORY_CAPABILITY_FILE: ENOENT[^\n]*\n$/);
+    // Anywhere a command's stderr holds a capability, it is shown as <token>.
+    const echoing = start({ MEMORY_CAPABILITY_COMMAND: `echo "bad --token ${token}" >&2; exit 1` });
+    expect(echoing.stderr).toBe('mcp: MEMORY_CAPABILITY_COMMAND: the capability command exited 1: bad --token <token>\n');
+  });
+
   it('refuses to start on stdio without a capability, naming the variable', () => {
     const run = spawnSync(process.execPath, [BIN], { cwd: os.tmpdir(), env: { PATH: process.env.PATH ?? '' }, encoding: 'utf8', timeout: 60_000 });
     expect(run.status).toBe(2);

@@ -45,6 +45,24 @@ export const capabilityFile = (file: string) => async (): Promise<IssuedToken> =
  * privilege stays with the command's owner, never with this server.
  */
 export const capabilityCommand = (command: string) => async (): Promise<IssuedToken> => {
-  const { stdout } = await promisify(execFile)('/bin/sh', ['-c', command], { timeout: 60_000, maxBuffer: 65_536 });
-  return tokenOf(stdout);
+  let stdout: string;
+  try {
+    ({ stdout } = await promisify(execFile)('/bin/sh', ['-c', command], { timeout: 60_000, maxBuffer: 65_536 }));
+  } catch (err) {
+    // One line: how it ended and the last line it said, never its output (a token) nor a stack.
+    const failed = err as { code?: unknown; signal?: unknown; killed?: boolean; stderr?: unknown };
+    const how = failed.killed === true ? 'was stopped after 60 s' : typeof failed.code === 'number' ? `exited ${failed.code}` : `failed (${String(failed.code ?? failed.signal ?? 'no exit code')})`;
+    const said = lastLine(redactTokens(typeof failed.stderr === 'string' ? failed.stderr : ''));
+    throw new Error(`the capability command ${how}${said === '' ? '' : `: ${said}`}`);
+  }
+  try {
+    return tokenOf(stdout);
+  } catch {
+    throw new Error('the capability command printed no capability (a compact JWS) on stdout');
+  }
 };
+
+/** The last non-empty line of a text, at most 300 characters. */
+const lastLine = (text: string): string => (text.trim().split('\n').at(-1) ?? '').trim().slice(0, 300);
+/** Anything shaped like a compact JWS, replaced: a command's stderr may echo its own arguments, capabilities among them. */
+export const redactTokens = (text: string): string => text.replace(/eyJ[\w-]*\.[\w-]*\.[\w-]*/g, '<token>');
