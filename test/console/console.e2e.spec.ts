@@ -44,6 +44,22 @@ describe('the console in a browser', () => {
   const search = async (token: string, query: string) =>
     (await rt.api('POST', '/v1/search', { token, body: { query, mode: 'lexical' } })).body.items.map((i) => i.recordId);
 
+  it('loads without asking for anything the server does not have (its icon is in the page)', async () => {
+    const missing: string[] = [];
+    const fresh = await browser.newPage();
+    try {
+      fresh.on('response', (response) => {
+        if (response.status() === 404) missing.push(response.url());
+      });
+      await signIn(fresh, rt.url, writer);
+      await fresh.reload({ waitUntil: 'networkidle0' });
+      expect(missing).toEqual([]);
+      expect(await fresh.$eval('link[rel="icon"]', (el) => el.getAttribute('href'))).toMatch(/^data:image\/svg\+xml,/);
+    } finally {
+      await fresh.close();
+    }
+  });
+
   it('lets a reviewer promote a quarantined write, which an agent then finds', async () => {
     const written = await rt.api('POST', '/v1/memories', {
       token: writer, body: memory({ id: 'cq-1', subjectId: 'cust-cq', trust: 'untrusted', content: 'Capybara account wants invoices in euros' }),
