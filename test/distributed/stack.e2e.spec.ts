@@ -127,17 +127,17 @@ describe('distributed runtime (separate processes on Kafka, Elasticsearch, Redis
       agentId: 'admin-console', principal: { id: 'root', kind: 'person' }, actions: ['admin'],
     });
     const output = await new Promise<string>((resolve, reject) => {
-      const child = spawn('bash', ['scripts/walkthrough.sh', stack.url, dataDir], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn('bash', ['scripts/walkthrough.sh', stack.url, dataDir], { cwd: ROOT, env: { ...process.env, WALKTHROUGH_RUN: 'd1' }, stdio: ['ignore', 'pipe', 'pipe'] });
       let out = '';
       child.stdout.on('data', (c: Buffer) => (out += c.toString()));
       child.stderr.on('data', (c: Buffer) => (out += c.toString()));
       child.on('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`walkthrough exited ${code}:\n${out}\n${lines.slice(-30).join('\n')}`))));
     });
-    expect(output).toContain('1 item(s): pref-1\n');
-    expect(output).toContain('2 item(s): pref-1, tool-1\n');
-    expect(output).toContain('1 item(s): pref-2\n');
+    expect(output).toContain('1 item(s): pref-1-d1\n');
+    expect(output).toContain('2 item(s): pref-1-d1, tool-1-d1\n');
+    expect(output).toContain('1 item(s): pref-2-d1\n');
     expect(output).toContain('0 item(s)\n');
-    expect(output).toMatch(/status=verified records=pref-1,pref-2,tool-1/);
+    expect(output).toContain('status=verified records=pref-1-d1,pref-2-d1,tool-1-d1\n');
   }, 120_000);
 
   it('answers a receipt not signed yet with a retriable 409 naming the job, and the SDK waits for it', async () => {

@@ -52,27 +52,38 @@ describe('embedded runtime as a process', () => {
   };
   afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
 
-  it('runs the README walkthrough end to end (scripts/walkthrough.sh)', async () => {
+  it('runs the README walkthrough end to end (scripts/walkthrough.sh), again on the same memory, and stops at the first step that differs', async () => {
     const dataDir = tempDir();
     const proc = await startProcess(dataDir);
+    /** The walkthrough's exit code and everything it printed, with this run suffix. */
+    const walk = (run: string) => new Promise<{ code: number | null; output: string }>((resolve) => {
+      const child = spawn('bash', ['scripts/walkthrough.sh', proc.url, dataDir], { cwd: ROOT, env: { ...process.env, WALKTHROUGH_RUN: run }, stdio: ['ignore', 'pipe', 'pipe'] });
+      let output = '';
+      child.stdout.on('data', (c: Buffer) => (output += c.toString()));
+      child.stderr.on('data', (c: Buffer) => (output += c.toString()));
+      child.on('exit', (code) => resolve({ code, output }));
+    });
     try {
-      const output = await new Promise<string>((resolve, reject) => {
-        const child = spawn('bash', ['scripts/walkthrough.sh', proc.url, dataDir], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-        let out = '';
-        child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-        child.stderr.on('data', (c: Buffer) => (out += c.toString()));
-        child.on('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`walkthrough exited ${code}:\n${out}`))));
-      });
-      expect(output).toContain('{"id":"tool-1","version":1,"status":"quarantined"}');
-      expect(output).toContain('1 item(s): pref-1\n');
-      expect(output).toContain('2 item(s): pref-1, tool-1\n');
-      expect(output).toContain('1 item(s): pref-2\n');
+      const { code, output } = await walk('a1');
+      expect(code, output).toBe(0);
+      expect(output).toContain('201 tool-1-a1 v1 quarantined\n');
+      expect(output).toContain('1 item(s): pref-1-a1\n');
+      expect(output).toContain('2 item(s): pref-1-a1, tool-1-a1\n');
+      expect(output).toContain('1 item(s): pref-2-a1\n');
       expect(output).toContain('0 item(s)\n');
-      expect(output).toMatch(/status=verified records=pref-1,pref-2,tool-1 evidence=/);
+      expect(output).toContain('status=verified records=pref-1-a1,pref-2-a1,tool-1-a1\n');
       // Acks arrive from three consumer groups, so their order is not part of the contract.
-      expect(/ evidence=([^\n]*)/.exec(output)?.[1]?.trim().split(' ').sort()).toEqual(
+      expect(/^evidence=([^\n]*)/m.exec(output)?.[1]?.trim().split(' ').sort()).toEqual(
         ['evidence_packet:done', 'key:done', 'keyword:done', 'primary:done', 'retrieval_cache:done', 'summary:done', 'vector:done', 'verification:done'],
       );
+      // Again, with fresh ids: the same story.
+      const again = await walk('b2');
+      expect(again.code, again.output).toBe(0);
+      expect(again.output).toContain('status=verified records=pref-1-b2,pref-2-b2,tool-1-b2\n');
+      // With the first run's ids, forgotten and retired for good: it stops at step 2, and says why.
+      const retired = await walk('a1');
+      expect(retired.code).toBe(1);
+      expect(retired.output).toMatch(/walkthrough: step 2 expected "201 pref-1-a1 v1 active", got "409 [^"]*"\n$/);
     } finally {
       proc.child.kill('SIGTERM');
       await proc.exited;
