@@ -90,6 +90,38 @@ describe('embedded runtime as a process', () => {
     }
   });
 
+  it('prints the banner the README shows, line for line, and says once that the master key lies in the data directory', async () => {
+    const child = spawn(process.execPath, NODE_ARGS, {
+      cwd: ROOT, env: { ...process.env, MEMORY_PORT: '0', MEMORY_DATA_DIR: tempDir() }, stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    // The banner goes to stderr; the log (JSON, where the warning is) to stdout.
+    let printed = '';
+    let logged = '';
+    child.stdout?.on('data', (c: Buffer) => (logged += c.toString()));
+    const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
+    try {
+      await new Promise<void>((resolve, reject) => {
+        child.stderr?.on('data', (c: Buffer) => {
+          printed += c.toString();
+          if (printed.includes('Ctrl-C to stop')) resolve();
+        });
+        void exited.then(() => reject(new Error(`exited before its banner: ${printed}`)));
+      });
+    } finally {
+      child.kill('SIGTERM');
+      await exited;
+    }
+    // What a line is about: its label, or the words before its first value.
+    const label = (line: string) => /^(governed memory \(embedded runtime\) listening on|started in|[^:]+:)/.exec(line)?.[1] ?? line;
+    const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+    const start = readme.indexOf('governed memory (embedded runtime) listening on');
+    const sample = readme.slice(start, readme.indexOf('```', start)).trim().split('\n');
+    const from = printed.indexOf('governed memory (embedded runtime) listening on');
+    const banner = printed.slice(from, printed.indexOf('\n', printed.indexOf('Ctrl-C to stop'))).trim().split('\n');
+    expect(banner.map(label)).toEqual(sample.map(label));
+    expect(`${logged}${printed}`.split('the master key is inside the data directory')).toHaveLength(2);
+  });
+
   it('fails fast with a clear message on invalid configuration', async () => {
     const child = spawn(process.execPath, NODE_ARGS, {
       cwd: ROOT, env: { ...process.env, MEMORY_PORT: 'eighty', MEMORY_PACKET_TTL: 'soon', MEMORY_DATA_DIR: tempDir() }, stdio: ['ignore', 'ignore', 'pipe'],

@@ -6,7 +6,6 @@ import { DEFAULT_CONSOLE_DIR, consoleBuiltIn } from '@gm/retrieval-broker';
 
 const rotated = (r: RotationResult | undefined): string => (r === undefined ? '' : ` — re-wrapped ${r.rewrapped} subject keys`);
 import { ConfigError, loadConfig } from './config.ts';
-import { masterKeyBesideData } from './master-keys.ts';
 import { startEmbeddedRuntime } from './runtime.ts';
 
 /** `pnpm start`: the embedded runtime — every service in this process on local, durable stores. */
@@ -74,8 +73,8 @@ async function main(): Promise<void> {
       credentialHint,
       `signing key (pub): ${runtime.credentials.publicKeyFile}`,
       `receipt key (pub): ${runtime.credentials.receiptPublicKeyFile}`,
-      `master keys:       ${runtime.masterKeySource} (active "${runtime.crypto.masterKeys.active}")${rotated(runtime.crypto.rotation)}`
-        + (masterKeyBesideData(config.dataDir, runtime.masterKeySource) ? ' — inside the data directory: fine for a trial, not for production (docs/encryption.md#threat-model)' : ''),
+      // Where the key lies is told once, by the runtime's warning above the banner (runtime.ts).
+      `master keys:       ${runtime.masterKeySource} (active "${runtime.crypto.masterKeys.active}")${rotated(runtime.crypto.rotation)}`,
       `console:           ${consoleBuiltIn(config.consoleDir ?? DEFAULT_CONSOLE_DIR) ? `${runtime.url}/console/` : 'not built (pnpm --filter @gm/console build)'}`,
       `pipeline:          ${config.pipeline === 'thread' ? 'its own thread' : 'the HTTP thread'} (MEMORY_PIPELINE=${config.pipeline})`,
       `started in ${Math.round(performance.now() - started)} ms — Ctrl-C to stop`,
