@@ -42,6 +42,21 @@ describe('memctl administration', () => {
     rmSync(dataDir, { recursive: true, force: true });
   });
 
+  it('names the address it could not reach, and the setting that chose it', async () => {
+    // A port nothing listens on: the first free one the OS gives, closed again.
+    const server = (await import('node:net')).createServer();
+    const port = await new Promise<number>((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as { port: number }).port)));
+    await new Promise((resolve) => server.close(resolve));
+    const unreachable = `http://127.0.0.1:${port}`;
+    const attempt = (args: string[], env: Record<string, string>) =>
+      run(process.execPath, ['--import', 'tsx', CLI, 'job', '--id', 'j-1', ...args], { env: { ...process.env, MEMORY_TOKEN: admin, MEMORY_URL: '', ...env } })
+        .then(() => undefined, (err: { code: number; stderr: string }) => err);
+    const byEnv = await attempt([], { MEMORY_URL: unreachable });
+    expect([byEnv?.code, byEnv?.stderr]).toEqual([1, `memctl: cannot reach ${unreachable} (MEMORY_URL): ECONNREFUSED\n`]);
+    const byFlag = await attempt(['--url', unreachable], {});
+    expect(byFlag?.stderr).toBe(`memctl: cannot reach ${unreachable} (--url): ECONNREFUSED\n`);
+  }, CLI_TEST_MS);
+
   it('adds and removes grants', async () => {
     expect(await json('grant', 'add', '--id', 'g-1', '--principal', 'alice', '--resource', 'project:maple', '--role', 'member', '--purposes', 'support'))
       .toEqual({ grantId: 'g-1', policyRevision: 3 });

@@ -75,11 +75,28 @@ function resourceRef(text: string): { kind: string; id: string } {
 
 const optional = <T>(value: T | undefined, key: string) => (value === undefined ? {} : { [key]: value });
 
+/** The service's address, and the setting that chose it: a failure to reach it names both. */
+function serviceUrl(values: Values): { base: string; from: string } {
+  if (values.url !== undefined) return { base: values.url, from: '--url' };
+  if (process.env.MEMORY_URL) return { base: process.env.MEMORY_URL, from: 'MEMORY_URL' };
+  return { base: 'http://127.0.0.1:8080', from: 'the default; set --url or MEMORY_URL' };
+}
+
+/** fetch, whose failure to get any answer says where it tried, why, and which setting chose the address. */
+async function reach(values: Values, route: string, init: RequestInit): Promise<Response> {
+  const { base, from } = serviceUrl(values);
+  try {
+    return await fetch(`${base}${route}`, init);
+  } catch (err) {
+    const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+    throw new Error(`cannot reach ${base} (${from}): ${cause?.code ?? cause?.message ?? (err instanceof Error ? err.message : String(err))}`);
+  }
+}
+
 async function call(values: Values, method: string, route: string, body?: unknown, auth?: string, headers: Record<string, string> = {}): Promise<unknown> {
-  const base = values.url ?? process.env.MEMORY_URL ?? 'http://127.0.0.1:8080';
   const token = auth ?? values.token ?? process.env.MEMORY_TOKEN;
   if (!token) throw new UsageError('--token (or MEMORY_TOKEN) is required');
-  const response = await fetch(`${base}${route}`, {
+  const response = await reach(values, route, {
     method,
     headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
@@ -93,10 +110,9 @@ async function call(values: Values, method: string, route: string, body?: unknow
 }
 
 async function callText(values: Values, route: string, headers: Record<string, string>): Promise<string> {
-  const base = values.url ?? process.env.MEMORY_URL ?? 'http://127.0.0.1:8080';
   const token = values.token ?? process.env.MEMORY_TOKEN;
   if (!token) throw new UsageError('--token (or MEMORY_TOKEN) is required');
-  const response = await fetch(`${base}${route}`, { headers: { authorization: `Bearer ${token}`, ...headers } });
+  const response = await reach(values, route, { headers: { authorization: `Bearer ${token}`, ...headers } });
   const text = await response.text();
   if (!response.ok) {
     process.stderr.write(`${response.status} ${text}\n`);
@@ -117,7 +133,7 @@ async function verifyReceiptFile(values: Values, file: string, dataDir: string):
   // Loaded only here: jose and the receipt schema, not the runtime.
   const { verifyReceipt } = await import('@gm/policy/receipts');
   const localKey = path.join(dataDir, 'keys', 'receipt-signing.public.jwk.json');
-  const keySource = values.key ?? (existsSync(localKey) ? localKey : `${values.url ?? process.env.MEMORY_URL ?? 'http://127.0.0.1:8080'}/v1/receipt-keys`);
+  const keySource = values.key ?? (existsSync(localKey) ? localKey : `${serviceUrl(values).base}/v1/receipt-keys`);
   const text = readFileSync(file, 'utf8').trim();
   // Accepts the bare JWS (receipt get, application/jose) or the JSON answer `{receipt, payload, openings?}`.
   const answer = text.startsWith('{') ? (JSON.parse(text) as { receipt?: unknown; openings?: unknown }) : undefined;
