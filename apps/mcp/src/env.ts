@@ -9,7 +9,11 @@ const capabilityMinutes = LIMITS.maxCapabilityTtlSeconds / 60;
  * sessions bring their own. `pnpm docs:config` renders them into docs/configuration.md.
  */
 export const McpEnv = z.object({
-  MEMORY_API_URL: z.url().default('http://127.0.0.1:8080').meta({ description: 'the governed memory API the tools call' }),
+  MEMORY_URL: z.url().optional().meta({
+    description: 'the governed memory API the tools call, the one address setting memctl reads too',
+    whenUnset: '`MEMORY_API_URL`, else `http://127.0.0.1:8080`',
+  }),
+  MEMORY_API_URL: z.url().optional().meta({ description: 'the older name of `MEMORY_URL`, still read; both set must agree' }),
   MEMORY_MCP_TRANSPORT: z.enum(['stdio', 'http']).default('stdio').meta({
     description: '`stdio`: one session, with the capability of one of the three variables below; `http`: streamable HTTP on `/mcp`, each session bound to the capability in its `Authorization: Bearer` header',
   }),
@@ -26,7 +30,18 @@ export const McpEnv = z.object({
     .meta({ description: 'http: open sessions at most; an initialize beyond it is refused (503) until one closes' }),
   MEMORY_MCP_BODY_LIMIT_BYTES: integer(1_048_576, 1024, 64 * 1_048_576)
     .meta({ description: 'http: a request body larger than this is refused (413) before it is parsed' }),
+}).refine((e) => e.MEMORY_URL === undefined || e.MEMORY_API_URL === undefined || e.MEMORY_URL === e.MEMORY_API_URL, {
+  message: 'MEMORY_URL and MEMORY_API_URL (its older name) name different addresses; set one', path: ['MEMORY_URL'],
 }).refine((e) => e.MEMORY_MCP_TRANSPORT === 'http' || [e.MEMORY_CAPABILITY, e.MEMORY_CAPABILITY_FILE, e.MEMORY_CAPABILITY_COMMAND].filter((v) => v !== undefined).length === 1, {
   message: 'stdio needs exactly one of MEMORY_CAPABILITY, MEMORY_CAPABILITY_FILE and MEMORY_CAPABILITY_COMMAND (the session\'s capability)',
   path: ['MEMORY_CAPABILITY'],
 });
+
+export type McpEnv = z.infer<typeof McpEnv>;
+
+/** The API's address and the setting that chose it (a failure names both). */
+export function apiUrlOf(env: Pick<McpEnv, 'MEMORY_URL' | 'MEMORY_API_URL'>): { url: string; from: string } {
+  if (env.MEMORY_URL !== undefined) return { url: env.MEMORY_URL, from: 'MEMORY_URL' };
+  if (env.MEMORY_API_URL !== undefined) return { url: env.MEMORY_API_URL, from: 'MEMORY_API_URL' };
+  return { url: 'http://127.0.0.1:8080', from: 'the default; set MEMORY_URL' };
+}

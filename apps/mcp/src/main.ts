@@ -7,7 +7,7 @@
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { capabilityCommand, capabilityFile, redactTokens, sessionServer } from './session.ts';
 import { startMcpHttpServer } from './http.ts';
-import { McpEnv } from './env.ts';
+import { apiUrlOf, McpEnv } from './env.ts';
 
 const parsed = McpEnv.safeParse(process.env);
 if (!parsed.success) {
@@ -15,13 +15,14 @@ if (!parsed.success) {
   process.exit(2);
 }
 const env = parsed.data;
+const api = apiUrlOf(env);
 
 if (env.MEMORY_MCP_TRANSPORT === 'http') {
   const server = await startMcpHttpServer({
-    apiUrl: env.MEMORY_API_URL, host: env.MEMORY_MCP_HOST, port: env.MEMORY_MCP_PORT,
+    apiUrl: api.url, host: env.MEMORY_MCP_HOST, port: env.MEMORY_MCP_PORT,
     maxSessions: env.MEMORY_MCP_MAX_SESSIONS, maxBodyBytes: env.MEMORY_MCP_BODY_LIMIT_BYTES,
   });
-  process.stderr.write(`governed memory MCP server on ${server.url} (streamable HTTP) for ${env.MEMORY_API_URL}\n`);
+  process.stderr.write(`governed memory MCP server on ${server.url} (streamable HTTP) for ${api.url} (${api.from})\n`);
   const stop = () => void server.close().then(() => process.exit(0));
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
@@ -37,7 +38,7 @@ if (env.MEMORY_MCP_TRANSPORT === 'http') {
     process.stderr.write(`mcp: ${variable}: ${redactTokens(err instanceof Error ? err.message : String(err)).split('\n')[0]}\n`);
     process.exit(2);
   }
-  const server = sessionServer(env.MEMORY_API_URL, source, first);
+  const server = sessionServer(api.url, source, first);
   await server.connect(new StdioServerTransport());
-  process.stderr.write(`governed memory MCP server on stdio for ${env.MEMORY_API_URL}\n`);
+  process.stderr.write(`governed memory MCP server on stdio for ${api.url} (${api.from})\n`);
 }

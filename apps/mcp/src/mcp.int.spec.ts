@@ -191,5 +191,11 @@ describe('the MCP server (apps/mcp)', () => {
     const run = spawnSync(process.execPath, [BIN], { cwd: os.tmpdir(), env: { PATH: process.env.PATH ?? '' }, encoding: 'utf8', timeout: 60_000 });
     expect(run.status).toBe(2);
     expect(run.stderr).toContain('MEMORY_CAPABILITY');
+    // One address: MEMORY_URL, with MEMORY_API_URL still read; two different ones are refused.
+    const both = spawnSync(process.execPath, [BIN], {
+      cwd: os.tmpdir(), env: { PATH: process.env.PATH ?? '', MEMORY_CAPABILITY: 'x', MEMORY_URL: 'http://127.0.0.1:9001', MEMORY_API_URL: 'http://127.0.0.1:9002' }, encoding: 'utf8', timeout: 60_000,
+    });
+    expect(both.status).toBe(2);
+    expect(both.stderr).toContain('MEMORY_URL and MEMORY_API_URL (its older name) name different addresses');
   });
 });

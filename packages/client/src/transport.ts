@@ -111,13 +111,16 @@ export class Transport {
       headers['content-type'] = 'application/json';
     }
     let response: Response;
+    const url = new URL(call.path, this.options.baseUrl);
     try {
-      response = await this.fetchImpl(new URL(call.path, this.options.baseUrl), {
+      response = await this.fetchImpl(url, {
         method: call.method, headers, ...(payload === undefined ? {} : { body: payload }),
         signal: AbortSignal.timeout(this.options.timeoutMs ?? 30_000),
       });
     } catch (cause) {
-      throw new MemoryNetworkError(`${call.method} ${call.path} got no answer: ${(cause as Error).message}`, { cause });
+      // Where it tried and why (the socket's code, e.g. ECONNREFUSED, rather than undici's "fetch failed").
+      const why = (cause as { cause?: { code?: string } }).cause?.code ?? (cause as Error).message;
+      throw new MemoryNetworkError(`${call.method} ${url.href} got no answer: ${why}`, { cause });
     }
     const text = await response.text();
     if (response.status >= 400) throw problemFrom(response, text);
