@@ -90,9 +90,10 @@ describe('embedded runtime as a process', () => {
     }
   });
 
-  it('prints the banner the README shows, line for line, and says once that the master key lies in the data directory', async () => {
+  /** `pnpm start` until its banner is complete: what it printed on stderr (the banner) and on stdout (the log). */
+  async function startUntilBanner(env: Record<string, string> = {}): Promise<{ printed: string; logged: string }> {
     const child = spawn(process.execPath, NODE_ARGS, {
-      cwd: ROOT, env: { ...process.env, MEMORY_PORT: '0', MEMORY_DATA_DIR: tempDir() }, stdio: ['ignore', 'pipe', 'pipe'],
+      cwd: ROOT, env: { ...process.env, MEMORY_PORT: '0', MEMORY_DATA_DIR: tempDir(), ...env }, stdio: ['ignore', 'pipe', 'pipe'],
     });
     // The banner goes to stderr; the log (JSON, where the warning is) to stdout.
     let printed = '';
@@ -111,6 +112,20 @@ describe('embedded runtime as a process', () => {
       child.kill('SIGTERM');
       await exited;
     }
+    return { printed, logged };
+  }
+
+  it('logs one readable line an entry when asked (a terminal gets that by default), JSON otherwise', async () => {
+    const { logged } = await startUntilBanner({ MEMORY_LOG_FORMAT: 'pretty' });
+    const lines = logged.trim().split('\n');
+    expect(lines.filter((l) => l.startsWith('{'))).toEqual([]);
+    expect(lines.find((l) => l.includes('the master key is inside the data directory'))).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] WARN \(governed-memory\): the master key/);
+    const json = await startUntilBanner();
+    expect(json.logged.trim().split('\n').every((l) => l.startsWith('{'))).toBe(true);
+  });
+
+  it('prints the banner the README shows, line for line, and says once that the master key lies in the data directory', async () => {
+    const { printed, logged } = await startUntilBanner();
     // What a line is about: its label, or the words before its first value.
     const label = (line: string) => /^(governed memory \(embedded runtime\) listening on|started in|[^:]+:)/.exec(line)?.[1] ?? line;
     const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');

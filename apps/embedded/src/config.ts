@@ -31,6 +31,9 @@ export const EnvSchema = z.object({
     whenUnset: '`<data>/keys/master-keys.json`, generated at first start',
   }),
   MEMORY_MASTER_KEY: WithMasterKeys.shape.MEMORY_MASTER_KEY,
+  MEMORY_LOG_FORMAT: z.enum(['auto', 'json', 'pretty']).default('auto').meta({
+    description: '`pnpm start`\'s log on stdout: `json`, one object a line (for collectors); `pretty`, one readable line an entry; `auto`, pretty when stdout is a terminal and JSON otherwise',
+  }),
   MEMORY_PIPELINE: z.enum(['thread', 'inline']).default('thread').meta({
     description: 'embedded: where the services behind the API run — `thread`, two worker threads of their own (what writes wait for, and what follows them; see [pipeline.md](pipeline.md#where-the-embedded-stages-run)), or `inline`, the HTTP server\'s thread',
   }),
@@ -53,6 +56,8 @@ export interface RuntimeConfig {
   issuerCredential?: string;
   issuerName: string;
   logLevel: string;
+  /** `pnpm start`'s log format (main.ts): `auto` = pretty on a terminal, JSON otherwise. */
+  logFormat: 'auto' | 'json' | 'pretty';
   partitions: number;
   rateLimitPerMinute: number;
   bodyLimitBytes: number;
@@ -101,6 +106,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): RuntimeConfig {
     dataDir: path.resolve(e.MEMORY_DATA_DIR),
     ...(e.MEMORY_ISSUER_CREDENTIAL === undefined ? {} : { issuerCredential: e.MEMORY_ISSUER_CREDENTIAL }),
     logLevel: e.MEMORY_LOG_LEVEL,
+    logFormat: e.MEMORY_LOG_FORMAT,
     partitions: e.MEMORY_PARTITIONS,
     idempotencyWindowMs: e.MEMORY_IDEMPOTENCY_WINDOW,
     admission: admissionSettingsOf(e),

@@ -2,6 +2,7 @@ import { isCryptoError, type RotationResult } from '@gm/crypto';
 import { PolicySetError } from '@gm/policy';
 import { isPartitionCountMismatch } from '@gm/bus';
 import { shutdownTracing, tracingRequested, tracingStarted } from '@gm/observability';
+import PinoPretty from 'pino-pretty';
 import { DEFAULT_CONSOLE_DIR, consoleBuiltIn } from '@gm/retrieval-broker';
 
 const rotated = (r: RotationResult | undefined): string => (r === undefined ? '' : ` — re-wrapped ${r.rewrapped} subject keys`);
@@ -24,7 +25,10 @@ async function main(): Promise<void> {
     process.stderr.write('OTEL_* asks for traces, but this process was not started with --import ./packages/observability/src/register-tracing.ts: no traces (docs/operations.md#traces)\n');
   }
   const started = performance.now();
+  // A person at a terminal reads lines, a collector reads JSON (docs/configuration.md, MEMORY_LOG_FORMAT).
+  const pretty = config.logFormat === 'pretty' || (config.logFormat === 'auto' && process.stdout.isTTY === true);
   const runtime = await startEmbeddedRuntime(config, {
+    ...(pretty ? { logDestination: PinoPretty({ colorize: process.stdout.isTTY === true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname', singleLine: true, destination: 1 }) } : {}),
     // A runtime whose pipeline died admits no write: stop, for the supervisor to start it again.
     onPipelineFailure: () => process.exit(1),
   }).catch((err: unknown) => {
