@@ -129,7 +129,9 @@ export class MemoryClient {
   /** GET /v1/receipt-keys: the JWKS that verifies receipts (public). */
   receiptKeys = () => this.send<{ keys: ReceiptPublicKey[] }>({ method: 'GET', path: '/v1/receipt-keys', safeToRetry: true, anonymous: true });
 
-  // Administration (never retried: a repeat of a grant or hold with a chosen id is a conflict, not a no-op)
+  // Administration, never retried: a lost answer surfaces as an error rather than a repeat. Sent
+  // again, a grant id rewrites that grant with the new body (last writer wins, possibly over
+  // another administrator's change), and a legal hold id already in use is 409 MEM_ID_TAKEN.
 
   addGrant = (grant: NewGrant) => this.admin<GrantCreatedResponse>('POST', '/v1/grants', grant);
   removeGrant = (grantId: string) => this.admin<PolicyRevisionResponse>('DELETE', path`/v1/grants/${grantId}`);
