@@ -249,6 +249,21 @@ export const governanceSuite = (start: StartRuntime) => describe('two teams shar
     await expectStatus(404, 'GET', '/v1/memories/maple-launch', alice);
   });
 
+  it('rewrites a grant posted again with its id: the new role holds from the next request', async () => {
+    const zed = await capability('zed-desk', 'zed', { actions: ['review'] });
+    const post = (role: Role) => rt.api('POST', '/v1/grants', {
+      token: admin, body: { grantId: 'g-zed', principal: { id: 'zed', kind: 'person' }, resource: MAPLE, role, purposes: ['support'] },
+    });
+    // The review queue shows a principal what its role lets it review in maple: nothing for a member.
+    const queue = async () => ((await rt.api('GET', '/v1/review/quarantine', { token: zed })).body as { items: unknown[] }).items.length;
+    expect((await post('member')).status).toBe(201);
+    expect(await queue()).toBe(0);
+    expect((await post('reviewer')).status).toBe(201);
+    expect(await queue()).toBeGreaterThan(0);
+    await expectStatus(202, 'DELETE', '/v1/grants/g-zed', admin);
+    expect(await queue()).toBe(0);
+  });
+
   it('denies a delegated agent from the first read after its delegation is revoked, also for reads in flight', async () => {
     await grant({ principal: { id: 'rita', kind: 'person' }, resource: MAPLE, role: 'member', purposes: ['support'] });
     const rita = await capability('rita', 'rita', { actions: ['search', 'read'] });
