@@ -46,8 +46,10 @@ export async function measureDeletion(target: HttpTarget, tenant: string, n: num
         receipt.push(performance.now() - t0);
         break;
       }
-      // Not signed yet: 409 MEM_NOT_YET_AVAILABLE (anything else is a failure of the run).
-      if (res.status !== 409 || (res.body as { code?: string } | null)?.code !== 'MEM_NOT_YET_AVAILABLE') {
+      // Not signed yet: 409 MEM_NOT_YET_AVAILABLE, or 404 while the orchestrator has not recorded
+      // the job it was just handed (anything else is a failure of the run).
+      const notYet = res.status === 404 || (res.status === 409 && (res.body as { code?: string } | null)?.code === 'MEM_NOT_YET_AVAILABLE');
+      if (!notYet) {
         throw new Error(`${label}: the receipt route answered ${res.status} ${JSON.stringify(res.body)}`);
       }
       if (performance.now() - t0 > RECEIPT_DEADLINE_MS) throw new Error(`${label}: no receipt for job ${jobId} within ${RECEIPT_DEADLINE_MS} ms`);

@@ -110,15 +110,20 @@ export class MemoryClient {
   /**
    * The signed receipt once the job is done: asks again every `intervalMs` (default 1 s) while it
    * is not signed yet, for at most `timeoutMs` (default 2 min), then throws the last
-   * `MEM_NOT_YET_AVAILABLE`. Any other answer (a job the caller may not see: 404) is thrown at once.
+   * `MEM_NOT_YET_AVAILABLE`. A job the deletion-orchestrator has not recorded yet reads as not
+   * found for a moment after its 202, so a 404 is asked again for the first `unknownGraceMs`
+   * (default 10 s); after that, and any other error, is thrown at once.
    */
-  waitForReceipt = async (jobId: string, options: { timeoutMs?: number; intervalMs?: number } = {}): Promise<ReceiptResponse> => {
-    const deadline = Date.now() + (options.timeoutMs ?? 120_000);
+  waitForReceipt = async (jobId: string, options: { timeoutMs?: number; intervalMs?: number; unknownGraceMs?: number } = {}): Promise<ReceiptResponse> => {
+    const started = Date.now();
+    const deadline = started + (options.timeoutMs ?? 120_000);
     for (;;) {
       try {
         return await this.receipt(jobId);
       } catch (err) {
-        if (!(err instanceof MemoryApiError && err.code === 'MEM_NOT_YET_AVAILABLE') || Date.now() >= deadline) throw err;
+        const notYet = err instanceof MemoryApiError
+          && (err.code === 'MEM_NOT_YET_AVAILABLE' || (err.code === 'MEM_NOT_FOUND' && Date.now() - started < (options.unknownGraceMs ?? 10_000)));
+        if (!notYet || Date.now() >= deadline) throw err;
       }
       await new Promise((resolve) => setTimeout(resolve, Math.max(0, Math.min(options.intervalMs ?? 1_000, deadline - Date.now()))));
     }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { MemoryApiError, MemoryNetworkError, retryAfterMs } from './errors.ts';
+import { MemoryClient } from './client.ts';
 import { Transport, type Call } from './transport.ts';
 
 /** A scripted server: each send takes the next answer (a Response, or an error to throw). */
@@ -87,5 +88,27 @@ describe('Transport', () => {
 
   it('refuses a policy of no attempts at all', () => {
     expect(() => new Transport({ baseUrl: 'http://memory.test', capability: 'tok', retry: { attempts: 0 } })).toThrow(RangeError);
+  });
+});
+
+describe('waitForReceipt', () => {
+  // A capability the client can read the expiry of (only its payload is looked at).
+  const TOKEN = ['e30', Buffer.from(JSON.stringify({ exp: Math.floor(Date.now() / 1000) + 600 })).toString('base64url'), 'c2ln'].join('.');
+  const receipt = { receipt: 'a.b.c', payload: { jobId: 'j-1', status: 'verified' } };
+
+  it('asks again while the job is not recorded yet (404, within its grace) and its receipt not signed (409), then answers it', async () => {
+    const { fetchDouble, sent } = scripted([problem(404, 'MEM_NOT_FOUND'), problem(409, 'MEM_NOT_YET_AVAILABLE'), problem(409, 'MEM_NOT_YET_AVAILABLE'), okJson(receipt)]);
+    const client = new MemoryClient({ baseUrl: 'http://memory.test', capability: TOKEN, fetch: fetchDouble, retry: { attempts: 1 } });
+    expect(await client.waitForReceipt('j-1', { intervalMs: 0 })).toEqual(receipt);
+    expect(sent.map((s) => new URL(s.url).pathname)).toEqual(Array(4).fill('/v1/deletion-jobs/j-1/receipt'));
+  });
+
+  it('throws a 404 once its grace is over, and the last 409 at its deadline', async () => {
+    const unknown = scripted([problem(404, 'MEM_NOT_FOUND')]);
+    await expect(new MemoryClient({ baseUrl: 'http://memory.test', capability: TOKEN, fetch: unknown.fetchDouble, retry: { attempts: 1 } })
+      .waitForReceipt('j-1', { intervalMs: 0, unknownGraceMs: 0 })).rejects.toMatchObject({ code: 'MEM_NOT_FOUND' });
+    const pending = scripted([problem(409, 'MEM_NOT_YET_AVAILABLE')]);
+    await expect(new MemoryClient({ baseUrl: 'http://memory.test', capability: TOKEN, fetch: pending.fetchDouble, retry: { attempts: 1 } })
+      .waitForReceipt('j-1', { timeoutMs: 0 })).rejects.toMatchObject({ code: 'MEM_NOT_YET_AVAILABLE', retriable: true });
   });
 });
