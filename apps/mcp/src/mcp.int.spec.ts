@@ -174,7 +174,8 @@ describe('the MCP server (apps/mcp)', () => {
     const start = (env: Record<string, string>) =>
       spawnSync(process.execPath, [BIN], { cwd: os.tmpdir(), env: { PATH: process.env.PATH ?? '', ...env }, encoding: 'utf8', timeout: 60_000 });
     const token = 'eyJhbGciOiJFZERTQSJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl';
-    const failing = start({ MEMORY_CAPABILITY_COMMAND: `echo "running memctl --token ${token}" >&2; echo "fetch failed" >&2; exit 3` });
+    // As `pnpm memctl …` fails: pnpm's trailer follows the command's own message.
+    const failing = start({ MEMORY_CAPABILITY_COMMAND: `echo "running memctl --token ${token}" >&2; echo "fetch failed" >&2; echo "[ELIFECYCLE] Command failed with exit code 3." >&2; exit 3` });
     expect(failing.status).toBe(2);
     expect(failing.stderr).toBe('mcp: MEMORY_CAPABILITY_COMMAND: the capability command exited 3: fetch failed\n');
     const silent = start({ MEMORY_CAPABILITY_COMMAND: 'echo not-a-token' });

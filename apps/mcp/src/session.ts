@@ -62,7 +62,11 @@ export const capabilityCommand = (command: string) => async (): Promise<IssuedTo
   }
 };
 
-/** The last non-empty line of a text, at most 300 characters. */
-const lastLine = (text: string): string => (text.trim().split('\n').at(-1) ?? '').trim().slice(0, 300);
+/**
+ * The last line that says something, at most 300 characters: not pnpm's own trailer
+ * (`[ELIFECYCLE] Command failed with exit code 1.`), which follows the command's real message.
+ */
+const lastLine = (text: string): string =>
+  (text.split('\n').map((l) => l.trim()).filter((l) => l !== '' && !l.includes('ELIFECYCLE')).at(-1) ?? '').slice(0, 300);
 /** Anything shaped like a compact JWS, replaced: a command's stderr may echo its own arguments, capabilities among them. */
 export const redactTokens = (text: string): string => text.replace(/eyJ[\w-]*\.[\w-]*\.[\w-]*/g, '<token>');
