@@ -218,12 +218,16 @@ async function searchIndex(deps: ReadPathDeps, claims: CapabilityClaims, partiti
     });
   }
   const ranking = [...candidates.values()].filter((c) => readable.has(c.recordId));
-  // The fusion's weight follows how much of the query the best readable keyword hit holds in words.
-  const bestLexical = ranking.reduce<Candidate | undefined>((best, c) => (c.lexicalRank !== undefined && (best?.lexicalRank === undefined || c.lexicalRank < best.lexicalRank) ? c : best), undefined);
-  const ranked = rank(ranking, now.toISOString(), mode, semanticWeightFor(request.query, bestLexical?.excerpt));
+  const ranked = rank(ranking, now.toISOString(), mode, mode === 'hybrid' ? hybridWeight(request.query, ranking) : undefined);
   return ranked.map((r) => ({
     recordId: r.recordId, excerpt: r.excerpt, provenanceRefs: r.provenanceRefs, allowedUse: [claims.purpose], rank: r.rank,
   }));
+}
+
+/** A hybrid fusion's semantic weight: how much of the query the best readable keyword hit holds in words. */
+function hybridWeight(query: string, readable: readonly Candidate[]): number {
+  const best = readable.reduce<Candidate | undefined>((b, c) => (c.lexicalRank !== undefined && (b?.lexicalRank === undefined || c.lexicalRank < b.lexicalRank) ? c : b), undefined);
+  return semanticWeightFor(query, best?.excerpt);
 }
 
 /** The k nearest neighbours inside the filters that are similar enough to count (the model's `minSimilarity`). */

@@ -28,6 +28,15 @@ export const semanticSuite = (start: StartRuntime) => describe('semantic retriev
     return { status: res.status, body: res.body as { items?: Item[]; code?: string; detail?: string } };
   };
   const ids = (items: Item[] | undefined) => (items ?? []).map((i) => i.recordId);
+  /** Deletes the record as maple and waits for its job to end (verified or failed): the job. */
+  const deletedAndFinished = async (id: string) => {
+    const del = await rt.api('DELETE', `/v1/memories/${id}`, { token: maple });
+    expect(del.status).toBe(202);
+    return eventually('job verified', async () => {
+      const res = await rt.api('GET', `/v1/deletion-jobs/${String(del.body.jobId)}`, { token: maple });
+      return res.body.status === 'verified' || res.body.status === 'failed' ? res.body : undefined;
+    }, 30_000);
+  };
 
   beforeAll(async () => {
     rt = await start({ MEMORY_QUERY_AUDIT: 'on' });
@@ -115,12 +124,7 @@ export const semanticSuite = (start: StartRuntime) => describe('semantic retriev
     expect(Number(byVector.body.items?.[0]?.rank.similarity)).toBeCloseTo(1, 4);
     expect(ids((await search(maple, { query: 'how does customer 77 settle invoices', mode: 'semantic', subjectId: 'sem-11' })).body.items)).toEqual([]);
 
-    const del = await rt.api('DELETE', '/v1/memories/sem-own', { token: maple });
-    expect(del.status).toBe(202);
-    const job = await eventually('job verified', async () => {
-      const res = await rt.api('GET', `/v1/deletion-jobs/${String(del.body.jobId)}`, { token: maple });
-      return res.body.status === 'verified' || res.body.status === 'failed' ? res.body : undefined;
-    }, 30_000);
+    const job = await deletedAndFinished('sem-own');
     expect(job.status).toBe('verified');
     expect(job.evidence?.find((e: { target: string }) => e.target === 'vector')).toMatchObject({ status: 'done', ref: expect.stringMatching(/remaining=0/) });
     expect(await rt.vectors.has('acme', 'sem-own')).toBe(false);
@@ -170,12 +174,7 @@ export const semanticSuite = (start: StartRuntime) => describe('semantic retriev
     const token = written.headers.get('consistency-token') ?? '';
     expect(ids((await search(maple, { query: 'how often is the security code of the storage building rotated', mode: 'semantic' }, { 'consistency-token': token })).body.items))
       .toContain('sem-gone');
-    const del = await rt.api('DELETE', '/v1/memories/sem-gone', { token: maple });
-    expect(del.status).toBe(202);
-    const job = await eventually('job verified', async () => {
-      const res = await rt.api('GET', `/v1/deletion-jobs/${String(del.body.jobId)}`, { token: maple });
-      return res.body.status === 'verified' || res.body.status === 'failed' ? res.body : undefined;
-    }, 30_000);
+    const job = await deletedAndFinished('sem-gone');
     expect(job.status).toBe('verified');
     const vector = job.evidence?.find((e) => e.target === 'vector');
     expect(vector?.status).toBe('done');

@@ -19,6 +19,9 @@ const FUNCTION_WORDS = new Set([
   'had', 'would', 'could', 'should', 'will', 'can',
 ]);
 
+/** Runs of letters and digits with their combining marks, as the lexical indexes split text (fts-query.ts). */
+const wordsOf = (text: string): string[] => text.normalize('NFC').match(/[\p{L}\p{N}][\p{L}\p{N}\p{M}]*/gu) ?? [];
+
 /** A word with its plural or tense ending cut: "notes" → "note", "stories" → "story", "painted" and "painting" → "paint". */
 function stem(word: string): string {
   if (word.length <= 3) return word;
@@ -32,7 +35,7 @@ function stem(word: string): string {
 
 /** A text's distinct terms: lower-cased words less function words, each stemmed. */
 export function termsOf(text: string): Set<string> {
-  const words = text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
+  const words = wordsOf(text.toLowerCase());
   return new Set(words.filter((w) => !FUNCTION_WORDS.has(w)).map(stem));
 }
 
@@ -42,7 +45,7 @@ export function termsOf(text: string): Set<string> {
  * …", "when did …"); a query of function words only is asked as it is, never as nothing.
  */
 export function lexicalQueryText(query: string): string {
-  const words = query.normalize('NFC').match(/[\p{L}\p{N}][\p{L}\p{N}\p{M}]*/gu) ?? [];
+  const words = wordsOf(query);
   const kept = words.filter((w) => !FUNCTION_WORDS.has(w.toLowerCase()));
   return kept.length === 0 ? query : kept.join(' ');
 }
