@@ -1,14 +1,6 @@
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
+import { processAlive } from '@gm/config';
 
 /**
  * One process per data directory: two runtimes folding the same log would both write the
@@ -18,7 +10,7 @@ export function lockDataDir(dataDir: string): () => void {
   const file = path.join(dataDir, 'runtime.lock');
   if (existsSync(file)) {
     const pid = Number(readFileSync(file, 'utf8').trim());
-    if (Number.isInteger(pid) && pid !== process.pid && alive(pid)) {
+    if (Number.isInteger(pid) && pid !== process.pid && processAlive(pid)) {
       throw new Error(`the data directory ${dataDir} is in use by process ${pid}; stop it first`);
     }
   }

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { meteredBus, tracedBus, type Bus } from '@gm/bus';
 import { CONSUMER_GROUPS, TOPICS, type Clock } from '@gm/contracts';
+import { writeServiceAddress } from '@gm/config';
 import { createLogger, createMetrics, mergedExposition, type Logger, type Metrics, type MetricsSnapshot } from '@gm/observability';
 import { loadEmbeddingModel } from '@gm/embedding';
 import type { SemanticLeg } from '@gm/retrieval';
@@ -170,6 +171,9 @@ export async function startEmbeddedRuntime(config: RuntimeConfig, options: Runti
     ready: async () => (await state.kv.ping()) && (await stores.bus.endOffsets(TOPICS.events)).length > 0,
   });
 
+  // memctl and the MCP server find the runtime from its data directory when no MEMORY_URL says
+  // where it is, so a port other than the default needs no second setting (docs/agents.md).
+  const forgetAddress = writeServiceAddress(config.dataDir, broker.url);
   let closed = false;
   return {
     ...stores,
@@ -188,6 +192,7 @@ export async function startEmbeddedRuntime(config: RuntimeConfig, options: Runti
     close: async () => {
       if (closed) return;
       closed = true;
+      forgetAddress();
       await broker.close();
       // No new writes now; let the summaries finish what the log already holds, so a stopped
       // data directory is a complete fold (replay compares against it).

@@ -1,6 +1,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { serviceAddress } from '@gm/config';
 
 const USAGE = `memctl — command line for governed memory
 
@@ -40,8 +41,10 @@ Administration (a capability with "admin"; see docs/api.md):
   memctl hold list
   memctl hold remove --id HOLD_ID
 
-Common: --url (MEMORY_URL, default http://127.0.0.1:8080), --token (MEMORY_TOKEN),
-        --data-dir (MEMORY_DATA_DIR, default .data; where the issuer credential is read from).`;
+Common: --url (MEMORY_URL; else the address of the runtime running on the data directory; else
+        http://127.0.0.1:8080), --token (MEMORY_TOKEN),
+        --data-dir (MEMORY_DATA_DIR, default .data; where the issuer credential and the running
+        runtime's address are read from).`;
 
 const options = {
   url: { type: 'string' }, token: { type: 'string' }, 'data-dir': { type: 'string' },
@@ -75,11 +78,12 @@ function resourceRef(text: string): { kind: string; id: string } {
 
 const optional = <T>(value: T | undefined, key: string) => (value === undefined ? {} : { [key]: value });
 
+const dataDirOf = (values: Values): string => path.resolve(values['data-dir'] ?? process.env.MEMORY_DATA_DIR ?? '.data');
+
 /** The service's address, and the setting that chose it: a failure to reach it names both. */
 function serviceUrl(values: Values): { base: string; from: string } {
-  if (values.url !== undefined) return { base: values.url, from: '--url' };
-  if (process.env.MEMORY_URL) return { base: process.env.MEMORY_URL, from: 'MEMORY_URL' };
-  return { base: 'http://127.0.0.1:8080', from: 'the default; set --url or MEMORY_URL' };
+  const { url, from } = serviceAddress([['--url', values.url], ['MEMORY_URL', process.env.MEMORY_URL]], dataDirOf(values));
+  return { base: url, from };
 }
 
 /** fetch, whose failure to get any answer says where it tried, why, and which setting chose the address. */
@@ -212,7 +216,7 @@ async function run(argv: string[]): Promise<void> {
     process.stdout.write(`${USAGE}\n`);
     return;
   }
-  const dataDir = path.resolve(values['data-dir'] ?? process.env.MEMORY_DATA_DIR ?? '.data');
+  const dataDir = dataDirOf(values);
   switch (command) {
     case 'capability': {
       if (sub === 'revoke') {

@@ -1,3 +1,4 @@
 export * from './primitives.ts';
 export * from './shared.ts';
 export * from './env-reference.ts';
+export * from './service-address.ts';

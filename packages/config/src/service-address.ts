@@ -1,0 +1,80 @@
+import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+
+/**
+ * Where a client finds the service, decided one way for memctl and the MCP server (docs/agents.md
+ * "Where the service is"): an explicit setting first; else the address the embedded runtime
+ * running on the data directory wrote there when it started listening; else the default port. The
+ * answer names the setting that chose it, so a failure to connect can say what to change.
+ */
+export const DEFAULT_SERVICE_URL = 'http://127.0.0.1:8080';
+
+/** The file in the data directory that holds the running embedded runtime's address. */
+export const SERVICE_ADDRESS_FILE = 'service-address.json';
+
+export interface ServiceAddress {
+  url: string;
+  /** The setting that chose `url`, in words a person can act on. */
+  from: string;
+}
+
+/** Whether process `pid` runs: a file naming a process that is gone was left by a kill. */
+export function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    // EPERM: the process exists under another user.
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Records where the runtime on `dataDir` listens. Written whole (a temporary file renamed), so a
+ * reader never sees half of it. The returned function removes it, unless another process has
+ * written its own since.
+ */
+export function writeServiceAddress(dataDir: string, url: string): () => void {
+  const file = path.join(dataDir, SERVICE_ADDRESS_FILE);
+  const temporary = `${file}.${process.pid}.tmp`;
+  writeFileSync(temporary, `${JSON.stringify({ url, pid: process.pid })}\n`, { mode: 0o600 });
+  renameSync(temporary, file);
+  return () => {
+    if (readServiceAddressFile(file)?.pid === process.pid) rmSync(file, { force: true });
+  };
+}
+
+function readServiceAddressFile(file: string): { url: string; pid: number } | undefined {
+  if (!existsSync(file)) return undefined;
+  try {
+    const parsed = JSON.parse(readFileSync(file, 'utf8')) as { url?: unknown; pid?: unknown };
+    if (typeof parsed.url !== 'string' || !URL.canParse(parsed.url) || !Number.isInteger(parsed.pid)) return undefined;
+    return { url: parsed.url, pid: parsed.pid as number };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The address of the runtime running on `dataDir`, or undefined when none runs there. A file left
+ * by a runtime that was killed names a process that is gone, and is ignored.
+ */
+export function runningServiceAddress(dataDir: string): ServiceAddress | undefined {
+  const file = path.join(dataDir, SERVICE_ADDRESS_FILE);
+  const found = readServiceAddressFile(file);
+  if (found === undefined || !processAlive(found.pid)) return undefined;
+  return { url: found.url, from: `the address the runtime running on ${dataDir} wrote to ${file}` };
+}
+
+/**
+ * The precedence, first that is set: `settings` in the order given (e.g. `--url`, `MEMORY_URL`,
+ * an older alias), the running runtime's address in `dataDir`, the default.
+ */
+export function serviceAddress(settings: ReadonlyArray<readonly [name: string, value: string | undefined]>, dataDir: string): ServiceAddress {
+  // A trailing slash would double the one every route starts with.
+  for (const [name, value] of settings) if (value !== undefined && value !== '') return { url: value.replace(/\/+$/, ''), from: name };
+  return runningServiceAddress(dataDir) ?? {
+    url: DEFAULT_SERVICE_URL,
+    from: `the default: no MEMORY_URL, and no runtime running on ${dataDir} (set MEMORY_URL or MEMORY_DATA_DIR)`,
+  };
+}
