@@ -1,6 +1,6 @@
 /**
  * Kafka-native ingest on the distributed runtime (docs/ingest.md): a platform produces with kafkajs
- * (examples/ingest-producer.ts, the shipped example itself) onto memory.ingest, and the
+ * (examples/ingest/ingest-producer.ts, the shipped example itself) onto memory.ingest, and the
  * ingest-gateway process admits each request under the HTTP write's rules. Every request gets
  * exactly one result on memory.ingest.results, also across a `kill -9` of the gateway.
  */

@@ -1,9 +1,10 @@
 /**
  * Producing memory writes straight onto Kafka (docs/ingest.md): what a platform's own pipeline
- * does instead of calling POST /v1/memories. Needs only kafkajs and a write capability.
+ * does instead of calling POST /v1/memories, on the distributed runtime. Needs only kafkajs and
+ * a write capability, read from the environment (never a command line, which pnpm echoes).
  *
  *   MEMORY_CAPABILITY=<compact JWS> KAFKA_BROKERS=127.0.0.1:19092 MEMORY_NAMESPACE=<ns> \
- *     node --import tsx examples/ingest-producer.ts [count]
+ *     node --import tsx examples/ingest/ingest-producer.ts [count, default 1]
  *
  * Each request is the body of POST /v1/memories plus a `requestId` of the producer's choosing
  * (docs/schemas/memory.ingest.schema.json); the capability travels in the `capability` header.
@@ -121,7 +122,7 @@ async function main(): Promise<void> {
   const capability = process.env.MEMORY_CAPABILITY;
   if (!capability) throw new Error('MEMORY_CAPABILITY must hold a write capability (POST /v1/capabilities)');
   const connection = { brokers: (process.env.KAFKA_BROKERS ?? '127.0.0.1:19092').split(','), namespace: process.env.MEMORY_NAMESPACE ?? '' };
-  const count = Number(process.argv[2] ?? 100);
+  const count = Number(process.argv[2] ?? 1);
   const requests = Array.from({ length: count }, (_, i) => exampleRequest(i));
   const producer = await openIngestProducer({ ...connection, capability });
   for (let i = 0; i < requests.length; i += 500) await producer.send(requests.slice(i, i + 500));
@@ -136,7 +137,14 @@ async function main(): Promise<void> {
     const label = first === undefined ? 'none' : first.outcome === 'accepted' ? `accepted (${first.status})` : `rejected ${first.code}`;
     outcomes.set(label, (outcomes.get(label) ?? 0) + 1);
   }
-  process.stdout.write(`${JSON.stringify({ requests: count, results: results.size, outcomes: Object.fromEntries(outcomes) })}\n`);
+  // One request: its result too (ids and codes only; a problem's detail may quote the request).
+  const [only] = count === 1 ? [...results.values()].flat() : [];
+  const result = only === undefined ? {} : {
+    result: only.outcome === 'accepted'
+      ? { outcome: only.outcome, id: only.id, version: only.version, status: only.status }
+      : { outcome: only.outcome, code: only.code, retriable: only.retriable },
+  };
+  process.stdout.write(`${JSON.stringify({ requests: count, results: results.size, outcomes: Object.fromEntries(outcomes), ...result })}\n`);
   if (results.size < count) process.exitCode = 1;
 }
 
