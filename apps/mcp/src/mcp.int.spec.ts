@@ -14,7 +14,7 @@ import { issueCapability, MemoryClient, type CapabilityRequest } from '@gm/clien
 import { loadConfig, startEmbeddedRuntime, type EmbeddedRuntime } from '@gm/embedded';
 import { sessionServer, startMcpHttpServer, type McpHttpServer } from './index.ts';
 
-/** What an agent's MCP config runs (docs/mcp.md). */
+/** What an agent's MCP config runs (docs/agents.md). */
 const BIN = fileURLToPath(new URL('../bin/governed-memory-mcp.mjs', import.meta.url));
 const MAPLE = { kind: 'project', id: 'maple' } as const;
 const TOOLS = ['delete_memory', 'deletion_status', 'forget_subject', 'recall', 'remember', 'review_quarantine', 'validate_packet'];

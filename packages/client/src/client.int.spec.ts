@@ -166,11 +166,8 @@ describe('@gm/client against the embedded runtime', () => {
       return j.status === 'verified' || j.status === 'failed' ? j : undefined;
     }, 15_000);
     expect((await settled(jobId)).status).toBe('verified');
-    // The receipt is signed after the job is verified: 404 until then.
-    const receipt = await eventually('receipt signed', () => writer.receipt(jobId).catch((e: unknown) => {
-      if (e instanceof MemoryApiError && e.code === 'MEM_NOT_FOUND') return undefined;
-      throw e;
-    }), 15_000);
+    // The receipt is signed after the job is verified: 409 MEM_NOT_YET_AVAILABLE until then, which waitForReceipt asks through.
+    const receipt = await writer.waitForReceipt(jobId, { timeoutMs: 15_000 });
     expect(receipt.payload.jobId).toBe(jobId);
     expect(await writer.receiptJws(jobId)).toBe(receipt.receipt);
     const { keys } = await writer.receiptKeys();
