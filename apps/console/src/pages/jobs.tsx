@@ -161,7 +161,12 @@ function FilterForm({ filter, onChange }: { filter: Filter; onChange: (update: (
 function ListingView({ listing, order }: { listing: Listing; order: Order }) {
   if (listing.state === 'loading') return <p aria-busy="true">Loading deletion jobs…</p>;
   if (listing.state === 'refused') return <ProblemAlert problem={listing.problem} lead="The server refused the deletion jobs." />;
-  if (listing.items.length === 0) return <p data-testid="jobs-empty">No deletion jobs match.</p>;
+  if (listing.items.length === 0) {
+    // The server reads a bounded stretch of the tenant's jobs per answer: a rare match may lie further on.
+    return listing.nextCursor === undefined
+      ? <p data-testid="jobs-empty">No deletion jobs match.</p>
+      : <p data-testid="jobs-empty">No deletion jobs match among those read so far; <strong>More</strong> reads on.</p>;
+  }
   return (
     <div class="table-wrap">
       <table data-testid="jobs">
