@@ -143,7 +143,6 @@ describe('the console in a browser', () => {
     await p.click('[data-testid="nav-jobs"]');
     const jobRow = `[data-testid="job-row"][data-job-id="${jobId}"]`;
     await p.waitForSelector(jobRow);
-    await screenshot(p, 'deletion-jobs');
     await p.click(`${jobRow} a`);
     await textOnceItContains(p, '[data-testid="job-status"]', 'verified');
     const verdict = await textOnceItContains(p, '[data-testid="receipt-verdict"]', 'valid');
@@ -151,7 +150,6 @@ describe('the console in a browser', () => {
     // Per-target evidence is listed.
     const page = await p.$eval('main', (el) => el.textContent ?? '');
     for (const target of ['primary', 'keyword', 'key', 'verification']) expect(page).toContain(target);
-    await screenshot(p, 'deletion-job-receipt');
 
     // The download is the compact JWS itself, saved as <jobId>.jws.
     const downloads = mkdtempSync(path.join(os.tmpdir(), 'gm-downloads-'));

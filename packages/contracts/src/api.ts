@@ -184,12 +184,16 @@ export const DeletionResidual = z.object({ recordId: Id, reason: z.enum(['identi
 export type DeletionResidual = z.infer<typeof DeletionResidual>;
 
 /**
- * GET /v1/deletion-jobs: a tenant's jobs (an administrator's view) or the caller's own, oldest
- * first from `since`; `cursor` continues a listing (the `nextCursor` of its previous page).
+ * GET /v1/deletion-jobs: a tenant's jobs (an administrator's view) or the caller's own, requested
+ * at or after `since`, oldest first unless `order=newest` (the default stays oldest: clients that
+ * page with cursors keep their order); `subjectId` narrows what the caller may see to one
+ * subject's jobs; `cursor` continues a listing (the `nextCursor` of its previous page, same order).
  */
 export const DeletionJobListQuery = z.object({
   status: z.enum(['invalidating', 'verifying', 'verified', 'failed']).optional(),
   since: IsoTime.optional(),
+  order: z.enum(['oldest', 'newest']).optional(),
+  subjectId: Id.optional(),
   cursor: z.string().regex(/^[A-Za-z0-9_-]{1,400}$/, 'not a cursor of this listing').optional(),
   limit: z.string().regex(/^(100|[1-9][0-9]?)$/, 'a whole number from 1 to 100').transform(Number).optional(),
 }).strict();

@@ -51,6 +51,8 @@ export interface KeyValueStore {
   zrem(key: string, members: string[]): Promise<number>;
   /** Members with min <= score <= max, ascending by score then member, at most `limit`. */
   zrangeByScore(key: string, min: number, max: number, limit: number): Promise<Array<{ member: string; score: number }>>;
+  /** Members with min <= score <= max, descending by score then member (the reverse of `zrangeByScore`), at most `limit`. */
+  zrevrangeByScore(key: string, max: number, min: number, limit: number): Promise<Array<{ member: string; score: number }>>;
   /** Every live key starting with `prefix`, sorted. */
   keys(prefix: string): Promise<string[]>;
   /** Atomic integer increment; returns the new value. */

@@ -379,11 +379,16 @@ const PATHS: Record<string, Partial<Record<'get' | 'post' | 'delete', Operation>
   },
   '/v1/deletion-jobs': {
     get: {
-      operationId: 'listDeletionJobs', tag: 'deletion', summary: 'Deletion jobs, oldest first: every job of the tenant for an administrator, the caller\'s own otherwise',
+      operationId: 'listDeletionJobs', tag: 'deletion', summary: 'Deletion jobs, oldest first (or newest first): every job of the tenant for an administrator, the caller\'s own otherwise',
       parameters: [
         { name: 'status', in: 'query', required: false, schema: jsonSchema(DeletionJobListQuery.shape.status.unwrap()), description: 'only jobs in this status' },
         { name: 'since', in: 'query', required: false, schema: { type: 'string', format: 'date-time' }, description: 'only jobs requested at or after this time' },
-        { name: 'cursor', in: 'query', required: false, schema: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,400}$' }, description: 'the `nextCursor` of the previous page' },
+        { name: 'order', in: 'query', required: false, schema: jsonSchema(DeletionJobListQuery.shape.order.unwrap()), description: 'by request time: `oldest` first (the default) or `newest` first' },
+        {
+          name: 'subjectId', in: 'query', required: false, schema: jsonSchema(DeletionJobListQuery.shape.subjectId.unwrap()),
+          description: 'only this subject\'s jobs among those the caller may see (a subject whose jobs others requested answers as one without jobs)',
+        },
+        { name: 'cursor', in: 'query', required: false, schema: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,400}$' }, description: 'the `nextCursor` of the previous page, with the same `order`' },
         { name: 'limit', in: 'query', required: false, schema: { type: 'string', pattern: '^(100|[1-9][0-9]?)$' }, description: 'jobs per page, 1–100 (50)' },
       ],
       responses: answer('200', {
@@ -391,7 +396,7 @@ const PATHS: Record<string, Partial<Record<'get' | 'post' | 'delete', Operation>
       }),
       failures: [
         ...CAPABILITY, { ...adminOnly, when: 'the capability grants neither "admin" nor "request_delete"' },
-        { status: STATUS_OF.MEM_VALIDATION, code: 'MEM_VALIDATION', when: 'an unknown query parameter, a status that is not one, a time that is not ISO, a cursor that is not this listing\'s, a limit outside 1–100' },
+        { status: STATUS_OF.MEM_VALIDATION, code: 'MEM_VALIDATION', when: 'an unknown query parameter, a status or order that is not one, a time that is not ISO, a subjectId that is not an id, a cursor that is not this listing\'s (or of the other order), a limit outside 1–100' },
         ...SERVED,
       ],
     },

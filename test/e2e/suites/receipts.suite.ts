@@ -412,6 +412,55 @@ export const receiptsSuite = <R extends TestRuntime>(start: () => Promise<R>, bu
       expect((await list(plain, '')).status).toBe(403);
     });
 
+    it('lists deletion jobs newest first on request, and by subject within what the caller may see', async () => {
+      await rt.advance(5);
+      const since = new Date(rt.now()).toISOString();
+      const other = await rt.issue({ agentId: 'other-bot', principal: { id: 'dora', kind: 'person' } });
+      const jobs: string[] = [];
+      for (const [i, [token, subjectId]] of ([[writer, 'cust-ord-a'], [other, 'cust-ord-b'], [writer, 'cust-ord-b']] as const).entries()) {
+        const id = `rc-ord-${i}`;
+        expect((await rt.api('POST', '/v1/memories', { token, body: memory({ id, subjectId, content: `Ordered record ${i} about Pangolin` }) })).status).toBe(201);
+        const del = await rt.api('DELETE', `/v1/memories/${id}`, { token });
+        jobs.push(String(del.body.jobId));
+        await finished(String(del.body.jobId));
+        await rt.advance(2);
+      }
+      const [a, b, c] = jobs;
+      type Page = { items: Array<{ jobId: string; subjectId: string }>; nextCursor?: string; code?: string; detail?: string };
+      const list = (token: string, query: string) => rt.api<Page>('GET', `/v1/deletion-jobs?since=${encodeURIComponent(since)}&${query}`, { token });
+      const ids = (page: { body: Page }) => page.body.items.map((j) => j.jobId);
+
+      // Newest first, page by page; without the parameter the order is still oldest first.
+      const first = await list(admin, 'order=newest&limit=2');
+      expect(ids(first)).toEqual([c, b]);
+      const second = await list(admin, `order=newest&limit=2&cursor=${first.body.nextCursor}`);
+      expect(ids(second)).toEqual([a]);
+      expect(second.body.nextCursor).toBeUndefined();
+      expect(ids(await list(admin, ''))).toEqual([a, b, c]);
+      expect(ids(await list(admin, 'order=oldest'))).toEqual([a, b, c]);
+      // A cursor continues its own order only.
+      const oldestPage = await list(admin, 'limit=1');
+      for (const query of [`order=oldest&cursor=${first.body.nextCursor}`, `order=newest&cursor=${oldestPage.body.nextCursor}`]) {
+        const mixed = await list(admin, query);
+        expect([query, mixed.status, mixed.body.code]).toEqual([query, 422, 'MEM_VALIDATION']);
+      }
+
+      // One subject's jobs: all of them for the administrator, only the caller's own for a requester.
+      expect(ids(await list(admin, 'order=newest&subjectId=cust-ord-b'))).toEqual([c, b]);
+      expect(ids(await list(writer, 'subjectId=cust-ord-b'))).toEqual([c]);
+      expect(ids(await list(other, 'subjectId=cust-ord-b'))).toEqual([b]);
+      // A subject whose only jobs someone else requested answers exactly as one without any job.
+      const othersOnly = await list(other, 'subjectId=cust-ord-a');
+      const unknown = await list(other, 'subjectId=cust-ord-never');
+      expect([othersOnly.status, othersOnly.body]).toEqual([200, { items: [] }]);
+      expect([unknown.status, unknown.body]).toEqual([othersOnly.status, othersOnly.body]);
+
+      for (const query of ['order=latest', 'order=newest&order=oldest', 'subjectId=..', 'subjectId=a%20b', 'subjectId=', 'subjectId=x&subjectId=y', `subjectId=${'s'.repeat(300)}`]) {
+        const bad = await list(admin, query);
+        expect([query, bad.status, bad.body.code]).toEqual([query, 422, 'MEM_VALIDATION']);
+      }
+    });
+
     it('rotates the receipt key: new receipts carry the new kid, and receipts signed before keep verifying against the published keys', async () => {
       const deleteAndReceipt = async (id: string) => {
         await write(id, 'cust-rotate', `Rotation record ${id} about the Quokka account`);

@@ -4,6 +4,8 @@ import type { DeletionJob, DeletionReceipt, Problem, ReceiptResponse } from '../
 import { ColumnHeads } from '../components/column-heads.tsx';
 import { ProblemAlert } from '../components/problem-alert.tsx';
 import { Time } from '../components/time.tsx';
+import { EVIDENCE_LEGEND, explainEvidence, legendKeys } from '../evidence.ts';
+import { formatOffset } from '../format.ts';
 import { hrefOf } from '../router.ts';
 import type { Verdict } from '../receipts.ts';
 import { decodedPayload, DownloadJws, PastedReceipt, PayloadView, VerdictLine, verifyAgainstPublishedKeys } from './receipt-panel.tsx';
@@ -110,6 +112,8 @@ function JobView({ job, receipt }: { job: DeletionJob; receipt: DeletionReceipt 
         <div><dt>Requested by</dt><dd>agent <code>{job.requestedBy.agentId}</code> for <code>{job.requestedBy.principalId}</code></dd></div>
         <div><dt>Requested</dt><dd data-testid="job-requested-at"><Time iso={job.requestedAt} /></dd></div>
         <div><dt>Deadline</dt><dd><Time iso={job.deadline} /></dd></div>
+        <div><dt>Last update</dt><dd data-testid="job-updated-at"><Time iso={job.updatedAt} /></dd></div>
+        {receipt !== undefined && <div><dt>Completed</dt><dd data-testid="job-completed-at"><Time iso={receipt.completedAt} /></dd></div>}
         <div><dt>Policy revision</dt><dd>{job.policyRevision}</dd></div>
         <div><dt>Verification attempts</dt><dd>{job.progress.verificationAttempts}</dd></div>
         <div><dt>Tombstoned</dt><dd>{job.progress.tombstoned.length} of {job.recordIds.length}</dd></div>
@@ -150,10 +154,14 @@ function JobView({ job, receipt }: { job: DeletionJob; receipt: DeletionReceipt 
   );
 }
 
-/** The job keeps no status history: its timestamps, in order, are what it says of its course. */
+/**
+ * The job keeps no status history: its timestamps, in order, are what it says of its course.
+ * Each step shows its UTC time to the second and how long after the request it came, so steps
+ * within one minute (most of a job) still read apart.
+ */
 function Timeline({ job, receipt }: { job: DeletionJob; receipt: DeletionReceipt | undefined }) {
   const events: Array<{ at: string; what: string }> = [{ at: job.requestedAt, what: 'requested' }];
-  for (const e of job.evidence) events.push({ at: e.completedAt, what: `${e.target}: ${e.status}` });
+  for (const e of job.evidence) events.push({ at: e.completedAt, what: `${e.target} target answered: ${e.status}` });
   if (job.progress.nextVerificationAt !== undefined && !FINISHED.has(job.status)) {
     events.push({ at: job.progress.nextVerificationAt, what: 'next verification (scheduled)' });
   }
@@ -161,30 +169,51 @@ function Timeline({ job, receipt }: { job: DeletionJob; receipt: DeletionReceipt
     events.push({ at: receipt.completedAt, what: `completed: ${receipt.status}` }, { at: receipt.issuedAt, what: 'receipt signed' });
   }
   events.push({ at: job.updatedAt, what: `last update: ${job.status}` });
-  events.sort((a, b) => Date.parse(a.at) - Date.parse(b.at));
+  // Stable: steps of the same instant keep the order the job goes through them.
+  const ordered = events.map((e) => ({ ...e, ms: Date.parse(e.at) })).sort((a, b) => a.ms - b.ms);
+  const start = Date.parse(job.requestedAt);
   return (
     <>
       <h2>Status over time</h2>
-      <ol class="timeline" data-testid="job-timeline">
-        {events.map((e, i) => <li key={i}><Time iso={e.at} /> — {e.what}</li>)}
-      </ol>
+      <p class="muted">Times are UTC; the middle column is the time since the job was requested.</p>
+      <div class="table-wrap">
+        <table class="timeline" data-testid="job-timeline">
+          <ColumnHeads columns={['Time (UTC)', 'Since request', 'Step']} />
+          <tbody>
+            {ordered.map((e, i) => (
+              <tr key={i} data-testid="timeline-step">
+                <td><Time iso={e.at} /></td>
+                <td class="offset" data-testid="timeline-offset">{Number.isNaN(e.ms) || Number.isNaN(start) ? '—' : formatOffset(e.ms - start)}</td>
+                <td>{e.what}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
     </>
   );
 }
 
 function Evidence({ job }: { job: DeletionJob }) {
   const pending = job.targets.filter((t) => !job.evidence.some((e) => e.target === t));
+  const keys = legendKeys(job.evidence);
   return (
     <>
       <h2>Evidence per target</h2>
+      <p class="muted">
+        Each target's worker does its step, then reads its store back: the counters in <em>Evidence</em> are what it found, and
+        the sentence says the same in words. The search index and the vector index drop a record as they read its tombstone,
+        and their step waits for that, so <code>removed=0;remaining=0</code> there is the usual outcome.
+      </p>
       <div class="table-wrap">
         <table data-testid="job-evidence">
-          <ColumnHeads columns={['Target', 'Status', 'Completed', 'Verifier', 'Ref']} />
+          <ColumnHeads columns={['Target', 'Status', 'What it means', 'Completed (UTC)', 'Verifier', 'Evidence']} />
           <tbody>
             {job.evidence.map((e, i) => (
               <tr key={`${e.target}-${i}`} data-target={e.target}>
                 <th scope="row">{e.target}</th>
                 <td>{e.status}</td>
+                <td data-testid="evidence-sentence">{explainEvidence(e, job)}</td>
                 <td><Time iso={e.completedAt} /></td>
                 <td>{e.verifier}</td>
                 <td><code class="break">{e.ref}</code></td>
@@ -194,6 +223,7 @@ function Evidence({ job }: { job: DeletionJob }) {
               <tr key={`pending-${t}`} data-target={t}>
                 <th scope="row">{t}</th>
                 <td>pending</td>
+                <td data-testid="evidence-sentence">not answered yet</td>
                 <td>—</td>
                 <td>—</td>
                 <td>—</td>
@@ -202,6 +232,19 @@ function Evidence({ job }: { job: DeletionJob }) {
           </tbody>
         </table>
       </div>
+      {keys.length > 0 && (
+        <>
+          <h3 id="legend-heading">What the counters mean</h3>
+          <dl class="legend" data-testid="evidence-legend" aria-labelledby="legend-heading">
+            {keys.map((key) => (
+              <div key={key} data-key={key}>
+                <dt><code>{key}</code></dt>
+                <dd>{EVIDENCE_LEGEND[key] ?? 'a counter this console does not describe yet (see docs/deletion.md)'}</dd>
+              </div>
+            ))}
+          </dl>
+        </>
+      )}
     </>
   );
 }

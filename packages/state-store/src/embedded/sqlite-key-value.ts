@@ -125,6 +125,9 @@ export function createSqliteKeyValueStore(options: SqliteKeyValueStoreOptions): 
   const rangeByScore = db.prepare<[string, number, number, number], { member: string; score: number }>(
     'SELECT member, score FROM zsets WHERE key = ? AND score >= ? AND score <= ? ORDER BY score, member LIMIT ?',
   );
+  const revRangeByScore = db.prepare<[string, number, number, number], { member: string; score: number }>(
+    'SELECT member, score FROM zsets WHERE key = ? AND score >= ? AND score <= ? ORDER BY score DESC, member DESC LIMIT ?',
+  );
   const keysWithPrefix = db.prepare<[{ prefix: string; now: number }], { key: string }>(`
     SELECT key FROM strings WHERE ${PREFIX} AND ${LIVE}
     UNION SELECT key FROM sets WHERE ${PREFIX}
@@ -376,6 +379,12 @@ export function createSqliteKeyValueStore(options: SqliteKeyValueStoreOptions): 
       // SQLite reads a negative LIMIT as "no limit"; the port promises "at most limit".
       if (!(n > 0)) return [];
       return rangeByScore.all(key, min, max, n);
+    },
+
+    async zrevrangeByScore(key, max, min, limit) {
+      const n = Math.floor(limit);
+      if (!(n > 0)) return [];
+      return revRangeByScore.all(key, min, max, n);
     },
 
     async keys(prefix) {

@@ -179,6 +179,7 @@ describe('redis key-value store', () => {
       ['exists', () => store.exists(['k'])],
       ['smembers', () => store.smembers('s')],
       ['zrangeByScore', () => store.zrangeByScore('z', 0, 1, 1)],
+      ['zrevrangeByScore', () => store.zrevrangeByScore('z', 1, 0, 1)],
       ['keys', () => store.keys('')],
       ['setIfVersionAtLeast', () => store.setIfVersionAtLeast('rec', '{"version":1}', 1)],
       ['incr', () => store.incr('n')],

@@ -109,6 +109,17 @@ function parseScore(text: string): number {
   return Number(text);
 }
 
+/** A WITHSCORES reply (member, score, member, score, …) as entries. */
+function scoredEntries(flat: string[]): Array<{ member: string; score: number }> {
+  const entries: Array<{ member: string; score: number }> = [];
+  for (let i = 0; i + 1 < flat.length; i += 2) {
+    const member = flat[i];
+    const score = flat[i + 1];
+    if (member !== undefined && score !== undefined) entries.push({ member, score: parseScore(score) });
+  }
+  return entries;
+}
+
 /** UTF-8 byte order, the order of the SQLite adapter's `ORDER BY key` (BINARY collation). */
 function sortBytewise(values: Iterable<string>): string[] {
   return [...values]
@@ -334,13 +345,16 @@ export function createRedisKeyValueStore(options: RedisKeyValueStoreOptions): Ke
       const flat = await run('zrangeByScore', () =>
         redis.zrangebyscore(k(key), formatScore(min), formatScore(max), 'WITHSCORES', 'LIMIT', 0, n),
       );
-      const entries: Array<{ member: string; score: number }> = [];
-      for (let i = 0; i + 1 < flat.length; i += 2) {
-        const member = flat[i];
-        const score = flat[i + 1];
-        if (member !== undefined && score !== undefined) entries.push({ member, score: parseScore(score) });
-      }
-      return entries;
+      return scoredEntries(flat);
+    },
+
+    async zrevrangeByScore(key, max, min, limit) {
+      const n = Math.floor(limit);
+      if (!(n > 0) || Number.isNaN(min) || Number.isNaN(max)) return [];
+      const flat = await run('zrevrangeByScore', () =>
+        redis.zrevrangebyscore(k(key), formatScore(max), formatScore(min), 'WITHSCORES', 'LIMIT', 0, n),
+      );
+      return scoredEntries(flat);
     },
 
     async keys(prefix) {

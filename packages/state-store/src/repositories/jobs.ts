@@ -25,20 +25,31 @@ export class DeletionJobs {
   }
 
   /**
-   * A tenant's jobs requested at or after `sinceMs`, oldest first, that `keep` accepts: at most
-   * `limit`, and where to go on (`after`: the last job looked at, its request time and id). Reads
-   * the index in slices, so a filter that keeps few jobs still answers in bounded steps.
+   * A tenant's jobs requested at or after `sinceMs` that `keep` accepts, oldest first (or newest
+   * first): at most `limit`, and where to go on (`after`: the last job looked at, its request
+   * time and id). Reads the index in slices, so a filter that keeps few jobs still answers in
+   * bounded steps.
    */
   async list(
-    tenantId: string, options: { sinceMs: number; after?: { ms: number; jobId: string }; limit: number; keep: (job: DeletionJob) => boolean },
+    tenantId: string,
+    options: { sinceMs: number; order?: 'oldest' | 'newest'; after?: { ms: number; jobId: string }; limit: number; keep: (job: DeletionJob) => boolean },
   ): Promise<{ jobs: DeletionJob[]; next?: { ms: number; jobId: string } }> {
+    const newest = options.order === 'newest';
+    const index = this.keys.jobsOf(tenantId);
+    const read = (from: number) => newest
+      ? this.kv.zrevrangeByScore(index, from, options.sinceMs, LIST_SLICE)
+      : this.kv.zrangeByScore(index, from, Number.MAX_SAFE_INTEGER, LIST_SLICE);
+    // Past the last job answered, in the listing's direction (time, then id).
+    const beyond = (m: { score: number; member: string }, at: { ms: number; jobId: string }) => newest
+      ? m.score < at.ms || (m.score === at.ms && m.member < at.jobId)
+      : m.score > at.ms || (m.score === at.ms && m.member > at.jobId);
     const jobs: DeletionJob[] = [];
-    let from = options.after?.ms ?? options.sinceMs;
+    let from = options.after?.ms ?? (newest ? Number.MAX_SAFE_INTEGER : options.sinceMs);
     let skipThrough = options.after;
     for (let slices = 0; slices < LIST_SLICES; slices += 1) {
-      const slice = await this.kv.zrangeByScore(this.keys.jobsOf(tenantId), from, Number.MAX_SAFE_INTEGER, LIST_SLICE);
+      const slice = await read(from);
       // Members of the score the last page ended on, up to its job, were answered already.
-      const fresh = slice.filter((m) => skipThrough === undefined || m.score > skipThrough.ms || m.member > skipThrough.jobId);
+      const fresh = slice.filter((m) => skipThrough === undefined || beyond(m, skipThrough));
       const raws = await this.kv.mget(fresh.map((m) => this.keys.job(tenantId, m.member)));
       for (const [i, raw] of raws.entries()) {
         const member = fresh[i];
@@ -50,7 +61,7 @@ export class DeletionJobs {
       const last = slice.at(-1);
       if (slice.length < LIST_SLICE || last === undefined) return { jobs };
       // Known limit: a page boundary inside more than a slice of jobs requested in the same
-      // millisecond cannot move past them (the index reads by time, then id, from the start of
+      // millisecond cannot move past them (the index reads by time, then id, from the edge of
       // that millisecond); it takes over 200 deletions requested in one millisecond.
       from = last.score;
       skipThrough = { ms: last.score, jobId: last.member };

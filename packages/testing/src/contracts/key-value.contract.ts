@@ -256,6 +256,13 @@ export function testKeyValueStore(adapterName: string, factory: KeyValueFactory)
       expect((await store.zrangeByScore('due', 10, 20.25, 2)).map((e) => e.member)).toEqual(['a', 'b']);
       expect(await store.zrangeByScore('due', 31, 40, 10)).toEqual([]);
       expect(await store.zrangeByScore('missing', -Infinity, Infinity, 10)).toEqual([]);
+      // The reverse reads the same set backwards: score then member, both descending.
+      expect(await store.zrevrangeByScore('due', Infinity, -Infinity, 100)).toEqual([...all].reverse());
+      expect((await store.zrevrangeByScore('due', 20.25, 10, 2)).map((e) => e.member)).toEqual(['frac', 'b']);
+      expect((await store.zrevrangeByScore('due', 10, 10, 10)).map((e) => e.member)).toEqual(['b', 'a']);
+      expect(await store.zrevrangeByScore('due', 9, 0, 10)).toEqual([]);
+      expect(await store.zrevrangeByScore('due', 40, 0, 0)).toEqual([]);
+      expect(await store.zrevrangeByScore('missing', Infinity, -Infinity, 10)).toEqual([]);
     });
 
     it('zadd moves an existing member; zrem counts removals and an emptied set vanishes', async () => {

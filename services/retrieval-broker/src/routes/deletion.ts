@@ -58,8 +58,10 @@ export function deletionRoutes(app: FastifyInstance, deps: BrokerDeps): void {
 
   /**
    * The tenant's jobs for its administrator (Cedar: admin on the tenant), the caller's principal's
-   * own otherwise; oldest first from `since`, `limit` a page (50), and a cursor while there is
-   * more. Jobs requested before this listing existed are not indexed.
+   * own otherwise; oldest first (or `order=newest`) from `since`, `limit` a page (50), and a
+   * cursor while there is more. `status` and `subjectId` only narrow what the caller may see: a
+   * subject's jobs requested by others answer as no jobs at all. Jobs requested before this
+   * listing existed are not indexed.
    */
   app.get('/v1/deletion-jobs', async (request) => {
     const { claims, tenantAdmin, own } = authorized(request, 'jobs');
@@ -68,12 +70,15 @@ export function deletionRoutes(app: FastifyInstance, deps: BrokerDeps): void {
       throw new GovernedMemoryError('MEM_VALIDATION', `query: ${parsed.error.issues.map((i) => `${i.path.join('.') || 'query'}: ${i.message}`).join('; ')}`);
     }
     const query = parsed.data;
-    const after = query.cursor === undefined ? undefined : readCursor(query.cursor);
+    const order = query.order ?? 'oldest';
+    const after = query.cursor === undefined ? undefined : readCursor(query.cursor, order);
     const { jobs, next } = await deps.state.jobs.list(claims.tenant, {
-      sinceMs: query.since === undefined ? 0 : Date.parse(query.since), ...(after ? { after } : {}), limit: query.limit ?? 50,
-      keep: (job) => (tenantAdmin || (own && job.requestedBy.principalId === claims.act.sub)) && (query.status === undefined || job.status === query.status),
+      sinceMs: query.since === undefined ? 0 : Date.parse(query.since), order, ...(after ? { after } : {}), limit: query.limit ?? 50,
+      keep: (job) => (tenantAdmin || (own && job.requestedBy.principalId === claims.act.sub))
+        && (query.status === undefined || job.status === query.status)
+        && (query.subjectId === undefined || job.subjectId === query.subjectId),
     });
-    return { items: jobs.map((job) => jobView(job, tenantAdmin)), ...(next ? { nextCursor: writeCursor(next) } : {}) };
+    return { items: jobs.map((job) => jobView(job, tenantAdmin)), ...(next ? { nextCursor: writeCursor(next, order) } : {}) };
   });
 
   /**
@@ -113,13 +118,26 @@ function jobView(job: DeletionJob, tenantAdmin: boolean): DeletionJob {
   return { ...job, legalHold: hold };
 }
 
-/** A listing's position, opaque to clients: the last job it looked at. */
-const writeCursor = (at: { ms: number; jobId: string }): string => Buffer.from(JSON.stringify([at.ms, at.jobId]), 'utf8').toString('base64url');
-function readCursor(cursor: string): { ms: number; jobId: string } {
+/**
+ * A listing's position, opaque to clients: the last job it looked at, and for a newest-first
+ * listing its order (an oldest-first cursor keeps the form it had before the order existed).
+ */
+const writeCursor = (at: { ms: number; jobId: string }, order: 'oldest' | 'newest'): string =>
+  Buffer.from(JSON.stringify(order === 'newest' ? [at.ms, at.jobId, 'newest'] : [at.ms, at.jobId]), 'utf8').toString('base64url');
+/** A cursor continues the listing it came from: one of the other order is refused, never read backwards. */
+function readCursor(cursor: string, order: 'oldest' | 'newest'): { ms: number; jobId: string } {
   try {
-    const [ms, jobId] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as [unknown, unknown];
-    if (typeof ms === 'number' && Number.isSafeInteger(ms) && typeof jobId === 'string' && jobId.length <= LIMITS.maxIdLength) return { ms, jobId };
-  } catch {
+    const parts = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
+    if (Array.isArray(parts) && parts.length <= 3) {
+      const [ms, jobId, ordered = 'oldest'] = parts as unknown[];
+      const position = typeof ms === 'number' && Number.isSafeInteger(ms) && typeof jobId === 'string' && jobId.length <= LIMITS.maxIdLength;
+      if (position && ordered === order) return { ms, jobId };
+      if (position && (ordered === 'oldest' || ordered === 'newest')) {
+        throw new GovernedMemoryError('MEM_VALIDATION', `cursor: a cursor of the ${ordered}-first listing, not of order=${order}`);
+      }
+    }
+  } catch (err) {
+    if (err instanceof GovernedMemoryError) throw err;
     // answered below
   }
   throw new GovernedMemoryError('MEM_VALIDATION', 'cursor: not a cursor of this listing');
