@@ -194,7 +194,7 @@ export const DeletionJobListQuery = z.object({
   since: IsoTime.optional(),
   order: z.enum(['oldest', 'newest']).optional(),
   subjectId: Id.optional(),
-  cursor: z.string().regex(/^[A-Za-z0-9_-]{1,400}$/, 'not a cursor of this listing').optional(),
+  cursor: z.string().regex(/^[A-Za-z0-9_-]{1,1000}$/, 'not a cursor of this listing').optional(),
   limit: z.string().regex(/^(100|[1-9][0-9]?)$/, 'a whole number from 1 to 100').transform(Number).optional(),
 }).strict();
 export type DeletionJobListQuery = z.infer<typeof DeletionJobListQuery>;

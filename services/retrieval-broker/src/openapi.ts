@@ -388,7 +388,7 @@ const PATHS: Record<string, Partial<Record<'get' | 'post' | 'delete', Operation>
           name: 'subjectId', in: 'query', required: false, schema: jsonSchema(DeletionJobListQuery.shape.subjectId.unwrap()),
           description: 'only this subject\'s jobs among those the caller may see (a subject whose jobs others requested answers as one without jobs)',
         },
-        { name: 'cursor', in: 'query', required: false, schema: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,400}$' }, description: 'the `nextCursor` of the previous page, with the same `order`' },
+        { name: 'cursor', in: 'query', required: false, schema: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,1000}$' }, description: 'the `nextCursor` of the previous page, with the same `order`, by the same principal' },
         { name: 'limit', in: 'query', required: false, schema: { type: 'string', pattern: '^(100|[1-9][0-9]?)$' }, description: 'jobs per page, 1–100 (50)' },
       ],
       responses: answer('200', {

@@ -444,6 +444,10 @@ export const receiptsSuite = <R extends TestRuntime>(start: () => Promise<R>, bu
         const mixed = await list(admin, query);
         expect([query, mixed.status, mixed.body.code]).toEqual([query, 422, 'MEM_VALIDATION']);
       }
+      // It is sealed: it names no job it passed over, and another principal cannot continue it.
+      expect(Buffer.from(String(first.body.nextCursor).slice(3), 'base64url').toString('latin1')).not.toContain(String(b));
+      const borrowed = await list(writer, `order=newest&limit=2&cursor=${first.body.nextCursor}`);
+      expect([borrowed.status, borrowed.body.code, borrowed.body.detail]).toEqual([422, 'MEM_VALIDATION', 'cursor: not a cursor of this listing']);
 
       // One subject's jobs: all of them for the administrator, only the caller's own for a requester.
       expect(ids(await list(admin, 'order=newest&subjectId=cust-ord-b'))).toEqual([c, b]);

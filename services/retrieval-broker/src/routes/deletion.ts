@@ -12,8 +12,10 @@ import { idempotencyKey, pathId } from '../http.ts';
 import { metadataFor } from '../metadata.ts';
 import { partitionOf } from '../retrieval.ts';
 import { answerMutation, requestPoint } from '../consistency.ts';
+import { ListingCursors } from '../listing-cursor.ts';
 
 export function deletionRoutes(app: FastifyInstance, deps: BrokerDeps): void {
+  const cursors = new ListingCursors(deps.issuerCredential);
   app.delete('/v1/memories/:id', async (request, reply) => {
     const { claims, record: meta } = authorized(request, 'record');
     const carried = requestPoint(deps, request, claims.tenant);
@@ -71,14 +73,15 @@ export function deletionRoutes(app: FastifyInstance, deps: BrokerDeps): void {
     }
     const query = parsed.data;
     const order = query.order ?? 'oldest';
-    const after = query.cursor === undefined ? undefined : readCursor(query.cursor, order);
+    const owner = { tenant: claims.tenant, principal: claims.act.sub, order };
+    const after = query.cursor === undefined ? undefined : cursors.open(query.cursor, owner);
     const { jobs, next } = await deps.state.jobs.list(claims.tenant, {
       sinceMs: query.since === undefined ? 0 : Date.parse(query.since), order, ...(after ? { after } : {}), limit: query.limit ?? 50,
       keep: (job) => (tenantAdmin || (own && job.requestedBy.principalId === claims.act.sub))
         && (query.status === undefined || job.status === query.status)
         && (query.subjectId === undefined || job.subjectId === query.subjectId),
     });
-    return { items: jobs.map((job) => jobView(job, tenantAdmin)), ...(next ? { nextCursor: writeCursor(next, order) } : {}) };
+    return { items: jobs.map((job) => jobView(job, tenantAdmin)), ...(next ? { nextCursor: cursors.seal(next, owner) } : {}) };
   });
 
   /**
@@ -116,31 +119,6 @@ function jobView(job: DeletionJob, tenantAdmin: boolean): DeletionJob {
   if (tenantAdmin || job.legalHold === undefined) return job;
   const { reason: _reason, ...hold } = job.legalHold;
   return { ...job, legalHold: hold };
-}
-
-/**
- * A listing's position, opaque to clients: the last job it looked at, and for a newest-first
- * listing its order (an oldest-first cursor keeps the form it had before the order existed).
- */
-const writeCursor = (at: { ms: number; jobId: string }, order: 'oldest' | 'newest'): string =>
-  Buffer.from(JSON.stringify(order === 'newest' ? [at.ms, at.jobId, 'newest'] : [at.ms, at.jobId]), 'utf8').toString('base64url');
-/** A cursor continues the listing it came from: one of the other order is refused, never read backwards. */
-function readCursor(cursor: string, order: 'oldest' | 'newest'): { ms: number; jobId: string } {
-  try {
-    const parts = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
-    if (Array.isArray(parts) && parts.length <= 3) {
-      const [ms, jobId, ordered = 'oldest'] = parts as unknown[];
-      const position = typeof ms === 'number' && Number.isSafeInteger(ms) && typeof jobId === 'string' && jobId.length <= LIMITS.maxIdLength;
-      if (position && ordered === order) return { ms, jobId };
-      if (position && (ordered === 'oldest' || ordered === 'newest')) {
-        throw new GovernedMemoryError('MEM_VALIDATION', `cursor: a cursor of the ${ordered}-first listing, not of order=${order}`);
-      }
-    }
-  } catch (err) {
-    if (err instanceof GovernedMemoryError) throw err;
-    // answered below
-  }
-  throw new GovernedMemoryError('MEM_VALIDATION', 'cursor: not a cursor of this listing');
 }
 
 /** `?scope=record` (the default) or `?scope=content`; anything else is refused, never read as the default. */
