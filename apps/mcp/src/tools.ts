@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { MemoryApiError, MemoryNetworkError, type MemoryClient } from '@gm/client';
-import { Id, MemoryKind, Purpose, ResourceRef, SearchMode, Visibility } from '@gm/contracts';
+import { Id, MemoryKind, Purpose, RejectionReason, ResourceRef, SearchMode, Visibility } from '@gm/contracts';
 
 /** What a session's tools fill in where the model leaves a field out: taken from the session's capability. */
 export interface ToolDefaults {
@@ -150,6 +150,7 @@ export function memoryMcpServer(client: MemoryClient, defaults: ToolDefaults): M
       id: Id.optional().describe('the memory to promote or reject'),
       expectedVersion: z.number().int().min(1).optional().describe('its version as listed'),
       visibility: Visibility.optional().describe('promote only: widen or narrow who sees it'),
+      reason: RejectionReason.optional().describe('reject only: why, as a code kept in the memory\'s history'),
     },
     annotations: { destructiveHint: true, openWorldHint: false },
   }, guarded(async (a) => {
@@ -162,7 +163,7 @@ export function memoryMcpServer(client: MemoryClient, defaults: ToolDefaults): M
     }
     return a.action === 'promote'
       ? client.promote(a.id, { expectedVersion: a.expectedVersion, ...(a.visibility === undefined ? {} : { visibility: a.visibility }) })
-      : client.reject(a.id, { expectedVersion: a.expectedVersion });
+      : client.reject(a.id, { expectedVersion: a.expectedVersion, ...(a.reason === undefined ? {} : { reason: a.reason }) });
   }));
 
   return server;

@@ -151,8 +151,9 @@ describe('@gm/client against the embedded runtime', () => {
     const stale = await reviewer.promote('q-1', { expectedVersion: 5 }).catch((e: unknown) => e);
     expect(stale).toMatchObject({ status: 409, code: 'MEM_CONFLICT', retriable: false });
     expect(await reviewer.promote('q-1', { expectedVersion: 1 })).toEqual({ id: 'q-1', version: 2, status: 'active' });
-    expect((await reviewer.reject('q-2', { expectedVersion: 1 })).status).toBe('tombstoned');
+    expect((await reviewer.reject('q-2', { expectedVersion: 1, reason: 'inaccurate' })).status).toBe('tombstoned');
     expect((await reviewer.quarantine()).items).toEqual([]);
+    expect((await reviewer.history('q-2')).versions.at(-1)?.rejection).toEqual({ reason: 'inaccurate' });
   });
 
   it('forgets: delete and forget jobs followed to verified, the receipt as JSON and as JWS, and the keys that verify it', async () => {

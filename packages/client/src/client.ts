@@ -3,8 +3,8 @@ import type { z } from 'zod';
 import type {
   AddDelegationRequest, AddGrantRequest, AsyncWriteAccepted, CommandStatusResponse, DelegationCreatedResponse, DeletionAccepted, DeletionJob,
   EvidencePacket, GrantCreatedResponse, LegalHold, LegalHoldCreatedResponse, MemoryRecord, MutationResponse, PacketValidation,
-  PlaceLegalHoldRequest, PolicyRevisionResponse, ReceiptPublicKey, ReceiptResponse, RecordHistory, SearchRequest, SubjectSummaries,
-  VersionedRequest, WriteMemoryBatchResponse, WriteMemoryRequest,
+  PlaceLegalHoldRequest, PolicyRevisionResponse, ReceiptPublicKey, ReceiptResponse, RecordHistory, RejectionReason, SearchRequest,
+  SubjectSummaries, VersionedRequest, WriteMemoryBatchResponse, WriteMemoryRequest,
 } from '@gm/contracts';
 import { MemoryApiError } from './errors.ts';
 import { Transport, type Call, type ClientOptions } from './transport.ts';
@@ -86,7 +86,8 @@ export class MemoryClient {
   /** GET /v1/memories/{id}/history: its versions and supersession chain, metadata only. */
   history = (id: string) => this.read<RecordHistory>(path`/v1/memories/${id}/history`);
   promote = (id: string, request: Versioned, options?: MutationOptions) => this.mutation<MutationResponse>('POST', path`/v1/memories/${id}/promote`, request, options);
-  reject = (id: string, request: Pick<Versioned, 'expectedVersion'>, options?: MutationOptions) =>
+  /** POST /v1/memories/{id}/reject: `reason`, a code (`injected-instruction`, `inaccurate`, …), is kept in the record's history. */
+  reject = (id: string, request: Pick<Versioned, 'expectedVersion'> & { reason?: RejectionReason }, options?: MutationOptions) =>
     this.mutation<MutationResponse>('POST', path`/v1/memories/${id}/reject`, request, options);
   /** GET /v1/review/quarantine: quarantined records in the reviewer's partitions, with their content. */
   quarantine = () => this.read<{ items: MemoryRecord[] }>('/v1/review/quarantine');

@@ -4,6 +4,7 @@ import { LIMITS } from './limits.ts';
 import {
   CallerEmbedding, Content, Id, IsoTime, MemoryKind, Principal, PrincipalKind, Purpose, ResourceRef, ScopeRef, Sensitivity, TenantId, Visibility, WriteTrust,
 } from './primitives.ts';
+import { RejectionReason } from './messages.ts';
 import { Delegation, Grant, LegalHold, TENANT_ROLES } from './policy.ts';
 import { Provenance, RecordStatus } from './record.ts';
 
@@ -75,8 +76,15 @@ export const VersionedRequest = z
   .object({ expectedVersion: z.number().int().min(0), visibility: Visibility.optional() })
   .strict();
 
-/** POST /v1/memories/{id}/reject: the version reviewed; a rejection moves nothing, so it takes no visibility. */
-export const RejectRequest = VersionedRequest.omit({ visibility: true }).strict();
+/**
+ * POST /v1/memories/{id}/reject: the version reviewed, and optionally why (a code: the record's
+ * history shows it); a rejection moves nothing, so it takes no visibility.
+ */
+export const RejectRequest = VersionedRequest.omit({ visibility: true }).extend({ reason: RejectionReason.optional() }).strict();
+
+/** GET /v1/review/quarantine: optionally one subject's queued records only. */
+export const QuarantineQuery = z.object({ subjectId: Id.optional() }).strict();
+export type QuarantineQuery = z.infer<typeof QuarantineQuery>;
 
 export const SearchMode = z.enum(['lexical', 'semantic', 'hybrid']);
 export type SearchMode = z.infer<typeof SearchMode>;

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { LIMITS } from './limits.ts';
-import { MessageMetadata, Version } from './messages.ts';
+import { MessageMetadata, RejectionReason, Version } from './messages.ts';
 import {
   CallerEmbedding, Content, Id, IsoTime, MemoryKind, Principal, Purpose, ResourceRef, Sensitivity, Sha256Hex, Trust, Visibility,
 } from './primitives.ts';
@@ -38,7 +38,7 @@ const ByIdJob = z.object({ id: Id, jobId: Id }).strict();
 
 export const WriteMemory = command('WriteMemory', WriteMemoryData);
 export const PromoteMemory = command('PromoteMemory', ByIdVersioned.extend({ visibility: Visibility.optional() }));
-export const RejectQuarantined = command('RejectQuarantined', ByIdVersioned);
+export const RejectQuarantined = command('RejectQuarantined', ByIdVersioned.extend({ reason: RejectionReason.optional() }));
 export const ExpireMemory = command('ExpireMemory', ById);
 export const RevokeMemory = command('RevokeMemory', ByIdJob);
 /**

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { GovernedMemoryError } from './errors.ts';
-import { DeletionMode, MessageMetadata, TombstoneReason } from './messages.ts';
+import { DeletionMode, MessageMetadata, RejectionReason, TombstoneReason } from './messages.ts';
 import { CallerEmbedding, Content, Id, Trust, Visibility } from './primitives.ts';
 import { MemoryRecord, RecordMeta } from './record.ts';
 
@@ -58,9 +58,10 @@ export const SubjectForgotten = event(
     })
     .strict(),
 );
+/** `rejectionReason`: with reason `rejected`, the code the reviewer gave (absent when none was given). */
 export const MemoryTombstoned = event(
   'MemoryTombstoned',
-  Versioned.extend({ jobId: Id.optional(), reason: TombstoneReason }),
+  Versioned.extend({ jobId: Id.optional(), reason: TombstoneReason, rejectionReason: RejectionReason.optional() }),
 );
 export const MemoryPurged = event('MemoryPurged', Versioned.extend({ jobId: Id }));
 

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { Id, IsoTime, PrincipalKind } from './primitives.ts';
 import { MemoryEvent, type MemoryEventType } from './events.ts';
+import { RejectionReason } from './messages.ts';
 import { RecordMeta, RecordStatus } from './record.ts';
 
 /**
@@ -10,12 +11,20 @@ import { RecordMeta, RecordStatus } from './record.ts';
  */
 const EVENT_TYPES = MemoryEvent.options.map((o) => o.shape.type.value) as [MemoryEventType, ...MemoryEventType[]];
 
+/**
+ * Present on the version a reviewer's rejection made, with the reviewer's reason code when one
+ * was given: a code, never free text.
+ */
+export const Rejection = z.object({ reason: RejectionReason.optional() }).strict();
+export type Rejection = z.infer<typeof Rejection>;
+
 export const StoredRecordVersion = z
   .object({
     event: z.enum(EVENT_TYPES),
     at: IsoTime,
     by: z.object({ agentId: Id, principalId: Id, principalKind: PrincipalKind }).strict(),
     record: RecordMeta.omit({ contentHash: true }),
+    rejection: Rejection.optional(),
   })
   .strict();
 export type StoredRecordVersion = z.infer<typeof StoredRecordVersion>;
@@ -26,7 +35,7 @@ export const RecordVersion = StoredRecordVersion.shape.record
     version: true, status: true, visibility: true, sensitivity: true, resource: true, purposes: true, trust: true, confidence: true,
     expiresAt: true, provenance: true, supersedesId: true, supersededById: true, legalHold: true, policyRevision: true,
   })
-  .extend({ event: StoredRecordVersion.shape.event, at: IsoTime, by: StoredRecordVersion.shape.by });
+  .extend({ event: StoredRecordVersion.shape.event, at: IsoTime, by: StoredRecordVersion.shape.by, rejection: Rejection.optional() });
 export type RecordVersion = z.infer<typeof RecordVersion>;
 
 /** A record of the supersession chain, oldest first. */

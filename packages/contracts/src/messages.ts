@@ -32,5 +32,12 @@ export type MessageMetadata = z.infer<typeof MessageMetadata>;
 export const Version = z.number().int().min(0);
 export const TombstoneReason = z.enum(['revoked', 'deleted', 'forgotten', 'rejected']);
 export type TombstoneReason = z.infer<typeof TombstoneReason>;
+/**
+ * Why a reviewer rejected a quarantined write: a fixed code, never free text, so the event, the
+ * history and the logs keep a decision and no words of anyone's (a free-text reason could quote
+ * the content it rejects).
+ */
+export const RejectionReason = z.enum(['injected-instruction', 'inaccurate', 'sensitive', 'duplicate', 'out-of-scope', 'other']);
+export type RejectionReason = z.infer<typeof RejectionReason>;
 export const DeletionMode = z.enum(['revoke', 'delete']);
 export type DeletionMode = z.infer<typeof DeletionMode>;

@@ -13,6 +13,9 @@ import type { Action } from './capability.ts';
  *   only (a write's partition must be one, a search reads only those);
  * - `record`: the record named by the path's `id`; its partition must be open for the action,
  *   and the record live and not tombstoned — otherwise the uniform 404 (§6.4);
+ * - `history`: as `record`; and besides, a record a reviewer rejected (its current version is
+ *   the rejection, its content gone), where the caller may `review` its partition — those who
+ *   could see it in the queue see what became of it;
  * - `subject`: the records of the path's subject the requester may delete — those in
  *   partitions open for `request_delete`, or all of them with `request_delete` on the tenant
  *   (a privacy officer);
@@ -29,7 +32,7 @@ import type { Action } from './capability.ts';
  * - `tenant`: `admin` on the tenant as a whole (legal holds, agent revocation, ops overview).
  */
 export type ResourceOf =
-  | 'partitions' | 'record' | 'subject' | 'packet' | 'command' | 'job' | 'jobs' | 'grant' | 'delegation' | 'capability' | 'tenant';
+  | 'partitions' | 'record' | 'history' | 'subject' | 'packet' | 'command' | 'job' | 'jobs' | 'grant' | 'delegation' | 'capability' | 'tenant';
 
 export type Guard =
   /** No credential: health, metrics, the documents, the receipt keys, the console's static files. */
@@ -51,7 +54,7 @@ export const OPERATIONS = {
   'KAFKA memory.ingest': cap(['write'], 'partitions'),
   'GET /v1/commands/{commandId}': cap(['write'], 'command'),
   'GET /v1/memories/{id}': cap(['read'], 'record'),
-  'GET /v1/memories/{id}/history': cap(['read'], 'record'),
+  'GET /v1/memories/{id}/history': cap(['read'], 'history'),
   'POST /v1/memories/{id}/promote': cap(['promote'], 'record'),
   'POST /v1/memories/{id}/reject': cap(['review'], 'record'),
   'DELETE /v1/memories/{id}': cap(['request_delete'], 'record'),

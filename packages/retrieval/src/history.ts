@@ -14,7 +14,11 @@ interface Sight { read: Set<string>; review: Set<string> }
 const sees = (claims: CapabilityClaims, sight: Sight, record: StoredRecordVersion['record'] | RecordMeta): boolean =>
   coversRecord(record, claims, record.status === 'quarantined' ? sight.review : sight.read);
 
-const versionView = ({ event, at, by, record }: StoredRecordVersion): RecordVersion => ({
+/** A version: a rejection is seen where its quarantined record was, by those who may review. */
+const seesVersion = (claims: CapabilityClaims, sight: Sight, v: StoredRecordVersion): boolean =>
+  coversRecord(v.record, claims, v.rejection !== undefined ? sight.review : v.record.status === 'quarantined' ? sight.review : sight.read);
+
+const versionView = ({ event, at, by, record, rejection }: StoredRecordVersion): RecordVersion => ({
   version: record.version, status: record.status, event, at, by,
   visibility: record.visibility, sensitivity: record.sensitivity, resource: record.resource, purposes: record.purposes,
   trust: record.trust, confidence: record.confidence, expiresAt: record.expiresAt, provenance: record.provenance,
@@ -22,6 +26,7 @@ const versionView = ({ event, at, by, record }: StoredRecordVersion): RecordVers
   ...(record.supersedesId === undefined ? {} : { supersedesId: record.supersedesId }),
   ...(record.supersededById === undefined ? {} : { supersededById: record.supersededById }),
   ...(record.legalHold === undefined ? {} : { legalHold: record.legalHold }),
+  ...(rejection === undefined ? {} : { rejection }),
 });
 
 const link = (m: RecordMeta): SupersessionLink => ({ id: m.id, status: m.status, version: m.version, createdAt: m.createdAt });
@@ -31,20 +36,25 @@ const link = (m: RecordMeta): SupersessionLink => ({ id: m.id, status: m.status,
  * `GET /v1/memories/{id}/history` (docs/api.md): the versions of a record and its supersession
  * chain, each entry filtered by what this reader may see; null (the uniform 404) when the
  * record's current version is not one of them, or the record is revoked, deleted or forgotten.
- * Metadata only: no content and no content hash.
+ * Metadata only: no content and no content hash. `rejected`: the edge found the record rejected
+ * by a reviewer and this reader one who may review it; its history answers, its last version
+ * naming the reviewer's reason code.
  */
-export async function readHistory(deps: ReadPathDeps, claims: CapabilityClaims, id: string): Promise<RecordHistory | null> {
+export async function readHistory(
+  deps: ReadPathDeps, claims: CapabilityClaims, id: string, { rejected }: { rejected: boolean } = { rejected: false },
+): Promise<RecordHistory | null> {
   const meta = await deps.state.records.get(claims.tenant, id);
-  if (meta === null || isRetired(meta.status)) return null;
+  if (meta === null || (isRetired(meta.status) && !(rejected && meta.status === 'tombstoned'))) return null;
   const [read, review] = await Promise.all([
     deps.pdp.authorizedPartitions({ claims, action: 'read' }),
     deps.pdp.authorizedPartitions({ claims, action: 'review' }),
   ]);
   const sight: Sight = { read: new Set(read), review: new Set(review) };
-  if (!sees(claims, sight, meta)) return null;
-  const versions = (await deps.state.history.versions(claims.tenant, id, meta.version))
-    .filter((v) => sees(claims, sight, v.record))
-    .map(versionView);
+  const stored = await deps.state.history.versions(claims.tenant, id, meta.version);
+  const current = stored.at(-1);
+  const seen = rejected ? current?.record.version === meta.version && current.rejection !== undefined && seesVersion(claims, sight, current) : sees(claims, sight, meta);
+  if (!seen) return null;
+  const versions = stored.filter((v) => seesVersion(claims, sight, v)).map(versionView);
   const older = await walk(deps, claims, sight, meta, (m) => m.supersedesId);
   const newer = await walk(deps, claims, sight, meta, (m) => m.supersededById);
   return { id, status: meta.status, version: meta.version, versions, chain: [...older.reverse(), meta, ...newer].map(link) };

@@ -97,7 +97,10 @@ export async function projectEvents(state: StateStore, events: readonly MemoryEv
 function versionOf(meta: RecordMeta, event: MemoryEvent): StoredRecordVersion {
   const { contentHash: _hash, ...record } = meta;
   const { agentId, principalId, principalKind } = event.metadata.actor;
-  return { event: event.type, at: event.metadata.now, by: { agentId, principalId, principalKind }, record };
+  const rejection = event.type === 'MemoryTombstoned' && event.data.reason === 'rejected'
+    ? { rejection: event.data.rejectionReason === undefined ? {} : { reason: event.data.rejectionReason } }
+    : {};
+  return { event: event.type, at: event.metadata.now, by: { agentId, principalId, principalKind }, record, ...rejection };
 }
 
 /**

@@ -30,6 +30,7 @@ export type Authorized =
   | { on: 'none' }
   | { on: 'partitions'; claims: CapabilityClaims; partitions: string[] }
   | { on: 'record'; claims: CapabilityClaims; record: RecordMeta }
+  | { on: 'history'; claims: CapabilityClaims; record: RecordMeta; rejected: boolean }
   | { on: 'subject'; claims: CapabilityClaims; within: ForgetWithin }
   | { on: 'packet'; claims: CapabilityClaims; packetId: string }
   | { on: 'command'; claims: CapabilityClaims; commandId: string; outcome: CommandOutcome }
@@ -118,27 +119,51 @@ function resolvers(deps: BrokerDeps): Record<ResourceOf, Resolver> {
   const requestsDeletion = async (claims: CapabilityClaims): Promise<boolean> =>
     (await partitionsFor(claims, 'request_delete')).length > 0 || deps.pdp.authorizesTenant({ claims, action: 'request_delete' });
 
+  /**
+   * The record's partition must be open for the action (a quarantined one, for a reader, where
+   * it may review: the history's rule), the record live and not tombstoned. Everything else —
+   * unknown, another tenant's, another partition's, deleted, purged — is the same 404 (§6.4).
+   */
+  const liveRecord = async (claims: CapabilityClaims, action: Action, meta: RecordMeta | null): Promise<RecordMeta> => {
+    if (meta === null || !isLive(meta.status)) throw notFound();
+    const sight = new Set(await partitionsFor(claims, action));
+    if (action === 'read' && meta.status === 'quarantined' && claims.actions.includes('review')) {
+      for (const p of await partitionsFor(claims, 'review')) sight.add(p);
+    }
+    const tombstoned = (await deps.state.tombstones.filterTombstoned(claims.tenant, [meta.id])).size > 0;
+    if (tombstoned || meta.tenantId !== claims.tenant || !sight.has(partitionOf(meta))) throw notFound();
+    return meta;
+  };
+
   return {
     partitions: async (_request, claims, actions) => ({ on: 'partitions', claims, partitions: await partitionsFor(claims, first(actions)) }),
 
-    /**
-     * The record's partition must be open for the action (a quarantined one, for a reader, where
-     * it may review: the history's rule), the record live and not tombstoned. Everything else —
-     * unknown, another tenant's, another partition's, deleted, purged — is the same 404 (§6.4).
-     */
+    /** The record named by the path, under `liveRecord`'s rule. */
     record: async (request, claims, actions) => {
       const action = first(actions);
       const id = pathId(request, 'id');
       if (action === 'read') await awaitConsistency(deps, request, claims.tenant, READ_YOUR_WRITES_GROUPS);
+      return { on: 'record', claims, record: await liveRecord(claims, action, await deps.state.records.get(claims.tenant, id)) };
+    },
+
+    /**
+     * The `record` rule; and besides, a record a reviewer rejected (its current version is the
+     * rejection, its content already gone) where the caller may review: the people who saw it in
+     * the queue see what became of it. Anything else is the same 404.
+     */
+    history: async (request, claims, actions) => {
+      const action = first(actions);
+      const id = pathId(request, 'id');
+      await awaitConsistency(deps, request, claims.tenant, READ_YOUR_WRITES_GROUPS);
       const meta = await deps.state.records.get(claims.tenant, id);
-      if (meta === null || !isLive(meta.status)) throw notFound();
-      const sight = new Set(await partitionsFor(claims, action));
-      if (action === 'read' && meta.status === 'quarantined' && claims.actions.includes('review')) {
-        for (const p of await partitionsFor(claims, 'review')) sight.add(p);
+      if (meta !== null && meta.status === 'tombstoned' && meta.tenantId === claims.tenant && claims.actions.includes('review')) {
+        const current = (await deps.state.history.versions(claims.tenant, id, meta.version)).at(-1);
+        if (current?.record.version === meta.version && current.rejection !== undefined) {
+          if (!(await partitionsFor(claims, 'review')).includes(partitionOf(meta))) throw notFound();
+          return { on: 'history', claims, record: meta, rejected: true };
+        }
       }
-      const tombstoned = (await deps.state.tombstones.filterTombstoned(claims.tenant, [id])).size > 0;
-      if (tombstoned || meta.tenantId !== claims.tenant || !sight.has(partitionOf(meta))) throw notFound();
-      return { on: 'record', claims, record: meta };
+      return { on: 'history', claims, record: await liveRecord(claims, action, meta), rejected: false };
     },
 
     /** What a forget may take: the tenant for a privacy officer, else the partitions it may delete in (maybe none: the same 202). */

@@ -1,4 +1,5 @@
 import { GovernedMemoryError, Id } from '@gm/contracts';
+import type { z } from 'zod';
 import type { FastifyRequest } from 'fastify';
 
 /** Bodies are validated as every edge validates them (@gm/write-edge). */
@@ -17,5 +18,14 @@ export function idempotencyKey(request: FastifyRequest): string | undefined {
   if (raw === undefined) return undefined;
   const parsed = Id.safeParse(raw);
   if (!parsed.success) throw new GovernedMemoryError('MEM_VALIDATION', 'Idempotency-Key: 1–128 characters of letters, digits and . _ : @ -');
+  return parsed.data;
+}
+
+/** The query string under `schema`: anything else (an unknown parameter, a repeated one, a bad id) is 422 naming fields and rules, never values. */
+export function parseQuery<S extends z.ZodType>(schema: S, request: FastifyRequest): z.infer<S> {
+  const parsed = schema.safeParse(request.query ?? {});
+  if (!parsed.success) {
+    throw new GovernedMemoryError('MEM_VALIDATION', `query: ${parsed.error.issues.map((i) => `${i.path.join('.') || 'query'}: ${i.message}`).join('; ')}`);
+  }
   return parsed.data;
 }

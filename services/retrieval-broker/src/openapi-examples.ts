@@ -105,7 +105,7 @@ export const EXAMPLES = {
     chain: [{ id: record.id, status: 'active', version: 1, createdAt: AT }],
   }),
   promoteRequest: example(VersionedRequest, 'promote version 1, to the team', { expectedVersion: 1, visibility: 'team' }),
-  rejectRequest: example(RejectRequest, 'reject version 1', { expectedVersion: 1 }),
+  rejectRequest: example(RejectRequest, 'reject version 1: it reads as an instruction to the agent', { expectedVersion: 1, reason: 'injected-instruction' }),
   promoteResponse: example(MutationResponse, 'active and verified', { id: 'mem-cust-42-moved', version: 2, status: 'active' }),
   rejectResponse: example(MutationResponse, 'tombstoned', { id: 'mem-cust-42-moved', version: 2, status: 'tombstoned' }),
   searchRequest: example(SearchRequest, 'a question about one subject', { query: 'how does customer 42 like to be contacted', subjectId: 'cust-42', limit: 5 }),

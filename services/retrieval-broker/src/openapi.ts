@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import {
-  AddDelegationRequest, AddGrantRequest, AsyncWriteAccepted, CommandStatusResponse, DelegationCreatedResponse, DeletionAccepted, DeletionJob, DeletionJobList, DeletionJobListQuery, DeletionScope, OpsOverview,
+  AddDelegationRequest, AddGrantRequest, AsyncWriteAccepted, CommandStatusResponse, DelegationCreatedResponse, DeletionAccepted, DeletionJob, DeletionJobList, DeletionJobListQuery, DeletionScope, QuarantineQuery, OpsOverview,
   EvidencePacket, GrantCreatedResponse, Id, IssueCapabilityRequest, IssueCapabilityResponse, LegalHold, LegalHoldCreatedResponse, LIMITS,
   MemoryRecord, MutationResponse, PacketValidation, PlaceLegalHoldRequest, PolicyActionRequest, PolicyRevisionResponse, Problem,
   ReceiptPublicKey, ReceiptResponse, RecordHistory, RejectRequest, SearchRequest, SubjectSummaries, VersionedRequest, WriteMemoryBatchItem,
@@ -116,6 +116,7 @@ function problemResponses(failures: readonly Failure[], problemExamples: Partial
 const ON: Record<ResourceOf, string> = {
   partitions: 'in the partitions the policy decision point opens to it',
   record: 'on the record\'s partition',
+  history: 'on the record\'s partition; a record a reviewer rejected, with `review` on its partition',
   subject: 'on the records of the subject it may delete; every one for `request_delete` on the tenant',
   packet: 'the packet\'s holder only',
   command: 'the writing principal only',
@@ -290,7 +291,7 @@ const PATHS: Record<string, Partial<Record<'get' | 'post' | 'delete', Operation>
     get: {
       operationId: 'getMemoryHistory', tag: 'memories', summary: 'Read the versions and supersession chain of a memory, metadata only',
       parameters: [pathId('id', 'the record\'s id'), consistencyToken],
-      responses: answer('200', { schema: 'RecordHistory', description: 'the versions and the chain this reader may see', examples: ['history'] }),
+      responses: answer('200', { schema: 'RecordHistory', description: 'the versions and the chain this reader may see; a record a reviewer rejected answers those who may review it, its last version naming the `rejection` and its reason code', examples: ['history'] }),
       failures: [...capability('read'), TOKEN, NOT_YET_CONSISTENT, RECORD_NOT_FOUND, ...SERVED],
     },
   },
@@ -312,7 +313,7 @@ const PATHS: Record<string, Partial<Record<'get' | 'post' | 'delete', Operation>
     post: {
       operationId: 'rejectMemory', tag: 'review', summary: 'Reject a quarantined memory',
       parameters: [pathId('id', 'the record\'s id'), idempotencyKey, consistencyToken],
-      body: { schema: 'RejectRequest', required: true, examples: ['rejectRequest'], description: 'the version reviewed; a rejection moves nothing, so `visibility` is refused (422)' },
+      body: { schema: 'RejectRequest', required: true, examples: ['rejectRequest'], description: 'the version reviewed, and optionally why (`reason`, a code the record\'s history shows its reviewers; an unknown code is 422 and nothing changes); a rejection moves nothing, so `visibility` is refused (422)' },
       responses: mutation('200', { schema: 'MutationResponse', description: 'tombstoned', examples: ['rejectResponse'] }),
       failures: [
         ...capability('review'), TOKEN, RECORD_NOT_FOUND, BODY_INVALID, ...IDEMPOTENCY, REPLY_TIMEOUT, ...REVIEW_DECISION,
@@ -324,8 +325,15 @@ const PATHS: Record<string, Partial<Record<'get' | 'post' | 'delete', Operation>
   '/v1/review/quarantine': {
     get: {
       operationId: 'listQuarantine', tag: 'review', summary: 'Quarantined memories to review',
+      parameters: [
+        { name: 'subjectId', in: 'query', required: false, schema: jsonSchema(QuarantineQuery.shape.subjectId.unwrap()), description: 'only this subject\'s records (an unknown subject: an empty list)' },
+      ],
       responses: answer('200', { schema: 'QuarantinedMemories', description: 'the quarantined, unexpired records in the reviewer\'s partitions, oldest first' }),
-      failures: [...capability('review'), ...SERVED],
+      failures: [
+        ...capability('review'),
+        { status: STATUS_OF.MEM_VALIDATION, code: 'MEM_VALIDATION', when: 'an unknown query parameter, a subjectId that is not an id' },
+        ...SERVED,
+      ],
     },
   },
   '/v1/search': {

@@ -63,10 +63,11 @@ describe('the OpenAPI document', () => {
     expect(keyed).toEqual(['deleteMemory', 'forgetSubject', 'promoteMemory', 'rejectMemory', 'writeMemory']);
   });
 
-  it('offers no `trust: verified` on a write, no `visibility` on a reject, and no required body on the revoke routes', () => {
+  it('offers no `trust: verified` on a write, no `visibility` on a reject (a reason code instead), and no required body on the revoke routes', () => {
     const schemas = (openApiDocument() as unknown as { components: { schemas: Record<string, { properties: Record<string, { enum?: string[] }> }> } }).components.schemas;
     expect(schemas.WriteMemoryRequest?.properties.trust?.enum).toEqual(['untrusted', 'trusted']);
-    expect(Object.keys(schemas.RejectRequest?.properties ?? {})).toEqual(['expectedVersion']);
+    expect(Object.keys(schemas.RejectRequest?.properties ?? {})).toEqual(['expectedVersion', 'reason']);
+    expect(schemas.RejectRequest?.properties.reason?.enum).toEqual(['injected-instruction', 'inaccurate', 'sensitive', 'duplicate', 'out-of-scope', 'other']);
     expect(Object.keys(schemas.PromoteRequest?.properties ?? {})).toEqual(['expectedVersion', 'visibility']);
     for (const id of ['revokeDelegation', 'revokeCapability', 'revokeAgent']) {
       expect(operations.find(({ op }) => op.operationId === id)?.op.requestBody?.required, id).toBe(false);

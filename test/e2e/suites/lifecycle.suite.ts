@@ -75,6 +75,21 @@ export const lifecycleSuite = (start: StartRuntime) => describe('memory lifecycl
     expect(promote.status).toBe(404);
   });
 
+  it('narrows the review queue to one subject, still within the reviewer\'s partitions; a subjectId that is not an id is 422', async () => {
+    for (const [id, subjectId, visibility] of [['qs-1', 'cust-qs-a', 'team'], ['qs-2', 'cust-qs-b', 'team'], ['qs-3', 'cust-qs-a', 'private']] as const) {
+      expect((await rt.api('POST', '/v1/memories', { token: writer, body: memory({ id, subjectId, visibility, trust: 'untrusted', content: `Quetzal note ${id}` }) })).status).toBe(201);
+    }
+    const queue = (query: string) => rt.api<{ items: Array<{ id: string }>; code?: string }>('GET', `/v1/review/quarantine${query}`, { token: reviewer });
+    // Alice's private write is hers alone: the subject filter does not reach it either.
+    expect((await queue('?subjectId=cust-qs-a')).body.items.map((i) => i.id)).toEqual(['qs-1']);
+    expect((await queue('?subjectId=cust-qs-b')).body.items.map((i) => i.id)).toEqual(['qs-2']);
+    expect((await queue('?subjectId=cust-nobody')).body.items).toEqual([]);
+    for (const bad of ['?subjectId=not%20an%20id', '?subjectId=a&subjectId=b', '?subject=cust-qs-a']) {
+      const refused = await queue(bad);
+      expect([refused.status, refused.body.code]).toEqual([422, 'MEM_VALIDATION']);
+    }
+  });
+
   it('validates an evidence packet while its items are still readable', async () => {
     await rt.api('POST', '/v1/memories', { token: writer, body: memory({ id: 'pk-1', subjectId: 'cust-k', content: 'Kingfisher invoices go to finance' }) });
     const packet = await rt.api('POST', '/v1/search', { token: writer, body: { query: 'kingfisher finance' } });

@@ -1,11 +1,16 @@
 import { useCallback, useEffect, useState } from 'preact/hooks';
 import { api, ApiProblem, asProblem, encodeId } from '../api.ts';
-import { VISIBILITIES, type MemoryRecord, type MutationResponse, type Problem, type QuarantineList, type Visibility } from '../api-types.ts';
+import type { MemoryRecord, MutationResponse, Problem, QuarantineList } from '../api-types.ts';
 import { ColumnHeads } from '../components/column-heads.tsx';
 import { ProblemAlert } from '../components/problem-alert.tsx';
-import { Time } from '../components/time.tsx';
+import { instructionFlags } from '../instruction-flags.ts';
+import { currentSession } from '../session.ts';
+import { QueueRow, type Decision, type RowProps } from './review-row.tsx';
 
-type Queue = { state: 'loading' } | { state: 'loaded'; items: MemoryRecord[] } | { state: 'refused'; problem: Problem };
+type Queue =
+  | { state: 'loading' }
+  | { state: 'loaded'; items: MemoryRecord[]; subjectId: string | undefined }
+  | { state: 'refused'; problem: Problem };
 
 /** What the last promotion or rejection answered, when it was not a success. */
 interface Refusal {
@@ -24,39 +29,55 @@ interface Conflict {
 
 const SELF_PROMOTION = 'You wrote this memory: another reviewer must promote it';
 
-const fetchQueue = () => api<QuarantineList>('/v1/review/quarantine');
+/** The queue, or one subject's part of it: the server filters, under the same authorization. */
+const fetchQueue = (subjectId: string | undefined) =>
+  api<QuarantineList>(subjectId === undefined ? '/v1/review/quarantine' : `/v1/review/quarantine?subjectId=${encodeURIComponent(subjectId)}`);
 
 export function ReviewPage() {
   const [queue, setQueue] = useState<Queue>({ state: 'loading' });
   const [status, setStatus] = useState('');
   const [refusal, setRefusal] = useState<Refusal | null>(null);
   const [busy, setBusy] = useState<string | null>(null);
+  const [subjectInput, setSubjectInput] = useState('');
+  const [subjectId, setSubjectId] = useState<string | undefined>(undefined);
+  const canSearch = currentSession()?.view.actions.includes('search') ?? false;
 
   const reload = useCallback(async (): Promise<MemoryRecord[] | null> => {
     try {
-      const { items } = await fetchQueue();
-      setQueue({ state: 'loaded', items });
+      const { items } = await fetchQueue(subjectId);
+      setQueue({ state: 'loaded', items, subjectId });
       return items;
     } catch (err) {
       setQueue({ state: 'refused', problem: asProblem(err) });
       return null;
     }
-  }, []);
+  }, [subjectId]);
 
   useEffect(() => {
     void reload();
   }, [reload]);
 
-  const decide = async (record: MemoryRecord, decision: 'promote' | 'reject', visibility: Visibility) => {
+  const filter = (e: Event) => {
+    e.preventDefault();
+    const trimmed = subjectInput.trim();
+    const wanted = trimmed === '' ? undefined : trimmed;
+    if (wanted === subjectId) void reload();
+    else setSubjectId(wanted);
+  };
+
+  const decide = async (record: MemoryRecord, chosen: Decision) => {
+    const { decision } = chosen;
     setBusy(record.id);
     setRefusal(null);
     setStatus(`${decision === 'promote' ? 'Promoting' : 'Rejecting'} ${record.id} (version ${record.version})…`);
-    const body = decision === 'promote' && visibility !== record.visibility
-      ? { expectedVersion: record.version, visibility }
-      : { expectedVersion: record.version };
+    const body = chosen.decision === 'reject'
+      ? { expectedVersion: record.version, reason: chosen.reason }
+      : chosen.visibility !== record.visibility ? { expectedVersion: record.version, visibility: chosen.visibility } : { expectedVersion: record.version };
     try {
       const done = await api<MutationResponse>(`/v1/memories/${encodeId(record.id)}/${decision}`, { method: 'POST', body });
-      setStatus(`${decision === 'promote' ? 'Promoted' : 'Rejected'} ${done.id}: now version ${done.version}, ${done.status}.`);
+      setStatus(chosen.decision === 'promote'
+        ? `Promoted ${done.id}: now version ${done.version}, ${done.status}.`
+        : `Rejected ${done.id} as ${chosen.reason}: now version ${done.version}, ${done.status}.`);
       await reload();
     } catch (err) {
       const problem = asProblem(err);
@@ -75,14 +96,27 @@ export function ReviewPage() {
   return (
     <section aria-labelledby="review-heading">
       <h1 id="review-heading">Review queue</h1>
-      <p>Quarantined memories in the partitions your capability may review. Promoting makes one searchable; rejecting tombstones it.</p>
+      <p>
+        Quarantined memories in the partitions your capability may review. Promoting makes one searchable; rejecting tombstones it, and its
+        history keeps the reason you choose. A flag marks content that reads like an instruction to the agent (hover it for the rule): a hint, not a verdict.
+      </p>
+      <div class="filters">
+        <form role="search" aria-label="Filter the queue by subject" onSubmit={filter} data-testid="subject-filter">
+          <div class="stack">
+            <label for="subject-filter-input">Subject</label>
+            <input id="subject-filter-input" data-testid="subject-input" value={subjectInput} placeholder="every subject" autocomplete="off"
+              onInput={(e) => setSubjectInput(e.currentTarget.value)} />
+          </div>
+          <button type="submit" data-testid="subject-apply">Filter</button>
+        </form>
+      </div>
       <p class="status" role="status" aria-live="polite" data-testid="review-status">{status}</p>
       {refusal !== null && (
         <ProblemAlert problem={refusal.problem} {...(refusal.lead === undefined ? {} : { lead: refusal.lead })}>
           {refusal.conflict !== undefined && <ConflictDetail conflict={refusal.conflict} />}
         </ProblemAlert>
       )}
-      <QueueView queue={queue} busy={busy} onDecide={decide} />
+      <QueueView queue={queue} busy={busy} canSearch={canSearch} onDecide={decide} />
     </section>
   );
 }
@@ -127,10 +161,11 @@ function ConflictDetail({ conflict }: { conflict: Conflict }) {
 interface QueueProps {
   queue: Queue;
   busy: string | null;
-  onDecide: (record: MemoryRecord, decision: 'promote' | 'reject', visibility: Visibility) => void;
+  canSearch: boolean;
+  onDecide: RowProps['onDecide'];
 }
 
-function QueueView({ queue, busy, onDecide }: QueueProps) {
+function QueueView({ queue, busy, canSearch, onDecide }: QueueProps) {
   if (queue.state === 'loading') return <p aria-busy="true">Loading the queue…</p>;
   if (queue.state === 'refused') {
     const refused = queue.problem.status === 401 || queue.problem.status === 403;
@@ -141,70 +176,26 @@ function QueueView({ queue, busy, onDecide }: QueueProps) {
       />
     );
   }
-  if (queue.items.length === 0) return <p data-testid="queue-empty">No quarantined memories in your partitions</p>;
+  if (queue.items.length === 0) {
+    return <p data-testid="queue-empty">{queue.subjectId === undefined ? 'No quarantined memories in your partitions' : `No quarantined memories of subject ${queue.subjectId} in your partitions`}</p>;
+  }
+  const now = Date.now();
+  const flagged = queue.items.filter((r) => instructionFlags(r.content).length > 0).length;
   return (
     <div class="table-wrap">
       <table data-testid="queue">
-        <caption>{queue.items.length} quarantined {queue.items.length === 1 ? 'memory' : 'memories'}, oldest first</caption>
-        <ColumnHeads columns={['Content', 'Kind', 'Provenance', 'Trust', 'Written by', 'Created', 'Version', 'Decision']} />
+        <caption>
+          {queue.items.length} quarantined {queue.items.length === 1 ? 'memory' : 'memories'}
+          {queue.subjectId !== undefined && <> of subject <code>{queue.subjectId}</code></>}, oldest first
+          {flagged > 0 && <>; <strong data-testid="flagged-count">{flagged} read{flagged === 1 ? 's' : ''} like an instruction to the agent</strong></>}
+        </caption>
+        <ColumnHeads columns={['Content', 'Kind', 'Provenance', 'Trust', 'Written by', 'Created', 'Expires', 'Version', 'Decision']} />
         <tbody>
           {queue.items.map((record) => (
-            <QueueRow key={`${record.id}@${record.version}`} record={record} busy={busy === record.id} onDecide={onDecide} />
+            <QueueRow key={`${record.id}@${record.version}`} record={record} busy={busy === record.id} canSearch={canSearch} now={now} onDecide={onDecide} />
           ))}
         </tbody>
       </table>
     </div>
-  );
-}
-
-function QueueRow({ record, busy, onDecide }: { record: MemoryRecord; busy: boolean; onDecide: QueueProps['onDecide'] }) {
-  const [visibility, setVisibility] = useState<Visibility>(record.visibility);
-  const selectId = `visibility-${record.id}`;
-  const pick = (value: string) => {
-    const chosen = VISIBILITIES.find((v) => v === value);
-    if (chosen !== undefined) setVisibility(chosen);
-  };
-  return (
-    <tr data-testid="queue-row" data-record-id={record.id} data-version={record.version}>
-      <td class="content">
-        {record.content}
-        <div class="muted small">
-          <code>{record.id}</code> · subject <code>{record.subjectId}</code> · {record.resource.kind}:{record.resource.id} · {record.sensitivity}
-        </div>
-      </td>
-      <td>{record.kind}</td>
-      <td>
-        <ul class="plain">
-          {record.provenance.map((p, i) => (
-            <li key={i}>
-              {p.source}
-              {p.uri !== undefined && <> · <span class="break">{p.uri}</span></>}
-              {' · '}
-              <Time iso={p.observedAt} />
-            </li>
-          ))}
-        </ul>
-      </td>
-      <td>{record.trust} ({record.confidence})</td>
-      <td>
-        agent <code>{record.agentId}</code>
-        <br />
-        owner <code>{record.owner.principalId}</code> ({record.owner.kind})
-      </td>
-      <td><Time iso={record.createdAt} /></td>
-      <td>{record.version}</td>
-      <td>
-        <div class="decision">
-          <label for={selectId}>Visibility</label>
-          <select id={selectId} data-testid="visibility" value={visibility} onChange={(e) => pick(e.currentTarget.value)}>
-            {VISIBILITIES.map((v) => (
-              <option key={v} value={v}>{v}{v === record.visibility ? ' (current)' : ''}</option>
-            ))}
-          </select>
-          <button type="button" data-testid="promote" aria-label={`Promote ${record.id}`} disabled={busy} onClick={() => onDecide(record, 'promote', visibility)}>Promote</button>
-          <button type="button" data-testid="reject" class="secondary" aria-label={`Reject ${record.id}`} disabled={busy} onClick={() => onDecide(record, 'reject', visibility)}>Reject</button>
-        </div>
-      </td>
-    </tr>
   );
 }

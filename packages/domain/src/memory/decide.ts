@@ -245,7 +245,11 @@ function decideReject(command: CommandOf<'RejectQuarantined'>, state: SubjectSta
   requireReviewer(r, m);
   const version = r.meta.version + 1;
   return {
-    events: [{ type: 'MemoryTombstoned', data: { id: data.id, version, reason: 'rejected' }, metadata: eventMeta(command, 0) }],
+    events: [{
+      type: 'MemoryTombstoned',
+      data: { id: data.id, version, reason: 'rejected', ...(data.reason === undefined ? {} : { rejectionReason: data.reason }) },
+      metadata: eventMeta(command, 0),
+    }],
     result: { id: data.id, version, status: 'tombstoned' },
   };
 }

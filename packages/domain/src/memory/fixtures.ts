@@ -7,7 +7,8 @@
 import {
   DeleteMemory, ExpireMemory, ForgetSubject, PromoteMemory, PurgeMemory, RejectQuarantined, RevokeMemory,
   TombstoneMemory, WriteMemory,
-  type Actor, type CommandOf, type ForgetWithin, type MemoryCommand, type MemoryEvent, type MessageMetadata, type Visibility,
+  type Actor, type CommandOf, type ForgetWithin, type MemoryCommand, type MemoryEvent, type MessageMetadata, type RejectionReason,
+  type Visibility,
   type WriteMemoryData,
 } from '@gm/contracts';
 import { DEFAULT_TTL_POLICY } from '../ttl.ts';
@@ -94,7 +95,7 @@ export const promote = (
 
 export const reject = (
   now: string,
-  data: { id?: string; expectedVersion: number },
+  data: { id?: string; expectedVersion: number; reason?: RejectionReason },
   meta: MetaOverrides = {},
 ): CommandOf<'RejectQuarantined'> =>
   RejectQuarantined.parse({ type: 'RejectQuarantined', data: { id: 'mem-1', ...data }, metadata: metadata(now, REVIEWER, meta) });

@@ -96,6 +96,15 @@ describe('RejectQuarantined (§3)', () => {
     });
   });
 
+  it('carries the reviewer\'s reason code into the event, and none when none was given', () => {
+    spec.given(quarantined).when(reject(T1, { expectedVersion: 1, reason: 'injected-instruction' })).then(({ events }) => {
+      expect(events).toMatchObject([{ type: 'MemoryTombstoned', data: { reason: 'rejected', rejectionReason: 'injected-instruction' } }]);
+    });
+    spec.given(quarantined).when(reject(T1, { expectedVersion: 1 })).then(({ events }) => {
+      expect(events[0]?.data).not.toHaveProperty('rejectionReason');
+    });
+  });
+
   it('never lets the writer agent reject (and so judge) its own memory', () => {
     spec.given(quarantined).when(reject(T1, { expectedVersion: 1 }, { actor: WRITER })).thenThrows('MEM_SELF_PROMOTION');
   });

@@ -1,11 +1,11 @@
 import type { FastifyInstance } from 'fastify';
 import {
-  GovernedMemoryError, RejectRequest, VersionedRequest, WriteMemoryBatchRequest, WriteMemoryRequest, type MemoryCommand, type Visibility,
+  GovernedMemoryError, QuarantineQuery, RejectRequest, VersionedRequest, type RejectionReason, WriteMemoryBatchRequest, WriteMemoryRequest, type MemoryCommand, type Visibility,
 } from '@gm/contracts';
 import { authorizesPartition } from '@gm/policy';
 import { authorized } from '../authorization.ts';
 import type { BrokerDeps } from '../deps.ts';
-import { idempotencyKey, parseBody } from '../http.ts';
+import { idempotencyKey, parseBody, parseQuery } from '../http.ts';
 import { notFound } from '../problem.ts';
 import { partitionOf, readHistory, readRecord } from '../retrieval.ts';
 import { PREFERENCE_APPLIED_HEADER, postAsync, prefersAsync } from '../async-writes.ts';
@@ -52,7 +52,7 @@ export function memoryRoutes(app: FastifyInstance, deps: BrokerDeps): void {
       const { claims, record: meta } = authorized(request, 'record');
       const carried = requestPoint(deps, request, claims.tenant);
       const id = meta.id;
-      const body: { expectedVersion: number; visibility?: Visibility | undefined } =
+      const body: { expectedVersion: number; visibility?: Visibility | undefined; reason?: RejectionReason | undefined } =
         parseBody(type === 'PromoteMemory' ? VersionedRequest : RejectRequest, request.body);
       if (body.visibility !== undefined && body.visibility !== meta.visibility) {
         // A promotion that moves the record moves it only where this reviewer may promote to.
@@ -65,7 +65,7 @@ export function memoryRoutes(app: FastifyInstance, deps: BrokerDeps): void {
       const command: MemoryCommand =
         type === 'PromoteMemory'
           ? { type, data: { id, expectedVersion: body.expectedVersion, ...(body.visibility ? { visibility: body.visibility } : {}) }, metadata }
-          : { type, data: { id, expectedVersion: body.expectedVersion }, metadata };
+          : { type, data: { id, expectedVersion: body.expectedVersion, ...(body.reason ? { reason: body.reason } : {}) }, metadata };
       const result = await deps.gateway.send(command);
       answerMutation(deps, reply, claims.tenant, carried, result);
       return reply.code(200).send({ id, version: result.version, status: result.status });
@@ -81,18 +81,20 @@ export function memoryRoutes(app: FastifyInstance, deps: BrokerDeps): void {
   });
 
   app.get('/v1/memories/:id/history', async (request) => {
-    const { claims, record: meta } = authorized(request, 'record');
-    const history = await readHistory(deps, claims, meta.id);
+    const { claims, record: meta, rejected } = authorized(request, 'history');
+    const history = await readHistory(deps, claims, meta.id, { rejected });
     if (history === null) throw notFound();
     return history;
   });
 
   app.get('/v1/review/quarantine', async (request) => {
     const { claims, partitions: open } = authorized(request, 'partitions');
+    const { subjectId } = parseQuery(QuarantineQuery, request);
     const now = deps.clock.now().getTime();
     const partitions = new Set(open);
+    // The subject narrows the same listing: no record outside the reviewer's partitions, and the same empty list for an unknown subject.
     const records = (await deps.state.records.quarantined(claims.tenant))
-      .filter((m) => partitions.has(partitionOf(m)) && Date.parse(m.expiresAt) > now)
+      .filter((m) => partitions.has(partitionOf(m)) && Date.parse(m.expiresAt) > now && (subjectId === undefined || m.subjectId === subjectId))
       .sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
     const items = [];
     for (const meta of records) {
