@@ -5,7 +5,7 @@ import {
   type EvidencePacket, type MemoryRecord, type Problem, type QuarantineList, type RejectionReason, type Visibility,
 } from '../api-types.ts';
 import { Time } from '../components/time.tsx';
-import { formatRelative, formatUtc } from '../format.ts';
+import { formatRelative, formatTime } from '../format.ts';
 import { instructionFlags, type InstructionFlag } from '../instruction-flags.ts';
 
 /** The API's longest search query (LIMITS.maxQueryLength, @gm/contracts: the console bundles none of its code). */
@@ -87,7 +87,7 @@ export function QueueRow({ record, busy, canSearch, now, onDecide }: RowProps) {
       </td>
       <td><Time iso={record.createdAt} /></td>
       <td data-testid="expires">
-        <time dateTime={record.expiresAt}>{formatUtc(record.expiresAt)}</time>
+        <time dateTime={record.expiresAt}>{formatTime(record.expiresAt)}</time>
         <div class="small muted">{formatRelative(record.expiresAt, now)}</div>
       </td>
       <td>{record.version}</td>
