@@ -13,7 +13,7 @@ const FILE_MODE = 0o600;
  * What the runtime writes in a data directory: only these are made owner-only, so a directory
  * that also holds someone else's files (a mistaken MEMORY_DATA_DIR) has nothing else changed.
  */
-const OURS = /^(?:(?:bus|state|index|vectors|summaries)\.db(?:-wal|-shm|-journal)?|issuer-credential|runtime\.lock|keys)$/;
+const OURS = /^(?:(?:bus|state|index|vectors|summaries)\.db(?:-wal|-shm|-journal)?|issuer-credential|runtime\.lock|service-address\.json|keys)$/;
 
 /** Makes `dir` and what the runtime keeps in it owner-only, creating `dir` when missing. */
 export function ownerOnly(dir: string): void {

@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, readFileSync, renameSync, rmSync, writeFileSync, type Stats } from 'node:fs';
 import path from 'node:path';
 
 /**
@@ -34,8 +34,10 @@ export function processAlive(pid: number): boolean {
  * reader never sees half of it. The returned function removes it, unless another process has
  * written its own since.
  */
-export function writeServiceAddress(dataDir: string, url: string): () => void {
+export function writeServiceAddress(dataDir: string, listening: string): () => void {
   const file = path.join(dataDir, SERVICE_ADDRESS_FILE);
+  // Listening on every interface (0.0.0.0, ::) includes the loopback one, which is what a client here reaches.
+  const url = listening.replace(/^http:\/\/(?:0\.0\.0\.0|\[::\])(?=:)/, 'http://127.0.0.1');
   const temporary = `${file}.${process.pid}.tmp`;
   writeFileSync(temporary, `${JSON.stringify({ url, pid: process.pid })}\n`, { mode: 0o600 });
   renameSync(temporary, file);
@@ -56,13 +58,54 @@ function readServiceAddressFile(file: string): { url: string; pid: number } | un
 }
 
 /**
- * The address of the runtime running on `dataDir`, or undefined when none runs there. A file left
- * by a runtime that was killed names a process that is gone, and is ignored.
+ * Whether a file in the data directory can speak for the runtime: the directory and the file are
+ * this user's, nobody else may write them, and the file is no symlink. Clients send their
+ * capability — memctl the issuer credential — to the address it names, so a file someone else
+ * could have planted (a checkout, an unpacked archive, a shared directory) is not believed.
+ */
+function ownedByMe(stats: Stats | undefined, othersMayNot: number): boolean {
+  if (stats === undefined || stats.isSymbolicLink()) return false;
+  const uid = process.getuid?.();
+  return (uid === undefined || stats.uid === uid) && (stats.mode & othersMayNot) === 0;
+}
+
+/** Only the loopback interface: the runtime on this machine, never an address elsewhere. */
+function loopback(url: string): boolean {
+  const { protocol, hostname } = new URL(url);
+  return protocol === 'http:' && (/^127(?:\.\d{1,3}){3}$/.test(hostname) || hostname === 'localhost' || hostname === '[::1]');
+}
+
+/** The process holding the data directory's lock (lock.ts in the embedded runtime). */
+function lockHolder(dataDir: string): number | undefined {
+  try {
+    const pid = Number(readFileSync(path.join(dataDir, 'runtime.lock'), 'utf8').trim());
+    return Number.isInteger(pid) ? pid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether this user's process `pid` runs (one of another user's does not count). */
+function mineAndAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The address of the runtime running on `dataDir`, or undefined when none runs there. Believed
+ * only when the directory and the file are this user's and no one else's to write, the address is
+ * on the loopback interface, and the process that wrote it holds the directory's lock and runs
+ * (a file left by a killed runtime names a process that is gone).
  */
 export function runningServiceAddress(dataDir: string): ServiceAddress | undefined {
   const file = path.join(dataDir, SERVICE_ADDRESS_FILE);
+  if (!ownedByMe(lstatSync(dataDir, { throwIfNoEntry: false }), 0o022) || !ownedByMe(lstatSync(file, { throwIfNoEntry: false }), 0o077)) return undefined;
   const found = readServiceAddressFile(file);
-  if (found === undefined || !processAlive(found.pid)) return undefined;
+  if (found === undefined || !loopback(found.url) || lockHolder(dataDir) !== found.pid || !mineAndAlive(found.pid)) return undefined;
   return { url: found.url, from: `the address the runtime running on ${dataDir} wrote to ${file}` };
 }
 

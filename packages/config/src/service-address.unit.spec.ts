@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -7,9 +7,11 @@ import { DEFAULT_SERVICE_URL, SERVICE_ADDRESS_FILE, serviceAddress, writeService
 
 describe('where a client finds the service', () => {
   const dirs: string[] = [];
-  const dataDir = () => {
+  /** A data directory whose lock `holder` holds, as a running runtime's is (this process by default). */
+  const dataDir = (holder = process.pid) => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'gm-address-'));
     dirs.push(dir);
+    writeFileSync(path.join(dir, 'runtime.lock'), String(holder));
     return dir;
   };
   afterEach(() => dirs.splice(0).forEach((d) => rmSync(d, { recursive: true, force: true })));
@@ -33,10 +35,12 @@ describe('where a client finds the service', () => {
   it('ignores an address left by a runtime that is gone, and one it cannot read', () => {
     const dir = dataDir();
     const gone = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' });
-    writeFileSync(path.join(dir, SERVICE_ADDRESS_FILE), JSON.stringify({ url: 'http://127.0.0.1:9292', pid: Number(gone.stdout) }));
+    writeFileSync(path.join(dir, SERVICE_ADDRESS_FILE), JSON.stringify({ url: 'http://127.0.0.1:9292', pid: Number(gone.stdout) }), { mode: 0o600 });
+    writeFileSync(path.join(dir, 'runtime.lock'), gone.stdout);
     expect(serviceAddress([], dir).url).toBe(DEFAULT_SERVICE_URL);
     for (const text of ['{', '{"url":"not a url","pid":1}', `{"url":"http://127.0.0.1:9292","pid":"${process.pid}"}`]) {
-      writeFileSync(path.join(dir, SERVICE_ADDRESS_FILE), text);
+      writeFileSync(path.join(dir, 'runtime.lock'), String(process.pid));
+      writeFileSync(path.join(dir, SERVICE_ADDRESS_FILE), text, { mode: 0o600 });
       expect(serviceAddress([], dir).url, text).toBe(DEFAULT_SERVICE_URL);
     }
   });
@@ -45,8 +49,44 @@ describe('where a client finds the service', () => {
     const dir = dataDir();
     const forget = writeServiceAddress(dir, 'http://127.0.0.1:9393');
     const other = { url: 'http://127.0.0.1:9494', pid: process.ppid };
-    writeFileSync(path.join(dir, SERVICE_ADDRESS_FILE), JSON.stringify(other));
+    writeFileSync(path.join(dir, SERVICE_ADDRESS_FILE), JSON.stringify(other), { mode: 0o600 });
+    writeFileSync(path.join(dir, 'runtime.lock'), String(process.ppid));
     forget();
     expect(serviceAddress([], dir).url).toBe(other.url);
+  });
+
+  it('writes a runtime listening on every interface as the loopback address', () => {
+    const dir = dataDir();
+    writeServiceAddress(dir, 'http://0.0.0.0:9595');
+    expect(serviceAddress([], dir).url).toBe('http://127.0.0.1:9595');
+  });
+
+  it('believes no file that someone else could have planted: clients send their capability, memctl the issuer credential, where it points', () => {
+    const planted = (url: string, pid = process.pid) => JSON.stringify({ url, pid });
+    const cases: Array<[string, (dir: string) => void]> = [
+      ['an address off this machine', (dir) => writeFileSync(path.join(dir, SERVICE_ADDRESS_FILE), planted('http://203.0.113.7:8080'), { mode: 0o600 })],
+      ['https, or another scheme', (dir) => writeFileSync(path.join(dir, SERVICE_ADDRESS_FILE), planted('https://127.0.0.1:8080'), { mode: 0o600 })],
+      ['a process that does not hold the lock', (dir) => {
+        writeFileSync(path.join(dir, SERVICE_ADDRESS_FILE), planted('http://127.0.0.1:9696', 1), { mode: 0o600 });
+      }],
+      ['a file others may write', (dir) => {
+        writeFileSync(path.join(dir, SERVICE_ADDRESS_FILE), planted('http://127.0.0.1:9696'));
+        chmodSync(path.join(dir, SERVICE_ADDRESS_FILE), 0o666);
+      }],
+      ['a directory others may write', (dir) => {
+        writeFileSync(path.join(dir, SERVICE_ADDRESS_FILE), planted('http://127.0.0.1:9696'), { mode: 0o600 });
+        chmodSync(dir, 0o777);
+      }],
+      ['a symlink', (dir) => {
+        const elsewhere = path.join(dataDir(), 'address.json');
+        writeFileSync(elsewhere, planted('http://127.0.0.1:9696'), { mode: 0o600 });
+        symlinkSync(elsewhere, path.join(dir, SERVICE_ADDRESS_FILE));
+      }],
+    ];
+    for (const [what, plant] of cases) {
+      const dir = dataDir();
+      plant(dir);
+      expect(serviceAddress([], dir).url, what).toBe(DEFAULT_SERVICE_URL);
+    }
   });
 });

@@ -19,6 +19,7 @@ export class DeletionJobs {
       { op: 'set', key: this.keys.job(job.tenant, job.jobId), value: JSON.stringify(job) },
       { op: 'set', key: this.keys.jobIndex(job.jobId), value: job.tenant },
       { op: 'zadd', key: this.keys.jobsOf(job.tenant), score: Date.parse(job.requestedAt), member: job.jobId },
+      { op: 'zadd', key: this.keys.jobsRequestedBy(job.tenant, job.requestedBy.principalId), score: Date.parse(job.requestedAt), member: job.jobId },
       finished ? { op: 'srem', key: this.keys.openJobs(), members: [member] } : { op: 'sadd', key: this.keys.openJobs(), members: [member] },
       ...(job.legalHold === undefined ? [] : [{ op: 'sadd' as const, key: this.keys.jobsHeldBy(job.tenant, job.legalHold.holdId), members: [job.jobId] }]),
     ]);
@@ -28,14 +29,18 @@ export class DeletionJobs {
    * A tenant's jobs requested at or after `sinceMs` that `keep` accepts, oldest first (or newest
    * first): at most `limit`, and where to go on (`after`: the last job looked at, its request
    * time and id). Reads the index in slices, so a filter that keeps few jobs still answers in
-   * bounded steps.
+   * bounded steps. With `requestedBy`, only that principal's jobs are read: a requester's page and
+   * cursor then depend on nothing it may not see (whether a page ends, or where, would otherwise
+   * tell when others requested deletions).
    */
   async list(
     tenantId: string,
-    options: { sinceMs: number; order?: 'oldest' | 'newest'; after?: { ms: number; jobId: string }; limit: number; keep: (job: DeletionJob) => boolean },
+    options: {
+      sinceMs: number; order?: 'oldest' | 'newest'; requestedBy?: string; after?: { ms: number; jobId: string }; limit: number; keep: (job: DeletionJob) => boolean;
+    },
   ): Promise<{ jobs: DeletionJob[]; next?: { ms: number; jobId: string } }> {
     const newest = options.order === 'newest';
-    const index = this.keys.jobsOf(tenantId);
+    const index = options.requestedBy === undefined ? this.keys.jobsOf(tenantId) : this.keys.jobsRequestedBy(tenantId, options.requestedBy);
     const read = (from: number) => newest
       ? this.kv.zrevrangeByScore(index, from, options.sinceMs, LIST_SLICE)
       : this.kv.zrangeByScore(index, from, Number.MAX_SAFE_INTEGER, LIST_SLICE);

@@ -33,6 +33,8 @@ export class KeySpace {
   openJobs = () => `${this.prefix}jobs-open`;
   /** A tenant's jobs by the time they were requested (score: epoch ms), for listing. */
   jobsOf = (tenant: string) => `${this.prefix}jobs-of:${keyOf(tenant)}`;
+  /** The same, for the jobs one principal requested: a requester's listing reads only its own (no position of another's). */
+  jobsRequestedBy = (tenant: string, principal: string) => `${this.prefix}jobs-by:${keyOf(tenant, principal)}`;
   /** Jobs that kept content for a legal hold: what releasing the hold must purge. */
   jobsHeldBy = (tenant: string, holdId: string) => `${this.prefix}jobs-held:${keyOf(tenant, holdId)}`;
   /** One record's commitment opening of one deletion job (kept for the requester, with a TTL). */

@@ -75,8 +75,11 @@ export function deletionRoutes(app: FastifyInstance, deps: BrokerDeps): void {
     const order = query.order ?? 'oldest';
     const owner = { tenant: claims.tenant, principal: claims.act.sub, order };
     const after = query.cursor === undefined ? undefined : cursors.open(query.cursor, owner);
+    // Neither the tenant's administrator nor a requester: no job to list, and nothing is read.
+    if (!tenantAdmin && !own) return { items: [] };
     const { jobs, next } = await deps.state.jobs.list(claims.tenant, {
       sinceMs: query.since === undefined ? 0 : Date.parse(query.since), order, ...(after ? { after } : {}), limit: query.limit ?? 50,
+      ...(tenantAdmin ? {} : { requestedBy: claims.act.sub }),
       keep: (job) => (tenantAdmin || (own && job.requestedBy.principalId === claims.act.sub))
         && (query.status === undefined || job.status === query.status)
         && (query.subjectId === undefined || job.subjectId === query.subjectId),
