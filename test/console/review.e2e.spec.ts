@@ -92,6 +92,14 @@ describe('the review queue in a browser', () => {
 
   it('shows the subject\'s other records: its other queued writes, and its active records sharing the write\'s words', async () => {
     const p = await open(reviewer);
+    // Closed until the reviewer opens them: nothing is asked for a row nobody looks into.
+    const openRecords = async (page: Page, id: string) => {
+      await page.waitForSelector(`${row(id)} [data-testid="subject-records"]`);
+      expect(await page.$eval(`${row(id)} [data-testid="subject-records"]`, (el) => el.hasAttribute('open'))).toBe(false);
+      await page.click(`${row(id)} [data-testid="subject-records"] summary`);
+    };
+    await openRecords(p, 'rv-ok');
+    await openRecords(p, 'rw-1');
     await p.waitForSelector(`${row('rv-ok')} [data-testid="subject-active"] [data-record-id="rv-active"]`);
     const queued = await p.$$eval(`${row('rv-ok')} [data-testid="subject-queued"] li`, (els) => els.map((el) => el.getAttribute('data-record-id')));
     expect(queued).toEqual(['rv-inj']);
@@ -102,9 +110,10 @@ describe('the review queue in a browser', () => {
     // A reviewer whose capability may not search is told so, instead of a failure.
     const noSearch = await rt.issue({ agentId: 'review-bot', principal: { id: 'erin', kind: 'person' }, actions: ['review'] });
     const q = await open(noSearch);
+    await openRecords(q, 'rv-ok');
     const said = await textOnceItContains(q, `${row('rv-ok')} [data-testid="subject-active-unavailable"]`, 'search');
     expect(said).toMatch(/no search action/);
-    expect(await q.$$(`${row('rv-ok')} [data-testid="subject-queued"] [data-record-id="rv-inj"]`)).toHaveLength(1);
+    await q.waitForSelector(`${row('rv-ok')} [data-testid="subject-queued"] [data-record-id="rv-inj"]`);
   });
 
   it('narrows the queue to one subject, and shows the refusal of a subject that is not an id', async () => {

@@ -145,7 +145,13 @@ type Loaded<T> = { state: 'loading' } | { state: 'loaded'; value: T } | { state:
 function SubjectRecords({ record, canSearch }: { record: MemoryRecord; canSearch: boolean }) {
   const [queued, setQueued] = useState<Loaded<MemoryRecord[]>>({ state: 'loading' });
   const [active, setActive] = useState<Loaded<EvidencePacket['items']>>({ state: 'loading' });
+  // Asked for when the reviewer opens it: two requests for every row of a long queue would spend
+  // the reviewer's rate limit, and each search leaves an audit line and an evidence packet.
+  const [opened, setOpened] = useState(false);
   useEffect(() => {
+    if (!opened) return undefined;
+    setQueued({ state: 'loading' });
+    setActive({ state: 'loading' });
     let live = true;
     api<QuarantineList>(`/v1/review/quarantine?subjectId=${encodeURIComponent(record.subjectId)}`)
       .then(({ items }) => live && setQueued({ state: 'loaded', value: items.filter((r) => r.id !== record.id) }))
@@ -159,11 +165,11 @@ function SubjectRecords({ record, canSearch }: { record: MemoryRecord; canSearch
     return () => {
       live = false;
     };
-  }, [record.id, record.subjectId, record.content, canSearch]);
+  }, [opened, record.id, record.subjectId, record.content, canSearch]);
 
   return (
-    <details class="small subject-records" data-testid="subject-records" open>
-      <summary>Other records of subject <code>{record.subjectId}</code></summary>
+    <details class="small subject-records" data-testid="subject-records" open={opened}>
+      <summary onClick={(e) => { e.preventDefault(); setOpened(!opened); }}>Other records of subject <code>{record.subjectId}</code></summary>
       <p class="muted">Queued for review:</p>
       {queued.state === 'loading' && <p aria-busy="true">…</p>}
       {queued.state === 'refused' && <p data-testid="subject-queued-refused">The queue refused: <code>{queued.problem.code}</code></p>}
