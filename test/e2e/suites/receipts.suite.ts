@@ -270,7 +270,9 @@ export const receiptsSuite = <R extends TestRuntime>(start: () => Promise<R>, bu
       const forget = await rt.api('POST', '/v1/subjects/cust-orc/forget', { token: writer, body: {} });
       expect(forget.status).toBe(202);
       const jobId = String(forget.body.jobId);
-      expect((await finished(jobId)).status).toBe('verified');
+      const job = await finished(jobId);
+      // A failed job names why: its failure and each target's evidence.
+      expect(job.status, JSON.stringify({ failureReason: job.failureReason, evidence: job.evidence })).toBe('verified');
       const mine = await receiptOf(jobId, writer);
       const { payload } = await verifyReceipt(mine.receipt, keys);
       expect(payload).toMatchObject({ mode: 'forget', recordIds: ['rc-orc-1'], retention: 'purged' });
