@@ -18,14 +18,19 @@ export interface ServiceAddress {
   from: string;
 }
 
-/** Whether process `pid` runs: a file naming a process that is gone was left by a kill. */
-export function processAlive(pid: number): boolean {
+/** The file in the data directory naming the process that holds it (the embedded runtime's lock). */
+export const RUNTIME_LOCK_FILE = 'runtime.lock';
+
+/**
+ * Whether process `pid` runs: a file naming a process that is gone was left by a kill. With
+ * `mine`, only a process of this user counts (one that refuses our signal, EPERM, is another's).
+ */
+export function processAlive(pid: number, { mine = false }: { mine?: boolean } = {}): boolean {
   try {
     process.kill(pid, 0);
     return true;
   } catch (err) {
-    // EPERM: the process exists under another user.
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
+    return !mine && (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 
@@ -78,20 +83,10 @@ function loopback(url: string): boolean {
 /** The process holding the data directory's lock (lock.ts in the embedded runtime). */
 function lockHolder(dataDir: string): number | undefined {
   try {
-    const pid = Number(readFileSync(path.join(dataDir, 'runtime.lock'), 'utf8').trim());
+    const pid = Number(readFileSync(path.join(dataDir, RUNTIME_LOCK_FILE), 'utf8').trim());
     return Number.isInteger(pid) ? pid : undefined;
   } catch {
     return undefined;
-  }
-}
-
-/** Whether this user's process `pid` runs (one of another user's does not count). */
-function mineAndAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
   }
 }
 
@@ -105,7 +100,7 @@ export function runningServiceAddress(dataDir: string): ServiceAddress | undefin
   const file = path.join(dataDir, SERVICE_ADDRESS_FILE);
   if (!ownedByMe(lstatSync(dataDir, { throwIfNoEntry: false }), 0o022) || !ownedByMe(lstatSync(file, { throwIfNoEntry: false }), 0o077)) return undefined;
   const found = readServiceAddressFile(file);
-  if (found === undefined || !loopback(found.url) || lockHolder(dataDir) !== found.pid || !mineAndAlive(found.pid)) return undefined;
+  if (found === undefined || !loopback(found.url) || lockHolder(dataDir) !== found.pid || !processAlive(found.pid, { mine: true })) return undefined;
   return { url: found.url, from: `the address the runtime running on ${dataDir} wrote to ${file}` };
 }
 
