@@ -186,33 +186,34 @@ export function capabilityIssuer(api: TestRuntime['api'], issuerCredential: () =
   /**
    * Admin routes are decided by Cedar: harness-admin holds an admin grant on every resource it
    * grants on. The first one of a resource is the bootstrap (the issuer vouches for it); a new
-   * purpose rewrites it, with a capability of a purpose it already holds.
+   * purpose is another admin grant, added with a capability of a purpose it already holds
+   * (grants are never rewritten).
    */
   const administer = async (tenant: string, resource: IssueCapabilityRequest['scopes'][number], purpose: string) => {
     const key = `${tenant}/${resource.kind}:${resource.id}`;
     const purposes = administered.get(key) ?? [];
     if (purposes.includes(purpose)) return;
     const token = await adminCapability(tenant, [resource], purposes[0] ?? purpose);
-    const body = { grantId: `h.${tenant}.harness-admin.${resource.kind}.${resource.id}.admin`, principal: HARNESS_ADMIN, resource, role: 'admin', purposes: [...purposes, purpose] };
+    const body = { principal: HARNESS_ADMIN, resource, role: 'admin', purposes: [purpose] };
     const response = await api('POST', '/v1/grants', { token, body });
     if (response.status !== 201) throw new Error(`harness-admin grant failed: ${response.status} ${response.text}`);
-    administered.set(key, body.purposes);
+    administered.set(key, [...purposes, purpose]);
   };
   const grantRoles = async (request: IssueCapabilityRequest) => {
     const principal = request.principal ?? { id: request.agentId, kind: 'agent' as const };
     const rolesOn = (scope: IssueCapabilityRequest['scopes'][number]) =>
       (scope.kind === 'tenant' ? TENANT_ROLE_ACTIONS : ROLE_ACTIONS).filter(([, actions]) => actions.some((a) => request.actions.includes(a))).map(([role]) => role);
     const wanted = request.scopes.flatMap((resource) => rolesOn(resource).map((role) => ({ resource, role })))
-      .map((g) => ({ ...g, grantId: `h.${request.tenant}.${principal.id}.${g.resource.kind}.${g.resource.id}.${g.role}.${request.purpose}` }))
-      .filter((g) => !granted.has(g.grantId));
+      .map((g) => ({ ...g, key: JSON.stringify([request.tenant, principal.kind, principal.id, g.resource.kind, g.resource.id, g.role, request.purpose]) }))
+      .filter((g) => !granted.has(g.key));
     if (wanted.length === 0) return;
     for (const resource of request.scopes) await administer(request.tenant, resource, request.purpose);
     const admin = await adminCapability(request.tenant, request.scopes, request.purpose);
     for (const g of wanted) {
-      const body = { grantId: g.grantId, principal, resource: g.resource, role: g.role, purposes: [request.purpose] };
+      const body = { principal, resource: g.resource, role: g.role, purposes: [request.purpose] };
       const response = await api('POST', '/v1/grants', { token: admin, body });
       if (response.status !== 201) throw new Error(`grant failed: ${response.status} ${response.text}`);
-      granted.add(g.grantId);
+      granted.add(g.key);
     }
   };
   return async (request, options = {}) => {

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TOPICS } from '@gm/contracts';
 import { loadConfig, replayDataDir } from '@gm/embedded';
+import { configuredGrantId } from '@gm/retrieval-broker';
 import { eventually, memory, startTestRuntime, type EmbeddedTestRuntime } from './harness.ts';
 
 /**
@@ -31,26 +32,35 @@ describe('policy administration over the API', () => {
   });
   afterAll(async () => rt.close());
 
-  it('adds and removes a grant; each answer carries the revision it produced', async () => {
+  it('adds and removes a grant; ids are the server\'s, an identical grant answers its id, and each answer carries the revision it produced', async () => {
     const before = await revision();
-    const added = await rt.api('POST', '/v1/grants', {
-      token: admin, body: { grantId: 'g-alice', principal: { id: 'alice', kind: 'person' }, resource: maple, role: 'member', purposes: ['support'] },
-    });
+    const body = { principal: { id: 'erin', kind: 'person' }, resource: maple, role: 'member', purposes: ['support'] };
+    const added = await rt.api('POST', '/v1/grants', { token: admin, body });
     expect(added.status).toBe(201);
-    expect(added.body).toEqual({ grantId: 'g-alice', policyRevision: before + 1 });
-    expect((await rt.state.policies.snapshot('acme')).grants.map((g) => g.grantId)).toContain('g-alice');
+    const grantId = String(added.body.grantId);
+    expect(grantId).toMatch(/^[0-9A-Z]{26}$/);
+    expect(added.body).toEqual({ grantId, policyRevision: before + 1 });
+    expect((await rt.state.policies.snapshot('acme')).grants.map((g) => g.grantId)).toContain(grantId);
+    // The same grant again (purposes in another order too): its id, and nothing changes.
+    const end = await policyLogEnd();
+    const again = await rt.api('POST', '/v1/grants', { token: admin, body: { ...body, purposes: ['support', 'support'] } });
+    expect([again.status, again.body]).toEqual([201, { grantId, policyRevision: before + 1 }]);
+    expect(await policyLogEnd()).toBe(end);
+    // A grant id is not the caller's to choose: naming one is refused, not reinterpreted.
+    const named = await rt.api('POST', '/v1/grants', { token: admin, body: { ...body, grantId: 'g-erin' } });
+    expect([named.status, named.body.code]).toEqual([422, 'MEM_VALIDATION']);
 
-    const generated = await rt.api('POST', '/v1/grants', {
+    const other = await rt.api('POST', '/v1/grants', {
       token: admin, body: { principal: { id: 'dave', kind: 'person' }, resource: maple, role: 'reviewer', purposes: ['support'] },
     });
-    expect(generated.status).toBe(201);
-    expect(String(generated.body.grantId)).toMatch(/^[0-9A-Z]{26}$/);
+    expect(other.status).toBe(201);
+    expect(other.body.grantId).not.toBe(grantId);
 
-    const removed = await rt.api('DELETE', '/v1/grants/g-alice', { token: admin });
+    const removed = await rt.api('DELETE', `/v1/grants/${grantId}`, { token: admin });
     expect(removed.status).toBe(202);
     expect(removed.body).toEqual({ policyRevision: before + 3 });
-    expect(await rt.state.policies.grant('acme', 'g-alice')).toBeNull();
-    expect((await rt.api('DELETE', '/v1/grants/g-alice', { token: admin })).status).toBe(404);
+    expect(await rt.state.policies.grant('acme', grantId)).toBeNull();
+    expect((await rt.api('DELETE', `/v1/grants/${grantId}`, { token: admin })).status).toBe(404);
   });
 
   it('decides administration with Cedar: an admin capability without an admin grant changes nothing, past the bootstrap', async () => {
@@ -89,9 +99,10 @@ describe('policy administration over the API', () => {
     expect((await rt.api('GET', `/v1/deletion-jobs/${job}`, { token: admin, headers: afterDelete })).status).toBe(200);
 
     // The bootstrap: oak has no administrator yet, so its first admin grant is taken on the issuer's word…
-    const first = await rt.api('POST', '/v1/grants', { token: stranger, body: { grantId: 'g-mallory-oak', ...grant, resource: oak, role: 'admin' } });
+    const first = await rt.api('POST', '/v1/grants', { token: stranger, body: { ...grant, resource: oak, role: 'admin' } });
     expect(first.status, first.text).toBe(201);
-    expect(rt.logs.lines.some((l) => l.includes('admin bootstrap') && l.includes('g-mallory-oak'))).toBe(true);
+    const malloryOak = String(first.body.grantId);
+    expect(rt.logs.lines.some((l) => l.includes('admin bootstrap') && l.includes(malloryOak))).toBe(true);
     // …and from then on Cedar decides on it: mallory administers oak, for its purpose only, and not maple.
     expect((await rt.api('POST', '/v1/grants', { token: stranger, body: { ...grant, resource: oak } })).status).toBe(201);
     expect((await rt.api('POST', '/v1/grants', { token: stranger, body: grant })).status).toBe(403);
@@ -100,9 +111,16 @@ describe('policy administration over the API', () => {
     // A second issuer-vouched stranger gets no bootstrap on oak: it has an administrator now.
     const second = await rt.issue({ agentId: 'other-desk', principal: { id: 'trent', kind: 'person' }, scopes: [oak], actions: ['admin'] }, { grants: false });
     expect((await rt.api('POST', '/v1/grants', { token: second, body: { ...grant, principal: { id: 'trent', kind: 'person' }, resource: oak, role: 'admin' } })).status).toBe(403);
-    // Removing mallory's admin grant takes the right away at the next request.
-    expect((await rt.api('DELETE', '/v1/grants/g-mallory-oak', { token: stranger })).status).toBe(202);
+    // oak's last administrator's grant is not its holder's to remove: only the tenant's administrator's.
+    const last = await rt.api('DELETE', `/v1/grants/${malloryOak}`, { token: stranger });
+    expect([last.status, last.body.code]).toEqual([409, 'MEM_LAST_ADMIN']);
+    // Removing it (carol administers the tenant) takes the right away at the next request.
+    const tenantAdmin = await rt.issue({ agentId: 'admin-desk', principal: { id: 'carol', kind: 'person' }, scopes: [oak, { kind: 'tenant', id: 'acme' }], actions: ['admin'] }, { grants: false });
+    expect((await rt.api('DELETE', `/v1/grants/${malloryOak}`, { token: tenantAdmin })).status).toBe(202);
     expect((await rt.api('POST', '/v1/grants', { token: stranger, body: { ...grant, resource: oak } })).status).toBe(403);
+    // …and oak, administered once, is never bootstrapped again on the issuer's word, by anyone.
+    const again = await rt.api('POST', '/v1/grants', { token: stranger, body: { ...grant, resource: oak, role: 'admin' } });
+    expect([again.status, again.body.code]).toEqual([403, 'CAP_SCOPE_DENIED']);
   });
 
   it('bootstraps a resource once: of two concurrent first admin grants exactly one succeeds, and a made-up resource makes no tenant administrator', async () => {
@@ -110,7 +128,7 @@ describe('policy administration over the API', () => {
     const acme = { kind: 'tenant', id: 'acme' } as const;
     const [one, two] = await Promise.all(['mallory', 'trent'].map((id) => rt.issue({ agentId: `${id}-desk`, principal: { id, kind: 'person' }, scopes: [elm, acme], actions: ['admin'] }, { grants: false })));
     const first = (token: string | undefined, id: string) =>
-      rt.api('POST', '/v1/grants', { token, body: { grantId: `g-${id}-elm`, principal: { id, kind: 'person' }, resource: elm, role: 'admin', purposes: ['support'] } });
+      rt.api('POST', '/v1/grants', { token, body: { principal: { id, kind: 'person' }, resource: elm, role: 'admin', purposes: ['support'] } });
     const answers = await Promise.all([first(one, 'mallory'), first(two, 'trent')]);
     expect(answers.map((a) => a.status).sort()).toEqual([201, 403]);
     const admins = (await rt.state.policies.snapshot('acme')).grants.filter((g) => g.resource.id === 'elm' && g.role === 'admin');
@@ -126,7 +144,8 @@ describe('policy administration over the API', () => {
     const configured = await startTestRuntime({ MEMORY_ADMIN_BOOTSTRAP: 'configured', MEMORY_BOOTSTRAP_ADMINS: JSON.stringify(admins) });
     try {
       // Produced at start; the policy projector applies it.
-      await eventually('the bootstrap admin grant applied', async () => (await configured.state.policies.grant('acme', 'bootstrap.root.project.maple')) ?? undefined);
+      const configuredId = configuredGrantId({ tenant: 'acme', principal: { id: 'root', kind: 'person' }, resource: maple, role: 'admin', purposes: ['support'], restricted: [] });
+      await eventually('the bootstrap admin grant applied', async () => (await configured.state.policies.grant('acme', configuredId)) ?? undefined);
       const root = await configured.issue({ agentId: 'ops-desk', principal: { id: 'root', kind: 'person' }, actions: ['admin'] }, { grants: false });
       const member = { principal: { id: 'alice', kind: 'person' }, resource: maple, role: 'member', purposes: ['support'] };
       expect((await configured.api('POST', '/v1/grants', { token: root, body: member })).status).toBe(201);

@@ -30,7 +30,8 @@ const USAGE = `memctl — command line for governed memory
 
 Administration (a capability with "admin"; see docs/api.md):
   memctl grant add --principal ID [--principal-kind KIND] --resource KIND:ID --role member|reviewer|manager|admin
-                   --purposes a,b [--restricted confidential,restricted] [--not-before ISO] [--not-after ISO] [--id GRANT_ID]
+                   --purposes a,b [--restricted confidential,restricted] [--not-before ISO] [--not-after ISO]
+                   (prints the grant's id, which the server assigns; adding the same grant again prints the same id)
   memctl grant remove --id GRANT_ID
   memctl delegation add --agent A --scope KIND:ID [--scope ...] --purposes a,b --actions a,b [--not-after ISO] [--id ID]
                         (the delegator is the token's principal)
@@ -297,6 +298,7 @@ async function run(argv: string[]): Promise<void> {
       throw new UsageError('did you mean: memctl receipt get|verify');
     case 'grant':
       if (sub === 'add') {
+        if (values.id !== undefined) throw new UsageError('grant ids are assigned by the server (docs/security.md#the-administration-plane): leave out --id; the answer names the id');
         print(
           await call(values, 'POST', '/v1/grants', {
             principal: { id: need(values, 'principal'), kind: values['principal-kind'] ?? 'person' },
@@ -306,7 +308,6 @@ async function run(argv: string[]): Promise<void> {
             ...optional(values.restricted === undefined ? undefined : list(values.restricted), 'restricted'),
             ...optional(values['not-before'], 'notBefore'),
             ...optional(values['not-after'], 'notAfter'),
-            ...optional(values.id, 'grantId'),
           }),
         );
         return;

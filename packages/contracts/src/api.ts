@@ -327,9 +327,9 @@ export const CommandStatusResponse = z.object({
  */
 export const PolicyTime = IsoTime.regex(/^2[01]\d\d-/, 'a time bound must lie between 2000 and 2199');
 
-/** POST /v1/grants */
+/** POST /v1/grants — the grant id is the server's (design §6.2): a grant id names one grant for ever. */
 export const AddGrantRequest = Grant.omit({ grantId: true, tenant: true })
-  .extend({ grantId: Id.optional(), tenant: Id.optional(), notBefore: PolicyTime.optional(), notAfter: PolicyTime.optional() })
+  .extend({ tenant: Id.optional(), notBefore: PolicyTime.optional(), notAfter: PolicyTime.optional() })
   .strict()
   .refine((g) => g.notBefore === undefined || g.notAfter === undefined || Date.parse(g.notBefore) < Date.parse(g.notAfter), {
     message: 'notBefore must be before notAfter (the grant would never be valid)', path: ['notAfter'],

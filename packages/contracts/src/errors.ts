@@ -14,6 +14,8 @@ export const ERROR_CODES = [
   'MEM_TTL_EXCEEDED',
   'MEM_SUPERSEDE_MISMATCH',
   'MEM_ID_TAKEN',
+  /** The last administrator's grant of a resource (or the tenant) that this caller may not remove (design §6.2). */
+  'MEM_LAST_ADMIN',
   'MEM_RATE_LIMITED',
   'MEM_PAYLOAD_TOO_LARGE',
   'MEM_TIMEOUT',

@@ -51,6 +51,24 @@ export const Grant = z
 export type Grant = z.infer<typeof Grant>;
 
 /**
+ * What a grant says, in one canonical form: its holder, resource, role, purposes and
+ * restricted sensitivities as sets, and its bounds. A grant id names one grant for ever
+ * (design §6.2): two grants are the same fact exactly when these agree.
+ */
+export function grantContent(grant: Omit<Grant, 'grantId' | 'tenant'>): string {
+  const set = (values: readonly string[]) => [...new Set(values)].sort();
+  return JSON.stringify([
+    grant.principal.kind, grant.principal.id, grant.resource.kind, grant.resource.id, grant.role,
+    set(grant.purposes), set(grant.restricted), grant.notBefore ?? null, grant.notAfter ?? null,
+  ]);
+}
+
+/** Whether a grant is an administrator's grant on this resource (or tenant) that is in force now or later. */
+export const administersNowOrLater = (grant: Grant, resource: ScopeRef, nowMs: number): boolean =>
+  grant.role === 'admin' && grant.resource.kind === resource.kind && grant.resource.id === resource.id
+  && (grant.notAfter === undefined || Date.parse(grant.notAfter) > nowMs);
+
+/**
  * A principal lets an agent act for it within bounds. A capability whose agent is not its
  * principal reaches at most the intersection of the principal's grants and these bounds; a
  * revoked delegation denies that agent everything on the principal's behalf.

@@ -5,7 +5,7 @@ export * from './state.ts';
 export { KeySpace } from './repositories/keys.ts';
 export type { ScheduledExpiry } from './repositories/schedule.ts';
 export type { StoredPacket } from './repositories/packets.ts';
-export type { AppliedChange, IssuedCapability } from './repositories/policies.ts';
+export type { AppliedChange, IssuedCapability, PolicyRefusal } from './repositories/policies.ts';
 export { recordRef } from './repositories/records.ts';
 export type { AdmissionSnapshots, StoredAdmissionState } from './repositories/admission.ts';
 export { COMMAND_OUTCOME_TTL_MS, CommandOutcome } from './repositories/commands.ts';

@@ -1,9 +1,12 @@
-import { GovernedMemoryError, isTenantRef, type CapabilityClaims, type Delegation, type Grant, type ResourceRef, type ScopeRef } from '@gm/contracts';
+import { createHash } from 'node:crypto';
+import { GovernedMemoryError, grantContent, isTenantRef, type CapabilityClaims, type Delegation, type Grant, type ResourceRef, type ScopeRef } from '@gm/contracts';
+import { keyOf } from '@gm/ids';
 import { partitionKey } from '@gm/domain';
 import type { Logger } from '@gm/observability';
 import { inScope, requireAction, type PolicyDecisionPoint } from '@gm/policy';
 import type { StateStore } from '@gm/state-store';
 import type { BrokerConfig, BrokerDeps } from './deps.ts';
+import type { BootstrapAdmin } from './env.ts';
 import type { PolicyGateway } from './policy-gateway.ts';
 
 /*
@@ -25,21 +28,18 @@ import type { PolicyGateway } from './policy-gateway.ts';
 
 export interface AdminDeps {
   pdp: PolicyDecisionPoint;
-  /** The tenant's grants as the policy projector holds them (for the bootstrap). */
-  grants(tenant: string): Promise<Grant[]>;
-  /**
-   * Claims a resource's bootstrap for this grant id, once ever (compare-and-set): true for the
-   * first claim and for a retry of the same grant id, false once another grant claimed it.
-   */
-  claimBootstrap(tenant: string, resource: ScopeRef, grantId: string): Promise<boolean>;
+  /** Whether the resource (or the tenant) ever had an admin grant (the state store's fold, policies.ts). */
+  everAdministered(tenant: string, resource: ScopeRef): Promise<boolean>;
+  /** Claims a resource's bootstrap, once ever whatever the grant (compare-and-set): true for the first claim only. */
+  claimBootstrap(tenant: string, resource: ScopeRef): Promise<boolean>;
   /** `configured`: no first admin grant on the issuer's word (MEMORY_ADMIN_BOOTSTRAP); default `issuer`. */
   bootstrap?: 'issuer' | 'configured';
 }
 
 export const adminDepsOf = (deps: Pick<BrokerDeps, 'pdp' | 'state' | 'config'>): AdminDeps => ({
   pdp: deps.pdp,
-  grants: (tenant) => deps.state.policies.grants(tenant),
-  claimBootstrap: (tenant, resource, grantId) => deps.state.policies.claimAdminBootstrap(tenant, `${resource.kind}:${resource.id}`, grantId),
+  everAdministered: (tenant, resource) => deps.state.policies.everAdministered(tenant, resource),
+  claimBootstrap: (tenant, resource) => deps.state.policies.claimAdminBootstrap(tenant, resource),
   bootstrap: deps.config.adminBootstrap ?? 'issuer',
 });
 
@@ -79,43 +79,85 @@ export async function isTenantAdmin(deps: AdminDeps, claims: CapabilityClaims): 
 }
 
 /**
- * The administrators of MEMORY_BOOTSTRAP_ADMINS, granted at start as `bootstrap.<principal>.<kind>.<id>`:
- * produced once (a grant already there as configured is left alone), not waited for — the
- * policy projector applies them when it runs. Answers how many were produced.
+ * The id of a configured administrator's grant: derived from its whole content, so that a
+ * changed configuration is a new grant (grant ids name one grant for ever, design §6.2) and
+ * no caller can name it (the API assigns every other id). Fixed length, whatever the ids.
+ */
+export const configuredGrantId = (grant: Omit<Grant, 'grantId'>): string =>
+  `bootstrap.${createHash('sha256').update(keyOf(grant.tenant, grantContent(grant))).digest('hex').slice(0, 40)}`;
+
+/** The id the configuration used before ids were derived from content: `bootstrap.<principal>.<kind>.<id>`. */
+const legacyConfiguredGrantId = (admin: BootstrapAdmin): string => `bootstrap.${admin.principal.id}.${admin.resource.kind}.${admin.resource.id}`;
+
+const sameRef = (a: { kind: string; id: string }, b: { kind: string; id: string }): boolean => a.kind === b.kind && a.id === b.id;
+
+/**
+ * The administrators of MEMORY_BOOTSTRAP_ADMINS, granted at start: each checked by its whole
+ * content (its id is derived from it), produced when missing, not waited for — the policy
+ * projector applies them when it runs. An earlier configured grant of the same administrator
+ * on the same resource, and whatever the id the configuration once used holds now, are
+ * removed after the new one is added (so the tenant never lacks its administrator in between).
+ * Answers how many changes were produced.
  */
 export async function grantBootstrapAdmins(
   admins: NonNullable<BrokerConfig['bootstrapAdmins']>, state: StateStore, policy: PolicyGateway, log: Logger,
 ): Promise<number> {
   let produced = 0;
+  const operator = { agentId: 'bootstrap', principalId: 'operator' };
   for (const admin of admins) {
-    const grantId = `bootstrap.${admin.principal.id}.${admin.resource.kind}.${admin.resource.id}`;
-    const existing = await state.policies.grant(admin.tenant, grantId);
-    const purposes = [...new Set(admin.purposes)].sort();
-    if (existing && existing.role === 'admin' && [...existing.purposes].sort().join() === purposes.join()) continue;
-    const grant = { grantId, tenant: admin.tenant, principal: admin.principal, resource: admin.resource, role: 'admin' as const, purposes, restricted: [] };
-    await policy.produce(admin.tenant, { agentId: 'bootstrap', principalId: 'operator' }, 'GrantAdded', { grant });
-    log.info({ tenant: admin.tenant, grantId, principal: admin.principal.id }, 'bootstrap admin grant produced (MEMORY_BOOTSTRAP_ADMINS)');
-    produced += 1;
+    const grant = {
+      tenant: admin.tenant, principal: admin.principal, resource: admin.resource, role: 'admin' as const,
+      purposes: [...new Set(admin.purposes)].sort(), restricted: [],
+    };
+    const grantId = configuredGrantId(grant);
+    if ((await state.policies.grant(admin.tenant, grantId)) === null) {
+      await policy.produce(admin.tenant, operator, 'GrantAdded', { grant: { ...grant, grantId } });
+      log.info({ tenant: admin.tenant, grantId, principal: admin.principal.id }, 'bootstrap admin grant produced (MEMORY_BOOTSTRAP_ADMINS)');
+      produced += 1;
+    }
+    const legacyId = legacyConfiguredGrantId(admin);
+    const stale = (await state.policies.grants(admin.tenant)).filter((g) => g.grantId !== grantId && (g.grantId === legacyId
+      || (g.grantId.startsWith('bootstrap.') && sameRef(g.principal, admin.principal) && sameRef(g.resource, admin.resource))));
+    for (const g of stale) {
+      await policy.produce(admin.tenant, operator, 'GrantRemoved', { grantId: g.grantId });
+      log.info({ tenant: admin.tenant, grantId: g.grantId, replacedBy: grantId }, 'an earlier configured admin grant removed (MEMORY_BOOTSTRAP_ADMINS)');
+      produced += 1;
+    }
   }
   return produced;
 }
 
 /**
- * Adding a grant: Cedar's `admin` on its resource — or the bootstrap, the first admin grant of a
- * resource (or of the tenant) that never had one, on the issuer's word, claimed by a
- * compare-and-set so that two concurrent first grants cannot both succeed. Says which it was.
+ * Who manages the grants of a resource: its administrator (Cedar's `admin` on it), or the
+ * tenant's (Cedar's `admin` on the tenant, the resource in scope too) — the tenant's
+ * administrator is who restores a resource whose administrators are gone (design §6.2). Grants
+ * on the tenant itself: the tenant's administrator only.
  */
-export async function authorizeGrant(
-  deps: AdminDeps, claims: CapabilityClaims, grant: Pick<Grant, 'resource' | 'role'> & { grantId?: string | undefined },
-): Promise<'cedar' | 'bootstrap'> {
+export async function authorizeGrantsOf(deps: AdminDeps, claims: CapabilityClaims, resource: ScopeRef): Promise<void> {
+  if (isTenantRef(resource)) return authorizeAdmin(deps, claims, [resource]);
   try {
-    await authorizeAdmin(deps, claims, [grant.resource]);
+    await authorizeAdmin(deps, claims, [resource]);
+  } catch (err) {
+    if (!(err instanceof GovernedMemoryError) || err.code !== 'CAP_SCOPE_DENIED' || !inScope(claims, resource)) throw err;
+    if (!(await isTenantAdmin(deps, claims))) throw err;
+  }
+}
+
+/**
+ * Adding a grant: `authorizeGrantsOf` its resource — or the bootstrap, the first admin grant of
+ * a resource (or of the tenant) that never had one, on the issuer's word. The bootstrap happens
+ * once per resource, whatever the grant: never again once the resource had an admin grant by
+ * any route, and claimed by a compare-and-set so that of two concurrent first grants one wins.
+ * Says which it was.
+ */
+export async function authorizeGrant(deps: AdminDeps, claims: CapabilityClaims, grant: Pick<Grant, 'resource' | 'role'>): Promise<'cedar' | 'bootstrap'> {
+  try {
+    await authorizeGrantsOf(deps, claims, grant.resource);
     return 'cedar';
   } catch (err) {
-    if (deps.bootstrap === 'configured' || grant.role !== 'admin' || grant.grantId === undefined || !(err instanceof GovernedMemoryError) || err.code !== 'CAP_SCOPE_DENIED' || !inScope(claims, grant.resource)) throw err;
-    const administered = (await deps.grants(claims.tenant))
-      .some((g) => g.role === 'admin' && g.resource.kind === grant.resource.kind && g.resource.id === grant.resource.id);
-    if (administered || !(await deps.claimBootstrap(claims.tenant, grant.resource, grant.grantId))) throw err;
+    if (deps.bootstrap === 'configured' || grant.role !== 'admin' || !(err instanceof GovernedMemoryError) || err.code !== 'CAP_SCOPE_DENIED' || !inScope(claims, grant.resource)) throw err;
+    if (await deps.everAdministered(claims.tenant, grant.resource)) throw err;
+    if (!(await deps.claimBootstrap(claims.tenant, grant.resource))) throw err;
     return 'bootstrap';
   }
 }

@@ -6,15 +6,14 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import {
-  AddDelegationRequest, AddGrantRequest, GovernedMemoryError, guardOf,
-  type Action, type CapabilityClaims, type DeletionJob, type ForgetWithin, type Guard, type RecordMeta, type ResourceOf,
+  AddDelegationRequest, AddGrantRequest, GovernedMemoryError, administersNowOrLater, guardOf, isTenantRef,
+  type Action, type Grant, type CapabilityClaims, type DeletionJob, type ForgetWithin, type Guard, type RecordMeta, type ResourceOf,
 } from '@gm/contracts';
 import { isLive } from '@gm/domain';
-import { newUlid } from '@gm/ids';
-import { requireAction } from '@gm/policy';
+import { inScope, requireAction } from '@gm/policy';
 import type { CommandOutcome } from '@gm/state-store';
 import {
-  adminDepsOf, authorizeAdmin, authorizeDelegation, authorizeGrant, authorizeTenantAdmin, isTenantAdmin, mayRevokeDelegation,
+  adminDepsOf, authorizeDelegation, authorizeGrant, authorizeGrantsOf, authorizeTenantAdmin, isTenantAdmin, mayRevokeDelegation,
 } from './admin-authz.ts';
 import { bearer, checkIssuerCredential } from './auth.ts';
 import { DELETION_JOB_GROUPS, READ_YOUR_WRITES_GROUPS } from './command-gateway.ts';
@@ -215,21 +214,44 @@ function resolvers(deps: BrokerDeps): Record<ResourceOf, Resolver> {
 
     jobs: async (_request, claims) => ({ on: 'jobs', claims, tenantAdmin: await isTenantAdmin(admin, claims), own: await requestsDeletion(claims) }),
 
+    /**
+     * Adding: `authorizeGrant` on the body's resource (or the bootstrap). Removing: the stored
+     * grant's resource, by `authorizeGrantsOf`; a grant the caller may not manage answers like
+     * an unknown id (no id oracle). The last administrator's grant of a resource goes only at the
+     * tenant's administrator's request, the tenant's last only by configuration (design §6.2).
+     */
     grant: async (request, claims) => {
       if (request.method === 'POST') {
-        const parsed = parseBody(AddGrantRequest, request.body);
-        checkTenant(claims, parsed);
-        // The id is fixed here: a bootstrap claims the resource for exactly this grant.
-        const grant = { ...parsed, grantId: parsed.grantId ?? newUlid() };
+        const grant = parseBody(AddGrantRequest, request.body);
+        checkTenant(claims, grant);
         if (grant.resource.kind === 'tenant' && grant.resource.id !== claims.tenant) {
           throw new GovernedMemoryError('MEM_IMPERSONATION', 'a grant on the tenant names the capability\'s own tenant');
         }
         return { on: 'grant', claims, add: { request: grant, by: await authorizeGrant(admin, claims, grant) } };
       }
       const grant = await deps.state.policies.grant(claims.tenant, pathId(request, 'id'));
-      if (grant === null || !claims.scopes.some((s) => s.kind === grant.resource.kind && s.id === grant.resource.id)) throw noSuch('grant');
-      await authorizeAdmin(admin, claims, [grant.resource]);
+      if (grant === null || !inScope(claims, grant.resource)) throw noSuch('grant');
+      try {
+        await authorizeGrantsOf(admin, claims, grant.resource);
+      } catch (err) {
+        if (err instanceof GovernedMemoryError && err.code === 'CAP_SCOPE_DENIED') throw noSuch('grant');
+        throw err;
+      }
+      if (grant.role === 'admin') await checkNotLastAdmin(grant);
       return { on: 'grant', claims, remove: { grantId: grant.grantId } };
+
+      async function checkNotLastAdmin(removed: Grant): Promise<void> {
+        const now = deps.clock.now().getTime();
+        const others = (await deps.state.policies.grants(claims.tenant))
+          .filter((g) => g.grantId !== removed.grantId && administersNowOrLater(g, removed.resource, now));
+        if (others.length > 0) return;
+        if (isTenantRef(removed.resource)) {
+          throw new GovernedMemoryError('MEM_LAST_ADMIN', 'this is the tenant\'s last administrator\'s grant: it is replaced by configuration (MEMORY_BOOTSTRAP_ADMINS), not removed');
+        }
+        if (!(await isTenantAdmin(admin, claims))) {
+          throw new GovernedMemoryError('MEM_LAST_ADMIN', 'this is the resource\'s last administrator\'s grant: only the tenant\'s administrator removes it');
+        }
+      }
     },
 
     delegation: async (request, claims) => {

@@ -53,8 +53,9 @@ export const brokerEnvShape = {
     description: 'administrators the broker grants at start, before anyone can: a JSON list of `{"tenant", "principal": {"id", "kind"}, "resource": {"kind", "id"}, "purposes": [...]}`, each an `admin` grant with id `bootstrap.<principal>.<kind>.<id>`, added once ([api.md](api.md#administration-grants-delegations-revocation-legal-holds))',
     whenUnset: 'none',
   }),
-  MEMORY_ADMIN_BOOTSTRAP: z.enum(['issuer', 'configured']).default('issuer').meta({
-    description: "how a resource gets its first administrator: `issuer` — an `admin` capability (the issuer's word) may add the first admin grant of a resource that has none, and `MEMORY_BOOTSTRAP_ADMINS` too; `configured` — only `MEMORY_BOOTSTRAP_ADMINS`, and every other admin grant needs Cedar's `admin`",
+  MEMORY_ADMIN_BOOTSTRAP: z.enum(['issuer', 'configured']).optional().meta({
+    description: "how a resource gets its first administrator: `issuer` — an `admin` capability (the issuer's word) may add the first admin grant of a resource (or the tenant) that never had one, once per resource whatever the grant, and `MEMORY_BOOTSTRAP_ADMINS` too; `configured` — only `MEMORY_BOOTSTRAP_ADMINS`, and every other admin grant needs Cedar's `admin` ([security.md](security.md#the-administration-plane))",
+    whenUnset: '`configured` with `MEMORY_PRODUCTION=true`, else `issuer`',
   }),
   MEMORY_OPS_TENANTS: z.string().min(1)
     .transform((text, ctx) => {
@@ -78,7 +79,8 @@ export const brokerEnvShape = {
 };
 const BrokerEnv = z.object(brokerEnvShape);
 
-export function brokerSettingsOf(e: z.infer<typeof BrokerEnv>) {
+/** `production`: MEMORY_PRODUCTION, where the deployment reads it (the distributed runtime); its default bootstrap is `configured`. */
+export function brokerSettingsOf(e: z.infer<typeof BrokerEnv>, production = false) {
   return {
     host: e.MEMORY_HOST,
     port: e.MEMORY_PORT,
@@ -92,7 +94,7 @@ export function brokerSettingsOf(e: z.infer<typeof BrokerEnv>) {
     cacheTtlMs: e.MEMORY_CACHE_TTL,
     asyncBacklogLimit: e.MEMORY_ASYNC_BACKLOG,
     queryAudit: e.MEMORY_QUERY_AUDIT === 'on',
-    adminBootstrap: e.MEMORY_ADMIN_BOOTSTRAP,
+    adminBootstrap: e.MEMORY_ADMIN_BOOTSTRAP ?? (production ? 'configured' as const : 'issuer' as const),
     bootstrapAdmins: e.MEMORY_BOOTSTRAP_ADMINS ?? [],
     ...(e.MEMORY_POLICY_DIR === undefined ? {} : { policyDir: e.MEMORY_POLICY_DIR }),
     ...(e.MEMORY_CONSOLE_DIR === undefined ? {} : { consoleDir: e.MEMORY_CONSOLE_DIR }),

@@ -26,7 +26,7 @@ await runService('retrieval-broker', RetrievalBrokerEnv, async ({ env, log, metr
   // (in a thread of its own, so a query's inference never stalls the API), kNN in Elasticsearch.
   const model = env.MEMORY_SEMANTIC === 'on' ? await loadEmbeddingModel(env.MEMORY_EMBEDDING_MODEL_DIR) : undefined;
   const semantic = model === undefined ? undefined : { model, vectors: openVectors(env, model.dimensions) };
-  const { host, port, issuerName, policyDir: _policyDir, consoleDir, ...config } = brokerSettingsOf(env);
+  const { host, port, issuerName, policyDir: _policyDir, consoleDir, ...config } = brokerSettingsOf(env, env.MEMORY_PRODUCTION);
   const broker = await startRetrievalBroker({
     bus, index, summaries, ...(semantic === undefined ? {} : { semantic }), state, clock: systemClock, log, metrics, signing, issuerCredential, policySet,
     issuerName, instanceId: env.MEMORY_INSTANCE_ID, host, port, config,

@@ -141,7 +141,7 @@ export const EXAMPLES = {
     openings: [{ recordId: 'mem-cust-42-tz', opening: '9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08' }],
   }),
   grantRequest: example(AddGrantRequest, 'a contractor\'s membership until the end of the year', {
-    grantId: 'g-dan-maple', principal: { id: 'dan', kind: 'person' }, resource: MAPLE, role: 'member', purposes: ['support'], notAfter: '2026-12-31T00:00:00Z',
+    principal: { id: 'dan', kind: 'person' }, resource: MAPLE, role: 'member', purposes: ['support'], notAfter: '2026-12-31T00:00:00Z',
   }),
   grantResponse: example(GrantCreatedResponse, 'applied at revision 3', { grantId: 'g-dan-maple', policyRevision: 3 }),
   legalHoldRequest: example(PlaceLegalHoldRequest, 'a hold for litigation', { subjectId: 'cust-42', reason: 'litigation 2026-17' }),

@@ -5,8 +5,14 @@ import {
   type CapabilityClaims, type Clock, type PolicyChangeType,
 } from '@gm/contracts';
 import type { Logger, Metrics } from '@gm/observability';
-import type { StateStore } from '@gm/state-store';
+import type { PolicyRefusal, StateStore } from '@gm/state-store';
 import { within } from './within.ts';
+
+/** What a refusal of the fold answers: the same as the broker's own check would have. */
+const REFUSALS: Record<PolicyRefusal, () => GovernedMemoryError> = {
+  'grant-id-taken': () => new GovernedMemoryError('MEM_ID_TAKEN', 'this grant id names another grant'),
+  'last-admin': () => new GovernedMemoryError('MEM_LAST_ADMIN', 'another change left this the last administrator\'s grant: it was not removed'),
+};
 
 type ChangeData<T extends PolicyChangeType> = Extract<PolicyChange, { type: T }>['data'];
 
@@ -40,8 +46,14 @@ export class PolicyGateway {
       throw new GovernedMemoryError('MEM_TIMEOUT', 'the policy change is recorded and takes effect once applied; repeating it is safe', { retriable: true });
     }
     observe({ outcome: 'applied' });
-    const revision = await this.deps.state.policies.revisionOf(tenant, changeId);
-    if (revision === null) throw new GovernedMemoryError('MEM_INTERNAL', 'the policy change was not applied');
+    const outcome = await this.deps.state.policies.outcomeOf(tenant, changeId);
+    if (outcome === null) throw new GovernedMemoryError('MEM_INTERNAL', 'the policy change was not applied');
+    // The fold holds the administration plane's invariants against races (state-store policies.ts).
+    if (outcome.refused !== undefined) {
+      this.deps.log.info({ tenant, changeId, type, refused: outcome.refused, agentId: claims.sub }, 'policy change refused by the fold');
+      throw REFUSALS[outcome.refused]();
+    }
+    const revision = outcome.revision;
     this.deps.log.info({ tenant, changeId, type, policyRevision: revision, agentId: claims.sub }, 'policy change applied');
     return revision;
   }

@@ -59,8 +59,12 @@ export class KeySpace {
   legalHold = (tenant: string, id: string) => `${this.prefix}pol:hold:${keyOf(tenant, id)}`;
   legalHoldsOf = (tenant: string) => `${this.prefix}pol:holds:${keyOf(tenant)}`;
   legalHoldsOfSubject = (tenant: string, subject: string) => `${this.prefix}pol:holds-of:${keyOf(tenant, subject)}`;
-  /** Who took a resource's first admin grant on the issuer's word (compare-and-set). */
-  adminBootstrap = (tenant: string, resource: string) => `${this.prefix}boot:${keyOf(tenant, resource)}`;
+  /** The resources (and the tenant) that ever had an admin grant, as `memberOf(kind, id)`: folded from policy.changes. */
+  administeredResources = (tenant: string) => `${this.prefix}pol:administered:${keyOf(tenant)}`;
+  /** That a resource's first admin grant was taken on the issuer's word (compare-and-set, once ever). */
+  adminBootstrap = (tenant: string, kind: string, id: string) => `${this.prefix}boot:${keyOf(tenant, kind, id)}`;
+  /** The same claim as stores written before the kind and id were encoded apart kept it (read only). */
+  legacyAdminBootstrap = (tenant: string, kind: string, id: string) => `${this.prefix}boot:${keyOf(tenant, `${kind}:${id}`)}`;
   /** What the issuer signed (jti → tenant, agent, expiry), so a revocation knows how long to last. */
   issuedCapability = (jti: string) => `${this.prefix}cap:${keyOf(jti)}`;
 }

@@ -1,22 +1,41 @@
 import { createHash } from 'node:crypto';
 import {
-  Delegation, Grant, LegalHold,
-  type PolicyChange, type PolicySnapshot, type PolicySource,
+  Delegation, Grant, LegalHold, administersNowOrLater, grantContent,
+  type PolicyChange, type PolicySnapshot, type PolicySource, type ScopeRef,
 } from '@gm/contracts';
 import { z } from 'zod';
 import type { KeyValueStore } from '../port.ts';
 import type { PolicyRevisions, Revocations } from './jobs.ts';
-import type { KeySpace } from './keys.ts';
+import { memberOf, type KeySpace } from './keys.ts';
 
 const StoredDelegation = Delegation.extend({ revoked: z.boolean() });
 type StoredDelegation = z.infer<typeof StoredDelegation>;
 
+/**
+ * Why the fold refused a change (design §6.2, "the administration plane's invariants"): the
+ * broker checks both before it produces a change, and the fold — one writer per tenant, in the
+ * log's order — holds them against races and against a change that reached the log another way.
+ * - `grant-id-taken`: a grant id names one grant for ever; an add of other content under it is refused;
+ * - `last-admin`: the last administrator's grant of the tenant is removed only by configuration,
+ *   the last of a resource only at the request of a principal holding an admin grant on the tenant.
+ */
+export type PolicyRefusal = 'grant-id-taken' | 'last-admin';
+
 export interface AppliedChange {
   /** False when this changeId had been applied before: nothing changed, no revision bump. */
   applied: boolean;
-  /** The tenant's policy revision this change produced. */
+  /** The tenant's policy revision this change produced (a refused change produces none: the current one). */
   revision: number;
+  /** Set when the fold refused the change: it changed nothing. */
+  refused?: PolicyRefusal;
 }
+
+/** The applied marker: the revision, and the refusal if the fold refused the change. */
+const appliedMarker = (revision: number, refused: PolicyRefusal | undefined) => (refused === undefined ? String(revision) : `${revision} ${refused}`);
+const parseMarker = (raw: string): { revision: number; refused?: PolicyRefusal } => {
+  const [revision, refused] = raw.split(' ');
+  return refused === undefined ? { revision: Number(revision) } : { revision: Number(revision), refused: refused as PolicyRefusal };
+};
 
 const byId = <T>(id: (t: T) => string) => (a: T, b: T) => id(a).localeCompare(id(b));
 
@@ -40,14 +59,25 @@ export class Policies implements PolicySource {
   ) {}
 
   /**
-   * The bootstrap of a resource's first admin grant, claimed once ever (compare-and-set, design
-   * §6.2): true for the first claim and for a retry with the same grant id. Not under `pol:`:
-   * it is the broker's decision, not a fold of policy.changes, and a replay must not reopen it.
+   * The bootstrap of a resource's (or the tenant's) first admin grant on the issuer's word,
+   * claimed once ever, whatever the grant (compare-and-set, design §6.2): true for the first
+   * claim only. Not under `pol:`: it is the broker's decision, not a fold of policy.changes, and
+   * a replay must not reopen it.
    */
-  async claimAdminBootstrap(tenant: string, resource: string, grantId: string): Promise<boolean> {
-    const key = this.keys.adminBootstrap(tenant, resource);
-    if (await this.kv.set(key, grantId, { nx: true })) return true;
-    return (await this.kv.get(key)) === grantId;
+  async claimAdminBootstrap(tenant: string, resource: ScopeRef): Promise<boolean> {
+    return this.kv.set(this.keys.adminBootstrap(tenant, resource.kind, resource.id), '1', { nx: true });
+  }
+
+  /**
+   * Whether the resource (or the tenant) ever had an admin grant: one applied from the log, one
+   * there now (a projection older than this record), or a bootstrap claimed for it. Once it has,
+   * the issuer's word alone never grants admin on it again (design §6.2).
+   */
+  async everAdministered(tenant: string, resource: ScopeRef): Promise<boolean> {
+    if ((await this.kv.smembers(this.keys.administeredResources(tenant))).includes(memberOf(resource.kind, resource.id))) return true;
+    if ((await this.kv.get(this.keys.adminBootstrap(tenant, resource.kind, resource.id))) !== null) return true;
+    if ((await this.kv.get(this.keys.legacyAdminBootstrap(tenant, resource.kind, resource.id))) !== null) return true;
+    return (await this.grants(tenant)).some((g) => g.role === 'admin' && g.resource.kind === resource.kind && g.resource.id === resource.id);
   }
 
   async apply(change: PolicyChange): Promise<AppliedChange> {
@@ -55,22 +85,57 @@ export class Policies implements PolicySource {
     const appliedKey = this.keys.policyApplied(tenant, changeId);
     const earlier = await this.kv.get(appliedKey);
     if (earlier !== null) {
-      const revision = Number(earlier);
-      await this.raiseRevision(tenant, revision);
-      return { applied: false, revision };
+      const { revision, refused } = parseMarker(earlier);
+      if (refused === undefined) await this.raiseRevision(tenant, revision);
+      return { applied: false, revision, ...(refused === undefined ? {} : { refused }) };
+    }
+    const refused = await this.refusal(change);
+    if (refused !== undefined) {
+      const revision = await this.revisions.current(tenant);
+      await this.kv.set(appliedKey, appliedMarker(revision, refused));
+      return { applied: true, revision, refused };
     }
     const revision = (await this.revisions.current(tenant)) + 1;
     await this.mutate(change);
     await this.kv.sadd(this.keys.policyTenants(), [tenant]);
-    await this.kv.set(appliedKey, String(revision));
+    await this.kv.set(appliedKey, appliedMarker(revision, undefined));
     await this.raiseRevision(tenant, revision);
     return { applied: true, revision };
   }
 
-  /** The revision a change produced, or null while it is not applied. */
+  /** The revision a change produced (or, refused, the one it left), or null while it is not applied. */
   async revisionOf(tenant: string, changeId: string): Promise<number | null> {
+    return (await this.outcomeOf(tenant, changeId))?.revision ?? null;
+  }
+
+  /** What applying a change did, or null while it is not applied. */
+  async outcomeOf(tenant: string, changeId: string): Promise<{ revision: number; refused?: PolicyRefusal } | null> {
     const raw = await this.kv.get(this.keys.policyApplied(tenant, changeId));
-    return raw === null ? null : Number(raw);
+    return raw === null ? null : parseMarker(raw);
+  }
+
+  /**
+   * The administration plane's invariants, held by the fold (see PolicyRefusal). Decided from
+   * the log alone — the change's own time, the projected grants — so a replay decides the same.
+   */
+  private async refusal(change: PolicyChange): Promise<PolicyRefusal | undefined> {
+    const { tenant, occurredAt, requestedBy } = change.metadata;
+    if (change.type === 'GrantAdded') {
+      const existing = await this.grant(tenant, change.data.grant.grantId);
+      return existing !== null && grantContent(existing) !== grantContent(change.data.grant) ? 'grant-id-taken' : undefined;
+    }
+    if (change.type !== 'GrantRemoved') return undefined;
+    const removed = await this.grant(tenant, change.data.grantId);
+    if (removed === null || removed.role !== 'admin') return undefined;
+    const now = Date.parse(occurredAt);
+    const grants = await this.grants(tenant);
+    const others = grants.filter((g) => g.grantId !== removed.grantId && administersNowOrLater(g, removed.resource, now));
+    if (others.length > 0) return undefined;
+    // The configuration replaces its tenant administrators by adding the new grant first.
+    if (removed.resource.kind === 'tenant') return 'last-admin';
+    const tenantRef = { kind: 'tenant', id: tenant } as const;
+    const byTenantAdmin = grants.some((g) => g.principal.id === requestedBy.principalId && administersNowOrLater(g, tenantRef, now));
+    return byTenantAdmin ? undefined : 'last-admin';
   }
 
   private async raiseRevision(tenant: string, revision: number): Promise<void> {
@@ -84,6 +149,7 @@ export class Policies implements PolicySource {
         const { grant } = change.data;
         await this.kv.set(this.keys.grant(tenant, grant.grantId), JSON.stringify({ ...grant, tenant }));
         await this.kv.sadd(this.keys.grantsOf(tenant), [grant.grantId]);
+        if (grant.role === 'admin') await this.kv.sadd(this.keys.administeredResources(tenant), [memberOf(grant.resource.kind, grant.resource.id)]);
         return;
       }
       case 'GrantRemoved':

@@ -1,7 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { newUlid } from '@gm/ids';
-import { GovernedMemoryError, PlaceLegalHoldRequest, PolicyActionRequest } from '@gm/contracts';
-import { inScope } from '@gm/policy';
+import { GovernedMemoryError, PlaceLegalHoldRequest, PolicyActionRequest, grantContent } from '@gm/contracts';
 import { authorized, checkTenant } from '../authorization.ts';
 import type { BrokerDeps } from '../deps.ts';
 import { parseBody, pathId } from '../http.ts';
@@ -16,14 +15,22 @@ const notFound = (what: string) => new GovernedMemoryError('MEM_NOT_FOUND', `no 
  * produced; unknown fields are rejected.
  */
 export function policyRoutes(app: FastifyInstance, deps: BrokerDeps): void {
+  /**
+   * Grant ids are the server's and name one grant for ever (design §6.2): a grant is never
+   * rewritten, only added and removed. Re-posting a grant that is there now — the same holder,
+   * resource, role, purposes, restrictions and bounds — answers its id and changes nothing, so
+   * a retry is safe; only someone who may manage the resource's grants gets that far.
+   */
   app.post('/v1/grants', async (request, reply) => {
     const { claims, add } = authorized(request, 'grant');
     if (add === undefined) throw new GovernedMemoryError('MEM_INTERNAL', 'no grant to add');
-    const { tenant: _tenant, grantId: requested, ...rest } = add.request;
-    const grantId = requested ?? newUlid();
-    const existing = await deps.state.policies.grant(claims.tenant, grantId);
-    // Re-adding an id rewrites the grant; an id of a grant on a resource outside this admin's scopes is not its to rewrite.
-    if (existing && !inScope(claims, existing.resource)) throw new GovernedMemoryError('MEM_ID_TAKEN', 'this grant id is in use');
+    const { tenant: _tenant, ...rest } = add.request;
+    const content = grantContent({ ...rest, restricted: rest.restricted ?? [] });
+    const present = (await deps.state.policies.grants(claims.tenant)).find((g) => grantContent(g) === content);
+    if (present !== undefined) {
+      return reply.code(201).send({ grantId: present.grantId, policyRevision: await deps.state.policyRevisions.current(claims.tenant) });
+    }
+    const grantId = newUlid();
     const policyRevision = await deps.policy.submit(claims, 'GrantAdded', { grant: { ...rest, grantId, tenant: claims.tenant } });
     // Ids and the decision only: who vouched for a resource's first administrator is audit.
     if (add.by === 'bootstrap') request.log.info({ grantId, tenant: claims.tenant, principal: rest.principal.id, agent: claims.sub }, 'admin bootstrap: the first admin grant of a resource, on the issuer\'s word');
