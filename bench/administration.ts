@@ -55,12 +55,12 @@ export async function issueCapability(
 }
 
 async function addGrant(
-  target: HttpTarget, adminToken: string, grantId: string, principalId: string, role: Role, resource: { kind: string; id: string } = { ...RESOURCE },
+  target: HttpTarget, adminToken: string, principalId: string, role: Role, resource: { kind: string; id: string } = { ...RESOURCE },
 ): Promise<void> {
   const res = await call(`${target.url}/v1/grants`, adminToken, {
-    grantId, principal: { id: principalId, kind: 'agent' }, resource, role, purposes: [PURPOSE],
+    principal: { id: principalId, kind: 'agent' }, resource, role, purposes: [PURPOSE],
   }, true);
-  if (res.status !== 201) throw new Error(`grant ${grantId} answered ${res.status}: ${JSON.stringify(res.body)}`);
+  if (res.status !== 201) throw new Error(`grant of ${role} to ${principalId} answered ${res.status}: ${JSON.stringify(res.body)}`);
 }
 
 /**
@@ -79,7 +79,7 @@ export async function administrator(target: HttpTarget, tenant: string): Promise
   const key = JSON.stringify([target.url, target.issuerCredential, tenant]);
   let granted = administered.get(key);
   if (granted === undefined) {
-    granted = addGrant(target, token, ADMIN_AGENT, ADMIN_AGENT, 'admin');
+    granted = addGrant(target, token, ADMIN_AGENT, 'admin');
     // A failed bootstrap is not remembered: the next call tries again and reports its own answer.
     granted.catch(() => administered.delete(key));
     administered.set(key, granted);
@@ -90,7 +90,7 @@ export async function administrator(target: HttpTarget, tenant: string): Promise
 
 /** A capability for the bench agent, whose principal (itself) the administrator first makes a member of the resource. */
 export async function issueToken(target: HttpTarget, tenant: string, actions: Action[] = ['write', 'search', 'read']): Promise<string> {
-  await addGrant(target, await administrator(target, tenant), `${BENCH_AGENT}-member`, BENCH_AGENT, 'member');
+  await addGrant(target, await administrator(target, tenant), BENCH_AGENT, 'member');
   return (await issueCapability(target, { tenant, agentId: BENCH_AGENT, actions })).token;
 }
 
@@ -105,7 +105,7 @@ export async function tenantAdministrator(target: HttpTarget, tenant: string): P
   const key = JSON.stringify([target.url, target.issuerCredential, tenant, 'tenant']);
   let granted = administered.get(key);
   if (granted === undefined) {
-    granted = addGrant(target, token, TENANT_ADMIN_AGENT, TENANT_ADMIN_AGENT, 'admin', scope);
+    granted = addGrant(target, token, TENANT_ADMIN_AGENT, 'admin', scope);
     granted.catch(() => administered.delete(key));
     administered.set(key, granted);
   }

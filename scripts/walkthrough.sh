@@ -43,9 +43,9 @@ grant() {
   [ "$(statusOf "$answer")" = 201 ] || { echo "walkthrough: step 0 expected 201 for a grant, got $answer" >&2; exit 1; }
   bodyOf "$answer" | json '"grant " + v.grantId + " at policy revision " + v.policyRevision'
 }
-grant '{"grantId":"root-maple","principal":{"id":"root","kind":"person"},"resource":{"kind":"project","id":"maple"},"role":"admin","purposes":["support"]}'
-grant '{"grantId":"alice-maple","principal":{"id":"alice","kind":"person"},"resource":{"kind":"project","id":"maple"},"role":"member","purposes":["support"]}'
-grant '{"grantId":"bob-maple","principal":{"id":"bob","kind":"person"},"resource":{"kind":"project","id":"maple"},"role":"reviewer","purposes":["support"]}'
+grant '{"principal":{"id":"root","kind":"person"},"resource":{"kind":"project","id":"maple"},"role":"admin","purposes":["support"]}'
+grant '{"principal":{"id":"alice","kind":"person"},"resource":{"kind":"project","id":"maple"},"role":"member","purposes":["support"]}'
+grant '{"principal":{"id":"bob","kind":"person"},"resource":{"kind":"project","id":"maple"},"role":"reviewer","purposes":["support"]}'
 
 echo '# 1. issue a capability for a support agent acting for alice, and one for a reviewer'
 AGENT=$(cap '{"tenant":"acme","agentId":"support-bot","principal":{"id":"alice","kind":"person"},"scopes":[{"kind":"project","id":"maple"}],"purpose":"support","actions":["search","read","cite","write","request_delete"]}')

@@ -178,11 +178,12 @@ export function startLoad(target: LoadTarget, rights: ChaosRights, ledger: Ledge
     const tenantAdmin = await rights.tenantAdmin();
     for (let n = 0; running; n += 1) {
       const agentId = `${run}-temp-${n}`;
-      const grantId = `${run}-temp-${n}`;
+      // A retry of the same grant answers the same server-assigned id (docs/security.md#the-administration-plane).
       const granted = await http.retried(() => http.send('POST', '/v1/grants', 'POST /v1/grants', admin, {
-        grantId, principal: { id: agentId, kind: 'agent' }, resource: { ...READABLE }, role: 'member', purposes: [PURPOSE],
+        principal: { id: agentId, kind: 'agent' }, resource: { ...READABLE }, role: 'member', purposes: [PURPOSE],
       }), givingUp);
       if (!accepted(granted, 201)) continue;
+      const grantId = String((granted.body as { grantId: string }).grantId);
       const issue = async () => {
         const answer = await http.retried(() => http.send('POST', '/v1/capabilities', 'POST /v1/capabilities', target.issuerCredential, {
           tenant: rights.tenant, agentId, actions: ['search', 'read'], scopes: [{ ...READABLE }], purpose: PURPOSE,

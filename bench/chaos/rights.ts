@@ -21,7 +21,7 @@ export interface ChaosRights {
   tenantAdmin: () => Promise<string>;
   /** admin on both resources: grants and removes members. */
   resourceAdmin: () => Promise<string>;
-  grantMember(grantId: string, agentId: string, resource: { kind: string; id: string }): Promise<void>;
+  grantMember(agentId: string, resource: { kind: string; id: string }): Promise<void>;
   capability(agentId: string, actions: Action[], scopes: Array<{ kind: string; id: string }>): Promise<{ token: string; jti: string }>;
 }
 
@@ -38,15 +38,15 @@ export async function chaosRights(target: HttpTarget, tenant: string): Promise<C
   // The bootstraps: each administrator's own admin grant, taken on the issuer's word.
   const admin = await resourceAdmin();
   for (const resource of [READABLE, HIDDEN]) {
-    await grant(target, admin, { grantId: `chaos-admin-${resource.id}`, principal: { id: 'chaos-admin', kind: 'agent' }, resource, role: 'admin' });
+    await grant(target, admin, { principal: { id: 'chaos-admin', kind: 'agent' }, resource, role: 'admin' });
   }
   const tenantScope = { kind: 'tenant', id: tenant };
-  await grant(target, await tenantAdmin(), { grantId: 'chaos-tenant-admin', principal: { id: 'chaos-tenant-admin', kind: 'agent' }, resource: tenantScope, role: 'admin' });
-  const grantMember = async (grantId: string, agentId: string, resource: { kind: string; id: string }) =>
-    grant(target, await resourceAdmin(), { grantId, principal: { id: agentId, kind: 'agent' }, resource, role: 'member' });
-  await grantMember('chaos-writer-maple', 'chaos-writer', READABLE);
-  await grantMember('chaos-writer-oak', 'chaos-writer', HIDDEN);
-  await grantMember('chaos-reader-maple', 'chaos-reader', READABLE);
+  await grant(target, await tenantAdmin(), { principal: { id: 'chaos-tenant-admin', kind: 'agent' }, resource: tenantScope, role: 'admin' });
+  const grantMember = async (agentId: string, resource: { kind: string; id: string }) =>
+    grant(target, await resourceAdmin(), { principal: { id: agentId, kind: 'agent' }, resource, role: 'member' });
+  await grantMember('chaos-writer', READABLE);
+  await grantMember('chaos-writer', HIDDEN);
+  await grantMember('chaos-reader', READABLE);
   return {
     tenant,
     writer: async () => (await capability('chaos-writer', ['write', 'search', 'read', 'request_delete'], [READABLE, HIDDEN])).token,

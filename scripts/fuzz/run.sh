@@ -45,14 +45,14 @@ ADMIN=$(cap "{$SCOPE,\"agentId\":\"fuzz-admin\",\"principal\":{\"id\":\"fuzz-roo
 # fuzz-root's own admin grant first: a resource's first admin grant is the bootstrap (the issuer's
 # word); every grant after it is decided by Cedar on that grant.
 curl -sf -X POST "$B/v1/grants" -H "authorization: Bearer $ADMIN" -H 'content-type: application/json' \
-  -d '{"grantId":"fuzz-root-admin","principal":{"id":"fuzz-root","kind":"person"},"resource":{"kind":"project","id":"maple"},"role":"admin","purposes":["support"]}' >/dev/null
+  -d '{"principal":{"id":"fuzz-root","kind":"person"},"resource":{"kind":"project","id":"maple"},"role":"admin","purposes":["support"]}' >/dev/null
 for who in fuzz-root fuzz; do
   curl -sf -X POST "$B/v1/grants" -H "authorization: Bearer $ADMIN" -H 'content-type: application/json' \
-    -d "{\"grantId\":\"$who-tenant-admin\",\"principal\":{\"id\":\"$who\",\"kind\":\"person\"},\"resource\":{\"kind\":\"tenant\",\"id\":\"acme\"},\"role\":\"admin\",\"purposes\":[\"support\"]}" >/dev/null
+    -d "{\"principal\":{\"id\":\"$who\",\"kind\":\"person\"},\"resource\":{\"kind\":\"tenant\",\"id\":\"acme\"},\"role\":\"admin\",\"purposes\":[\"support\"]}" >/dev/null
 done
 for role in member reviewer admin; do
   curl -sf -X POST "$B/v1/grants" -H "authorization: Bearer $ADMIN" -H 'content-type: application/json' \
-    -d "{\"grantId\":\"fuzz-$role\",\"principal\":{\"id\":\"fuzz\",\"kind\":\"person\"},\"resource\":{\"kind\":\"project\",\"id\":\"maple\"},\"role\":\"$role\",\"purposes\":[\"support\"]}" >/dev/null
+    -d "{\"principal\":{\"id\":\"fuzz\",\"kind\":\"person\"},\"resource\":{\"kind\":\"project\",\"id\":\"maple\"},\"role\":\"$role\",\"purposes\":[\"support\"]}" >/dev/null
 done
 TOKEN=$(cap "{$SCOPE,\"agentId\":\"fuzz-bot\",\"principal\":{\"id\":\"fuzz\",\"kind\":\"person\"},\"actions\":[\"search\",\"read\",\"cite\",\"write\",\"request_delete\",\"review\",\"promote\",\"admin\"]}")
 # One write that surely lands, so the log check below has a content to look for.

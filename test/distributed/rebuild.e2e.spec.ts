@@ -132,9 +132,10 @@ describe('rebuilding the distributed projections from the log', () => {
       const res = await rt.api('GET', `/v1/deletion-jobs/${String(forget.body.jobId)}/receipt`, { token: writer });
       return res.status === 200 ? res.body : undefined;
     }, 60_000);
-    const grant = { grantId: 'g-temp', principal: { id: 'dave', kind: 'person' }, resource: maple, role: 'member', purposes: ['support'] };
-    expect((await rt.api('POST', '/v1/grants', { token: admin, body: grant })).status).toBe(201);
-    expect((await rt.api('DELETE', '/v1/grants/g-temp', { token: admin })).status).toBe(202);
+    const grant = { principal: { id: 'dave', kind: 'person' }, resource: maple, role: 'member', purposes: ['support'] };
+    const added = await rt.api('POST', '/v1/grants', { token: admin, body: grant });
+    expect(added.status).toBe(201);
+    expect((await rt.api('DELETE', `/v1/grants/${String(added.body.grantId)}`, { token: admin })).status).toBe(202);
     await expectGroupsAtLogEnd();
     const answersBefore = await observe();
 

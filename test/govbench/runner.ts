@@ -143,14 +143,14 @@ class EpisodeRun {
     this.admin = admin.token;
     // Revoking others' capabilities and agents is tenant-wide administration: a grant on the tenant itself.
     const onTenant = await this.call('POST', '/v1/grants', admin.token, {
-      grantId: `${this.tenant}.admin.tenant`, principal: { id: 'govbench-root', kind: 'person' }, resource: { kind: 'tenant', id: this.tenant }, role: 'admin', purposes: ['admin'],
+      principal: { id: 'govbench-root', kind: 'person' }, resource: { kind: 'tenant', id: this.tenant }, role: 'admin', purposes: ['admin'],
     });
     if (onTenant.status !== 201) return this.setupError('admin grant on the tenant', onTenant);
     // Administration is decided by Cedar: govbench-root administers the episode's resources, each
     // by its first admin grant (the bootstrap, on the issuer's word).
     for (const resource of this.episode.resources) {
       const reply = await this.call('POST', '/v1/grants', admin.token, {
-        grantId: `${this.tenant}.admin.${resource.kind}.${resource.id}`, principal: { id: 'govbench-root', kind: 'person' }, resource, role: 'admin', purposes: ['admin'],
+        principal: { id: 'govbench-root', kind: 'person' }, resource, role: 'admin', purposes: ['admin'],
       });
       if (reply.status !== 201) return this.setupError(`admin grant on ${resource.kind}:${resource.id}`, reply);
     }
@@ -181,7 +181,7 @@ class EpisodeRun {
       case 'grant': {
         const g = step.grant;
         const reply = await this.call('POST', '/v1/grants', admin, {
-          grantId: `${this.tenant}.${g.key}`, principal: { id: g.principal, kind: g.kind }, resource: g.resource, role: g.role, purposes: g.purposes,
+          principal: { id: g.principal, kind: g.kind }, resource: g.resource, role: g.role, purposes: g.purposes,
           ...(g.restricted ? { restricted: g.restricted } : {}),
           ...(g.notAfterInMs === undefined ? {} : { notAfter: new Date(this.client.now() + g.notAfterInMs).toISOString() }),
         });

@@ -34,8 +34,8 @@ describe('memctl administration', () => {
       '--scope', 'tenant:acme', '--purpose', 'support', '--actions', 'admin,revoke',
     )).trim();
     // carol becomes maple's administrator and the tenant's: each first admin grant, on the issuer's word.
-    await memctl('grant', 'add', '--id', 'g-carol', '--principal', 'carol', '--resource', 'project:maple', '--role', 'admin', '--purposes', 'support');
-    await memctl('grant', 'add', '--id', 'g-carol-acme', '--principal', 'carol', '--resource', 'tenant:acme', '--role', 'admin', '--purposes', 'support');
+    await memctl('grant', 'add', '--principal', 'carol', '--resource', 'project:maple', '--role', 'admin', '--purposes', 'support');
+    await memctl('grant', 'add', '--principal', 'carol', '--resource', 'tenant:acme', '--role', 'admin', '--purposes', 'support');
   }, CLI_TEST_MS);
   afterAll(async () => {
     await rt.close();
@@ -58,11 +58,11 @@ describe('memctl administration', () => {
   }, CLI_TEST_MS);
 
   it('adds and removes grants', async () => {
-    expect(await json('grant', 'add', '--id', 'g-1', '--principal', 'alice', '--resource', 'project:maple', '--role', 'member', '--purposes', 'support'))
-      .toEqual({ grantId: 'g-1', policyRevision: 3 });
-    expect((await rt.state.policies.grant('acme', 'g-1'))?.principal).toEqual({ id: 'alice', kind: 'person' });
-    expect(await json('grant', 'remove', '--id', 'g-1')).toEqual({ policyRevision: 4 });
-    expect(await rt.state.policies.grant('acme', 'g-1')).toBeNull();
+    const added = await json('grant', 'add', '--principal', 'alice', '--resource', 'project:maple', '--role', 'member', '--purposes', 'support') as { grantId: string };
+    expect(added).toEqual({ grantId: expect.any(String), policyRevision: 3 });
+    expect((await rt.state.policies.grant('acme', added.grantId))?.principal).toEqual({ id: 'alice', kind: 'person' });
+    expect(await json('grant', 'remove', '--id', added.grantId)).toEqual({ policyRevision: 4 });
+    expect(await rt.state.policies.grant('acme', added.grantId)).toBeNull();
   }, CLI_TEST_MS);
 
   it('adds and revokes delegations, revokes capabilities and agents, places and releases legal holds', async () => {

@@ -249,19 +249,23 @@ export const governanceSuite = (start: StartRuntime) => describe('two teams shar
     await expectStatus(404, 'GET', '/v1/memories/maple-launch', alice);
   });
 
-  it('rewrites a grant posted again with its id: the new role holds from the next request', async () => {
+  it('never rewrites a grant: a new role is a new grant, and holds from the next request until that grant is removed', async () => {
     const zed = await capability('zed-desk', 'zed', { actions: ['review'] });
-    const post = (role: Role) => rt.api('POST', '/v1/grants', {
-      token: admin, body: { grantId: 'g-zed', principal: { id: 'zed', kind: 'person' }, resource: MAPLE, role, purposes: ['support'] },
-    });
+    const post = async (role: Role) => {
+      const res = await rt.api('POST', '/v1/grants', { token: admin, body: { principal: { id: 'zed', kind: 'person' }, resource: MAPLE, role, purposes: ['support'] } });
+      expect(res.status, res.text).toBe(201);
+      return String(res.body.grantId);
+    };
     // The review queue shows a principal what its role lets it review in maple: nothing for a member.
     const queue = async () => ((await rt.api('GET', '/v1/review/quarantine', { token: zed })).body as { items: unknown[] }).items.length;
-    expect((await post('member')).status).toBe(201);
+    const member = await post('member');
     expect(await queue()).toBe(0);
-    expect((await post('reviewer')).status).toBe(201);
+    const reviewer = await post('reviewer');
+    expect(reviewer).not.toBe(member);
     expect(await queue()).toBeGreaterThan(0);
-    await expectStatus(202, 'DELETE', '/v1/grants/g-zed', admin);
+    await expectStatus(202, 'DELETE', `/v1/grants/${reviewer}`, admin);
     expect(await queue()).toBe(0);
+    await expectStatus(202, 'DELETE', `/v1/grants/${member}`, admin);
   });
 
   it('denies a delegated agent from the first read after its delegation is revoked, also for reads in flight', async () => {
