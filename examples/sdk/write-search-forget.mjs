@@ -3,13 +3,18 @@
 //
 // Plain JavaScript on purpose: it runs unchanged with `node` wherever @gm/client is installed
 // from its tarball (the packed-SDK spec runs this very file), and from the repository with
-//   MEMORY_TOKEN=… node --import tsx examples/sdk/write-search-forget.mjs
+//   MEMORY_URL=http://127.0.0.1:8080 MEMORY_TOKEN=… node --import tsx examples/sdk/write-search-forget.mjs
 // It prints ids and outcomes as one JSON line, never the content.
 // @ts-check
 import { randomUUID } from 'node:crypto';
 import { MemoryClient, readCapability } from '@gm/client';
 
-const baseUrl = process.env.MEMORY_URL ?? 'http://127.0.0.1:8080';
+// No default address: a capability goes only where it was told to (docs/security.md "Where clients send secrets").
+const baseUrl = process.env.MEMORY_URL;
+if (!baseUrl) {
+  process.stderr.write('MEMORY_URL must name the runtime, e.g. http://127.0.0.1:8080 (examples/README.md)\n');
+  process.exit(2);
+}
 // From the environment, never argv: a command line is echoed by pnpm and kept in shell history.
 const token = process.env.MEMORY_TOKEN;
 if (!token) {

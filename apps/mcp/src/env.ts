@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { z } from 'zod';
 import { LIMITS } from '@gm/contracts';
-import { integer, serviceAddress, type ServiceAddress } from '@gm/config';
+import { integer, trustedServiceAddress, type ServiceAddress } from '@gm/config';
 
 const capabilityMinutes = LIMITS.maxCapabilityTtlSeconds / 60;
 
@@ -12,12 +12,16 @@ const capabilityMinutes = LIMITS.maxCapabilityTtlSeconds / 60;
 export const McpEnv = z.object({
   MEMORY_URL: z.url().optional().meta({
     description: 'the governed memory API the tools call, the one address setting memctl reads too',
-    whenUnset: '`MEMORY_API_URL`, else the address of the embedded runtime running on `MEMORY_DATA_DIR`, else `http://127.0.0.1:8080`',
+    whenUnset: '`MEMORY_API_URL`, else the address of the embedded runtime running on `MEMORY_DATA_DIR`, else `http://127.0.0.1:8080` (on `MEMORY_PORT` when set) once the server there proves it is that directory\'s runtime',
   }),
   MEMORY_API_URL: z.url().optional().meta({ description: 'the older name of `MEMORY_URL`, still read; both set must agree' }),
   MEMORY_DATA_DIR: z.string().min(1).optional().meta({
     description: 'the embedded runtime\'s data directory, where the address of the runtime running on it is found when no URL is set',
     whenUnset: 'the repository\'s `.data`, where `pnpm start` keeps it',
+  }),
+  MEMORY_PORT: z.string().regex(/^\d{1,5}$/, 'must be a port number').optional().meta({
+    description: 'the embedded runtime\'s own port setting: with no URL set and no runtime found in `MEMORY_DATA_DIR`, the address tried is `http://127.0.0.1:<MEMORY_PORT>`, proven before any capability is sent',
+    whenUnset: '`8080`',
   }),
   MEMORY_MCP_TRANSPORT: z.enum(['stdio', 'http']).default('stdio').meta({
     description: '`stdio`: one session, with the capability of one of the three variables below; `http`: streamable HTTP on `/mcp`, each session bound to the capability in its `Authorization: Bearer` header',
@@ -47,7 +51,13 @@ export type McpEnv = z.infer<typeof McpEnv>;
 /** Where `pnpm start` keeps its data: `.data` at the repository's root (this file is apps/mcp/src). */
 const REPOSITORY_DATA_DIR = path.resolve(import.meta.dirname, '../../..', '.data');
 
-/** The API's address and the setting that chose it (a failure names both). */
-export function apiUrlOf(env: Pick<McpEnv, 'MEMORY_URL' | 'MEMORY_API_URL' | 'MEMORY_DATA_DIR'>): ServiceAddress {
-  return serviceAddress([['MEMORY_URL', env.MEMORY_URL], ['MEMORY_API_URL', env.MEMORY_API_URL]], path.resolve(env.MEMORY_DATA_DIR ?? REPOSITORY_DATA_DIR));
+/**
+ * The API's address and the setting that chose it (a failure names both). A default address is
+ * proven to be the runtime of the data directory before it is returned (design §9.2), since the
+ * server sends every session's capability there; else UnprovenServiceError.
+ */
+export function apiUrlOf(env: Pick<McpEnv, 'MEMORY_URL' | 'MEMORY_API_URL' | 'MEMORY_DATA_DIR' | 'MEMORY_PORT'>): Promise<ServiceAddress> {
+  return trustedServiceAddress(
+    [['MEMORY_URL', env.MEMORY_URL], ['MEMORY_API_URL', env.MEMORY_API_URL]], path.resolve(env.MEMORY_DATA_DIR ?? REPOSITORY_DATA_DIR), env.MEMORY_PORT,
+  );
 }

@@ -5,6 +5,7 @@
  * session's Authorization header. Diagnostics go to stderr: on stdio, stdout is the protocol.
  */
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { UnprovenServiceError, type ServiceAddress } from '@gm/config';
 import { capabilityCommand, capabilityFile, redactTokens, sessionServer } from './session.ts';
 import { startMcpHttpServer } from './http.ts';
 import { apiUrlOf, McpEnv } from './env.ts';
@@ -15,7 +16,15 @@ if (!parsed.success) {
   process.exit(2);
 }
 const env = parsed.data;
-const api = apiUrlOf(env);
+let api: ServiceAddress;
+try {
+  // Before any capability is had or sent: a default address must first prove it is the runtime.
+  api = await apiUrlOf(env);
+} catch (err) {
+  if (!(err instanceof UnprovenServiceError) && !(err instanceof RangeError)) throw err;
+  process.stderr.write(`mcp: ${err.message}\n`);
+  process.exit(2);
+}
 
 if (env.MEMORY_MCP_TRANSPORT === 'http') {
   const server = await startMcpHttpServer({

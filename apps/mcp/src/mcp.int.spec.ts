@@ -171,8 +171,9 @@ describe('the MCP server (apps/mcp)', () => {
   });
 
   it('exits 2 with one line naming the variable and how its command failed, without a stack or a token', () => {
+    // A configured address: the capability is what fails here, not the check of a default one (design §9.2).
     const start = (env: Record<string, string>) =>
-      spawnSync(process.execPath, [BIN], { cwd: os.tmpdir(), env: { PATH: process.env.PATH ?? '', ...env }, encoding: 'utf8', timeout: 60_000 });
+      spawnSync(process.execPath, [BIN], { cwd: os.tmpdir(), env: { PATH: process.env.PATH ?? '', MEMORY_URL: runtime.url, ...env }, encoding: 'utf8', timeout: 60_000 });
     const token = 'eyJhbGciOiJFZERTQSJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl';
     // As `pnpm memctl …` fails: pnpm's trailer follows the command's own message.
     const failing = start({ MEMORY_CAPABILITY_COMMAND: `echo "running memctl --token ${token}" >&2; echo "fetch failed" >&2; echo "[ELIFECYCLE] Command failed with exit code 3." >&2; exit 3` });

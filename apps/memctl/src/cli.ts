@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { serviceAddress } from '@gm/config';
+import { trustedServiceAddress, UnprovenServiceError, type ServiceAddress } from '@gm/config';
 
 const USAGE = `memctl — command line for governed memory
 
@@ -43,7 +43,8 @@ Administration (a capability with "admin"; see docs/api.md):
   memctl hold remove --id HOLD_ID
 
 Common: --url (MEMORY_URL; else the address of the runtime running on the data directory; else
-        http://127.0.0.1:8080), --token (MEMORY_TOKEN),
+        http://127.0.0.1:8080, or MEMORY_PORT's, once the server there proves it is that directory's
+        runtime — nothing secret is sent before; exit 2 if it cannot), --token (MEMORY_TOKEN),
         --data-dir (MEMORY_DATA_DIR, default .data; where the issuer credential and the running
         runtime's address are read from).`;
 
@@ -81,15 +82,22 @@ const optional = <T>(value: T | undefined, key: string) => (value === undefined 
 
 const dataDirOf = (values: Values): string => path.resolve(values['data-dir'] ?? process.env.MEMORY_DATA_DIR ?? '.data');
 
-/** The service's address, and the setting that chose it: a failure to reach it names both. */
-function serviceUrl(values: Values): { base: string; from: string } {
-  const { url, from } = serviceAddress([['--url', values.url], ['MEMORY_URL', process.env.MEMORY_URL]], dataDirOf(values));
+let address: Promise<ServiceAddress> | undefined;
+
+/**
+ * The service's address, and the setting that chose it: a failure to reach it names both. An
+ * address nobody configured is used only once the server there proved it is the runtime of the
+ * data directory (design §9.2): the issuer credential and capabilities go to no one else.
+ */
+async function serviceUrl(values: Values): Promise<{ base: string; from: string }> {
+  address ??= trustedServiceAddress([['--url', values.url], ['MEMORY_URL', process.env.MEMORY_URL]], dataDirOf(values), process.env.MEMORY_PORT);
+  const { url, from } = await address;
   return { base: url, from };
 }
 
 /** fetch, whose failure to get any answer says where it tried, why, and which setting chose the address. */
 async function reach(values: Values, route: string, init: RequestInit): Promise<Response> {
-  const { base, from } = serviceUrl(values);
+  const { base, from } = await serviceUrl(values);
   try {
     return await fetch(`${base}${route}`, init);
   } catch (err) {
@@ -138,7 +146,7 @@ async function verifyReceiptFile(values: Values, file: string, dataDir: string):
   // Loaded only here: jose and the receipt schema, not the runtime.
   const { verifyReceipt } = await import('@gm/policy/receipts');
   const localKey = path.join(dataDir, 'keys', 'receipt-signing.public.jwk.json');
-  const keySource = values.key ?? (existsSync(localKey) ? localKey : `${serviceUrl(values).base}/v1/receipt-keys`);
+  const keySource = values.key ?? (existsSync(localKey) ? localKey : `${(await serviceUrl(values)).base}/v1/receipt-keys`);
   const text = readFileSync(file, 'utf8').trim();
   // Accepts the bare JWS (receipt get, application/jose) or the JSON answer `{receipt, payload, openings?}`.
   const answer = text.startsWith('{') ? (JSON.parse(text) as { receipt?: unknown; openings?: unknown }) : undefined;
@@ -401,6 +409,11 @@ async function run(argv: string[]): Promise<void> {
 run(process.argv.slice(2)).catch((err: unknown) => {
   if (err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
     process.stderr.write(`${(err as Error).message}\n\n${USAGE}\n`);
+    process.exit(2);
+  }
+  // No runtime proved itself at the default address: one line, what to set, and exit 2 as for a bad setting.
+  if (err instanceof UnprovenServiceError) {
+    process.stderr.write(`memctl: ${err.message}\n`);
     process.exit(2);
   }
   process.stderr.write(`memctl: ${err instanceof Error ? err.message : String(err)}\n`);

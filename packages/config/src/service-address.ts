@@ -1,11 +1,14 @@
 import { existsSync, lstatSync, readFileSync, renameSync, rmSync, writeFileSync, type Stats } from 'node:fs';
 import path from 'node:path';
+import { proveRuntime } from './runtime-proof.ts';
 
 /**
  * Where a client finds the service, decided one way for memctl and the MCP server (docs/agents.md
  * "Where the service is"): an explicit setting first; else the address the embedded runtime
  * running on the data directory wrote there when it started listening; else the default port. The
- * answer names the setting that chose it, so a failure to connect can say what to change.
+ * answer names the setting that chose it, so a failure to connect can say what to change. A
+ * default is where anyone on the host could listen: `trustedServiceAddress` sends nothing secret
+ * there before the server proved it is the runtime of the data directory (runtime-proof.ts).
  */
 export const DEFAULT_SERVICE_URL = 'http://127.0.0.1:8080';
 
@@ -16,6 +19,8 @@ export interface ServiceAddress {
   url: string;
   /** The setting that chose `url`, in words a person can act on. */
   from: string;
+  /** `setting`: configured; `runtime`: the believed address file; `default`: nobody said, so it must be proven. */
+  source: 'setting' | 'runtime' | 'default';
 }
 
 /** The file in the data directory naming the process that holds it (the embedded runtime's lock). */
@@ -101,18 +106,43 @@ export function runningServiceAddress(dataDir: string): ServiceAddress | undefin
   if (!ownedByMe(lstatSync(dataDir, { throwIfNoEntry: false }), 0o022) || !ownedByMe(lstatSync(file, { throwIfNoEntry: false }), 0o077)) return undefined;
   const found = readServiceAddressFile(file);
   if (found === undefined || !loopback(found.url) || lockHolder(dataDir) !== found.pid || !processAlive(found.pid, { mine: true })) return undefined;
-  return { url: found.url, from: `the address the runtime running on ${dataDir} wrote to ${file}` };
+  return { url: found.url, from: `the address the runtime running on ${dataDir} wrote to ${file}`, source: 'runtime' };
 }
 
 /**
  * The precedence, first that is set: `settings` in the order given (e.g. `--url`, `MEMORY_URL`,
- * an older alias), the running runtime's address in `dataDir`, the default.
+ * an older alias), the running runtime's address in `dataDir`, the default: 127.0.0.1 on
+ * `defaultPort` — the runtime's own `MEMORY_PORT` when the caller passes it — else 8080.
  */
-export function serviceAddress(settings: ReadonlyArray<readonly [name: string, value: string | undefined]>, dataDir: string): ServiceAddress {
+export function serviceAddress(
+  settings: ReadonlyArray<readonly [name: string, value: string | undefined]>, dataDir: string, defaultPort?: string,
+): ServiceAddress {
   // A trailing slash would double the one every route starts with.
-  for (const [name, value] of settings) if (value !== undefined && value !== '') return { url: value.replace(/\/+$/, ''), from: name };
-  return runningServiceAddress(dataDir) ?? {
-    url: DEFAULT_SERVICE_URL,
-    from: `the default: no MEMORY_URL, and no runtime running on ${dataDir} (set MEMORY_URL or MEMORY_DATA_DIR)`,
+  for (const [name, value] of settings) if (value !== undefined && value !== '') return { url: value.replace(/\/+$/, ''), from: name, source: 'setting' };
+  const running = runningServiceAddress(dataDir);
+  if (running !== undefined) return running;
+  // 0 asks the runtime for any free port: it names no port a client could try.
+  if (defaultPort === undefined || defaultPort === '' || defaultPort === '0') {
+    return { url: DEFAULT_SERVICE_URL, from: `the default: no MEMORY_URL, and no runtime running on ${dataDir} (set MEMORY_URL or MEMORY_DATA_DIR)`, source: 'default' };
+  }
+  const port = Number(defaultPort);
+  if (!Number.isInteger(port) || port < 1 || port > 65_535) throw new RangeError(`MEMORY_PORT is not a port: "${defaultPort}"`);
+  return {
+    url: `http://127.0.0.1:${port}`,
+    from: `the default on MEMORY_PORT: no MEMORY_URL, and no runtime running on ${dataDir} (set MEMORY_URL or MEMORY_DATA_DIR)`,
+    source: 'default',
   };
+}
+
+/**
+ * `serviceAddress`, safe to send a secret to: a configured address or the believed address file
+ * as they are; a default only once the server there proved it is the runtime of `dataDir`
+ * (design §9.2), else UnprovenServiceError naming why and `setting`, the variable to set.
+ */
+export async function trustedServiceAddress(
+  settings: ReadonlyArray<readonly [name: string, value: string | undefined]>, dataDir: string, defaultPort?: string, setting = 'MEMORY_URL',
+): Promise<ServiceAddress> {
+  const address = serviceAddress(settings, dataDir, defaultPort);
+  if (address.source === 'default') await proveRuntime(address.url, dataDir, setting);
+  return address;
 }

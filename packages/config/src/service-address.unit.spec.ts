@@ -19,14 +19,18 @@ describe('where a client finds the service', () => {
   it('takes the first setting given, then the running runtime’s address, then the default, and names which', () => {
     const dir = dataDir();
     expect(serviceAddress([['--url', undefined], ['MEMORY_URL', undefined]], dir)).toEqual({
-      url: DEFAULT_SERVICE_URL, from: `the default: no MEMORY_URL, and no runtime running on ${dir} (set MEMORY_URL or MEMORY_DATA_DIR)`,
+      url: DEFAULT_SERVICE_URL, from: `the default: no MEMORY_URL, and no runtime running on ${dir} (set MEMORY_URL or MEMORY_DATA_DIR)`, source: 'default',
     });
+    // The runtime's own port setting moves the default, which stays a default (proven before use).
+    expect(serviceAddress([], dir, '9393')).toMatchObject({ url: 'http://127.0.0.1:9393', source: 'default' });
+    expect(serviceAddress([], dir, '0').url).toBe(DEFAULT_SERVICE_URL);
+    expect(() => serviceAddress([], dir, '80a')).toThrow('MEMORY_PORT is not a port: "80a"');
     const forget = writeServiceAddress(dir, 'http://127.0.0.1:9191');
     expect(serviceAddress([['MEMORY_URL', undefined]], dir)).toEqual({
-      url: 'http://127.0.0.1:9191', from: `the address the runtime running on ${dir} wrote to ${path.join(dir, SERVICE_ADDRESS_FILE)}`,
+      url: 'http://127.0.0.1:9191', from: `the address the runtime running on ${dir} wrote to ${path.join(dir, SERVICE_ADDRESS_FILE)}`, source: 'runtime',
     });
     expect(serviceAddress([['--url', undefined], ['MEMORY_URL', 'http://10.0.0.1:1/'], ['MEMORY_API_URL', 'http://x:2']], dir))
-      .toEqual({ url: 'http://10.0.0.1:1', from: 'MEMORY_URL' });
+      .toEqual({ url: 'http://10.0.0.1:1', from: 'MEMORY_URL', source: 'setting' });
     expect(serviceAddress([['--url', ''], ['MEMORY_URL', undefined]], dir).from).toContain('the address the runtime running on');
     forget();
     expect(existsSync(path.join(dir, SERVICE_ADDRESS_FILE))).toBe(false);

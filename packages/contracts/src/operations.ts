@@ -35,7 +35,7 @@ export type ResourceOf =
   | 'partitions' | 'record' | 'history' | 'subject' | 'packet' | 'command' | 'job' | 'jobs' | 'grant' | 'delegation' | 'capability' | 'tenant';
 
 export type Guard =
-  /** No credential: health, metrics, the documents, the receipt keys, the console's static files. */
+  /** No credential: health, metrics, the documents, the receipt keys, the runtime's proof, the console's static files. */
   | { auth: 'public' }
   /** The issuer credential (only capability issue). */
   | { auth: 'issuer' }
@@ -67,6 +67,7 @@ export const OPERATIONS = {
   'GET /v1/deletion-jobs/{id}': cap(['request_delete', 'admin'], 'job'),
   'GET /v1/deletion-jobs/{id}/receipt': cap(['request_delete', 'admin'], 'job'),
   'GET /v1/receipt-keys': PUBLIC,
+  'GET /v1/runtime-proof': PUBLIC,
   'POST /v1/grants': cap(['admin'], 'grant'),
   'DELETE /v1/grants/{id}': cap(['admin'], 'grant'),
   'POST /v1/delegations': cap(ANY_ACTION, 'delegation'),

@@ -11,6 +11,7 @@ import { allowedMethods } from './allowed-methods.ts';
 import { answerWithin } from './answer-deadline.ts';
 import { problemOf } from './problem.ts';
 import { capabilityRoutes } from './routes/capabilities.ts';
+import { runtimeProofRoutes } from './routes/runtime-proof.ts';
 import { deletionRoutes } from './routes/deletion.ts';
 import { healthRoutes } from './routes/health.ts';
 import { memoryRoutes } from './routes/memories.ts';
@@ -120,6 +121,7 @@ export async function buildApp(deps: BrokerDeps): Promise<FastifyInstance> {
 
   healthRoutes(app, deps);
   capabilityRoutes(app, deps);
+  runtimeProofRoutes(app, deps);
   memoryRoutes(app, deps);
   commandRoutes(app, deps);
   searchRoutes(app, deps);

@@ -24,9 +24,9 @@ describe('the authorization table (design §9.1)', () => {
     expect(extra).toEqual([]);
   });
 
-  it('asks for a capability on every /v1 operation but capability issue and the public receipt keys', () => {
+  it('asks for a capability on every /v1 operation but capability issue, the public receipt keys and the runtime\'s proof', () => {
     const open = Object.entries(OPERATIONS).filter(([k, g]) => k.includes(' /v1/') && g.auth !== 'capability').map(([k]) => k);
-    expect(open.sort()).toEqual(['GET /v1/receipt-keys', 'POST /v1/capabilities']);
+    expect(open.sort()).toEqual(['GET /v1/receipt-keys', 'GET /v1/runtime-proof', 'POST /v1/capabilities']);
   });
 
   it('maps Fastify route paths onto the table\'s, so the hook finds each route\'s declaration', () => {

@@ -1,4 +1,5 @@
 import type { Bus } from '@gm/bus';
+import type { RuntimeProver } from '@gm/config';
 import type { Clock, PrincipalKind, ResourceRef } from '@gm/contracts';
 import type { Logger, Metrics } from '@gm/observability';
 import type { CapabilityIssuer, CapabilityVerifier, PolicyDecisionPoint } from '@gm/policy';
@@ -42,6 +43,8 @@ export interface BrokerDeps {
   verifier: CapabilityVerifier;
   issuer: CapabilityIssuer;
   issuerCredential: string;
+  /** Signs the runtime's proof of who it is (routes/runtime-proof.ts), with the capability signing key. */
+  prover: RuntimeProver;
   gateway: CommandGateway;
   /** Refuses asynchronous writes while the pipeline is too far behind (backlog.ts). */
   backlog: PipelineBacklog;

@@ -6,6 +6,7 @@ import {
   ReceiptPublicKey, ReceiptResponse, RecordHistory, RejectRequest, SearchRequest, SubjectSummaries, VersionedRequest, WriteMemoryBatchItem,
   WriteMemoryBatchResponse, WriteMemoryRequest, guardOf, type ResourceOf,
 } from '@gm/contracts';
+import { RUNTIME_PROOF_PATH, RuntimeProof, RuntimeProofNonce } from '@gm/config';
 import { API_REFERENCE_PATH } from './api-reference.ts';
 import { documentPath } from './authorization.ts';
 import { EXAMPLES, type ExampleName } from './openapi-examples.ts';
@@ -35,7 +36,7 @@ const SCHEMAS = {
   PacketValidation, SubjectSummaries, DeletionAccepted, DeletionJob, DeletionJobList, ReceiptResponse, ReceiptKeys: z.object({ keys: z.array(ReceiptPublicKey) }), OpsOverview,
   QuarantinedMemories: z.object({ items: z.array(MemoryRecord) }), AddGrantRequest, GrantCreatedResponse, AddDelegationRequest,
   DelegationCreatedResponse, PolicyActionRequest, PolicyRevisionResponse, PlaceLegalHoldRequest, LegalHoldCreatedResponse,
-  LegalHolds: z.object({ items: z.array(LegalHold) }), Problem,
+  LegalHolds: z.object({ items: z.array(LegalHold) }), Problem, RuntimeProof,
   Liveness: z.object({ status: z.literal('ok') }), Readiness: z.object({ status: z.enum(['ready', 'not_ready']) }),
 } satisfies Record<string, z.ZodType>;
 type SchemaName = keyof typeof SCHEMAS;
@@ -441,6 +442,16 @@ const PATHS: Record<string, Partial<Record<'get' | 'post' | 'delete', Operation>
       operationId: 'listReceiptKeys', tag: 'deletion', summary: 'Public keys (JWKS) that sign deletion receipts; no capability needed',
       responses: answer('200', { schema: 'ReceiptKeys', description: 'every key that signed receipts here' }),
       failures: SERVED,
+    },
+  },
+  [RUNTIME_PROOF_PATH]: {
+    get: {
+      operationId: 'proveRuntime', tag: 'capabilities',
+      summary: 'The runtime signs a client\'s nonce, so a client that found no configured address can check, before it sends a credential, that it reached the runtime of its data directory; no capability needed',
+      description: 'Ed25519 with the capability signing key (its public half is `keys/capability-signing.public.jwk.json` in the data directory) over the UTF-8 bytes `governed-memory runtime proof v1\\n<address>\\n<nonce>\\n`, where `address` is the host and port the connection reached. Design §9.2.',
+      parameters: [{ name: 'nonce', in: 'query', required: true, schema: jsonSchema(RuntimeProofNonce), description: '32 fresh random bytes, base64url' }],
+      responses: answer('200', { schema: 'RuntimeProof', description: 'the signature, and the address it was given for' }),
+      failures: [{ status: STATUS_OF.MEM_VALIDATION, code: 'MEM_VALIDATION', when: 'no nonce, a nonce that is not 32 bytes in base64url, or another query parameter' }, INTERNAL],
     },
   },
   '/v1/grants': {

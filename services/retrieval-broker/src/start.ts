@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Bus } from '@gm/bus';
 import type { Clock, CommandReply, ServiceHandle } from '@gm/contracts';
+import { RuntimeProver } from '@gm/config';
 import type { Logger, Metrics } from '@gm/observability';
 import { CapabilityIssuer, type CompiledPolicySet, type SigningKeyPair } from '@gm/policy';
 import type { SearchIndex, SummaryStore } from '@gm/search-index';
@@ -100,6 +101,7 @@ export async function startRetrievalBroker(o: RetrievalBrokerOptions): Promise<R
     verifier,
     issuer: await CapabilityIssuer.create(o.signing.privateJwk, o.issuerName),
     issuerCredential: o.issuerCredential,
+    prover: new RuntimeProver(o.signing.privateJwk),
     tokens: new ConsistencyTokens(o.issuerCredential),
     backlog: new PipelineBacklog(o.bus, o.config.asyncBacklogLimit),
     config: o.config,
