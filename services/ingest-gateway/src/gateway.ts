@@ -6,9 +6,9 @@
  * gateway's offsets, so a crash admits a request once or not at all. Its one result follows on
  * memory.ingest.results: the gateway's rejection, or write-admission's decision.
  */
-import { withMessageContext, type BatchHandler, type Bus, type ConsumedMessage, type OutgoingMessage } from '@gm/bus';
+import { deadLetterOf, withMessageContext, type BatchHandler, type Bus, type ConsumedMessage, type OutgoingMessage } from '@gm/bus';
 import {
-  CONSUMER_GROUPS, GovernedMemoryError, INGEST_CAPABILITY_HEADER, Id, OPERATIONS, TOPICS, dlqTopic, isDependencyOutage, isGovernedMemoryError, subjectKey,
+  CONSUMER_GROUPS, GovernedMemoryError, INGEST_CAPABILITY_HEADER, Id, OPERATIONS, TOPICS, isDependencyOutage, isGovernedMemoryError, subjectKey,
   type CapabilityClaims, type IngestResult, type ServiceHandle,
 } from '@gm/contracts';
 import type { Logger, Metrics } from '@gm/observability';
@@ -125,15 +125,12 @@ async function verified(deps: IngestGatewayDeps, token: string): Promise<Capabil
   }
 }
 
-/** A message that cannot be answered goes to memory.ingest.dlq with where it came from and why. */
+/**
+ * A message that cannot be answered goes to memory.ingest.dlq with where it came from and why,
+ * bounded so that it is always writable (deadLetterOf: 300 KB of control characters is 1.8 MB
+ * of JSON, which the broker refused, and the partition waited on it for good). None of its
+ * headers travel on: the capability is a credential.
+ */
 function deadLetter(message: ConsumedMessage, error: string): OutgoingMessage {
-  return {
-    topic: dlqTopic(message.topic),
-    key: message.key,
-    value: message.value,
-    headers: {
-      'dlq.topic': message.topic, 'dlq.partition': String(message.partition), 'dlq.offset': String(message.offset),
-      'dlq.error': error, 'dlq.attempts': '1', 'dlq.group': INGEST_GATEWAY_GROUP,
-    },
-  };
+  return deadLetterOf(message, INGEST_GATEWAY_GROUP, error, 1, { copyHeaders: false });
 }
