@@ -35,6 +35,7 @@ const Envelope = z.looseObject({ requestId: Id });
 /** A request the gateway can answer, waiting for its capability's group to be admitted. */
 interface Pending {
   at: number;
+  message: ConsumedMessage;
   requestId: string;
   item: Record<string, unknown>;
 }
@@ -74,12 +75,19 @@ export function ingestHandler(deps: IngestGatewayDeps): BatchHandler {
       const token = message.headers[INGEST_CAPABILITY_HEADER] ?? '';
       const group = byCapability.get(token) ?? [];
       if (group.length === 0) byCapability.set(token, group);
-      group.push({ at, requestId, item });
+      group.push({ at, message, requestId, item });
     });
     for (const [token, pending] of byCapability) {
       const claims = await verified(deps, token);
       if (claims instanceof GovernedMemoryError) {
-        for (const p of pending) answers[p.at] = [rejected(p.requestId, claims)];
+        // No verified writer, so no result: a result keyed by a requestId anyone may choose let
+        // a producer without any capability answer another's request first (docs/security.md).
+        // Dead-lettered and counted by code instead.
+        for (const p of pending) {
+          counts.push({ outcome: 'rejected', code: claims.code });
+          answers[p.at] = [deadLetter(p.message, `${claims.code}: ${claims.message}`)];
+          deadLettered += 1;
+        }
         continue;
       }
       const partitions = await deps.pdp.authorizedPartitions({ claims, action: GUARD.actions[0] });

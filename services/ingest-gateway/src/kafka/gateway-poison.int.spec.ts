@@ -36,7 +36,8 @@ const POISON: Array<[string, () => Buffer]> = [
 
 describe('ingest-gateway on Kafka: poison messages', () => {
   const topicPrefix = `gm-spec-${randomUUID().slice(0, 8)}.`;
-  const results = new Map<string, IngestResult>();
+  /** Every result seen, per requestId, in the order of the results topic (one partition). */
+  const results = new Map<string, IngestResult[]>();
   const waiting = new Map<string, (result: IngestResult) => void>();
   let fx: EmbeddedFixture;
   let bus: Bus;
@@ -44,10 +45,12 @@ describe('ingest-gateway on Kafka: poison messages', () => {
   let resultsSub: Subscription;
   let services: ServiceHandle[] = [];
   let token: string;
+  let forged: string;
   const metrics = createMetrics();
 
+  /** The first result of a request, once it arrives. */
   const resultOf = (requestId: string): Promise<IngestResult> => {
-    const seen = results.get(requestId);
+    const [seen] = results.get(requestId) ?? [];
     return seen !== undefined ? Promise.resolve(seen) : new Promise((resolve) => waiting.set(requestId, resolve));
   };
 
@@ -65,6 +68,10 @@ describe('ingest-gateway on Kafka: poison messages', () => {
     ({ token } = await issuer.issue({
       tenant: 'acme', agentId: 'scribe', principal: { id: 'person-ana', kind: 'person' }, scopes: [maple], purpose: 'support', actions: ['write'],
     }, fx.clock.now(), await fx.state.policyRevisions.current('acme')));
+    const forger = await CapabilityIssuer.create((await generateSigningKeyPair()).privateJwk, ISSUER);
+    ({ token: forged } = await forger.issue({
+      tenant: 'acme', agentId: 'scribe', principal: { id: 'person-ana', kind: 'person' }, scopes: [maple], purpose: 'support', actions: ['write'],
+    }, fx.clock.now(), await fx.state.policyRevisions.current('acme')));
     const log = createLogger({ name: 'spec', level: 'silent' });
     const { pdp, verifier } = await edgeAuthority({ state: fx.state, clock: fx.clock, policySet: loadPolicySet(), publicJwk: keys.publicJwk, issuerName: ISSUER });
     services = [
@@ -78,7 +85,7 @@ describe('ingest-gateway on Kafka: poison messages', () => {
       groupId: `results-${randomUUID()}`, topics: [TOPICS.ingestResults], sends: false, transient: true,
       handler: async (message) => {
         const result = IngestResult.parse(message.value);
-        results.set(result.requestId, result);
+        results.set(result.requestId, [...(results.get(result.requestId) ?? []), result]);
         waiting.get(result.requestId)?.(result);
       },
     });
@@ -123,5 +130,32 @@ describe('ingest-gateway on Kafka: poison messages', () => {
     expect(letter?.headers).not.toHaveProperty('capability');
     const bytes = Buffer.byteLength(JSON.stringify(letter?.value)) + Object.entries(letter?.headers ?? {}).reduce((n, [k, v]) => n + k.length + v.length, 0);
     expect(bytes).toBeLessThan(BROKER_LIMIT);
+  });
+
+  it('answers nobody\'s request from a message without a valid capability: produced first under the victim\'s requestId, it is dead-lettered', async () => {
+    const requestId = `victim-${randomUUID()}`;
+    const body = {
+      requestId, subjectId: 'cust-7', resource: maple, kind: 'fact', trust: 'trusted', content: 'Customer 7 prefers email',
+      provenance: [{ source: 'tool', eventId: 'spec-2', observedAt: '2026-11-30T07:59:00.000Z' }],
+    };
+    const topic = `${topicPrefix}${TOPICS.ingest}`;
+    const [spoof] = await producer.send({
+      topic, acks: -1,
+      messages: [
+        { key: 'attacker', value: JSON.stringify({ ...body, content: 'spoofed' }), partition: 0 },
+        { key: 'attacker', value: JSON.stringify({ ...body, content: 'spoofed' }), headers: { capability: forged }, partition: 0 },
+      ],
+    });
+    await producer.send({ topic, acks: -1, messages: [{ key: 'cust-7', value: JSON.stringify(body), headers: { capability: token }, partition: 0 }] });
+    // The results topic has one partition: a result of the spoofs would come before the victim's.
+    expect(await resultOf(requestId)).toMatchObject({ requestId, outcome: 'accepted' });
+    expect(results.get(requestId)).toHaveLength(1);
+    const first = Number(spoof?.baseOffset);
+    const dead = [];
+    for await (const message of bus.readAll(`${TOPICS.ingest}.dlq`)) {
+      const offset = Number(message.headers['dlq.offset']);
+      if (offset === first || offset === first + 1) dead.push(message.headers['dlq.error']?.split(':')[0]);
+    }
+    expect(dead).toEqual(['CAP_MISSING', 'CAP_INVALID']);
   });
 });
