@@ -7,7 +7,7 @@ import { defineConfig } from 'vitest/config';
 const GOVBENCH_SUITES = 'test/govbench/**/*.spec.ts';
 
 /** Suites of the real engines' adapters and of the distributed runtime. */
-const ENGINE_SUITES = ['packages/*/src/{kafka,redis,elasticsearch}/**/*.spec.ts', 'test/distributed/**/*.spec.ts'];
+const ENGINE_SUITES = ['packages/*/src/{kafka,redis,elasticsearch}/**/*.spec.ts', 'services/*/src/kafka/**/*.spec.ts', 'test/distributed/**/*.spec.ts'];
 
 export default defineConfig({
   test: {

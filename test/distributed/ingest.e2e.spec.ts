@@ -75,7 +75,7 @@ describe('memory.ingest on the distributed runtime', () => {
     expect(read.body).toMatchObject({ id: 'ingested-1', content: 'Customer 42 prefers email over phone calls' });
   });
 
-  it('rejects forged, expired and revoked capabilities per message, never admitting their writes', async () => {
+  it('dead-letters the requests of forged, expired and revoked capabilities, answering and admitting none of them', async () => {
     const valid = await issue();
     const revoked = await issue('ingest-revoked');
     const jti = (JSON.parse(Buffer.from(revoked.split('.')[1] ?? '', 'base64url').toString('utf8')) as { jti: string }).jti;
@@ -90,12 +90,26 @@ describe('memory.ingest on the distributed runtime', () => {
     const claims = JSON.parse(Buffer.from(payload ?? '', 'base64url').toString('utf8')) as Record<string, unknown>;
     const forged = [header, Buffer.from(JSON.stringify({ ...claims, tenant: 'globex' })).toString('base64url'), signature].join('.');
 
-    const outcomes = new Map<string, IngestResult[]>();
-    for (const [name, capability] of [['forged', forged], ['expired', expired], ['revoked', revoked], ['valid', valid]] as const) {
-      for (const [id, results] of await ingest(capability, [request(`cap-${name}`, { id: `cap-${name}`, subjectId: 'ing-cap' })])) outcomes.set(id, results);
+    // Without a verified writer nothing is answered (anyone could have chosen the requestId): the
+    // three go to memory.ingest.dlq, produced before the valid request, which is answered.
+    for (const [name, capability] of [['forged', forged], ['expired', expired], ['revoked', revoked]] as const) {
+      const producer = await openIngestProducer({ ...connection(), capability });
+      await producer.send([request(`cap-${name}`, { id: `cap-${name}`, subjectId: 'ing-cap' })]);
+      await producer.close();
     }
-    const codes = Object.fromEntries([...outcomes].map(([id, [r]]) => [id, r?.outcome === 'rejected' ? r.code : r?.outcome]));
-    expect(codes).toEqual({ 'cap-forged': 'CAP_INVALID', 'cap-expired': 'CAP_EXPIRED', 'cap-revoked': 'CAP_REVOKED', 'cap-valid': 'accepted' });
+    const outcomes = await ingest(valid, [request('cap-valid', { id: 'cap-valid', subjectId: 'ing-cap' })]);
+    expect(outcomes.get('cap-valid')).toEqual([expect.objectContaining({ outcome: 'accepted' })]);
+    const reader = createKafkaBus({ brokers: connection().brokers, clientId: 'ingest-spec-dlq', topicPrefix: `${namespace}.` });
+    const dead = new Map<string, string | undefined>();
+    try {
+      for await (const m of reader.readAll(`${TOPICS.ingest}.dlq`)) {
+        const requestId = (m.value as { requestId?: unknown } | null)?.requestId;
+        if (typeof requestId === 'string' && requestId.startsWith('cap-')) dead.set(requestId, m.headers['dlq.error']?.split(':')[0]);
+      }
+    } finally {
+      await reader.close();
+    }
+    expect(Object.fromEntries(dead)).toEqual({ 'cap-forged': 'CAP_INVALID', 'cap-expired': 'CAP_EXPIRED', 'cap-revoked': 'CAP_REVOKED' });
     const written = await writtenIds();
     expect(['cap-forged', 'cap-expired', 'cap-revoked'].filter((id) => written.has(id))).toEqual([]);
     expect(written.get('cap-valid')).toBe(1);

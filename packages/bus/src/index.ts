@@ -1,4 +1,5 @@
 export * from './port.ts';
+export { deadLetterOf, DEAD_LETTER_VALUE_BYTES, MAX_MESSAGE_BYTES } from './messages.ts';
 export type { BusLogger } from './bus-logger.ts';
 export { createSqliteBus, type SqliteBusOptions } from './embedded/sqlite-bus.ts';
 export { partitionForKey, murmur2 } from './partitioner.ts';

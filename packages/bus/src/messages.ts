@@ -1,5 +1,14 @@
-import { GovernedMemoryError } from '@gm/contracts';
+import { GovernedMemoryError, INGEST_CAPABILITY_HEADER } from '@gm/contracts';
 import type { ConsumedMessage, OutgoingMessage, SubscribeOptions } from './port.ts';
+
+/**
+ * The most one message may weigh (key, value and headers, in UTF-8 bytes): Kafka refuses a
+ * record batch over the broker's 1 MiB `message.max.bytes`, and a record needs room for its
+ * batch's own overhead. Both adapters refuse a bigger message when it is sent (MEM_VALIDATION),
+ * so a handler's oversized send fails its attempt — retried, then dead-lettered — instead of a
+ * commit the broker refuses again on every retry.
+ */
+export const MAX_MESSAGE_BYTES = 1_000_000;
 
 /** An outgoing message checked and JSON-encoded once, as both adapters store it. */
 export interface EncodedMessage {
@@ -28,25 +37,96 @@ export function encodeMessage(m: OutgoingMessage, index = 0): EncodedMessage {
     if (typeof headerValue !== 'string') throw invalid(`header "${name}" is not a string`);
     headers[name] = headerValue;
   }
-  return { topic: m.topic, key: m.key, value, headers };
+  const encoded = { topic: m.topic, key: m.key, value, headers };
+  const bytes = messageBytes(encoded);
+  if (bytes > MAX_MESSAGE_BYTES) throw invalid(`${bytes} bytes encoded, over the limit of ${MAX_MESSAGE_BYTES} for one message`);
+  return encoded;
 }
 
-/** The dead letter of a message: same key and value, its headers plus where and why it failed. */
-export function deadLetterOf(message: ConsumedMessage, groupId: string, error: string, attempts: number): OutgoingMessage {
+/** What an encoded message weighs on the wire: key, value and headers in UTF-8 bytes. */
+export function messageBytes(m: Pick<EncodedMessage, 'key' | 'value' | 'headers'>): number {
+  let bytes = Buffer.byteLength(m.key) + Buffer.byteLength(m.value);
+  for (const [name, value] of Object.entries(m.headers)) bytes += Buffer.byteLength(name) + Buffer.byteLength(value);
+  return bytes;
+}
+
+/**
+ * Bounds of a dead letter, far below MAX_MESSAGE_BYTES together: a dead letter must always be
+ * writable, whatever the poison message held. A value whose JSON is up to DEAD_LETTER_VALUE_BYTES
+ * is kept as it is (it can be replayed); a bigger one — 300 KB of control characters is 1.8 MB of
+ * JSON escapes — is replaced by an excerpt of its start, and the headers say so.
+ */
+export const DEAD_LETTER_VALUE_BYTES = 256 * 1024;
+const EXCERPT_BYTES = 16 * 1024;
+/** An original header longer than this is not copied (a dead letter names how many were left out). */
+const DEAD_LETTER_HEADER_BYTES = 4 * 1024;
+const DEAD_LETTER_HEADERS_BYTES = 16 * 1024;
+const DEAD_LETTER_ERROR_CHARS = 1024;
+const DEAD_LETTER_KEY_CHARS = 1024;
+/**
+ * Headers that hold a credential (a memory.ingest message's capability): never copied to a dead
+ * letter, which every reader of `<topic>.dlq` sees (docs/ingest.md, docs/security.md).
+ */
+const CREDENTIAL_HEADERS: ReadonlySet<string> = new Set([INGEST_CAPABILITY_HEADER]);
+
+/**
+ * The dead letter of a message: its key, its value (or an excerpt, see DEAD_LETTER_VALUE_BYTES),
+ * its headers but credentials, plus where and why it failed — always under MAX_MESSAGE_BYTES.
+ * `copyHeaders: false` copies none of the original's headers.
+ */
+export function deadLetterOf(
+  message: ConsumedMessage, groupId: string, error: string, attempts: number, { copyHeaders = true }: { copyHeaders?: boolean } = {},
+): OutgoingMessage {
+  const headers: Record<string, string> = {};
+  let headerBytes = 0;
+  let dropped = 0;
+  for (const [name, value] of Object.entries(copyHeaders ? message.headers : {})) {
+    if (CREDENTIAL_HEADERS.has(name) || name.startsWith('dlq.')) continue;
+    const bytes = Buffer.byteLength(name) + Buffer.byteLength(value);
+    if (bytes > DEAD_LETTER_HEADER_BYTES || headerBytes + bytes > DEAD_LETTER_HEADERS_BYTES) {
+      dropped += 1;
+      continue;
+    }
+    headers[name] = value;
+    headerBytes += bytes;
+  }
+  const { value, excerpt } = boundedValue(message.value);
   return {
     topic: `${message.topic}.dlq`,
-    key: message.key,
-    value: message.value,
+    key: message.key.length > DEAD_LETTER_KEY_CHARS ? message.key.slice(0, DEAD_LETTER_KEY_CHARS) : message.key,
+    value,
     headers: {
-      ...message.headers,
+      ...headers,
       'dlq.topic': message.topic,
       'dlq.partition': String(message.partition),
       'dlq.offset': String(message.offset),
-      'dlq.error': error,
+      'dlq.error': error.length > DEAD_LETTER_ERROR_CHARS ? `${error.slice(0, DEAD_LETTER_ERROR_CHARS)}…` : error,
       'dlq.attempts': String(attempts),
       'dlq.group': groupId,
+      ...(excerpt === undefined ? {} : { 'dlq.excerpt': 'true', 'dlq.value-length': String(excerpt.length) }),
+      ...(dropped > 0 ? { 'dlq.headers-dropped': String(dropped) } : {}),
+      ...(message.key.length > DEAD_LETTER_KEY_CHARS ? { 'dlq.key-length': String(message.key.length) } : {}),
     },
   };
+}
+
+/**
+ * The value itself when its JSON fits DEAD_LETTER_VALUE_BYTES; else the start of its text (the
+ * string itself, or its JSON) cut to EXCERPT_BYTES of JSON, with the text's full length.
+ */
+function boundedValue(value: unknown): { value: unknown; excerpt?: { length: number } } {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(value);
+  } catch {
+    text = undefined;
+  }
+  if (text !== undefined && Buffer.byteLength(text) <= DEAD_LETTER_VALUE_BYTES) return { value };
+  const whole = typeof value === 'string' ? value : (text ?? '');
+  let cut = whole.slice(0, EXCERPT_BYTES);
+  // Escapes make JSON up to six bytes a character: halved until the excerpt's JSON fits.
+  while (Buffer.byteLength(JSON.stringify(cut)) > EXCERPT_BYTES) cut = cut.slice(0, Math.floor(cut.length / 2));
+  return { value: cut.isWellFormed() ? cut : cut.toWellFormed(), excerpt: { length: whole.length } };
 }
 
 /** Messages of one batch handler call by default, and at most (SubscriptionSettings.maxBatchMessages). */

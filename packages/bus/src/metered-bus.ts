@@ -6,7 +6,8 @@ import type { Bus } from './port.ts';
  * The bus, with the consumer lag of every group subscribed through it on /metrics
  * (`gm_consumer_lag{group,topic,partition}`: the log's end minus the group's committed offset,
  * read from the log at each scrape), and the messages its handlers dead-lettered
- * (`gm_dead_letters_total{topic}`). What SREs watch while they add or remove instances.
+ * (`gm_dead_letters_total{topic}`) or skipped because not even their dead letter could be written
+ * (`gm_dead_letters_dropped_total{topic}`). What SREs watch while they add or remove instances.
  */
 export function meteredBus(bus: Bus, metrics: Metrics): Bus {
   const watched = new Map<string, Set<string>>();
@@ -21,13 +22,21 @@ export function meteredBus(bus: Bus, metrics: Metrics): Bus {
   });
   const subscribe: Bus['subscribe'] = async (options) => {
     // Every topic it reads starts at 0 dead letters: the alert on their increase then sees the first (docs/deploy.md#alerts).
-    for (const topic of options.topics) metrics.deadLetters.inc({ topic }, 0);
+    for (const topic of options.topics) {
+      metrics.deadLetters.inc({ topic }, 0);
+      metrics.deadLettersDropped.inc({ topic }, 0);
+    }
     const counted = options.onDeadLettered;
+    const dropped = options.onDeadLetterDropped;
     const subscription = await bus.subscribe({
       ...options,
       onDeadLettered: (message) => {
         metrics.deadLetters.inc({ topic: message.topic });
         counted?.(message);
+      },
+      onDeadLetterDropped: (message) => {
+        metrics.deadLettersDropped.inc({ topic: message.topic });
+        dropped?.(message);
       },
     });
     const topics = watched.get(options.groupId) ?? new Set<string>();

@@ -150,6 +150,12 @@ export interface SubscriptionSettings {
    * handler's own dead letters): what `gm_dead_letters_total` counts (meteredBus).
    */
   onDeadLettered?: (message: ConsumedMessage) => void;
+  /**
+   * Called once a message was skipped because its dead letter could not be written either (the
+   * broker refused it a few times over): what `gm_dead_letters_dropped_total` counts. Dead letters
+   * are bounded (deadLetterOf), so this takes a topic configured below the bus's own bounds.
+   */
+  onDeadLetterDropped?: (message: ConsumedMessage) => void;
 }
 
 /**

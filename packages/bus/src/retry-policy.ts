@@ -23,13 +23,15 @@ export class RetryPolicy {
   readonly retryBackoffMs: number;
   private readonly groupId: string;
   private readonly onDeadLettered: SubscribeOptions['onDeadLettered'];
+  private readonly onDeadLetterDropped: SubscribeOptions['onDeadLetterDropped'];
 
   constructor(
-    options: Pick<SubscribeOptions, 'groupId' | 'maxAttempts' | 'retryBackoffMs' | 'onDeadLettered'>,
+    options: Pick<SubscribeOptions, 'groupId' | 'maxAttempts' | 'retryBackoffMs' | 'onDeadLettered' | 'onDeadLetterDropped'>,
     private readonly deps: RetryDeps,
   ) {
     this.groupId = options.groupId;
     this.onDeadLettered = options.onDeadLettered;
+    this.onDeadLetterDropped = options.onDeadLetterDropped;
     this.maxAttempts = options.maxAttempts ?? 5;
     this.retryBackoffMs = options.retryBackoffMs ?? 50;
   }
@@ -59,5 +61,17 @@ export class RetryPolicy {
       'bus message dead-lettered',
     );
     this.onDeadLettered?.(message);
+  }
+
+  /**
+   * Reports a message skipped because the broker refused its dead letter too: an ALERT, with its
+   * coordinates and the refusal only — never its value, key or headers (design §10).
+   */
+  deadLetterDropped(message: ConsumedMessage, attempts: number, refusal: unknown): void {
+    this.deps.logger.warn(
+      { groupId: this.groupId, topic: message.topic, partition: message.partition, offset: message.offset, attempts, err: errorMessage(refusal) },
+      'ALERT bus dead letter refused by the broker; the message was skipped unrecorded',
+    );
+    this.onDeadLetterDropped?.(message);
   }
 }

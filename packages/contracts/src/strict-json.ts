@@ -4,9 +4,15 @@
  * U+FFFD), an escaped lone surrogate (no Unicode text holds it; stored, it becomes U+FFFD), a key
  * named twice (the last one wins: `"trust":"untrusted","trust":"trusted"`), and keys that reach
  * an object prototype. The HTTP edge and the Kafka codec (memory.ingest) both read with this.
+ * JSON nested deeper than MAX_JSON_DEPTH is refused before it is parsed: every walk of a parsed
+ * value (this file's own, zod's, JSON.stringify's) recurses, and 10,000 levels — 20 KB of
+ * brackets — overflowed the stack in each, so one message stopped its consumer for good.
  */
 
-export type StrictJsonRefusal = 'not_utf8' | 'not_json' | 'lone_surrogate' | 'duplicate_key' | 'prototype_key';
+export type StrictJsonRefusal = 'not_utf8' | 'not_json' | 'too_deep' | 'lone_surrogate' | 'duplicate_key' | 'prototype_key';
+
+/** Deeper than any body of the API or any message of ours nests (a record is a few levels). */
+export const MAX_JSON_DEPTH = 128;
 
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
 
@@ -23,6 +29,7 @@ export function readStrictJson(bytes: Uint8Array): { value: unknown } | { refuse
 
 /** The same for text already decoded as UTF-8. */
 export function readStrictJsonText(text: string): { value: unknown } | { refused: StrictJsonRefusal } {
+  if (nestsDeeperThan(text, MAX_JSON_DEPTH)) return { refused: 'too_deep' };
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -33,6 +40,27 @@ export function readStrictJsonText(text: string): { value: unknown } | { refused
   const suspicious = suspiciousKey(text);
   if (suspicious !== undefined) return { refused: suspicious.kind === 'duplicate' ? 'duplicate_key' : 'prototype_key' };
   return { value };
+}
+
+/** Whether the text opens more than `limit` arrays and objects inside each other (strings skipped, escapes included). */
+function nestsDeeperThan(text: string, limit: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i += 1) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i += 1; // a backslash: the next character is escaped
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) {
+      inString = true;
+    } else if (c === 0x5b || c === 0x7b) {
+      depth += 1;
+      if (depth > limit) return true;
+    } else if (c === 0x5d || c === 0x7d) {
+      depth -= 1;
+    }
+  }
+  return false;
 }
 
 /** Whether every string of a parsed value, keys included, is well-formed UTF-16 (no lone surrogate). */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { readStrictJson, suspiciousKey } from './strict-json.ts';
+import { MAX_JSON_DEPTH, readStrictJson, suspiciousKey } from './strict-json.ts';
 
 describe('suspiciousKey', () => {
   it('finds a key named twice in any object, at any depth, also through an escape', () => {
@@ -29,6 +29,15 @@ describe('readStrictJson', () => {
     expect(read('{"content":"Café","n":[1,{"a":null}]}')).toEqual({ value: { content: 'Café', n: [1, { a: null }] } });
     // A surrogate pair escaped is one character, and well-formed.
     expect(read('{"c":"\\ud83d\\ude00"}')).toEqual({ value: { c: '😀' } });
+  });
+
+  it('refuses JSON nested deeper than MAX_JSON_DEPTH before parsing it, so no walk of it overflows the stack', () => {
+    const nested = (depth: number) => `{"a":${'['.repeat(depth - 1)}${']'.repeat(depth - 1)}}`;
+    expect(read(nested(MAX_JSON_DEPTH))).toHaveProperty('value');
+    expect(read(nested(MAX_JSON_DEPTH + 1))).toEqual({ refused: 'too_deep' });
+    expect(read(nested(100_000))).toEqual({ refused: 'too_deep' });
+    // Brackets inside strings, escaped quotes included, are text, not nesting.
+    expect(read(JSON.stringify({ text: `\"${'['.repeat(1_000)}` }))).toHaveProperty('value');
   });
 
   it('refuses what JSON.parse would change, saying which', () => {

@@ -87,6 +87,7 @@ export function createMetrics(options: { processMetrics?: boolean } = {}) {
     }),
     cacheHits: counter('gm_retrieval_cache_total', 'Retrieval cache lookups', ['result']),
     deadLetters: counter('gm_dead_letters_total', 'Messages dead-lettered', ['topic']),
+    deadLettersDropped: counter('gm_dead_letters_dropped_total', 'Messages skipped because the broker refused their dead letter too (an ALERT each)', ['topic']),
     httpResponses: counter('gm_http_responses_total', 'HTTP API responses by route pattern (never the URL) and status code', ['route', 'status']),
     receiptSigningFailures: counter('gm_receipt_signing_failures_total', 'Deletion receipts that could not be signed or stored (the ask is retried, then dead-lettered)'),
     policyChangeSeconds: new Histogram({

@@ -95,7 +95,7 @@ describe('ingest-gateway', () => {
     expect((await fx.state.records.get('acme', 'mem-1'))).toBeNull(); // write-admission decides; projections are not running here
   });
 
-  it('rejects forged, expired, revoked and missing capabilities per message, and admits nothing for them', async () => {
+  it('dead-letters requests of forged, expired, revoked and missing capabilities, answers none of them, and admits nothing for them', async () => {
     const forger = await CapabilityIssuer.create((await generateSigningKeyPair()).privateJwk, ISSUER);
     const forged = await capability({ signedBy: forger });
     const shortLived = await capability({ ttlSeconds: 60 });
@@ -111,9 +111,14 @@ describe('ingest-gateway', () => {
       { value: { requestId: 'garbage', ...body({ id: 'mem-g' }) }, capability: 'not.a.jws' },
       { value: { requestId: 'valid', ...body({ id: 'mem-v' }) }, capability: valid.token },
     ]);
-    expect(Object.fromEntries([...results].map(([id, r]) => [id, r.outcome === 'rejected' ? r.code : r.outcome]))).toEqual({
-      forged: 'CAP_INVALID', expired: 'CAP_EXPIRED', revoked: 'CAP_REVOKED', missing: 'CAP_MISSING', garbage: 'CAP_INVALID', valid: 'accepted',
+    // Without a verified writer there is no result: anyone could have chosen those requestIds.
+    expect(Object.fromEntries([...results].map(([id, r]) => [id, r.outcome]))).toEqual({ valid: 'accepted' });
+    const dead = await fx.readTopic(`${TOPICS.ingest}.dlq`);
+    expect(Object.fromEntries(dead.map((m) => [(m.value as { requestId: string }).requestId, m.headers['dlq.error']?.split(':')[0]]))).toEqual({
+      forged: 'CAP_INVALID', expired: 'CAP_EXPIRED', revoked: 'CAP_REVOKED', missing: 'CAP_MISSING', garbage: 'CAP_INVALID',
     });
+    expect(dead).toHaveLength(5);
+    for (const message of dead) expect(message.headers).not.toHaveProperty('capability');
     const commands = (await fx.readTopic(TOPICS.commands)).map((m) => MemoryCommand.parse(m.value));
     expect(commands.map((c) => c.metadata.ingestRequestId)).toEqual(['valid']);
     // /metrics counts the gateway's decisions by code.

@@ -6,9 +6,9 @@
  * gateway's offsets, so a crash admits a request once or not at all. Its one result follows on
  * memory.ingest.results: the gateway's rejection, or write-admission's decision.
  */
-import { withMessageContext, type BatchHandler, type Bus, type ConsumedMessage, type OutgoingMessage } from '@gm/bus';
+import { deadLetterOf, withMessageContext, type BatchHandler, type Bus, type ConsumedMessage, type OutgoingMessage } from '@gm/bus';
 import {
-  CONSUMER_GROUPS, GovernedMemoryError, INGEST_CAPABILITY_HEADER, Id, OPERATIONS, TOPICS, dlqTopic, isDependencyOutage, isGovernedMemoryError, subjectKey,
+  CONSUMER_GROUPS, GovernedMemoryError, INGEST_CAPABILITY_HEADER, Id, OPERATIONS, TOPICS, isDependencyOutage, isGovernedMemoryError, subjectKey,
   type CapabilityClaims, type IngestResult, type ServiceHandle,
 } from '@gm/contracts';
 import type { Logger, Metrics } from '@gm/observability';
@@ -35,6 +35,7 @@ const Envelope = z.looseObject({ requestId: Id });
 /** A request the gateway can answer, waiting for its capability's group to be admitted. */
 interface Pending {
   at: number;
+  message: ConsumedMessage;
   requestId: string;
   item: Record<string, unknown>;
 }
@@ -74,12 +75,19 @@ export function ingestHandler(deps: IngestGatewayDeps): BatchHandler {
       const token = message.headers[INGEST_CAPABILITY_HEADER] ?? '';
       const group = byCapability.get(token) ?? [];
       if (group.length === 0) byCapability.set(token, group);
-      group.push({ at, requestId, item });
+      group.push({ at, message, requestId, item });
     });
     for (const [token, pending] of byCapability) {
       const claims = await verified(deps, token);
       if (claims instanceof GovernedMemoryError) {
-        for (const p of pending) answers[p.at] = [rejected(p.requestId, claims)];
+        // No verified writer, so no result: a result keyed by a requestId anyone may choose let
+        // a producer without any capability answer another's request first (docs/security.md).
+        // Dead-lettered and counted by code instead.
+        for (const p of pending) {
+          counts.push({ outcome: 'rejected', code: claims.code });
+          answers[p.at] = [deadLetter(p.message, `${claims.code}: ${claims.message}`)];
+          deadLettered += 1;
+        }
         continue;
       }
       const partitions = await deps.pdp.authorizedPartitions({ claims, action: GUARD.actions[0] });
@@ -125,15 +133,12 @@ async function verified(deps: IngestGatewayDeps, token: string): Promise<Capabil
   }
 }
 
-/** A message that cannot be answered goes to memory.ingest.dlq with where it came from and why. */
+/**
+ * A message that cannot be answered goes to memory.ingest.dlq with where it came from and why,
+ * bounded so that it is always writable (deadLetterOf: 300 KB of control characters is 1.8 MB
+ * of JSON, which the broker refused, and the partition waited on it for good). None of its
+ * headers travel on: the capability is a credential.
+ */
 function deadLetter(message: ConsumedMessage, error: string): OutgoingMessage {
-  return {
-    topic: dlqTopic(message.topic),
-    key: message.key,
-    value: message.value,
-    headers: {
-      'dlq.topic': message.topic, 'dlq.partition': String(message.partition), 'dlq.offset': String(message.offset),
-      'dlq.error': error, 'dlq.attempts': '1', 'dlq.group': INGEST_GATEWAY_GROUP,
-    },
-  };
+  return deadLetterOf(message, INGEST_GATEWAY_GROUP, error, 1, { copyHeaders: false });
 }

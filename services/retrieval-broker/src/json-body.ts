@@ -3,7 +3,7 @@
  * refused; and a declared charset other than UTF-8 is refused rather than read as UTF-8.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { readStrictJson } from '@gm/contracts';
+import { MAX_JSON_DEPTH, readStrictJson } from '@gm/contracts';
 
 /** A body refused before any handler sees it; `code` is matched in edge-errors.ts. */
 export class BodyRejected extends Error {
@@ -33,6 +33,8 @@ function parse(request: FastifyRequest, body: Buffer): unknown {
     case 'not_json':
       if (body.toString('utf8').trim() === '') throw Object.assign(new Error('empty body'), { code: 'FST_ERR_CTP_EMPTY_JSON_BODY', statusCode: 400 });
       throw Object.assign(new Error('invalid JSON'), { code: 'FST_ERR_CTP_INVALID_JSON_BODY', statusCode: 400 });
+    case 'too_deep':
+      throw Object.assign(new Error(`the body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`), { code: 'FST_ERR_CTP_INVALID_JSON_BODY', statusCode: 400 });
     case 'duplicate_key':
       throw new BodyRejected('GM_BODY_DUPLICATE_KEY', 'an object of the body names a key twice');
     case 'prototype_key':

@@ -7,21 +7,17 @@ import type { IHeaders, KafkaMessage, Message } from 'kafkajs';
 import { errorMessage } from '../bus-logger.ts';
 import type { ConsumedMessage } from '../port.ts';
 
-import type { EncodedMessage } from '../messages.ts';
+import { messageBytes, type EncodedMessage } from '../messages.ts';
 // Messages are validated and encoded before anything is sent, so a bad batch sends nothing.
 export { encodeMessage, type EncodedMessage } from '../messages.ts';
-
 
 /**
  * What messages weigh in a record batch, near enough to keep one under the broker's size limit.
  * Headers count: a platform's memory.ingest message carries its capability in one, and a dead
- * letter carries the original's headers and its own.
+ * letter carries the original's headers and its own. In UTF-8 bytes, as the broker counts: 300,000
+ * characters of non-ASCII text are up to 1.2 MB.
  */
-export const encodedBytes = (messages: readonly EncodedMessage[]): number =>
-  messages.reduce((sum, m) => sum + m.key.length + m.value.length + headerBytes(m.headers), 0);
-
-const headerBytes = (headers: Readonly<Record<string, string>>): number =>
-  Object.entries(headers).reduce((sum, [name, value]) => sum + name.length + value.length, 0);
+export const encodedBytes = (messages: readonly EncodedMessage[]): number => messages.reduce((sum, m) => sum + messageBytes(m), 0);
 
 export const toRecord = (m: EncodedMessage, partition: number): Message => ({ key: m.key, value: m.value, headers: m.headers, partition });
 
@@ -110,6 +106,22 @@ export function isProducerStateError(err: unknown): boolean {
   }
   return false;
 }
+
+/**
+ * Why the broker refused the records themselves (their size, their format), if it did: the same
+ * records are refused however often they are sent, unlike an outage, which passes.
+ */
+export function recordRefusal(err: unknown): string | undefined {
+  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    const type = (e as Error & { type?: unknown }).type;
+    if (typeof type === 'string' && RECORD_REFUSALS.has(type)) return type;
+  }
+  return undefined;
+}
+
+const RECORD_REFUSALS: ReadonlySet<string> = new Set([
+  'MESSAGE_TOO_LARGE', 'RECORD_LIST_TOO_LARGE', 'INVALID_RECORD', 'CORRUPT_MESSAGE', 'INVALID_TIMESTAMP',
+]);
 
 /** Serialises async critical sections (one open transaction per transactional producer). */
 export class Mutex {

@@ -35,16 +35,16 @@
  * Whatever a batch handed over again repeats below the floor is skipped.
  */
 import { DEFAULT_BATCH_MESSAGES, deadLetterOf } from '../messages.ts';
-import { isGovernedMemoryError } from '@gm/contracts';
+import { GovernedMemoryError, isGovernedMemoryError } from '@gm/contracts';
 import type { Batch, Consumer, EachBatchPayload, Kafka, Producer } from 'kafkajs';
 import { errorMessage, type BusLogger } from '../bus-logger.ts';
 import { Signal } from '../signal.ts';
 import { HandlerAttempt, type AttemptSettings } from '../handler-attempt.ts';
 import type { BatchHandler, ConsumedMessage, LogPosition, MessageHandler, Subscription, SubscribeOptions } from '../port.ts';
 import { RetryPolicy } from '../retry-policy.ts';
-import { ChunkCommitter, type Chunk, type ChunkLimits } from './kafka-chunks.ts';
+import { ChunkCommitter, type Chunk, type ChunkEntry, type ChunkLimits } from './kafka-chunks.ts';
 import { PartitionFlow } from './kafka-partition-flow.ts';
-import { decodeMessage, encodeMessage, Mutex, type EncodedMessage, type Namespace } from './kafka-codec.ts';
+import { decodeMessage, encodeMessage, Mutex, recordRefusal, type EncodedMessage, type Namespace } from './kafka-codec.ts';
 import { handlingBatch } from './kafka-waits.ts';
 import type { TransactionRunner } from './kafka-transactions.ts';
 
@@ -90,6 +90,16 @@ const JOIN_TIMEOUT_MS = 60_000;
  * broker's 1 MiB message.max.bytes and a result waits at most a few dozen ms for its commit.
  */
 const CHUNK_LIMITS: ChunkLimits = { maxMessages: 256, maxBytes: 512 * 1024, maxAgeMs: 25 };
+
+/**
+ * How often a dead letter the broker refuses is sent again before its message is skipped (an
+ * ALERT, onDeadLetterDropped). A refusal of the records themselves repeats; retrying it forever
+ * held every later message of the partition, whatever tenant sent it.
+ */
+const DEAD_LETTER_TRIES = 3;
+
+/** Thrown out of a message's own commit when another member fenced this one: the partition is lost. */
+class PartitionLost extends Error {}
 
 /**
  * Partitions whose batches run at the same time (kafkajs runs one at a time by default, so a
@@ -424,14 +434,73 @@ export class KafkaSubscription implements Subscription {
     } catch (err) {
       // What was handled before the error (a heartbeat that learnt of a rebalance, a broker
       // outage) is still sound: commit it before kafkajs rejoins or refetches.
-      if ((await chunks.drain())?.lost === true) this.lost(batch.topic, batch.partition);
+      const drained = await chunks.drain();
+      if (err instanceof PartitionLost || drained?.lost === true) return this.lost(batch.topic, batch.partition);
       throw err;
     }
     const failure = await chunks.drain();
     if (failure === undefined) return stopped ? 'stopped' : 'committed';
-    // Broker trouble is not the messages' fault: kafkajs refetches from the last commit.
-    if (!failure.lost) throw failure.error;
-    return this.lost(batch.topic, batch.partition);
+    if (failure.lost) return this.lost(batch.topic, batch.partition);
+    // Broker trouble is not the messages' fault: kafkajs refetches from the last commit. But
+    // records the broker refused (too large, malformed) would be refused on every refetch.
+    if (recordRefusal(failure.error) === undefined) throw failure.error;
+    try {
+      return await this.handleAlone(batch, payload);
+    } catch (err) {
+      if (err instanceof PartitionLost) return this.lost(batch.topic, batch.partition);
+      throw err;
+    }
+  }
+
+  /**
+   * After the broker refused a chunk's records: which message's results they were is unknown (a
+   * chunk holds many), so the batch's messages past the last commit are handled again one at a
+   * time, each committed alone. The one whose results are refused takes the retry path, as a
+   * handler that threw (then its bounded dead letter); the others go on.
+   */
+  private async handleAlone(batch: Batch, payload: BatchPayload): Promise<Outcome> {
+    const key = partitionKey(batch.topic, batch.partition);
+    this.floors.delete(key);
+    await this.dropProducer(key);
+    const floor = await this.onKafka(key, () => this.ownPartition(key, batch.topic, batch.partition));
+    for (const item of await this.itemsPastFloor(batch, floor)) {
+      if (this.closing || !payload.isRunning() || payload.isStale()) return 'stopped';
+      const run = await this.attempt(item.message);
+      let failure: unknown = run.failure;
+      if (run.failed) {
+        run.discarded();
+      } else {
+        failure = await this.commitAlone(batch.topic, batch.partition, { queued: run.queued, attempt: run, next: item.next });
+        if (failure === undefined) continue;
+      }
+      if ((await this.retry(item.message, failure, { next: item.next }, payload.heartbeat)) === 'stopped') return 'stopped';
+    }
+    return 'committed';
+  }
+
+  /**
+   * Commits one message's results on their own. Undefined when they committed; the refusal (as
+   * the message's failure) when the broker refused their records. Fenced: PartitionLost is
+   * thrown; any other failure (an outage) is thrown as it is.
+   */
+  private async commitAlone(kafkaTopic: string, partition: number, entry: ChunkEntry): Promise<GovernedMemoryError | undefined> {
+    const key = partitionKey(kafkaTopic, partition);
+    const alone = new ChunkCommitter(
+      CHUNK_LIMITS,
+      (chunk) => this.onKafka(key, () => this.commitChunk(kafkaTopic, partition, chunk)),
+      () => this.floors.set(key, entry.next),
+    );
+    alone.add(entry);
+    const failure = await alone.drain();
+    if (failure === undefined) return undefined;
+    if (failure.lost) throw new PartitionLost();
+    const refusal = recordRefusal(failure.error);
+    if (refusal === undefined) throw failure.error;
+    // The aborted transaction's producer is not reused: the partition is owned again (fenced, its offset re-read).
+    this.floors.delete(key);
+    await this.dropProducer(key);
+    await this.onKafka(key, () => this.ownPartition(key, kafkaTopic, partition));
+    return new GovernedMemoryError('MEM_VALIDATION', `kafka refused the records sent for this message (${refusal})`, { cause: failure.error });
   }
 
   /** Hands the batch's messages to the handler in order; true when it stopped early. */
@@ -523,7 +592,7 @@ export class KafkaSubscription implements Subscription {
   /** What was handled before the failed message commits first; then it is retried alone. True when stopped. */
   private async retryAlone(item: BatchItem, failure: unknown, payload: Pick<EachBatchPayload, 'heartbeat'>, chunks: ChunkCommitter): Promise<boolean> {
     if ((await chunks.drain()) !== undefined) return false;
-    return (await this.retry(item.message, failure, { next: item.next }, payload.heartbeat, chunks)) === 'stopped';
+    return (await this.retry(item.message, failure, { next: item.next }, payload.heartbeat)) === 'stopped';
   }
 
   /** One run of the handler; a send to a topic that does not exist fails it like a throw. */
@@ -547,30 +616,66 @@ export class KafkaSubscription implements Subscription {
     return attempt;
   }
 
-  /** Retry, then dead-letter: each result commits on its own before the batch goes on. */
+  /**
+   * Retry, then dead-letter: each result commits on its own before the batch goes on, so results
+   * the broker refuses (too large, malformed) are this message's failure, retried like a throw.
+   */
   private async retry(
-    message: ConsumedMessage, firstFailure: unknown, position: { next: number }, heartbeat: () => Promise<void>, chunks: ChunkCommitter,
+    message: ConsumedMessage, firstFailure: unknown, position: { next: number }, heartbeat: () => Promise<void>,
   ): Promise<'stopped' | 'done'> {
+    const kafkaTopic = this.deps.ns.topic(message.topic);
     let failure = firstFailure;
     for (let attempt = 1; ; attempt++) {
-      if (this.retries.exhausted(attempt, failure)) {
-        await this.deps.ensureDeadLetterTopic(message.topic);
-        const error = errorMessage(failure);
-        chunks.add({ queued: [encodeMessage(deadLetterOf(message, this.groupId, error, attempt))], ...position });
-        if ((await chunks.drain()) === undefined) this.retries.deadLettered(message, attempt, error);
-        return 'done';
-      }
+      if (this.retries.exhausted(attempt, failure)) return this.deadLetter(message, failure, attempt, position, heartbeat);
       if (await this.retries.backOff(message, attempt, failure)) return 'stopped';
       await heartbeat();
       const run = await this.attempt(message);
-      if (!run.failed) {
-        chunks.add({ queued: run.queued, attempt: run, ...position });
-        await chunks.drain();
+      if (run.failed) {
+        run.discarded();
+        failure = run.failure;
+        continue;
+      }
+      failure = await this.commitAlone(kafkaTopic, message.partition, { queued: run.queued, attempt: run, ...position });
+      if (failure === undefined) return 'done';
+    }
+  }
+
+  /**
+   * Commits the message's dead letter with its offset. A dead letter is bounded (deadLetterOf),
+   * yet the broker may still refuse it (a topic's own smaller max.message.bytes): after
+   * DEAD_LETTER_TRIES the message is skipped — its offset committed alone, an ALERT logged with
+   * its coordinates only, onDeadLetterDropped told — so the partition goes on.
+   */
+  private async deadLetter(
+    message: ConsumedMessage, failure: unknown, attempts: number, position: { next: number }, heartbeat: () => Promise<void>,
+  ): Promise<'stopped' | 'done'> {
+    await this.deps.ensureDeadLetterTopic(message.topic);
+    const kafkaTopic = this.deps.ns.topic(message.topic);
+    const error = errorMessage(failure);
+    let refused: unknown;
+    for (let tries = 1; tries <= DEAD_LETTER_TRIES; tries++) {
+      if (tries > 1) {
+        if (await this.retries.backOff(message, attempts, refused)) return 'stopped';
+        await heartbeat();
+      }
+      let queued: EncodedMessage;
+      try {
+        queued = encodeMessage(deadLetterOf(message, this.groupId, error, attempts));
+      } catch (err) {
+        refused = err;
+        continue;
+      }
+      refused = await this.commitAlone(kafkaTopic, message.partition, { queued: [queued], ...position });
+      if (refused === undefined) {
+        this.retries.deadLettered(message, attempts, error);
         return 'done';
       }
-      run.discarded();
-      failure = run.failure;
     }
+    const key = partitionKey(kafkaTopic, message.partition);
+    await this.onKafka(key, () => this.commitOffsetOnly(kafkaTopic, message.partition, position.next));
+    this.floors.set(key, position.next);
+    this.retries.deadLetterDropped(message, attempts, refused);
+    return 'done';
   }
 
   private async commitChunk(kafkaTopic: string, partition: number, chunk: Chunk): Promise<void> {
