@@ -1,4 +1,5 @@
 import { expect } from 'vitest';
+import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -166,6 +167,15 @@ export function apiClient(baseUrl: () => string): TestRuntime['api'] {
 }
 
 /**
+ * The id of a grant the harness makes: readable (`h.<parts>`) while that is a legal id, else a
+ * digest of the parts (a capability of maximal tenant, principal and resource ids needs grants too).
+ */
+function harnessGrantId(...parts: string[]): string {
+  const readable = `h.${parts.join('.')}`;
+  return readable.length <= 128 ? readable : `h.${createHash('sha256').update(JSON.stringify(parts)).digest('hex')}`;
+}
+
+/**
  * Issues a capability through the API with the issuer credential; tenant acme, project maple
  * and purpose support by default. Unless `grants: false`, it first grants the principal the
  * roles its actions need on every scope (member, reviewer, admin) — capabilities carry no
@@ -193,7 +203,7 @@ export function capabilityIssuer(api: TestRuntime['api'], issuerCredential: () =
     const purposes = administered.get(key) ?? [];
     if (purposes.includes(purpose)) return;
     const token = await adminCapability(tenant, [resource], purposes[0] ?? purpose);
-    const body = { grantId: `h.${tenant}.harness-admin.${resource.kind}.${resource.id}.admin`, principal: HARNESS_ADMIN, resource, role: 'admin', purposes: [...purposes, purpose] };
+    const body = { grantId: harnessGrantId(tenant, 'harness-admin', resource.kind, resource.id, 'admin'), principal: HARNESS_ADMIN, resource, role: 'admin', purposes: [...purposes, purpose] };
     const response = await api('POST', '/v1/grants', { token, body });
     if (response.status !== 201) throw new Error(`harness-admin grant failed: ${response.status} ${response.text}`);
     administered.set(key, body.purposes);
@@ -203,7 +213,7 @@ export function capabilityIssuer(api: TestRuntime['api'], issuerCredential: () =
     const rolesOn = (scope: IssueCapabilityRequest['scopes'][number]) =>
       (scope.kind === 'tenant' ? TENANT_ROLE_ACTIONS : ROLE_ACTIONS).filter(([, actions]) => actions.some((a) => request.actions.includes(a))).map(([role]) => role);
     const wanted = request.scopes.flatMap((resource) => rolesOn(resource).map((role) => ({ resource, role })))
-      .map((g) => ({ ...g, grantId: `h.${request.tenant}.${principal.id}.${g.resource.kind}.${g.resource.id}.${g.role}.${request.purpose}` }))
+      .map((g) => ({ ...g, grantId: harnessGrantId(request.tenant, principal.id, g.resource.kind, g.resource.id, g.role, request.purpose) }))
       .filter((g) => !granted.has(g.grantId));
     if (wanted.length === 0) return;
     for (const resource of request.scopes) await administer(request.tenant, resource, request.purpose);
