@@ -28,7 +28,7 @@ describe('ingest-gateway', () => {
   let services: ServiceHandle[] = [];
   let issuer: CapabilityIssuer;
   let metrics: ReturnType<typeof createMetrics>;
-  let capability: (overrides?: { ttlSeconds?: number; signedBy?: CapabilityIssuer }) => Promise<{ token: string; jti: string; expiresAt: string }>;
+  let capability: (overrides?: { ttlSeconds?: number; signedBy?: CapabilityIssuer; principal?: string }) => Promise<{ token: string; jti: string; expiresAt: string }>;
 
   const policy = (change: Omit<PolicyChange, 'metadata'>, n: number) =>
     fx.state.policies.apply({
@@ -40,14 +40,21 @@ describe('ingest-gateway', () => {
     fx = await openEmbeddedFixture({ partitions: 2 });
     const keys = await generateSigningKeyPair();
     issuer = await CapabilityIssuer.create(keys.privateJwk, ISSUER);
-    capability = async ({ ttlSeconds, signedBy } = {}) => (signedBy ?? issuer).issue({
-      tenant: 'acme', agentId: 'scribe', principal: { id: 'person-ana', kind: 'person' }, scopes: [maple], purpose: 'support', actions: ['write'],
+    capability = async ({ ttlSeconds, signedBy, principal = 'person-ana' } = {}) => (signedBy ?? issuer).issue({
+      tenant: 'acme', agentId: 'scribe', principal: { id: principal, kind: 'person' }, scopes: [maple], purpose: 'support', actions: ['write'],
       ...(ttlSeconds === undefined ? {} : { ttlSeconds }),
     }, fx.clock.now(), await fx.state.policyRevisions.current('acme'));
     await policy({
       type: 'GrantAdded',
       data: { grant: { grantId: 'g-1', tenant: 'acme', principal: { id: 'person-ana', kind: 'person' }, resource: maple, role: 'member', purposes: ['support'], restricted: [] } },
     }, 1);
+    // Two other principals who may write there, for the replay of another principal's requestId.
+    for (const [n, other] of ['person-bob', 'person-cy'].entries()) {
+      await policy({
+        type: 'GrantAdded',
+        data: { grant: { grantId: `g-${other}`, tenant: 'acme', principal: { id: other, kind: 'person' }, resource: maple, role: 'member', purposes: ['support'], restricted: [] } },
+      }, 90 + n);
+    }
     const log = createLogger({ name: 'spec', level: 'silent' });
     metrics = createMetrics();
     const { pdp, verifier } = await edgeAuthority({ state: fx.state, clock: fx.clock, policySet, publicJwk: keys.publicJwk, issuerName: ISSUER });
@@ -161,6 +168,29 @@ describe('ingest-gateway', () => {
     expect(results[1]).toMatchObject({ outcome: 'accepted', id: accepted?.outcome === 'accepted' ? accepted.id : '', version: 1 });
     const written = (await fx.readTopic(TOPICS.events)).filter((m) => (m.value as { type?: string }).type === 'MemoryWritten');
     expect(written).toHaveLength(1);
+  });
+
+  it('keeps a requestId to its principal: the same agent id under another principal\'s capability gets a write of its own, never the first result', async () => {
+    const ana = await capability();
+    const first = (await ingest([{ value: { requestId: 'ana-req', ...body({ visibility: 'private' }) }, capability: ana.token }])).get('ana-req');
+    expect(first).toMatchObject({ outcome: 'accepted', version: 1 });
+    // Her request replayed under another principal's capability with her agent id, and her
+    // requestId with other content under a third's: a write of each one's own, no mismatch.
+    const bob = await capability({ principal: 'person-bob' });
+    const cy = await capability({ principal: 'person-cy' });
+    await ingest([{ value: { requestId: 'ana-req', ...body({ visibility: 'private' }) }, capability: bob.token }]);
+    await ingest([{ value: { requestId: 'ana-req', ...body({ visibility: 'private', content: 'a guess' }) }, capability: cy.token }]);
+    const results = (await fx.readTopic(TOPICS.ingestResults)).map((m) => IngestResult.parse(m.value)).filter((r) => r.requestId === 'ana-req');
+    expect(results.map((r) => r.outcome)).toEqual(['accepted', 'accepted', 'accepted']);
+    const ids = results.map((r) => (r.outcome === 'accepted' ? r.id : ''));
+    expect(new Set(ids).size).toBe(3);
+    const written = (await fx.readTopic(TOPICS.events)).map((m) => m.value as { type?: string; data?: { record?: { id: string; owner: { principalId: string } } } })
+      .filter((e) => e.type === 'MemoryWritten').map((e) => [e.data?.record?.id, e.data?.record?.owner.principalId]);
+    expect(written).toEqual([[ids[0], 'person-ana'], [ids[1], 'person-bob'], [ids[2], 'person-cy']]);
+    // Her own retry still gets her first result.
+    await ingest([{ value: { requestId: 'ana-req', ...body({ visibility: 'private' }) }, capability: ana.token }]);
+    const retried = (await fx.readTopic(TOPICS.ingestResults)).map((m) => IngestResult.parse(m.value)).filter((r) => r.requestId === 'ana-req').at(-1);
+    expect(retried).toMatchObject({ outcome: 'accepted', id: ids[0], version: 1 });
   });
 
   it('dead-letters what it cannot answer with where it came from, and answers the rest of the batch', async () => {

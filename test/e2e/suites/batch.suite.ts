@@ -91,6 +91,22 @@ export const batchSuite = (start: StartRuntime) => describe('batch writes over t
     expect(found.body.items).toHaveLength(3);
   });
 
+  it('keeps an item\'s idempotencyKey to its principal: another principal\'s capability with the same agent id writes afresh, with no mismatch', async () => {
+    const item = (content: string) => ({ ...memory({ subjectId: 'keyed-s', visibility: 'private', content }), idempotencyKey: 'carol-key-1' });
+    const first = await batch([item('Egret pays in euros')]);
+    expect(first.body.items[0]?.httpStatus).toBe(201);
+    // The same agent id, acting for another principal (§5.6): her key is unused to him.
+    const other = await rt.issue({ agentId: 'batch-bot', principal: { id: 'dan', kind: 'person' } });
+    const replay = await batch([item('Egret pays in euros')], other);
+    expect(replay.body.items.map((o) => [o.httpStatus, o.error?.code])).toEqual([[201, undefined]]);
+    expect(replay.body.items[0]?.id).not.toBe(first.body.items[0]?.id);
+    // Other content under her key, from a third principal with that agent id: written, not 422 MEM_IDEMPOTENCY_MISMATCH.
+    const third = await rt.issue({ agentId: 'batch-bot', principal: { id: 'erin', kind: 'person' } });
+    const probe = await batch([item('Egret pays in dollars')], third);
+    expect(probe.body.items.map((o) => [o.httpStatus, o.error?.code])).toEqual([[201, undefined]]);
+    expect((await batch([item('Egret pays in euros')])).body.items).toEqual(first.body.items);
+  });
+
   it('takes 500 items in one request', async () => {
     const items = Array.from({ length: 500 }, (_, i) => memory({ id: `bulk-${i}`, subjectId: `bulk-s${i % 7}`, content: `Kingfisher order ${i} ships from Porto` }));
     const answer = await batch(items);

@@ -316,10 +316,43 @@ export const forgettingSuite = <R extends TestRuntime>(
 
   more?.(() => ({ rt, writer, settled, expectVerifiedByReplays }));
 
+  it('indexes the summary of a subject whose ids are as long as their grammar allows, and a forget takes it', async () => {
+    // Maximal legal ids (contracts primitives.ts): tenant 64, resource, principal and subject 128.
+    // A summary's document id names tenant, partition (resource and owner) and subject: it must
+    // stay within Elasticsearch's 512-byte _id limit, or the subject's summary never exists and
+    // its forget cannot verify (design §4).
+    const long = (head: string) => `${head}${'-x:y@z.'.repeat(19)}`.slice(0, 128);
+    const tenant = `t${'n'.repeat(63)}`;
+    const resource = { kind: 'workspace', id: long('ws') } as const;
+    const subjectId = long('subject');
+    const token = await rt.issue({ tenant, agentId: long('agent'), principal: { id: long('person'), kind: 'person' }, scopes: [resource] });
+    for (const [id, content] of [['tern-1', 'Tern Shipping pays by wire.'], ['tern-2', 'Tern Shipping meets on Mondays.']]) {
+      const res = await rt.api('POST', '/v1/memories', { token, body: memory({ id, subjectId, resource, visibility: 'private', content }) });
+      expect(res.status, res.text).toBe(201);
+    }
+    const summary = () => rt.api<{ items: Array<{ derivedFrom: string[]; text: string }> }>('GET', `/v1/subjects/${subjectId}/summary`, { token });
+    const built = await eventually('the long subject\'s summary', async () => {
+      const items = (await summary()).body.items;
+      return items[0]?.derivedFrom.length === 2 ? items : undefined;
+    }, SETTLE_MS);
+    expect(built[0]?.text).toContain('Tern Shipping');
+    const forget = await rt.api('POST', `/v1/subjects/${subjectId}/forget`, { token, body: {} });
+    expect(forget.status, forget.text).toBe(202);
+    const job = await eventually('the long subject\'s forget settled', async () => {
+      const res = await rt.api('GET', `/v1/deletion-jobs/${String(forget.body.jobId)}`, { token });
+      if (res.body.status === 'verified' || res.body.status === 'failed') return res.body;
+      if ((res.body.progress as { nextVerificationAt?: string } | undefined)?.nextVerificationAt !== undefined) await rt.advance(100);
+      return undefined;
+    }, SETTLE_MS);
+    expect(job.status, JSON.stringify({ failureReason: job.failureReason, evidence: job.evidence })).toBe('verified');
+    expect(job.evidence?.find((e) => e.target === 'summary')).toMatchObject({ status: 'done' });
+    expect((await summary()).body.items).toEqual([]);
+  }, CASE_MS);
+
   it('keeps deleted content out of logs and out of the job\'s evidence', async () => {
     const jobs = (await rt.state.jobs.open()).length;
     expect(jobs).toBe(0);
-    const forbidden = ['Wren', 'escrow', 'Osprey', 'Heron Logistics', 'Plover', 'Kestrel', 'Egret Studios', 'pit lane', 'lantern', 'gate code 5521', 'owes 9120', 'Killdeer', 'Stilt Robotics', 'Ibis Freight', 'Jacana Labs', 'locker 8812'];
+    const forbidden = ['Wren', 'escrow', 'Osprey', 'Heron Logistics', 'Plover', 'Kestrel', 'Egret Studios', 'pit lane', 'lantern', 'gate code 5521', 'owes 9120', 'Killdeer', 'Stilt Robotics', 'Ibis Freight', 'Jacana Labs', 'locker 8812', 'Tern Shipping'];
     for (const line of rt.logs.lines) for (const word of forbidden) expect(line).not.toContain(word);
   }, CASE_MS);
 });

@@ -156,6 +156,32 @@ export const lifecycleSuite = (start: StartRuntime) => describe('memory lifecycl
     expect(retried.body).toEqual(first.body);
   });
 
+  it('keeps an Idempotency-Key to its principal: the same agent id for another principal neither replays it nor learns that it was used', async () => {
+    const headers = { 'idempotency-key': 'alice-key-1' };
+    const body = memory({ subjectId: 'cust-id', visibility: 'private', content: 'Ibex Ltd pays by card' });
+    const alice = await rt.api('POST', '/v1/memories', { token: writer, headers, body });
+    expect(alice.status).toBe(201);
+    // Another principal whose capability names the same agent id: someone else (§3, §5.6).
+    const bob = await rt.issue({ agentId: 'support-bot', principal: { id: 'bob-the-other', kind: 'person' } });
+    const replay = await rt.api('POST', '/v1/memories', { token: bob, headers, body });
+    expect(replay.status).toBe(201);
+    expect(replay.body.id).not.toBe(alice.body.id);
+    // Other content under her key (from a third principal: bob's own slot now holds the key for
+    // his first request): a write of its own, not 422 MEM_IDEMPOTENCY_MISMATCH, which would confirm
+    // that she used the key, and with what content.
+    const eve = await rt.issue({ agentId: 'support-bot', principal: { id: 'eve-the-other', kind: 'person' } });
+    const probe = await rt.api('POST', '/v1/memories', { token: eve, headers, body: { ...body, content: 'Ibex Ltd pays by cheque' } });
+    expect([probe.status, probe.body.code]).toEqual([201, undefined]);
+    expect([alice.body.id, replay.body.id]).not.toContain(probe.body.id);
+    // Bob reads his own records only; alice's private one stays hers.
+    expect((await rt.api('GET', `/v1/memories/${String(alice.body.id)}`, { token: bob })).status).toBe(404);
+    expect((await rt.api('GET', `/v1/memories/${String(replay.body.id)}`, { token: bob })).body).toMatchObject({ owner: { principalId: 'bob-the-other' } });
+    // Each principal's retry gets its own first result.
+    const retried = await rt.api('POST', '/v1/memories', { token: writer, headers, body });
+    expect([retried.status, retried.body]).toEqual([201, alice.body]);
+    expect((await rt.api('POST', '/v1/memories', { token: bob, headers, body })).body).toEqual(replay.body);
+  });
+
   it('fits the token budget by skipping a long low-ranked item, not by dropping the rest', async () => {
     const long = `Heron warehouse, heron warehouse: ${'padding words that make this item long '.repeat(60)}`;
     await rt.api('POST', '/v1/memories', { token: writer, body: memory({ id: 'b-long', subjectId: 'cust-b', content: long, confidence: 0.8 }) });

@@ -3,6 +3,7 @@ import {
   type AcceptedResult, type CommandOf, type MemoryCommand, type MemoryEvent, type MessageMetadata, type RecordMeta,
   type Visibility,
 } from '@gm/contracts';
+import { keyOf } from '@gm/ids/key-encoding';
 import { isWidening, recordPartition } from '../partition.ts';
 import { resolveExpiry, type TtlPolicy } from '../ttl.ts';
 import type { RecordState, SubjectState } from './state.ts';
@@ -25,11 +26,18 @@ const fail = (code: ConstructorParameters<typeof GovernedMemoryError>[0], messag
 };
 
 /**
- * The idempotency slot of a command: the caller's key, else its commandId (§5.6), per agent.
- * '=' cannot occur in ids, so a caller's key can never collide with a commandId slot.
+ * The idempotency slot of a command: the caller's key, else its commandId (§5.6), per tenant,
+ * principal and agent. The principal (the capability's `act.sub`) is the identity: an agent id
+ * alone is not, so another principal whose capability names the same agent would otherwise be
+ * answered with this one's first result, or learn from a mismatch that the key was used and
+ * whether a guess of its content is right. Built by the one injective key encoding (`keyOf`,
+ * §4): ids may hold ':', and the parts must never run into each other. The `key`/`cmd` part keeps
+ * a caller's key apart from a commandId.
  */
 export const idempotencySlot = (m: MessageMetadata): string =>
-  m.idempotencyKey === undefined ? `${m.actor.agentId}:cmd=${m.commandId}` : `${m.actor.agentId}:key=${m.idempotencyKey}`;
+  m.idempotencyKey === undefined
+    ? keyOf(m.tenantId, m.actor.principalId, m.actor.agentId, 'cmd', m.commandId)
+    : keyOf(m.tenantId, m.actor.principalId, m.actor.agentId, 'key', m.idempotencyKey);
 
 /**
  * decide(command, state) → events, pure. Throws GovernedMemoryError for every rule of design

@@ -18,8 +18,9 @@ export interface RecordState {
 export interface SubjectState {
   records: Record<string, RecordState>;
   /**
-   * `${agentId}:${key}` → first result, when it was produced, and the fingerprint of the request
-   * that produced it (absent for keyless slots and for slots older than fingerprints).
+   * Idempotency slot (`idempotencySlot`: tenant, principal, agent and key) → first result, when
+   * it was produced, and the fingerprint of the request that produced it (absent for keyless
+   * slots and for slots older than fingerprints).
    */
   idempotency: Record<string, { result: AcceptedResult; at: string; requestHash?: string }>;
   /**

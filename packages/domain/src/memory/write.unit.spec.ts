@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { MemoryCommand, MemoryKind } from '@gm/contracts';
+import { keyOf } from '@gm/ids/key-encoding';
 import { deciderSpec } from '@gm/testing/decider-spec';
 import { DEFAULT_TTL_POLICY } from '../ttl.ts';
-import { decide } from './decide.ts';
+import { decide, idempotencySlot } from './decide.ts';
 import { evolve, fold } from './evolve.ts';
 import {
   CONTENT, CTX, DAY, HOUR, IDEMPOTENCY_WINDOW_MS, MINUTE, OTHER_AGENT, SECOND, SUBJECT, T0, TENANT, WRITER,
@@ -12,6 +13,8 @@ import { initialState, type SubjectState } from './state.ts';
 
 const spec = deciderSpec({ decide: (c: MemoryCommand, s: SubjectState) => decide(c, s, CTX), evolve, initialState });
 const T1 = after(T0, HOUR);
+/** The writer's slot of a caller's key (decide.ts idempotencySlot). */
+const slotOf = (key: string) => keyOf(TENANT, WRITER.principalId, WRITER.agentId, 'key', key);
 
 describe('WriteMemory: admission (§5)', () => {
   it('admits a trusted write as active, version 1, with writer, tenant and subject from the metadata', () => {
@@ -151,7 +154,7 @@ describe('WriteMemory: idempotency (§5.6)', () => {
 
   it('forgets the fingerprints of a forgotten subject\'s writes: a replayed key gets the first result whatever it sends (no content oracle)', () => {
     const forgotten = history([write(T0, {}, hashed('a')), forget(after(T0, MINUTE))]);
-    expect(stateOf(forgotten).idempotency[`${WRITER.agentId}:key=key-h`]).toEqual({ result: { id: 'mem-1', version: 1, status: 'active' }, at: T0 });
+    expect(stateOf(forgotten).idempotency[slotOf('key-h')]).toEqual({ result: { id: 'mem-1', version: 1, status: 'active' }, at: T0 });
     const given = spec.given(forgotten);
     const answers = ['a', 'b'].map((guess) => {
       let answer: unknown;
@@ -171,8 +174,8 @@ describe('WriteMemory: idempotency (§5.6)', () => {
       deleteMemory(after(T0, MINUTE)), tombstone(after(T0, 2 * MINUTE)), purge(after(T0, 3 * MINUTE)),
     ]);
     const state = stateOf(events);
-    expect(state.idempotency[`${WRITER.agentId}:key=key-h`]?.requestHash).toBeUndefined();
-    expect(state.idempotency[`${WRITER.agentId}:key=key-other`]?.requestHash).toBe('d'.repeat(64));
+    expect(state.idempotency[slotOf('key-h')]?.requestHash).toBeUndefined();
+    expect(state.idempotency[slotOf('key-other')]?.requestHash).toBe('d'.repeat(64));
     spec.given(events).when(write(after(T0, 5 * MINUTE), { content: 'a wrong guess' }, hashed('b')))
       .then(({ result }) => expect(result).toEqual({ id: 'mem-1', version: 1, status: 'active' }));
   });
@@ -228,6 +231,41 @@ describe('WriteMemory: idempotency (§5.6)', () => {
         expect(events).toEqual([]);
         expect(result).toEqual({ id: 'mem-1', version: 1, status: 'active' });
       });
+  });
+
+  it('keeps keys per principal: the same agent id acting for another principal cannot replay or probe a key (no result, no mismatch oracle)', () => {
+    // The writer's own agent id, under another principal's capability: someone else (§3).
+    const other = { ...WRITER, principalId: 'person-bob', runId: 'run-b' };
+    const owner = { principalId: other.principalId, kind: 'person' as const };
+    const given = spec.given(history([write(T0, {}, hashed('a'))]));
+    // The same key with the first request's very body: a fresh write of its own, not the first record.
+    given.when(write(after(T0, MINUTE), { id: 'mem-2', owner }, { ...hashed('a'), actor: other })).then(({ events, result }) => {
+      expect(events).toMatchObject([{ type: 'MemoryWritten', data: { record: { id: 'mem-2', owner: { principalId: 'person-bob' } } } }]);
+      expect(result).toEqual({ id: 'mem-2', version: 1, status: 'active' });
+    });
+    // The same key with other content: no MEM_IDEMPOTENCY_MISMATCH that would confirm the key was used.
+    given.when(write(after(T0, MINUTE), { id: 'mem-3', owner, content: 'a guess' }, { ...hashed('b'), actor: other }))
+      .then(({ result }) => expect(result).toEqual({ id: 'mem-3', version: 1, status: 'active' }));
+    // Nor without a key: a commandId slot is the principal's too.
+    spec.given(history([write(T0, {}, { commandId: 'cmd-shared' })]))
+      .when(write(after(T0, MINUTE), { id: 'mem-2', owner }, { commandId: 'cmd-shared', actor: other }))
+      .then(({ result }) => expect(result).toEqual({ id: 'mem-2', version: 1, status: 'active' }));
+    // Both principals' slots live side by side; the first writer's retry still gets its own result.
+    spec.given(history([write(T0, {}, hashed('a')), write(after(T0, MINUTE), { id: 'mem-2', owner }, { ...hashed('a'), actor: other })]))
+      .when(write(after(T0, 2 * MINUTE), { id: 'mem-9' }, hashed('a')))
+      .then(({ events, result }) => {
+        expect(events).toEqual([]);
+        expect(result).toEqual({ id: 'mem-1', version: 1, status: 'active' });
+      });
+  });
+
+  it('builds a slot from its parts injectively: principal and agent ids holding \':\' never run into each other', () => {
+    const slot = (principalId: string, agentId: string, idempotencyKey: string) =>
+      idempotencySlot(write(T0, {}, { idempotencyKey, actor: { ...WRITER, principalId, agentId } }).metadata);
+    const slots = [slot('p:a', 'g', 'k'), slot('p', 'a:g', 'k'), slot('p', 'a', 'g:k'), slot('p:a:g', 'x', 'k')];
+    expect(new Set(slots).size).toBe(slots.length);
+    // A caller's key is never a commandId's slot, whatever it is called.
+    expect(idempotencySlot(write(T0, {}, { idempotencyKey: 'cmd-1' }).metadata)).not.toBe(idempotencySlot(write(T0, {}, { commandId: 'cmd-1' }).metadata));
   });
 
   it('keeps keys per agent: another agent\'s identical key is independent', () => {

@@ -1,10 +1,11 @@
 import type { estypes } from '@elastic/elasticsearch';
 import { GovernedMemoryError } from '@gm/contracts';
+import { keyOf } from '@gm/ids';
 import type { ScopeSummaries, Summary, SummaryHit, SummaryKey, SummaryQuery, SummaryStore } from '../summary-port.ts';
 import { checkReplaceMany, compareKeys, epochMs, summaryDigest } from '../embedded/summary-digest.ts';
 import { ManagedIndex } from './es-managed-index.ts';
 import { Refresher } from './es-refresher.ts';
-import { IndexMissingError, bulkItemError, idPart, indexNamesOf, requireComplete } from './es-support.ts';
+import { IndexMissingError, bulkItemError, docIdOf, indexNamesOf, requireComplete } from './es-support.ts';
 import { INDEX_SETTINGS } from './es-search-index.ts';
 
 export interface ElasticsearchSummaryStoreOptions {
@@ -48,8 +49,9 @@ type Stored = Summary & { derivedFromIds: string[]; expiresAtMs: number; updated
 
 const MAX_HITS = 10_000;
 
+/** Bounded (es-support docIdOf): with maximal legal ids the plain join of these four passes Elasticsearch's `_id` limit. */
 const docId = (k: Pick<SummaryKey, 'tenantId' | 'partition' | 'subjectId' | 'purpose'>) =>
-  [k.tenantId, k.partition, k.subjectId, k.purpose].map(idPart).join('/');
+  docIdOf(k.tenantId, k.partition, k.subjectId, k.purpose);
 
 const toStored = (s: Summary): Stored => ({
   ...s,
@@ -111,11 +113,11 @@ export function createElasticsearchSummaryStore(options: ElasticsearchSummarySto
       const keep = new Set(stored.map(docId));
       // The scopes' subjects in one terms query (a bool of one clause per scope would meet the
       // clause limit), then only the documents of the scopes themselves.
-      const inScope = new Set(scopes.map((s) => docId({ tenantId, partition: s.partition, subjectId: s.subjectId, purpose: '' })));
+      const inScope = new Set(scopes.map((s) => keyOf(tenantId, s.partition, s.subjectId)));
       const existing = await scan({
         bool: { filter: [{ term: { tenantId } }, { terms: { subjectId: [...new Set(scopes.map((s) => s.subjectId))] } }] },
       }, 'replace');
-      const stale = existing.filter((doc) => inScope.has(docId({ ...doc, purpose: '' }))).map(docId).filter((id) => !keep.has(id));
+      const stale = existing.filter((doc) => inScope.has(keyOf(doc.tenantId, doc.partition, doc.subjectId))).map(docId).filter((id) => !keep.has(id));
       await bulk([
         ...stored.flatMap((s) => [{ index: { _index: alias, _id: docId(s) } }, s]),
         ...stale.map((id) => ({ delete: { _index: alias, _id: id } })),

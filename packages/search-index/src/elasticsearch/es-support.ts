@@ -1,14 +1,38 @@
+import { createHash } from 'node:crypto';
 import { errors, type Client } from '@elastic/elasticsearch';
 import type { estypes } from '@elastic/elasticsearch';
 import { GovernedMemoryError } from '@gm/contracts';
+import { keyOf } from '@gm/ids';
 
 /* Shared by the Elasticsearch adapters (search index, summaries, vectors): names, ids, error mapping, bulk writes. */
 
 /** `%` and `/` escaped, so `tenant/record` is unambiguous for any input and unchanged for valid ids. */
 export const idPart = (s: string) => s.replaceAll('%', '%25').replaceAll('/', '%2F');
 
-/** The document id of a record's copy in an index of records (the search index, the vector index). */
-export const recordDocId = (tenantId: string, recordId: string) => `${idPart(tenantId)}/${idPart(recordId)}`;
+/** Elasticsearch refuses a document whose `_id` is longer than this many bytes (UTF-8). */
+export const MAX_DOC_ID_BYTES = 512;
+
+/**
+ * The document id of two or more ids, always within Elasticsearch's `_id` limit: the parts
+ * escaped and joined by `/` — the form every document was indexed under so far, kept so that a
+ * lookup or delete of an existing document still finds it — unless that would pass the limit;
+ * then a fixed-length digest of the parts' one injective encoding (`keyOf`, @gm/ids), which
+ * holds no `/` and so is never a joined id. A summary's id (tenant, partition — itself up to
+ * two ids long —, subject, purpose) passes the limit with maximal legal ids (design §4). The
+ * parts are ids, never content: a plain hash of content is content (§8.5). The id is a function
+ * of the parts alone, so every write, lookup and delete of the same parts meets one document.
+ */
+export function docIdOf(...parts: [string, string, ...string[]]): string {
+  const joined = parts.map(idPart).join('/');
+  if (Buffer.byteLength(joined, 'utf8') <= MAX_DOC_ID_BYTES) return joined;
+  return `sha256-${createHash('sha256').update(keyOf(...parts), 'utf8').digest('hex')}`;
+}
+
+/**
+ * The document id of a record's copy in an index of records (the search index, the vector
+ * index). Legal ids (tenant ≤ 64, record ≤ 128 characters of ASCII) always give the joined form.
+ */
+export const recordDocId = (tenantId: string, recordId: string) => docIdOf(tenantId, recordId);
 
 /**
  * An adapter's alias (every read and write goes through it) and concrete index (its mapping

@@ -158,6 +158,32 @@ export function testSummaryStore(adapterName: string, factory: SummaryStoreFacto
       expect(await store.holding('tenant-1', ['rec-1'])).toEqual([]);
     });
 
+    it('indexes, finds and removes summaries whose tenant, partition, subject and purpose are as long as their grammar allows', async () => {
+      const { store } = await open();
+      // Id grammar (contracts primitives.ts): tenant ≤ 64, ids ≤ 128 of [A-Za-z0-9._:@-], purposes ≤ 64;
+      // the partition is a private one (design §4) of a maximal resource id and owner.
+      const tenantId = `t${'n'.repeat(63)}`;
+      const id = (tail: string) => `${'s:@.-_'.repeat(21)}${tail}`.slice(-128);
+      const partition = `t:${tenantId}/r:workspace:${id('r')}/v:private/o:${id('o')}`;
+      const purpose = `p${'u'.repeat(63)}`;
+      const one = summary({ tenantId, partition, subjectId: id('1'), purpose, derivedFrom: [{ recordId: id('rec'), version: 1, contentHash: 'a'.repeat(64) }] });
+      // Differs from `one` in the subject's last character only: a scope of its own.
+      const two = summary({ ...one, subjectId: id('2'), text: 'zookeeper elected a leader' });
+      await store.replace(...scope(one), [one]);
+      await store.replace(...scope(one), [one]);
+      await store.replace(...scope(two), [two]);
+      expect(await store.count(tenantId)).toBe(2);
+      expect(await store.get(...scope(one))).toEqual([one]);
+      expect(keysOf(await store.search(query({ tenantId, partitions: [partition], purpose, text: 'kafka event log' })))).toEqual([`${partition}/${one.subjectId}/${purpose}`]);
+      expect(await store.holding(tenantId, [id('rec')])).toEqual([one, two].map((s) => ({ tenantId, partition, subjectId: s.subjectId, purpose })));
+      // What the summary deletion target of a forget does: the subject's summaries go, the other subject's stay.
+      expect(await store.remove(...scope(one))).toBe(1);
+      expect(await store.get(...scope(one))).toEqual([]);
+      expect(await store.get(...scope(two))).toEqual([two]);
+      await store.replace(...scope(two), []);
+      expect(await store.count(tenantId)).toBe(0);
+    });
+
     it('searches only the given partitions, purpose and tenant; an empty partition list reads nothing', async () => {
       const { store } = await open();
       const inScope = summary();
