@@ -92,15 +92,28 @@ export class Policies implements PolicySource {
     const refused = await this.refusal(change);
     if (refused !== undefined) {
       const revision = await this.revisions.current(tenant);
-      await this.kv.set(appliedKey, appliedMarker(revision, refused));
-      return { applied: true, revision, refused };
+      return (await this.record(tenant, appliedKey, revision, refused)) ?? { applied: true, revision, refused };
     }
     const revision = (await this.revisions.current(tenant)) + 1;
     await this.mutate(change);
     await this.kv.sadd(this.keys.policyTenants(), [tenant]);
-    await this.kv.set(appliedKey, appliedMarker(revision, undefined));
+    const other = await this.record(tenant, appliedKey, revision, undefined);
+    if (other !== null) return other;
     await this.raiseRevision(tenant, revision);
     return { applied: true, revision };
+  }
+
+  /**
+   * Records what a change did, once (set-if-absent). The policy projector is the tenant's one
+   * writer, but the deletion-orchestrator applies a released hold itself first (so no job step
+   * reads it back from a lagging projection): when both apply one change at once, the first to
+   * record it wins and the other answers that outcome, so the change bumps the revision once.
+   */
+  private async record(tenant: string, appliedKey: string, revision: number, refused: PolicyRefusal | undefined): Promise<AppliedChange | null> {
+    if (await this.kv.set(appliedKey, appliedMarker(revision, refused), { nx: true })) return null;
+    const earlier = parseMarker((await this.kv.get(appliedKey)) ?? String(revision));
+    if (earlier.refused === undefined) await this.raiseRevision(tenant, earlier.revision);
+    return { applied: false, revision: earlier.revision, ...(earlier.refused === undefined ? {} : { refused: earlier.refused }) };
   }
 
   /** The revision a change produced (or, refused, the one it left), or null while it is not applied. */

@@ -74,6 +74,35 @@ export function testPolicyRepository(adapterName: string, factory: KeyValueFacto
       expect(await state.policyRevisions.current('globex')).toBe(0);
     });
 
+    it('one change applied by two consumers at once (the projector and the deletion-orchestrator) bumps the revision once', async () => {
+      const { state } = await open();
+      await state.policies.apply(policyChange('LegalHoldPlaced', { hold: { holdId: 'h-1', tenant: 'acme', subjectId: 'cust-1', reason: 'r' } }, { changeId: 'c-0' }));
+      const released = policyChange('LegalHoldReleased', { holdId: 'h-1' }, { changeId: 'c-1' });
+      const outcomes = await Promise.all([state.policies.apply(released), state.policies.apply(released), state.policies.apply(released)]);
+      expect(outcomes.map((o) => o.revision)).toEqual([2, 2, 2]);
+      expect(outcomes.filter((o) => o.applied)).toHaveLength(1);
+      expect(await state.policyRevisions.current('acme')).toBe(2);
+    });
+
+    it('holds a grant id to one grant and keeps the last admin grant of the tenant, whatever reached the log', async () => {
+      const { state } = await open();
+      const admin = sampleGrant({ grantId: 'g-admin', role: 'admin', resource: { kind: 'tenant', id: 'acme' } });
+      expect(await state.policies.apply(policyChange('GrantAdded', { grant: admin }, { changeId: 'c-1' }))).toEqual({ applied: true, revision: 1 });
+      // Another grant under the same id is refused and changes nothing; the same grant again changes nothing either.
+      const moved = { ...admin, principal: { id: 'mallory', kind: 'person' as const } };
+      expect(await state.policies.apply(policyChange('GrantAdded', { grant: moved }, { changeId: 'c-2' }))).toEqual({ applied: true, revision: 1, refused: 'grant-id-taken' });
+      expect(await state.policies.outcomeOf('acme', 'c-2')).toEqual({ revision: 1, refused: 'grant-id-taken' });
+      expect((await state.policies.grant('acme', 'g-admin'))?.principal.id).toBe(admin.principal.id);
+      expect(await state.policies.apply(policyChange('GrantRemoved', { grantId: 'g-admin' }, { changeId: 'c-3' }))).toMatchObject({ refused: 'last-admin' });
+      expect(await state.policies.grant('acme', 'g-admin')).not.toBeNull();
+      expect(await state.policyRevisions.current('acme')).toBe(1);
+      // With a second administrator the first may go; the tenant stays administered for good.
+      await state.policies.apply(policyChange('GrantAdded', { grant: { ...admin, grantId: 'g-admin-2', principal: { id: 'root', kind: 'person' } } }, { changeId: 'c-4' }));
+      expect(await state.policies.apply(policyChange('GrantRemoved', { grantId: 'g-admin' }, { changeId: 'c-5' }))).toEqual({ applied: true, revision: 3 });
+      expect(await state.policies.everAdministered('acme', { kind: 'tenant', id: 'acme' })).toBe(true);
+      expect(await state.policies.everAdministered('acme', { kind: 'project', id: 'maple' })).toBe(false);
+    });
+
     it('a redelivery after a crash between recording the change and raising the revision raises it once', async () => {
       const { state, harness } = await open();
       const added = policyChange('GrantAdded', { grant: sampleGrant() });
