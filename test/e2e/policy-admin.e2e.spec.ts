@@ -123,6 +123,47 @@ describe('policy administration over the API', () => {
     expect([again.status, again.body.code]).toEqual([403, 'CAP_SCOPE_DENIED']);
   });
 
+  it('the takeover sequence fails at every step: no grant is moved, removed without admin on it, or bootstrapped again, and grant ids cannot be probed', async () => {
+    const acme = { kind: 'tenant', id: 'acme' } as const;
+    const [ash, birch] = [{ kind: 'project', id: 'ash' } as const, { kind: 'project', id: 'birch' } as const];
+    const person = (id: string) => ({ id, kind: 'person' as const });
+    // victor administers birch, and vera the tenant (its first administrator in this runtime is carol); eve administers ash.
+    const victor = await rt.issue({ agentId: 'victor-desk', principal: person('victor'), scopes: [birch], actions: ['admin'] }, { grants: false });
+    const victorGrant = await rt.api('POST', '/v1/grants', { token: victor, body: { principal: person('victor'), resource: birch, role: 'admin', purposes: ['support'] } });
+    expect(victorGrant.status).toBe(201);
+    const carol = await rt.issue({ agentId: 'admin-desk', principal: person('carol'), scopes: [acme], actions: ['admin'] }, { grants: false });
+    const tenantGrant = await rt.api('POST', '/v1/grants', { token: carol, body: { principal: person('vera'), resource: acme, role: 'admin', purposes: ['support'] } });
+    expect(tenantGrant.status).toBe(201);
+    const eve = await rt.issue({ agentId: 'eve-desk', principal: person('eve'), scopes: [ash, birch, acme], actions: ['admin'] }, { grants: false });
+    expect((await rt.api('POST', '/v1/grants', { token: eve, body: { principal: person('eve'), resource: ash, role: 'admin', purposes: ['support'] } })).status).toBe(201);
+    const hold = await rt.api('POST', '/v1/legal-holds', { token: carol, body: { subjectId: 'cust-takeover', reason: 'Wombat v. Acme' } });
+    expect(hold.status).toBe(201);
+    const before = await rt.state.policies.snapshot('acme');
+
+    // Step 1: re-post birch's (and the tenant's) admin grant id onto ash, which eve administers: refused, nothing moves.
+    for (const grantId of [String(victorGrant.body.grantId), String(tenantGrant.body.grantId)]) {
+      const moved = await rt.api('POST', '/v1/grants', { token: eve, body: { grantId, principal: person('eve'), resource: ash, role: 'admin', purposes: ['support'] } });
+      expect([moved.status, moved.body.code]).toEqual([422, 'MEM_VALIDATION']);
+    }
+    // Step 1 alone: removing birch's grant, in eve's scopes but not hers to manage, answers as an unknown id does.
+    const removal = await rt.api('DELETE', `/v1/grants/${String(victorGrant.body.grantId)}`, { token: eve });
+    const unknown = await rt.api('DELETE', '/v1/grants/01NEVERGRANTED0000000000AA', { token: eve });
+    expect([removal.status, removal.body.code, removal.body.detail]).toEqual([unknown.status, unknown.body.code, unknown.body.detail]);
+    expect(removal.status).toBe(404);
+    // Step 2: birch and the tenant had administrators, so no bootstrap on the issuer's word, for any grant.
+    for (const resource of [birch, acme]) {
+      const bootstrap = await rt.api('POST', '/v1/grants', { token: eve, body: { principal: person('eve'), resource, role: 'admin', purposes: ['support'] } });
+      expect([bootstrap.status, bootstrap.body.code]).toEqual([403, 'CAP_SCOPE_DENIED']);
+    }
+    // And so no hold's reason to read, and no hold to release.
+    expect((await rt.api('GET', '/v1/legal-holds', { token: eve })).status).toBe(403);
+    expect((await rt.api('DELETE', `/v1/legal-holds/${String(hold.body.holdId)}`, { token: eve })).status).toBe(403);
+    expect(await rt.state.policies.snapshot('acme')).toEqual(before);
+    // The real administrators keep administering.
+    expect((await rt.api('POST', '/v1/grants', { token: victor, body: { principal: person('walt'), resource: birch, role: 'member', purposes: ['support'] } })).status).toBe(201);
+    expect((await rt.api('DELETE', `/v1/legal-holds/${String(hold.body.holdId)}`, { token: carol })).status).toBe(202);
+  });
+
   it('bootstraps a resource once: of two concurrent first admin grants exactly one succeeds, and a made-up resource makes no tenant administrator', async () => {
     const elm = { kind: 'project', id: 'elm' } as const;
     const acme = { kind: 'tenant', id: 'acme' } as const;
@@ -158,6 +199,18 @@ describe('policy administration over the API', () => {
       const before = await configured.state.policyRevisions.current('acme');
       await configured.restart();
       expect(await configured.state.policyRevisions.current('acme')).toBe(before);
+      // A grant once moved under the id the configuration used to name (as ids were the caller's,
+      // a rewrite could): the next start checks configured grants by their whole content and removes it.
+      const legacyId = 'bootstrap.root.project.maple';
+      const moved = { grantId: legacyId, tenant: 'acme', principal: { id: 'mallory', kind: 'person' }, resource: maple, role: 'admin', purposes: ['support'], restricted: [] };
+      await configured.runtime.bus.produce([{ topic: TOPICS.policyChanges, key: 'acme', value: {
+        type: 'GrantAdded', data: { grant: moved },
+        metadata: { changeId: 'legacy-move', tenant: 'acme', requestedBy: { agentId: 'eve-desk', principalId: 'eve' }, occurredAt: new Date(configured.now()).toISOString() },
+      } }]);
+      await eventually('the moved grant applied', async () => (await configured.state.policies.grant('acme', legacyId)) ?? undefined);
+      await configured.restart();
+      await eventually('the moved grant removed at start', async () => ((await configured.state.policies.grant('acme', legacyId)) === null ? true : undefined));
+      expect((await configured.state.policies.grant('acme', configuredId))?.principal.id).toBe('root');
     } finally {
       await configured.close();
     }
