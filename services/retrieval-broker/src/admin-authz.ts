@@ -10,14 +10,17 @@ import type { BootstrapAdmin } from './env.ts';
 import type { PolicyGateway } from './policy-gateway.ts';
 
 /*
- * Who may change policy (design §6.2, rules 7 and 12). Administration is decided by the Cedar
- * PDP like every other action: the capability must carry `admin` (and the resource must be in
- * its scopes), and its principal must hold an `admin` grant that the policy set lets it use for
- * this purpose, now. The one exception is the bootstrap: a resource (or the tenant) that never
- * had an admin grant may get its first one on the issuer's word (an `admin` capability scoped to
- * it, which only the issuer credential mints) — otherwise nobody could ever start. The bootstrap
- * is a compare-and-set: of two concurrent first grants one wins. From then on, Cedar decides.
- * - grants: admin on the grant's resource (a grant on the tenant: admin on the tenant);
+ * Who may change policy (design §6.2, rules 7 and 12, and "the administration plane's
+ * invariants"). Administration is decided by the Cedar PDP like every other action: the
+ * capability must carry `admin` (and the resource must be in its scopes), and its principal must
+ * hold an `admin` grant that the policy set lets it use for this purpose, now. The one exception
+ * is the bootstrap: a resource (or the tenant) that never had an admin grant may get its first one
+ * on the issuer's word (an `admin` capability scoped to it, which only the issuer credential
+ * mints) — otherwise nobody could ever start. It happens once per resource whatever the grant (a
+ * compare-and-set, and never for a resource that had an admin grant by any route).
+ * - grants: admin on the grant's resource, or on the tenant (who restores a resource whose
+ *   administrators are gone); a grant on the tenant: admin on the tenant. Removal is decided on
+ *   the stored grant, and a resource's last admin grant goes only at the tenant's admin's request;
  * - legal holds, agent revocation, another principal's capability, every deletion job of the
  *   tenant, the ops overview: admin on the tenant (`{kind: 'tenant'}`, rule 12);
  * - delegations: the delegator is always the capability's principal. A capability with

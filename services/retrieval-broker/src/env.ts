@@ -50,7 +50,7 @@ export const brokerEnvShape = {
   }),
   MEMORY_POLICY_DIR: WithPolicy.shape.MEMORY_POLICY_DIR,
   MEMORY_BOOTSTRAP_ADMINS: bootstrapAdmins.optional().meta({
-    description: 'administrators the broker grants at start, before anyone can: a JSON list of `{"tenant", "principal": {"id", "kind"}, "resource": {"kind", "id"}, "purposes": [...]}`, each an `admin` grant with id `bootstrap.<principal>.<kind>.<id>`, added once ([api.md](api.md#administration-grants-delegations-revocation-legal-holds))',
+    description: 'administrators the broker grants at start, before anyone can: a JSON list of `{"tenant", "principal": {"id", "kind"}, "resource": {"kind", "id"}, "purposes": [...]}`, each an `admin` grant checked at every start by its whole content (its id, `bootstrap.<40 hex>`, derives from it) and added when missing; a changed entry replaces the grant it named ([api.md](api.md#administration-grants-delegations-revocation-legal-holds))',
     whenUnset: 'none',
   }),
   MEMORY_ADMIN_BOOTSTRAP: z.enum(['issuer', 'configured']).optional().meta({
