@@ -71,6 +71,9 @@ const env: Record<string, string> = {
   ...(onCluster ? CLUSTER_ENV : {}),
   MEMORY_SEMANTIC: semantic ? 'on' : 'off',
   MEMORY_LOG_LEVEL: 'warn', MEMORY_RATE_LIMIT_PER_MINUTE: '1000000',
+  // The suite's administrators take their first admin grants on the issuer's word, as the
+  // walkthrough's do (rights.ts); production mode would otherwise take them from configuration only.
+  MEMORY_ADMIN_BOOTSTRAP: 'issuer',
 };
 progress(`starting the distributed runtime on the cluster, namespace ${namespace} (service logs: ${logFile})`);
 const stack = await startStack({
