@@ -50,6 +50,13 @@ describe('policy administration over the API', () => {
     const named = await rt.api('POST', '/v1/grants', { token: admin, body: { ...body, grantId: 'g-erin' } });
     expect([named.status, named.body.code]).toEqual([422, 'MEM_VALIDATION']);
 
+    // Posts of one grant racing each other: one grant, and every answer names it.
+    const racing = { ...body, principal: { id: 'frank', kind: 'person' } };
+    const raced = await Promise.all([1, 2, 3].map(() => rt.api('POST', '/v1/grants', { token: admin, body: racing })));
+    expect(raced.map((r) => r.status)).toEqual([201, 201, 201]);
+    expect(new Set(raced.map((r) => r.body.grantId)).size).toBe(1);
+    expect((await rt.state.policies.grants('acme')).filter((g) => g.principal.id === 'frank').map((g) => g.grantId)).toEqual([raced[0]?.body.grantId]);
+
     const other = await rt.api('POST', '/v1/grants', {
       token: admin, body: { principal: { id: 'dave', kind: 'person' }, resource: maple, role: 'reviewer', purposes: ['support'] },
     });
@@ -58,7 +65,7 @@ describe('policy administration over the API', () => {
 
     const removed = await rt.api('DELETE', `/v1/grants/${grantId}`, { token: admin });
     expect(removed.status).toBe(202);
-    expect(removed.body).toEqual({ policyRevision: before + 3 });
+    expect(removed.body).toEqual({ policyRevision: before + 4 });
     expect(await rt.state.policies.grant('acme', grantId)).toBeNull();
     expect((await rt.api('DELETE', `/v1/grants/${grantId}`, { token: admin })).status).toBe(404);
   });

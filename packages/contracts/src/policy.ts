@@ -63,6 +63,9 @@ export function grantContent(grant: Omit<Grant, 'grantId' | 'tenant'>): string {
   ]);
 }
 
+/** The ids of configured administrators' grants (MEMORY_BOOTSTRAP_ADMINS) start so; the API's are ULIDs. */
+export const CONFIGURED_GRANT_PREFIX = 'bootstrap.';
+
 /** Whether a grant is an administrator's grant on this resource (or tenant) that is in force now or later. */
 export const administersNowOrLater = (grant: Grant, resource: ScopeRef, nowMs: number): boolean =>
   grant.role === 'admin' && grant.resource.kind === resource.kind && grant.resource.id === resource.id

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { GovernedMemoryError, grantContent, isTenantRef, type CapabilityClaims, type Delegation, type Grant, type ResourceRef, type ScopeRef } from '@gm/contracts';
+import { CONFIGURED_GRANT_PREFIX, GovernedMemoryError, grantContent, isTenantRef, type CapabilityClaims, type Delegation, type Grant, type ResourceRef, type ScopeRef } from '@gm/contracts';
 import { keyOf } from '@gm/ids';
 import { partitionKey } from '@gm/domain';
 import type { Logger } from '@gm/observability';
@@ -87,7 +87,7 @@ export async function isTenantAdmin(deps: AdminDeps, claims: CapabilityClaims): 
  * no caller can name it (the API assigns every other id). Fixed length, whatever the ids.
  */
 export const configuredGrantId = (grant: Omit<Grant, 'grantId'>): string =>
-  `bootstrap.${createHash('sha256').update(keyOf(grant.tenant, grantContent(grant))).digest('hex').slice(0, 40)}`;
+  `${CONFIGURED_GRANT_PREFIX}${createHash('sha256').update(keyOf(grant.tenant, grantContent(grant))).digest('hex').slice(0, 40)}`;
 
 /** The id the configuration used before ids were derived from content: `bootstrap.<principal>.<kind>.<id>`. */
 const legacyConfiguredGrantId = (admin: BootstrapAdmin): string => `bootstrap.${admin.principal.id}.${admin.resource.kind}.${admin.resource.id}`;
@@ -120,7 +120,7 @@ export async function grantBootstrapAdmins(
     }
     const legacyId = legacyConfiguredGrantId(admin);
     const stale = (await state.policies.grants(admin.tenant)).filter((g) => g.grantId !== grantId && (g.grantId === legacyId
-      || (g.grantId.startsWith('bootstrap.') && sameRef(g.principal, admin.principal) && sameRef(g.resource, admin.resource))));
+      || (g.grantId.startsWith(CONFIGURED_GRANT_PREFIX) && sameRef(g.principal, admin.principal) && sameRef(g.resource, admin.resource))));
     for (const g of stale) {
       await policy.produce(admin.tenant, operator, 'GrantRemoved', { grantId: g.grantId });
       log.info({ tenant: admin.tenant, grantId: g.grantId, replacedBy: grantId }, 'an earlier configured admin grant removed (MEMORY_BOOTSTRAP_ADMINS)');

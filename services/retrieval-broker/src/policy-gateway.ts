@@ -11,6 +11,8 @@ import { within } from './within.ts';
 /** What a refusal of the fold answers: the same as the broker's own check would have. */
 const REFUSALS: Record<PolicyRefusal, () => GovernedMemoryError> = {
   'grant-id-taken': () => new GovernedMemoryError('MEM_ID_TAKEN', 'this grant id names another grant'),
+  // The route answers the identical grant's id instead (routes/policy.ts).
+  'grant-duplicate': () => new GovernedMemoryError('MEM_CONFLICT', 'an identical grant was added meanwhile'),
   'last-admin': () => new GovernedMemoryError('MEM_LAST_ADMIN', 'another change left this the last administrator\'s grant: it was not removed'),
 };
 

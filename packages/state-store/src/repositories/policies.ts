@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import {
-  Delegation, Grant, LegalHold, administersNowOrLater, grantContent,
+  CONFIGURED_GRANT_PREFIX, Delegation, Grant, LegalHold, administersNowOrLater, grantContent,
   type PolicyChange, type PolicySnapshot, type PolicySource, type ScopeRef,
 } from '@gm/contracts';
 import { z } from 'zod';
@@ -16,10 +16,12 @@ type StoredDelegation = z.infer<typeof StoredDelegation>;
  * broker checks both before it produces a change, and the fold — one writer per tenant, in the
  * log's order — holds them against races and against a change that reached the log another way.
  * - `grant-id-taken`: a grant id names one grant for ever; an add of other content under it is refused;
+ * - `grant-duplicate`: a grant identical to one that is there, under another id (two racing posts
+ *   of one grant): the first stands, and the second request answers its id;
  * - `last-admin`: the last administrator's grant of the tenant is removed only by configuration,
  *   the last of a resource only at the request of a principal holding an admin grant on the tenant.
  */
-export type PolicyRefusal = 'grant-id-taken' | 'last-admin';
+export type PolicyRefusal = 'grant-id-taken' | 'grant-duplicate' | 'last-admin';
 
 export interface AppliedChange {
   /** False when this changeId had been applied before: nothing changed, no revision bump. */
@@ -134,8 +136,13 @@ export class Policies implements PolicySource {
   private async refusal(change: PolicyChange): Promise<PolicyRefusal | undefined> {
     const { tenant, occurredAt, requestedBy } = change.metadata;
     if (change.type === 'GrantAdded') {
-      const existing = await this.grant(tenant, change.data.grant.grantId);
-      return existing !== null && grantContent(existing) !== grantContent(change.data.grant) ? 'grant-id-taken' : undefined;
+      const { grant } = change.data;
+      const existing = await this.grant(tenant, grant.grantId);
+      if (existing !== null) return grantContent(existing) !== grantContent(grant) ? 'grant-id-taken' : undefined;
+      // A configured grant is the configuration's own, whatever the API added before it.
+      if (grant.grantId.startsWith(CONFIGURED_GRANT_PREFIX)) return undefined;
+      const content = grantContent(grant);
+      return (await this.grants(tenant)).some((g) => grantContent(g) === content) ? 'grant-duplicate' : undefined;
     }
     if (change.type !== 'GrantRemoved') return undefined;
     const removed = await this.grant(tenant, change.data.grantId);

@@ -96,6 +96,9 @@ export function testPolicyRepository(adapterName: string, factory: KeyValueFacto
       expect(await state.policies.apply(policyChange('GrantRemoved', { grantId: 'g-admin' }, { changeId: 'c-3' }))).toMatchObject({ refused: 'last-admin' });
       expect(await state.policies.grant('acme', 'g-admin')).not.toBeNull();
       expect(await state.policyRevisions.current('acme')).toBe(1);
+      // The same grant under a second id (two racing posts) is refused: the first stands.
+      expect(await state.policies.apply(policyChange('GrantAdded', { grant: { ...admin, grantId: 'g-admin-again' } }, { changeId: 'c-3b' }))).toMatchObject({ refused: 'grant-duplicate' });
+      expect(await state.policies.grant('acme', 'g-admin-again')).toBeNull();
       // With a second administrator the first may go; the tenant stays administered for good.
       await state.policies.apply(policyChange('GrantAdded', { grant: { ...admin, grantId: 'g-admin-2', principal: { id: 'root', kind: 'person' } } }, { changeId: 'c-4' }));
       expect(await state.policies.apply(policyChange('GrantRemoved', { grantId: 'g-admin' }, { changeId: 'c-5' }))).toEqual({ applied: true, revision: 3 });

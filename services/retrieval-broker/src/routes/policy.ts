@@ -26,12 +26,22 @@ export function policyRoutes(app: FastifyInstance, deps: BrokerDeps): void {
     if (add === undefined) throw new GovernedMemoryError('MEM_INTERNAL', 'no grant to add');
     const { tenant: _tenant, ...rest } = add.request;
     const content = grantContent({ ...rest, restricted: rest.restricted ?? [] });
-    const present = (await deps.state.policies.grants(claims.tenant)).find((g) => grantContent(g) === content);
-    if (present !== undefined) {
-      return reply.code(201).send({ grantId: present.grantId, policyRevision: await deps.state.policyRevisions.current(claims.tenant) });
-    }
+    const identical = async () => {
+      const present = (await deps.state.policies.grants(claims.tenant)).find((g) => grantContent(g) === content);
+      return present === undefined ? undefined : { grantId: present.grantId, policyRevision: await deps.state.policyRevisions.current(claims.tenant) };
+    };
+    const present = await identical();
+    if (present !== undefined) return reply.code(201).send(present);
     const grantId = newUlid();
-    const policyRevision = await deps.policy.submit(claims, 'GrantAdded', { grant: { ...rest, grantId, tenant: claims.tenant } });
+    let policyRevision: number;
+    try {
+      policyRevision = await deps.policy.submit(claims, 'GrantAdded', { grant: { ...rest, grantId, tenant: claims.tenant } });
+    } catch (err) {
+      // A racing post of the same grant was applied first (the fold's `grant-duplicate`): its id is this one's answer.
+      const raced = err instanceof GovernedMemoryError && err.code === 'MEM_CONFLICT' ? await identical() : undefined;
+      if (raced === undefined) throw err;
+      return reply.code(201).send(raced);
+    }
     // Ids and the decision only: who vouched for a resource's first administrator is audit.
     if (add.by === 'bootstrap') request.log.info({ grantId, tenant: claims.tenant, principal: rest.principal.id, agent: claims.sub }, 'admin bootstrap: the first admin grant of a resource, on the issuer\'s word');
     return reply.code(201).send({ grantId, policyRevision });
