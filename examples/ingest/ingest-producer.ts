@@ -1,17 +1,23 @@
 /**
  * Producing memory writes straight onto Kafka (docs/ingest.md): what a platform's own pipeline
  * does instead of calling POST /v1/memories, on the distributed runtime. Needs only kafkajs and
- * a write capability, read from the environment (never a command line, which pnpm echoes).
+ * node:crypto: the producer's key, and a write capability bound to it, read from the environment
+ * (never a command line, which pnpm echoes).
  *
- *   MEMORY_CAPABILITY=<compact JWS> KAFKA_BROKERS=127.0.0.1:19092 MEMORY_NAMESPACE=<ns> \
- *     node --import tsx examples/ingest/ingest-producer.ts [count, default 1]
+ *   node --import tsx examples/ingest/ingest-producer.ts keygen producer-key.json   # prints the public JWK
+ *   # POST /v1/capabilities with "producerKey": <that JWK>, then:
+ *   MEMORY_CAPABILITY=<compact JWS> MEMORY_PRODUCER_KEY_FILE=producer-key.json KAFKA_BROKERS=127.0.0.1:19092 \
+ *     MEMORY_NAMESPACE=<ns> node --import tsx examples/ingest/ingest-producer.ts [count, default 1]
  *
  * Each request is the body of POST /v1/memories plus a `requestId` of the producer's choosing
- * (docs/schemas/memory.ingest.schema.json); the capability travels in the `capability` header.
+ * (docs/schemas/memory.ingest.schema.json); the capability travels in the `capability` header and
+ * each message's proof of the key in `capability-proof` (docs/ingest.md#producer-proofs): the key
+ * never leaves the producer, so a reader of the topic cannot act as it.
  * Every request gets exactly one result on memory.ingest.results, keyed by its requestId
  * (docs/schemas/memory.ingest.results.schema.json).
  */
-import { randomUUID } from 'node:crypto';
+import { createHash, createPrivateKey, generateKeyPairSync, randomUUID, sign, type KeyObject } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { CompressionTypes, Kafka, Partitioners, logLevel, type Producer } from 'kafkajs';
 
@@ -41,24 +47,73 @@ export interface IngestConnection {
 const topicOf = (c: IngestConnection, name: string): string => (c.namespace ? `${c.namespace}.${name}` : name);
 const kafkaOf = (c: IngestConnection, clientId: string): Kafka => new Kafka({ clientId, brokers: c.brokers, logLevel: logLevel.NOTHING });
 
+/** The producer's Ed25519 key: the private half signs, the public JWK goes into POST /v1/capabilities as `producerKey`. */
+export interface ProducerKey {
+  privateKey: KeyObject;
+  publicJwk: { kty: 'OKP'; crv: 'Ed25519'; x: string };
+}
+
+export function generateProducerKey(): ProducerKey {
+  const { privateKey } = generateKeyPairSync('ed25519');
+  return producerKeyOf(privateKey);
+}
+
+function producerKeyOf(privateKey: KeyObject): ProducerKey {
+  const { x } = privateKey.export({ format: 'jwk' });
+  if (typeof x !== 'string') throw new Error('not an Ed25519 key');
+  return { privateKey, publicJwk: { kty: 'OKP', crv: 'Ed25519', x } };
+}
+
+/** RFC 8785 canonical JSON: what the proof's body digest is taken over, however the value is spaced. */
+function canonicalJson(value: unknown): string {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value);
+  if (Array.isArray(value)) return `[${value.map((v) => canonicalJson(v)).join(',')}]`;
+  const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined);
+  entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+}
+
+const b64url = (data: string | Buffer): string => Buffer.from(data).toString('base64url');
+const sha256 = (text: string): string => createHash('sha256').update(text, 'utf8').digest('base64url');
+
+/** The `capability-proof` of one message: a compact JWS by the key over its topic, key, body, the capability and now. */
+export function proofOf(key: ProducerKey, capability: string, message: { topic: string; key: string; value: unknown }, iat = Math.floor(Date.now() / 1000)): string {
+  const header = b64url(JSON.stringify({ alg: 'EdDSA', typ: 'gm-ingest-pop+jwt', jwk: key.publicJwk }));
+  const payload = b64url(JSON.stringify({
+    jti: randomUUID(), iat, topic: message.topic, key: message.key, bd: sha256(canonicalJson(message.value)), ath: sha256(capability),
+  }));
+  return `${header}.${payload}.${b64url(sign(null, Buffer.from(`${header}.${payload}`), key.privateKey))}`;
+}
+
 /**
  * An idempotent producer: a broker-side retry never appends a request twice. Messages are keyed
- * by subject, so one subject's writes stay in one partition and are admitted in order.
+ * by subject, so one subject's writes stay in one partition and are admitted in order. Each is
+ * signed by `key`, the key `capability` is bound to. Without a key the capability goes alone, the
+ * old bearer form: only for a gateway that still accepts it (docs/ingest.md#migrating-producers).
  */
-export async function openIngestProducer(c: IngestConnection & { capability: string }): Promise<{ send(requests: IngestRequest[]): Promise<void>; close(): Promise<void> }> {
+export async function openIngestProducer(
+  c: IngestConnection & { capability: string; key?: ProducerKey },
+): Promise<{ send(requests: IngestRequest[]): Promise<void>; close(): Promise<void> }> {
   const producer: Producer = kafkaOf(c, 'ingest-example-producer').producer({
     idempotent: true, maxInFlightRequests: 1,
     // murmur2 of the key, as Java clients and the services' own partitioner compute it.
     createPartitioner: Partitioners.DefaultPartitioner,
   });
   await producer.connect();
+  const topic = topicOf(c, 'memory.ingest');
   return {
     send: async (requests) => {
       await producer.send({
-        topic: topicOf(c, 'memory.ingest'),
+        topic,
         acks: -1,
         compression: CompressionTypes.None,
-        messages: requests.map((r) => ({ key: r.subjectId, value: JSON.stringify(r), headers: { capability: c.capability } })),
+        messages: requests.map((r) => ({
+          key: r.subjectId,
+          value: JSON.stringify(r),
+          headers: c.key === undefined
+            ? { capability: c.capability }
+            : { capability: c.capability, 'capability-proof': proofOf(c.key, c.capability, { topic, key: r.subjectId, value: r }) },
+        })),
       });
     },
     close: () => producer.disconnect(),
@@ -119,12 +174,23 @@ export function exampleRequest(i: number): IngestRequest {
 }
 
 async function main(): Promise<void> {
+  if (process.argv[2] === 'keygen') {
+    const file = process.argv[3];
+    if (!file) throw new Error('keygen FILE: where to write the private key (JWK, mode 0600)');
+    const key = generateProducerKey();
+    writeFileSync(file, JSON.stringify(key.privateKey.export({ format: 'jwk' })), { mode: 0o600, flag: 'wx' });
+    process.stdout.write(`${JSON.stringify(key.publicJwk)}\n`);
+    return;
+  }
   const capability = process.env.MEMORY_CAPABILITY;
-  if (!capability) throw new Error('MEMORY_CAPABILITY must hold a write capability (POST /v1/capabilities)');
+  if (!capability) throw new Error('MEMORY_CAPABILITY must hold a write capability bound to the producer key (POST /v1/capabilities with producerKey)');
+  const keyFile = process.env.MEMORY_PRODUCER_KEY_FILE;
+  if (!keyFile) throw new Error('MEMORY_PRODUCER_KEY_FILE must name the producer key (made by: ingest-producer.ts keygen FILE)');
+  const key = producerKeyOf(createPrivateKey({ key: JSON.parse(readFileSync(keyFile, 'utf8')) as Record<string, string>, format: 'jwk' }));
   const connection = { brokers: (process.env.KAFKA_BROKERS ?? '127.0.0.1:19092').split(','), namespace: process.env.MEMORY_NAMESPACE ?? '' };
   const count = Number(process.argv[2] ?? 1);
   const requests = Array.from({ length: count }, (_, i) => exampleRequest(i));
-  const producer = await openIngestProducer({ ...connection, capability });
+  const producer = await openIngestProducer({ ...connection, capability, key });
   for (let i = 0; i < requests.length; i += 500) await producer.send(requests.slice(i, i + 500));
   await producer.close();
   process.stderr.write(`produced ${count} requests; waiting for their results\n`);

@@ -9,11 +9,11 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createKafkaBus } from '@gm/bus';
+import { createKafkaBus, memoryTopicSpecs } from '@gm/bus';
 import { CONSUMER_GROUPS, TOPICS } from '@gm/contracts';
 import { MODEL_DIMENSIONS, MODEL_ID } from '@gm/embedding';
 import { startStack, type Stack } from '@gm/distributed';
-import { collectResults, exampleRequest, openIngestProducer, type IngestRequest, type IngestResult } from '@gm/examples/ingest-producer';
+import { collectResults, exampleRequest, generateProducerKey, openIngestProducer, type IngestRequest, type IngestResult } from '@gm/examples/ingest-producer';
 import { CapabilityIssuer, type SigningKeyPair } from '@gm/policy';
 import { engineEndpoint } from '@gm/testing';
 import { apiClient, capabilityIssuer, eventually, memory } from '../e2e/harness.ts';
@@ -24,12 +24,18 @@ describe('memory.ingest on the distributed runtime', () => {
   const namespace = `ingest-${randomUUID().slice(0, 8)}`;
   const connection = () => ({ brokers: engineEndpoint('kafka').split(','), namespace });
   const api = apiClient(() => stack.url);
-  const issue = (agentId = 'ingest-bot', ttlSeconds?: number) =>
-    capabilityIssuer(api, () => readFileSync(path.join(dataDir, 'issuer-credential'), 'utf8').trim())({ agentId, ...(ttlSeconds ? { ttlSeconds } : {}) });
+  /** The producer's key: what its capabilities are bound to (docs/ingest.md#producer-proofs). */
+  const key = generateProducerKey();
+  /** A capability for the HTTP API (bearer); `bound`: one for producing, bound to the producer's key. */
+  const issue = (agentId = 'ingest-bot', ttlSeconds?: number, bound = false) =>
+    capabilityIssuer(api, () => readFileSync(path.join(dataDir, 'issuer-credential'), 'utf8').trim())({
+      agentId, ...(ttlSeconds ? { ttlSeconds } : {}), ...(bound ? { producerKey: key.publicJwk } : {}),
+    });
+  const issueBound = (agentId = 'ingest-bot') => issue(agentId, undefined, true);
 
   /** Produces the requests with `capability`, and answers every result of theirs (all of them, duplicates included). */
   async function ingest(capability: string, requests: IngestRequest[]): Promise<Map<string, IngestResult[]>> {
-    const producer = await openIngestProducer({ ...connection(), capability });
+    const producer = await openIngestProducer({ ...connection(), capability, key });
     await producer.send(requests);
     await producer.close();
     return collectResults({ ...connection(), requestIds: new Set(requests.map((r) => r.requestId)), timeoutMs: 60_000 });
@@ -38,7 +44,7 @@ describe('memory.ingest on the distributed runtime', () => {
 
   beforeAll(async () => {
     dataDir = mkdtempSync(path.join(os.tmpdir(), 'gm-ingest-'));
-    stack = await startStack({ dataDir, port: 0, namespace, env: { MEMORY_RATE_LIMIT_PER_MINUTE: '100000', MEMORY_PARTITIONS: '4' } });
+    stack = await startStack({ dataDir, port: 0, namespace, env: { MEMORY_RATE_LIMIT_PER_MINUTE: '100000', MEMORY_PARTITIONS: '4', MEMORY_INGEST_UNBOUND_CAPABILITIES: 'refuse' } });
   }, 180_000);
   afterAll(async () => {
     await stack?.stop();
@@ -47,9 +53,10 @@ describe('memory.ingest on the distributed runtime', () => {
 
   it('admits a produced write under the HTTP rules: readable through the API, quarantined when untrusted, impersonation refused, its own embedding only of the stack\'s model', async () => {
     const token = await issue();
+    const producing = await issueBound();
     // A platform's own vector (a unit vector no text of ours embeds to): found by it, it was indexed as sent.
     const vector = Array.from({ length: MODEL_DIMENSIONS }, (_, i) => (i === 11 ? 1 : 0));
-    const results = await ingest(token, [
+    const results = await ingest(producing, [
       request('ok-1', { id: 'ingested-1', subjectId: 'ing-1' }),
       request('ok-2', { id: 'ingested-2', subjectId: 'ing-1', trust: 'untrusted' }),
       request('imp-1', { tenantId: 'globex', subjectId: 'ing-1' }),
@@ -76,14 +83,16 @@ describe('memory.ingest on the distributed runtime', () => {
   });
 
   it('dead-letters the requests of forged, expired and revoked capabilities, answering and admitting none of them', async () => {
-    const valid = await issue();
-    const revoked = await issue('ingest-revoked');
+    const valid = await issueBound();
+    const revoked = await issueBound('ingest-revoked');
     const jti = (JSON.parse(Buffer.from(revoked.split('.')[1] ?? '', 'base64url').toString('utf8')) as { jti: string }).jti;
-    expect((await api('POST', `/v1/capabilities/${jti}/revoke`, { token: revoked, body: {} })).status).toBe(202);
+    // Revoked by its principal through the API, with a bearer capability of its own (a bound one is refused there).
+    expect((await api('POST', `/v1/capabilities/${jti}/revoke`, { token: await issue('ingest-revoked'), body: {} })).status).toBe(202);
     // Expired: minted with the real signing key an hour ago, for 60 s.
     const signing = JSON.parse(readFileSync(path.join(dataDir, 'keys', 'capability-signing.jwk.json'), 'utf8')) as SigningKeyPair;
     const expired = (await (await CapabilityIssuer.create(signing.privateJwk, 'governed-memory')).issue({
       tenant: 'acme', agentId: 'ingest-bot', scopes: [{ kind: 'project', id: 'maple' }], purpose: 'support', actions: ['write'], ttlSeconds: 60,
+      producerKey: key.publicJwk,
     }, new Date(Date.now() - 3_600_000), 0)).token;
     // Forged: the valid capability with its claims changed (the signature no longer matches).
     const [header, payload, signature] = valid.split('.');
@@ -93,7 +102,7 @@ describe('memory.ingest on the distributed runtime', () => {
     // Without a verified writer nothing is answered (anyone could have chosen the requestId): the
     // three go to memory.ingest.dlq, produced before the valid request, which is answered.
     for (const [name, capability] of [['forged', forged], ['expired', expired], ['revoked', revoked]] as const) {
-      const producer = await openIngestProducer({ ...connection(), capability });
+      const producer = await openIngestProducer({ ...connection(), capability, key });
       await producer.send([request(`cap-${name}`, { id: `cap-${name}`, subjectId: 'ing-cap' })]);
       await producer.close();
     }
@@ -115,9 +124,49 @@ describe('memory.ingest on the distributed runtime', () => {
     expect(written.get('cap-valid')).toBe(1);
   });
 
+  it('a reader of memory.ingest who copies a message\'s headers can use them neither at the HTTP API nor under another body, nor replay the message; a bearer capability is refused on the topic', async () => {
+    const outcome = await ingest(await issueBound(), [request('copy-own', { id: 'copy-own', subjectId: 'ing-copy' })]);
+    expect(outcome.get('copy-own')).toEqual([expect.objectContaining({ outcome: 'accepted' })]);
+    const reader = createKafkaBus({ brokers: connection().brokers, clientId: 'ingest-spec-reader', topicPrefix: `${namespace}.` });
+    try {
+      await reader.ensureTopics(memoryTopicSpecs(4));
+      let copied: { key: string; value: unknown; headers: Record<string, string> } | undefined;
+      for await (const m of reader.readAll(TOPICS.ingest)) {
+        if ((m.value as { requestId?: unknown } | null)?.requestId === 'copy-own') copied = { key: m.key, value: m.value, headers: m.headers };
+      }
+      const capability = copied?.headers.capability ?? '';
+      expect(capability).not.toBe('');
+      // The HTTP API: the copied capability is no bearer token.
+      for (const [method, route, body] of [['GET', '/v1/memories/copy-own', undefined], ['POST', '/v1/memories', memory({ subjectId: 'ing-copy' })]] as const) {
+        const res = await api(method, route, { token: capability, ...(body === undefined ? {} : { body }) });
+        expect([route, res.status, res.body.code]).toEqual([route, 401, 'CAP_KEY_BOUND']);
+      }
+      // The topic: another body under the copied headers, the very same message again, and a bearer capability.
+      const positions = await reader.produce([
+        { topic: TOPICS.ingest, key: copied?.key ?? '', value: request('copy-forged', { id: 'copy-forged', subjectId: 'ing-copy' }), headers: copied?.headers ?? {} },
+        { topic: TOPICS.ingest, key: copied?.key ?? '', value: copied?.value, headers: copied?.headers ?? {} },
+        { topic: TOPICS.ingest, key: 'ing-copy', value: request('copy-bearer', { id: 'copy-bearer', subjectId: 'ing-copy' }), headers: { capability: await issue() } },
+      ]);
+      const wanted = new Map(positions.map((p, i) => [`${p.partition}/${p.offset}`, ['forged', 'replayed', 'bearer'][i]]));
+      const dead = await eventually('the three dead-lettered', async () => {
+        const found = new Map<string, string | undefined>();
+        for await (const m of reader.readAll(`${TOPICS.ingest}.dlq`)) {
+          const name = wanted.get(`${m.headers['dlq.partition']}/${m.headers['dlq.offset']}`);
+          if (name !== undefined) found.set(name, m.headers['dlq.error']?.split(':')[0]);
+        }
+        return found.size === wanted.size ? found : undefined;
+      }, 60_000);
+      expect(Object.fromEntries(dead)).toEqual({ forged: 'CAP_PROOF_INVALID', replayed: 'CAP_PROOF_REPLAYED', bearer: 'CAP_KEY_REQUIRED' });
+    } finally {
+      await reader.close();
+    }
+    const written = await writtenIds();
+    expect([written.get('copy-own'), written.has('copy-forged'), written.has('copy-bearer')]).toEqual([1, false, false]);
+    expect((await ingestCommandCounts()).get('copy-own')).toBe(1);
+  });
+
   it('kill -9 of the ingest-gateway mid-stream: every request is answered exactly once, admitted once, and has one record', async () => {
-    const token = await issue();
-    const producer = await openIngestProducer({ ...connection(), capability: token });
+    const producer = await openIngestProducer({ ...connection(), capability: await issueBound(), key });
     const requests = Array.from({ length: 1_500 }, (_, i) => ({ ...exampleRequest(i), requestId: `kill-${i}`, id: `kill-rec-${i}` }));
     const wanted = new Set(requests.map((r) => r.requestId));
     let firstResult!: () => void;
@@ -151,8 +200,7 @@ describe('memory.ingest on the distributed runtime', () => {
   }, 240_000);
 
   it('scales out and in mid-stream: every request answered alike, every write present exactly once, per-subject order kept', async () => {
-    const token = await issue();
-    const producer = await openIngestProducer({ ...connection(), capability: token });
+    const producer = await openIngestProducer({ ...connection(), capability: await issueBound(), key });
     const SUBJECTS = 20;
     const TOTAL = 4_000;
     // Subject s gets records scale-s<s>-0, -1, … in this order; its messages share a key, so one partition.

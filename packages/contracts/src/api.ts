@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { Action } from './capability.ts';
 import { LIMITS } from './limits.ts';
+import { ProducerPublicKey } from './producer-proof.ts';
 import {
   CallerEmbedding, Content, Id, IsoTime, MemoryKind, Principal, PrincipalKind, Purpose, ResourceRef, ScopeRef, Sensitivity, TenantId, Visibility, WriteTrust,
 } from './primitives.ts';
@@ -19,6 +20,12 @@ export const IssueCapabilityRequest = z
     purpose: Purpose,
     actions: z.array(Action).min(1),
     ttlSeconds: z.number().int().min(1).max(LIMITS.maxCapabilityTtlSeconds).optional(),
+    /**
+     * A producer's public key: the capability is bound to it (claim `cnf.jkt`), refused as a
+     * bearer token by the HTTP API and taken on memory.ingest only with messages this key signed
+     * (design §6.1, docs/ingest.md#producer-proofs).
+     */
+    producerKey: ProducerPublicKey.optional(),
   })
   .strict()
   .refine((r) => r.scopes.every((s) => s.kind !== 'tenant' || s.id === r.tenant), {

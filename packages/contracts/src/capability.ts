@@ -21,6 +21,12 @@ export const CapabilityClaims = z.object({
   nbf: z.number().int().optional(),
   rev: z.number().int().min(0),
   jti: Id,
+  /**
+   * Confirmation (RFC 7800, as RFC 9449 uses it): the SHA-256 JWK thumbprint (RFC 7638) of the
+   * producer key the capability is bound to. A bound capability is no bearer token: it is taken
+   * only on memory.ingest, with each message signed by that key (design §6.1, docs/ingest.md).
+   */
+  cnf: z.object({ jkt: z.string().regex(/^[A-Za-z0-9_-]{43}$/, 'a base64url SHA-256 thumbprint') }).strict().optional(),
 });
 export type CapabilityClaims = z.infer<typeof CapabilityClaims>;
 

@@ -36,6 +36,16 @@ export const ERROR_CODES = [
   'CAP_REVOKED',
   'CAP_ACTION_DENIED',
   'CAP_SCOPE_DENIED',
+  /** A key-bound capability presented as a bearer token (the HTTP API): it is for memory.ingest, with a proof of its key (design §6.1). */
+  'CAP_KEY_BOUND',
+  /** An unbound capability on memory.ingest where only key-bound ones are taken (docs/ingest.md#producer-proofs). */
+  'CAP_KEY_REQUIRED',
+  /** A memory.ingest message whose proof of the capability's key is missing, malformed, or signs another key, body, topic, message key or capability. */
+  'CAP_PROOF_INVALID',
+  /** A proof whose time is outside the gateway's window (MEMORY_INGEST_PROOF_WINDOW_SECONDS). */
+  'CAP_PROOF_STALE',
+  /** A proof already presented by another message within the window: a copy of a message, not a new request. */
+  'CAP_PROOF_REPLAYED',
   'ISSUER_UNAUTHORIZED',
   'RECEIPT_INVALID',
 ] as const;

@@ -17,6 +17,7 @@ export * from './policy.ts';
 export * from './runtime.ts';
 export * from './summary.ts';
 export * from './ingest.ts';
+export * from './producer-proof.ts';
 export * from './json-schema.ts';
 export * from './history.ts';
 export * from './operations.ts';

@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { errors as joseErrors, exportJWK, generateKeyPair, importJWK, jwtVerify, SignJWT, type JWK } from 'jose';
+import { calculateJwkThumbprint, errors as joseErrors, exportJWK, generateKeyPair, importJWK, jwtVerify, SignJWT, type JWK } from 'jose';
 import {
   CapabilityClaims, GovernedMemoryError, LIMITS,
   type Action, type IssueCapabilityRequest,
@@ -43,6 +43,8 @@ export class CapabilityIssuer {
       purpose: request.purpose,
       actions: [...new Set(request.actions)],
       rev: policyRevision,
+      // Bound to the producer's key (RFC 7800 `cnf`, RFC 9449's `jkt`): usable only with a proof of it (§6.1).
+      ...(request.producerKey === undefined ? {} : { cnf: { jkt: await calculateJwkThumbprint(request.producerKey, 'sha256') } }),
     };
     const token = await new SignJWT(claims)
       .setProtectedHeader({ alg: ALG, typ: 'cap+jwt' })
@@ -84,7 +86,12 @@ export class CapabilityVerifier {
     return new CapabilityVerifier(await importJWK(publicJwk, ALG), issuer, revocations);
   }
 
-  async verify(token: string, now: Date): Promise<CapabilityClaims> {
+  /**
+   * `holderProof`: the caller checks, itself, a proof of the key a bound capability names (the
+   * ingest-gateway's producer proofs). Without it a bound capability is refused (CAP_KEY_BOUND):
+   * presented as a bearer token, it may be a copy read off memory.ingest (§6.1).
+   */
+  async verify(token: string, now: Date, options: { holderProof?: boolean } = {}): Promise<CapabilityClaims> {
     const nowSec = Math.floor(now.getTime() / 1000);
     const hash = createHash('sha256').update(token).digest('hex');
     let claims = this.cache.get(hash);
@@ -101,6 +108,9 @@ export class CapabilityVerifier {
       throw new GovernedMemoryError('CAP_NOT_YET_VALID', 'the capability is not valid yet');
     }
     if (await this.revocations.isRevoked(claims)) throw new GovernedMemoryError('CAP_REVOKED', 'the capability was revoked');
+    if (claims.cnf !== undefined && options.holderProof !== true) {
+      throw new GovernedMemoryError('CAP_KEY_BOUND', 'the capability is bound to a producer key: it is taken on memory.ingest only, with a proof of that key');
+    }
     return claims;
   }
 

@@ -12,6 +12,7 @@ import { WRITE_ADMISSION_GROUP, startWriteAdmission } from '@gm/write-admission'
 import { edgeAuthority } from '@gm/write-edge';
 import { openEmbeddedFixture, type EmbeddedFixture } from '@gm/testing/embedded-fixture';
 import { INGEST_GATEWAY_GROUP, startIngestGateway } from './gateway.ts';
+import { legacyProducers } from './producer-auth.fixture.ts';
 
 const ISSUER = 'gm-spec';
 const policySet = loadPolicySet();
@@ -63,7 +64,7 @@ describe('ingest-gateway', () => {
         bus: fx.bus, log, metrics, decide: { ttl: DEFAULT_TTL_POLICY, idempotencyWindowMs: 3_600_000 },
         snapshots: { store: fx.state.admission, intervalMs: 60_000, maxEntries: 1_000 },
       }),
-      await startIngestGateway({ bus: fx.bus, verifier, pdp, state: fx.state, clock: fx.clock, log, metrics }),
+      await startIngestGateway({ bus: fx.bus, verifier, pdp, state: fx.state, clock: fx.clock, log, metrics, producers: legacyProducers(fx, TOPICS.ingest) }),
     ];
   });
   afterEach(async () => {

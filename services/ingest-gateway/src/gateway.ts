@@ -1,20 +1,22 @@
 /**
  * The ingest-gateway (docs/ingest.md): admits what platforms produce onto memory.ingest under exactly
  * the rules of POST /v1/memories (@gm/write-edge): the capability in the message's header is
- * verified, revocation checked, impersonation and scope refused, the PDP asked, ids claimed.
+ * verified, revocation checked, the producer's proof of its key checked (producer-auth.ts),
+ * impersonation and scope refused, the PDP asked, ids claimed.
  * Each admitted request becomes a WriteMemory command, sent in the transaction that commits the
  * gateway's offsets, so a crash admits a request once or not at all. Its one result follows on
  * memory.ingest.results: the gateway's rejection, or write-admission's decision.
  */
 import { deadLetterOf, withMessageContext, type BatchHandler, type Bus, type ConsumedMessage, type OutgoingMessage } from '@gm/bus';
 import {
-  CONSUMER_GROUPS, GovernedMemoryError, INGEST_CAPABILITY_HEADER, Id, OPERATIONS, TOPICS, isDependencyOutage, isGovernedMemoryError, subjectKey,
-  type CapabilityClaims, type IngestResult, type ServiceHandle,
+  CONSUMER_GROUPS, GovernedMemoryError, INGEST_CAPABILITY_HEADER, Id, OPERATIONS, TOPICS, isDependencyOutage, subjectKey,
+  type IngestResult, type ServiceHandle,
 } from '@gm/contracts';
 import type { Logger, Metrics } from '@gm/observability';
 import type { CapabilityVerifier, PolicyDecisionPoint } from '@gm/policy';
-import { admitWrites, verifyCapability, writeAuthority, type WriteEdgeDeps } from '@gm/write-edge';
+import { admitWrites, writeAuthority, type WriteEdgeDeps } from '@gm/write-edge';
 import { z } from 'zod';
+import { authenticateProducer, type ProducerAuthConfig } from './producer-auth.ts';
 
 export const INGEST_GATEWAY_GROUP = CONSUMER_GROUPS.ingestGateway;
 
@@ -27,6 +29,8 @@ export interface IngestGatewayDeps extends WriteEdgeDeps {
   verifier: CapabilityVerifier;
   log: Logger;
   metrics: Metrics;
+  /** How a message's producer is authenticated (producer-auth.ts). */
+  producers: ProducerAuthConfig;
 }
 
 /** What a message must have before it can be answered at all: an object with a requestId to key its result. */
@@ -77,19 +81,26 @@ export function ingestHandler(deps: IngestGatewayDeps): BatchHandler {
       if (group.length === 0) byCapability.set(token, group);
       group.push({ at, message, requestId, item });
     });
-    for (const [token, pending] of byCapability) {
-      const claims = await verified(deps, token);
-      if (claims instanceof GovernedMemoryError) {
-        // No verified writer, so no result: a result keyed by a requestId anyone may choose let
-        // a producer without any capability answer another's request first (docs/security.md).
-        // Dead-lettered and counted by code instead.
-        for (const p of pending) {
-          counts.push({ outcome: 'rejected', code: claims.code });
-          answers[p.at] = [deadLetter(p.message, `${claims.code}: ${claims.message}`)];
-          deadLettered += 1;
-        }
+    for (const [token, group] of byCapability) {
+      // No verified writer, so no result: a result keyed by a requestId anyone may choose let
+      // a producer without any capability — or a reader of the topic replaying a message — answer
+      // another's request first (docs/security.md). Dead-lettered and counted by code instead.
+      const refuse = (p: Pending, err: GovernedMemoryError) => {
+        counts.push({ outcome: 'rejected', code: err.code });
+        answers[p.at] = [deadLetter(p.message, `${err.code}: ${err.message}`)];
+        deadLettered += 1;
+      };
+      const authn = await authenticateProducer(deps, token, group.map((p) => p.message), GUARD.actions[0]);
+      if (authn instanceof GovernedMemoryError) {
+        for (const p of group) refuse(p, authn);
         continue;
       }
+      const { claims } = authn;
+      const pending = group.filter((p, i) => {
+        const err = authn.refused[i];
+        if (err !== undefined) refuse(p, err);
+        return err === undefined;
+      });
       const partitions = await deps.pdp.authorizedPartitions({ claims, action: GUARD.actions[0] });
       const outcomes = await admitWrites(deps, claims, writeAuthority(deps.pdp, claims, partitions), pending.map((p) => p.item));
       outcomes.forEach((outcome, i) => {
@@ -122,22 +133,11 @@ export function ingestHandler(deps: IngestGatewayDeps): BatchHandler {
   };
 }
 
-/** The capability's claims, or the CAP_* error that rejects its requests; an outage is thrown (the batch is retried). */
-async function verified(deps: IngestGatewayDeps, token: string): Promise<CapabilityClaims | GovernedMemoryError> {
-  if (token === '') return new GovernedMemoryError('CAP_MISSING', `a capability is required in the "${INGEST_CAPABILITY_HEADER}" header`);
-  try {
-    return await verifyCapability(deps.verifier, deps.clock, token, GUARD.actions[0]);
-  } catch (err) {
-    if (!isGovernedMemoryError(err) || isDependencyOutage(err)) throw err;
-    return err;
-  }
-}
-
 /**
  * A message that cannot be answered goes to memory.ingest.dlq with where it came from and why,
  * bounded so that it is always writable (deadLetterOf: 300 KB of control characters is 1.8 MB
  * of JSON, which the broker refused, and the partition waited on it for good). None of its
- * headers travel on: the capability is a credential.
+ * headers travel on: the capability is a credential (and its proof is of no use to anyone).
  */
 function deadLetter(message: ConsumedMessage, error: string): OutgoingMessage {
   return deadLetterOf(message, INGEST_GATEWAY_GROUP, error, 1, { copyHeaders: false });

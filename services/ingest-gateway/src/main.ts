@@ -8,6 +8,7 @@ import { systemClock } from '@gm/time';
 import { edgeAuthority } from '@gm/write-edge';
 import { IngestGatewayEnv } from './env.ts';
 import { startIngestGateway } from './gateway.ts';
+import { SeenProofs } from './seen-proofs.ts';
 
 /**
  * ingest-gateway as its own process: the edge of memory.ingest (docs/ingest.md), its own consumer
@@ -27,7 +28,16 @@ await runService('ingest-gateway', IngestGatewayEnv, async ({ env, log, metrics 
   // name (nothing is loaded: the gateway embeds nothing); with MEMORY_SEMANTIC=off it is refused.
   const spec = env.MEMORY_SEMANTIC === 'off' ? undefined : modelOfDir(env.MEMORY_EMBEDDING_MODEL_DIR ?? DEFAULT_MODEL_DIR);
   const semantic = spec === undefined ? {} : { semantic: { model: { modelId: spec.id, dimensions: spec.dimensions } } };
-  const gateway = await startIngestGateway({ bus, verifier, pdp, state, clock: systemClock, log, metrics, ...semantic });
+  // Proofs name the topic as producers write to it, namespace included (docs/ingest.md#producer-proofs).
+  const windowMs = env.MEMORY_INGEST_PROOF_WINDOW_SECONDS * 1000;
+  const producers = {
+    topic: `${env.MEMORY_NAMESPACE ? `${env.MEMORY_NAMESPACE}.` : ''}${TOPICS.ingest}`,
+    windowMs,
+    unbound: env.MEMORY_INGEST_UNBOUND_CAPABILITIES ?? (env.MEMORY_PRODUCTION ? 'refuse' : 'accept'),
+    seen: new SeenProofs(state.kv, state.keys.prefix, 2 * windowMs),
+  } as const;
+  if (producers.unbound === 'accept') log.warn({ topic: TOPICS.ingest }, 'memory.ingest accepts unbound capabilities: anyone who reads the topic can replay them (docs/ingest.md#migrating-producers)');
+  const gateway = await startIngestGateway({ bus, verifier, pdp, state, clock: systemClock, log, metrics, producers, ...semantic });
   return {
     handle: { close: async () => { await gateway.close(); await sealed.close(); await state.kv.close(); } },
     ready: async () => (await state.kv.ping()) && (await bus.endOffsets(TOPICS.ingest)).length > 0,

@@ -53,6 +53,7 @@ export const CAPABILITY: readonly Failure[] = [
   fail('CAP_EXPIRED', 'the capability has expired'),
   fail('CAP_NOT_YET_VALID', 'the capability is not valid yet'),
   fail('CAP_REVOKED', 'the capability, its agent or its delegation was revoked'),
+  fail('CAP_KEY_BOUND', 'the capability is bound to a producer key: it is taken on memory.ingest only, with a proof of that key, never as a bearer token'),
 ];
 
 /** A capability that must grant `action`. */

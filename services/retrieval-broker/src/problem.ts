@@ -32,6 +32,12 @@ export const STATUS_OF: Record<ErrorCode, number> = {
   CAP_REVOKED: 401,
   CAP_ACTION_DENIED: 403,
   CAP_SCOPE_DENIED: 403,
+  CAP_KEY_BOUND: 401,
+  // The ingest path's codes (dead-letter reasons, never HTTP answers): mapped like any credential failure.
+  CAP_KEY_REQUIRED: 401,
+  CAP_PROOF_INVALID: 401,
+  CAP_PROOF_STALE: 401,
+  CAP_PROOF_REPLAYED: 401,
   ISSUER_UNAUTHORIZED: 401,
   RECEIPT_INVALID: 422,
 };

@@ -18,6 +18,7 @@ import { edgeAuthority } from '@gm/write-edge';
 import { openEmbeddedFixture, type EmbeddedFixture } from '@gm/testing/embedded-fixture';
 import { engineEndpoint } from '@gm/testing/engines';
 import { startIngestGateway } from '../gateway.ts';
+import { legacyProducers } from '../producer-auth.fixture.ts';
 
 const ISSUER = 'gm-spec';
 const brokers = (): string[] => engineEndpoint('kafka').split(',');
@@ -79,7 +80,7 @@ describe('ingest-gateway on Kafka: poison messages', () => {
         bus, log, metrics, decide: { ttl: DEFAULT_TTL_POLICY, idempotencyWindowMs: 3_600_000 },
         snapshots: { store: fx.state.admission, intervalMs: 60_000, maxEntries: 1_000 },
       }),
-      await startIngestGateway({ bus, verifier, pdp, state: fx.state, clock: fx.clock, log, metrics }),
+      await startIngestGateway({ bus, verifier, pdp, state: fx.state, clock: fx.clock, log, metrics, producers: legacyProducers(fx, `${topicPrefix}${TOPICS.ingest}`) }),
     ];
     resultsSub = await bus.subscribe({
       groupId: `results-${randomUUID()}`, topics: [TOPICS.ingestResults], sends: false, transient: true,
