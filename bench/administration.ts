@@ -44,7 +44,8 @@ export async function call(url: string, token: string, body: unknown, retry = fa
 
 /** POST /v1/capabilities with the issuer credential: the token and its jti (for revoking it). */
 export async function issueCapability(
-  target: HttpTarget, request: { tenant: string; agentId: string; actions: Action[]; scopes?: Array<{ kind: string; id: string }> },
+  target: HttpTarget,
+  request: { tenant: string; agentId: string; actions: Action[]; scopes?: Array<{ kind: string; id: string }>; producerKey?: { kty: 'OKP'; crv: 'Ed25519'; x: string } },
 ): Promise<{ token: string; jti: string }> {
   const res = await call(`${target.url}/v1/capabilities`, target.issuerCredential, { scopes: [{ ...RESOURCE }], purpose: PURPOSE, ...request }, true);
   const issued = res.body as { token?: unknown; jti?: unknown } | null;

@@ -6,7 +6,7 @@
  * and grant removals and capability revocations each followed at once by a read. Everything is
  * entered in the ledger; the invariants judge it afterwards.
  */
-import { openIngestProducer, type IngestRequest } from '@gm/examples/ingest-producer';
+import { generateProducerKey, openIngestProducer, type IngestRequest } from '@gm/examples/ingest-producer';
 import { PURPOSE, VOCABULARY, contentOf } from '../corpus.ts';
 import { ChaosHttp, type HttpAnswer } from './http.ts';
 import type { AcknowledgedWrite, Ledger } from './ledger.ts';
@@ -101,7 +101,9 @@ export function startLoad(target: LoadTarget, rights: ChaosRights, ledger: Ledge
   };
 
   const ingestProducer = async () => {
-    const producer = await openIngestProducer({ brokers: target.brokers, namespace: target.namespace, capability: await rights.writer() });
+    // Signed with a key its capability is bound to, as production mode requires (docs/ingest.md#producer-proofs).
+    const key = generateProducerKey();
+    const producer = await openIngestProducer({ brokers: target.brokers, namespace: target.namespace, capability: await rights.ingestWriter(key.publicJwk), key });
     try {
       for (let n = 0; running; n += 1) {
         const requests = Array.from({ length: 5 }, (_, i) => ({ requestId: `${run}-i-${n}-${i}`, ...writeBody(next(), `s-${(n + i) % 24}`, 'readable') }) as IngestRequest);

@@ -15,6 +15,8 @@ export interface ChaosRights {
   tenant: string;
   /** write, search, read, request_delete on both resources. */
   writer: () => Promise<string>;
+  /** The writer's capability bound to a producer key, for memory.ingest (docs/ingest.md#producer-proofs). */
+  ingestWriter: (producerKey: { kty: 'OKP'; crv: 'Ed25519'; x: string }) => Promise<string>;
   /** search and read on the readable resource only. */
   reader: () => Promise<string>;
   /** admin on the tenant: reads every job, revokes any capability. */
@@ -50,6 +52,8 @@ export async function chaosRights(target: HttpTarget, tenant: string): Promise<C
   return {
     tenant,
     writer: async () => (await capability('chaos-writer', ['write', 'search', 'read', 'request_delete'], [READABLE, HIDDEN])).token,
+    ingestWriter: async (producerKey) =>
+      (await issueCapability(target, { tenant, agentId: 'chaos-writer', actions: ['write'], scopes: [READABLE, HIDDEN], producerKey })).token,
     reader: async () => (await capability('chaos-reader', ['search', 'read'], [READABLE, HIDDEN])).token,
     tenantAdmin,
     resourceAdmin,
