@@ -57,13 +57,14 @@ export interface ErasureProof {
 export async function shredAndProve(deps: ShredderDeps, task: DeletionTask): Promise<{ ok: boolean; ref: string; findings: string[] }> {
   const job = await deps.state.jobs.get(task.tenantId, task.jobId);
   if (!job) return { ok: false, ref: 'job not found', findings: [] };
+  // write-admission's snapshot of the subject is rewritten after the purge (it held the records'
+  // hashes and provenance): that write must be among what the files forget below, not land after
+  // it. First, so that an attempt which waited in vain has destroyed nothing yet.
+  await awaitSnapshotPurged(deps.state, task.tenantId, job.subjectId, task.recordIds, deps.snapshotWaitMs ?? SNAPSHOT_WAIT_MS);
   const shred: ShredResult = await shredRecords(deps.keys.keyring, deps.keys.store, {
     tenantId: task.tenantId, recordIds: task.recordIds, subjectKeys: job.mode === 'forget',
   });
   const { proof, readable } = await proveErased(deps.bus, task.tenantId, job.subjectId, task.recordIds);
-  // write-admission's snapshot of the subject is rewritten after the purge (it held the records'
-  // hashes and provenance): that write must be among what the files forget, not land after it.
-  await awaitSnapshotPurged(deps.state, task.tenantId, job.subjectId, task.recordIds, deps.snapshotWaitMs ?? SNAPSHOT_WAIT_MS);
   // Last, once the replays found nothing anywhere: what the targets deleted leaves the stores' files (§8.4).
   const copies = await Promise.all(deps.copies.map(async (c) => `${c.copy}:${await c.eraseDeleted()}`));
   // key_residue: none = no copy of the destroyed keys left in the key store's files (SQLite,
