@@ -61,6 +61,8 @@ describe('erasure on disk (embedded data directory)', () => {
     await rt.restart();
     const [snapshot] = await rt.state.admission.load([subjectKey('acme', 'cust-canary')]);
     expect(JSON.stringify(snapshot?.state)).toContain('canary-1');
+    // It never holds a plain hash: the content's hash and the request fingerprint are sealed under the subject's key (§8.5).
+    for (const digest of DIGESTS) expect(JSON.stringify(snapshot?.state)).not.toContain(digest);
     // The copies are in the files now (the test would prove nothing otherwise).
     expect(holding(WORDS).length).toBeGreaterThan(0);
     expect(holding(DIGESTS).length).toBeGreaterThan(0);
@@ -69,12 +71,14 @@ describe('erasure on disk (embedded data directory)', () => {
     const forget = await rt.api('POST', '/v1/subjects/cust-canary/forget', { token: writer, body: {} });
     expect(forget.status).toBe(202);
     const receipt = await eventually('the verified receipt', async () => {
-      const res = await rt.api<{ payload: { status: string; retention: string; copies?: Array<{ copy: string; state: string }> } }>(
+      const res = await rt.api<{ payload: { status: string; retention: string; copies?: Array<{ copy: string; state: string }>; targets: Array<{ target: string; ref: string }> } }>(
         'GET', `/v1/deletion-jobs/${String(forget.body.jobId)}/receipt`, { token: writer });
       return res.status === 200 ? res.body.payload : undefined;
     }, 30_000);
     expect(receipt).toMatchObject({ status: 'verified', retention: 'purged' });
     expect(receipt.copies?.map((c) => `${c.copy}:${c.state}`).sort()).toEqual(['index:erased', 'state:erased', 'summaries:erased', 'vectors:erased']);
+    // The subject's key went too: the key sealing write-admission's snapshot kept no key alive.
+    expect(receipt.targets.find((t) => t.target === 'key')?.ref).toContain('keks=1;keks_kept=0');
 
     // While the runtime runs, as soon as the receipt is verified (nor the content's plain sha256,
     // with which anyone could confirm a guess, nor its provenance: §8.5)…

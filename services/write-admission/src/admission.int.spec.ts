@@ -508,7 +508,8 @@ describe('write-admission over the embedded bus', () => {
     const first = await run();
     await send(writeMemoryCommand(meta('cmd-p1', 'cust-p'), { id: 'mem-p', content, provenance: [{ source: 'tool', uri: SOURCE, observedAt: fx.clock.iso() }] }));
     await send(internal('ForgetSubject', 'cmd-p2', { jobId: 'job-p', within: { kind: 'tenant' } }), internal('TombstoneMemory', 'cmd-p2t', { id: 'mem-p', jobId: 'job-p' }));
-    // The state before the purge is stored, as a periodic snapshot would have: hash and source in it.
+    // The state before the purge is stored, as a periodic snapshot would have: hash and source in it
+    // (this instance seals nothing, so the hash shows too).
     await first.instance.flush();
     const stored = async () => (await fx.kv.mget(await fx.kv.keys('gm:adm:'))).join('\n');
     expect(await stored()).toContain(sha256Hex(content));

@@ -7,6 +7,7 @@ import {
 import { decide, draftOf, evolveDraft, pruneIdempotency, type DecideContext, type SubjectState } from '@gm/domain';
 import type { Logger, Metrics } from '@gm/observability';
 import { periodic } from '@gm/time';
+import type { SnapshotSealer } from '@gm/crypto';
 import type { AdmissionSnapshots } from '@gm/state-store';
 import { CommittedStates, markPendingContent } from './committed-states.ts';
 import { PartitionView } from './partition-view.ts';
@@ -27,6 +28,8 @@ export interface SnapshotOptions {
   intervalMs: number;
   /** About how many records and idempotency slots to keep in memory. */
   maxEntries: number;
+  /** Seals the content hashes and request fingerprints of the stored states under each subject's key (§8.5). */
+  sealer?: SnapshotSealer;
 }
 
 /**
@@ -46,6 +49,7 @@ export class WriteAdmission {
   constructor(private readonly deps: WriteAdmissionDeps) {
     this.states = new CommittedStates({
       store: deps.snapshots.store, maxEntries: deps.snapshots.maxEntries, onEvicted: (key) => this.slotsAfterPrune.delete(key),
+      ...(deps.snapshots.sealer === undefined ? {} : { sealer: deps.snapshots.sealer }),
     });
   }
 
