@@ -18,7 +18,7 @@ import { periodic } from '@gm/time';
 import { loadEmbeddingModel } from '@gm/embedding';
 import type { SemanticLeg } from '@gm/retrieval';
 import { startVectorIndexer, startVectorTargets } from '@gm/vector-indexer';
-import { consumedAllCommands, sweepTransitKeys, type ContentRole } from '@gm/crypto';
+import { consumedAllCommands, keyringSnapshotSealer, sweepTransitKeys, type ContentRole } from '@gm/crypto';
 import type { RuntimeConfig } from './config.ts';
 import type { Stores } from './stores.ts';
 
@@ -113,7 +113,11 @@ export async function startPipeline(ctx: PipelineContext, part: PipelinePart = '
       handles.push(
         await startWriteAdmission({
           bus, log: child('write-admission'), metrics, decide: { ttl: config.ttl, idempotencyWindowMs: config.idempotencyWindowMs },
-          snapshots: { store: state.admission, intervalMs: config.admission.snapshotIntervalMs, maxEntries: config.admission.maxEntries },
+          snapshots: {
+            store: state.admission, intervalMs: config.admission.snapshotIntervalMs, maxEntries: config.admission.maxEntries,
+            // The stored states' hashes sealed under each subject's key, so a forget takes them from every copy (§8.5).
+            sealer: keyringSnapshotSealer(crypto.keyring),
+          },
         }),
       );
     }

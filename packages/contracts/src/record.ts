@@ -56,6 +56,15 @@ export type RecordMeta = z.infer<typeof RecordMeta>;
  */
 export const ERASED_CONTENT_HASH = '0'.repeat(64);
 
+/**
+ * Provenance without what names its source (`uri`, `eventId`): `crm://patients/jane-…/oncology`
+ * is about the subject as much as the content is. What an erased record keeps, and what the log
+ * keeps in clear beside the sealed original (design §8.4, §8.5); the kind of source and when it
+ * was observed stay, so the schema's shape does.
+ */
+export const erasedProvenance = (provenance: readonly Provenance[]): Provenance[] =>
+  provenance.map(({ source, observedAt }) => ({ source, observedAt }));
+
 export const MemoryRecord = RecordMeta.extend({ content: Content });
 export type MemoryRecord = z.infer<typeof MemoryRecord>;
 

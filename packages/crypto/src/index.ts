@@ -12,3 +12,4 @@ export * from './sealing/sealed-bus.ts';
 export * from './sealing/content-crypto.ts';
 export * from './shred.ts';
 export * from './sealing/transit-sweeper.ts';
+export * from './sealing/snapshot-sealer.ts';

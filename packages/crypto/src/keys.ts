@@ -22,6 +22,17 @@ export function dataKeyId(tenantId: string, recordId: string, generation = 1): s
 
 export const isKekId = (kid: string): boolean => kid.startsWith('kek:');
 
+/**
+ * The "record id" of the data key that seals write-admission's snapshots of a subject's key
+ * generation (sealing/snapshot-sealer.ts): the KEK id's digest behind `~adm~`, which no record id
+ * holds (ids have no `~`), so it names no subject and collides with no record.
+ */
+export const snapshotKeyRecordId = (tenantId: string, subjectId: string, generation: number): string =>
+  `~adm~${kekId(tenantId, subjectId, generation).slice('kek:'.length)}`;
+
+/** Whether a data key id is a snapshot key's: it protects no record, and never keeps its KEK alive (shred.ts). */
+export const isSnapshotDataKeyId = (kid: string): boolean => kid.startsWith('dk:') && kid.includes('/~adm~');
+
 export const generateKey = (kid: string): SecretKey => ({ kid, key: randomBytes(KEY_BYTES) });
 
 /**

@@ -1,6 +1,6 @@
 import type { KeyStore, TombstoneOutcome } from './key-store.ts';
 import type { Keyring } from './keyring.ts';
-import { dataKeyId, isKekId } from './keys.ts';
+import { dataKeyId, isKekId, isSnapshotDataKeyId } from './keys.ts';
 
 export interface ShredRequest {
   tenantId: string;
@@ -46,7 +46,8 @@ export async function shredRecords(keyring: Keyring, store: KeyStore, request: S
       const mine = new Set(kids);
       const dependents = new Map<string, number>();
       for (const wrapped of await store.all()) {
-        if (wrapped.kind === 'dk' && keks.has(wrapped.wrappedBy) && !mine.has(wrapped.kid)) {
+        // write-admission's snapshot key of the generation protects no record: it goes with the KEK (§8.5).
+        if (wrapped.kind === 'dk' && keks.has(wrapped.wrappedBy) && !mine.has(wrapped.kid) && !isSnapshotDataKeyId(wrapped.kid)) {
           dependents.set(wrapped.wrappedBy, (dependents.get(wrapped.wrappedBy) ?? 0) + 1);
         }
       }

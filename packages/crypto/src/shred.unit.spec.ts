@@ -10,6 +10,7 @@ import type { KeyStore } from './key-store.ts';
 import { openKeyring, type Keyring } from './keyring.ts';
 import { kekId } from './keys.ts';
 import { masterKeys } from './master-keys.ts';
+import { keyringSnapshotSealer } from './sealing/snapshot-sealer.ts';
 import { shredRecords } from './shred.ts';
 
 const KEYS = masterKeys('m1', new Map([['m1', randomBytes(32)]]));
@@ -64,6 +65,18 @@ describe('shredRecords', () => {
     expect(await read(store, 'r2')).toBe('KEY_DESTROYED');
     expect(await read(store, 'b1')).toBe(text(rec('bob', 'b1')));
     expect(await status(store, kekId(TENANT, 'bob'))).toBe('present');
+  });
+
+  it('forget: write-admission\'s snapshot key of the generation keeps no KEK alive, and what it sealed opens no more', async () => {
+    const { keyring, store } = await open();
+    await writeAll(keyring, [rec('alice', 'r1')]);
+    const sealer = keyringSnapshotSealer(keyring);
+    const ref = { tenantId: TENANT, subjectId: 'alice', kekGeneration: 1 };
+    const sealed = await sealer.seal(ref, '{"records":{"r1":"ab"},"slots":{}}');
+    const result = await shredRecords(keyring, store, { tenantId: TENANT, recordIds: ['r1'], subjectKeys: true });
+    expect(result).toMatchObject({ dataKeys: 1, keks: 1, keksKept: 0 });
+    const { keyring: reader } = await open(store);
+    expect(await keyringSnapshotSealer(reader).open(ref, sealed)).toBeUndefined();
   });
 
   it('forget: keeps a KEK that still wraps another record\'s data key (e.g. under legal hold), and that record stays readable', async () => {

@@ -1,6 +1,6 @@
 import { subscribeToMemoryEventBatches, type Bus } from '@gm/bus';
-import { movesFrom, recordTransitions, touchedRecordIds } from '@gm/domain';
-import { CONSUMER_GROUPS, TOPICS, type MemoryEvent, type RecordMeta, type ServiceHandle, type StoredRecordVersion } from '@gm/contracts';
+import { movesFrom, recordTransitions, touchedRecordIds, transitioned } from '@gm/domain';
+import { CONSUMER_GROUPS, TOPICS, erasedProvenance, type MemoryEvent, type RecordMeta, type ServiceHandle, type StoredRecordVersion } from '@gm/contracts';
 import type { Logger } from '@gm/observability';
 import { recordRef, type KvWrite, type StateStore } from '@gm/state-store';
 
@@ -50,7 +50,7 @@ export async function projectEvents(state: StateStore, events: readonly MemoryEv
   const move = (tenant: string, cause: MemoryEvent) => {
     for (const t of recordTransitions(cause)) {
       const stored = current.get(recordRef(tenant, t.id));
-      if (stored !== undefined && movesFrom(t, stored.status)) put({ ...stored, ...t.patch }, cause);
+      if (stored !== undefined && movesFrom(t, stored.status)) put(transitioned(stored, t), cause);
     }
   };
   for (const event of events) {
@@ -104,14 +104,15 @@ function versionOf(meta: RecordMeta, event: MemoryEvent): StoredRecordVersion {
 }
 
 /**
- * A record's state as memory.records carries it: without the content and without its hash. The
- * topic is compacted, not sealed, so a hash on it would outlive the record's keys until
- * compaction; nothing that reads record state needs it (the state store keeps it for the copies
- * a deletion takes and for the summaries' check, design §8.5).
+ * A record's state as memory.records carries it: without the content, its hash, or what names
+ * its sources (provenance keeps its kinds and times). The topic is compacted, not sealed, so a
+ * hash or a source's uri on it would outlive the record's keys until compaction; nothing that
+ * reads record state needs them (the state store keeps them for the copies a deletion takes,
+ * the summaries' check and the read path, and erases them at the purge: design §8.5).
  */
 export function publishedState(meta: RecordMeta): Omit<RecordMeta, 'contentHash'> {
   const { contentHash: _hash, ...state } = meta;
-  return state;
+  return { ...state, provenance: erasedProvenance(state.provenance) };
 }
 
 

@@ -1,5 +1,6 @@
+import { setTimeout as delay } from 'node:timers/promises';
 import type { Bus } from '@gm/bus';
-import { ERASED_CONTENT, TOPICS, readMemoryEvent, subjectKey, type CopyErasureState, type DeletionTask } from '@gm/contracts';
+import { ERASED_CONTENT, GovernedMemoryError, TOPICS, readMemoryEvent, subjectKey, type CopyErasureState, type DeletionTask } from '@gm/contracts';
 import { shredRecords, type KeyStore, type Keyring, type ShredResult } from '@gm/crypto';
 import type { StateStore } from '@gm/state-store';
 
@@ -10,6 +11,29 @@ export interface ShredderDeps {
   keys: { keyring: Keyring; store: KeyStore };
   /** The copies outside the log (state store, indexes): each makes its deleted bytes physically gone where it can, and says what is true. */
   copies: ReadonlyArray<ErasableCopy>;
+  /** How long one attempt waits for write-admission's snapshot of the subject (default SNAPSHOT_WAIT_MS). */
+  snapshotWaitMs?: number;
+}
+
+/** How long one attempt of the `key` target waits for write-admission's snapshot before the bus retries the task. */
+export const SNAPSHOT_WAIT_MS = 5_000;
+
+/**
+ * Waits until write-admission's stored state of the subject holds none of the records unpurged
+ * (it stores a subject's state as soon as a purge of it commits); throws MEM_UNAVAILABLE, which
+ * the bus retries, when it has not after `timeoutMs`. Polls the store: the state is its only
+ * witness, and write-admission may run in another process.
+ */
+export async function awaitSnapshotPurged(state: StateStore, tenantId: string, subjectId: string, recordIds: string[], timeoutMs: number): Promise<void> {
+  const key = subjectKey(tenantId, subjectId);
+  const deadline = Date.now() + timeoutMs;
+  for (let pause = 2; ; pause = Math.min(2 * pause, 100)) {
+    if ((await state.admission.unpurged(key, recordIds)).length === 0) return;
+    if (Date.now() >= deadline) {
+      throw new GovernedMemoryError('MEM_UNAVAILABLE', 'write-admission has not stored the purged state of the subject yet', { retriable: true });
+    }
+    await delay(pause);
+  }
 }
 
 /** A store holding copies of content, and how it erases what its deletion targets removed. */
@@ -33,6 +57,10 @@ export interface ErasureProof {
 export async function shredAndProve(deps: ShredderDeps, task: DeletionTask): Promise<{ ok: boolean; ref: string; findings: string[] }> {
   const job = await deps.state.jobs.get(task.tenantId, task.jobId);
   if (!job) return { ok: false, ref: 'job not found', findings: [] };
+  // write-admission's snapshot of the subject is rewritten after the purge (it held the records'
+  // hashes and provenance): that write must be among what the files forget below, not land after
+  // it. First, so that an attempt which waited in vain has destroyed nothing yet.
+  await awaitSnapshotPurged(deps.state, task.tenantId, job.subjectId, task.recordIds, deps.snapshotWaitMs ?? SNAPSHOT_WAIT_MS);
   const shred: ShredResult = await shredRecords(deps.keys.keyring, deps.keys.store, {
     tenantId: task.tenantId, recordIds: task.recordIds, subjectKeys: job.mode === 'forget',
   });

@@ -498,6 +498,34 @@ describe('write-admission over the embedded bus', () => {
     }
   });
 
+  it('stores a subject\'s state as soon as a purge of it commits, not at the next interval; what it stores holds neither the hash nor the sources', async () => {
+    const SOURCE = 'crm://patients/cust-p-7731/oncology';
+    const content = 'Customer P is treated for a rare condition';
+    const admin = { agentId: 'agent-dpo', principalId: 'person-dpo', principalKind: 'person', runId: 'run-3', purpose: 'support' };
+    const internal = (type: string, commandId: string, data: unknown) => MemoryCommand.parse({
+      type, data, metadata: { ...meta(commandId, 'cust-p'), actor: admin, policyRevision: 1 },
+    });
+    const first = await run();
+    await send(writeMemoryCommand(meta('cmd-p1', 'cust-p'), { id: 'mem-p', content, provenance: [{ source: 'tool', uri: SOURCE, observedAt: fx.clock.iso() }] }));
+    await send(internal('ForgetSubject', 'cmd-p2', { jobId: 'job-p', within: { kind: 'tenant' } }), internal('TombstoneMemory', 'cmd-p2t', { id: 'mem-p', jobId: 'job-p' }));
+    // The state before the purge is stored, as a periodic snapshot would have: hash and source in it
+    // (this instance seals nothing, so the hash shows too).
+    await first.instance.flush();
+    const stored = async () => (await fx.kv.mget(await fx.kv.keys('gm:adm:'))).join('\n');
+    expect(await stored()).toContain(sha256Hex(content));
+    expect(await stored()).toContain(SOURCE);
+    try {
+      // The snapshot interval is a minute: only the purge itself can store the state now.
+      await send(internal('PurgeMemory', 'cmd-p3', { id: 'mem-p', jobId: 'job-p' }));
+      expect(await replyTo('cmd-p3')).toMatchObject({ outcome: 'accepted', result: { status: 'purged' } });
+      await eventually('the purged state stored', async () => ((await fx.state.admission.unpurged(subjectKey(TENANT, 'cust-p'), ['mem-p'])).length === 0 ? true : undefined), WAIT_MS);
+      expect(await stored()).not.toContain(sha256Hex(content));
+      expect(await stored()).not.toContain(SOURCE);
+    } finally {
+      await first.stop();
+    }
+  });
+
   it('never logs content', async () => {
     await start();
     await send(

@@ -7,6 +7,7 @@ import {
 import { decide, draftOf, evolveDraft, pruneIdempotency, type DecideContext, type SubjectState } from '@gm/domain';
 import type { Logger, Metrics } from '@gm/observability';
 import { periodic } from '@gm/time';
+import type { SnapshotSealer } from '@gm/crypto';
 import type { AdmissionSnapshots } from '@gm/state-store';
 import { CommittedStates, markPendingContent } from './committed-states.ts';
 import { PartitionView } from './partition-view.ts';
@@ -27,6 +28,8 @@ export interface SnapshotOptions {
   intervalMs: number;
   /** About how many records and idempotency slots to keep in memory. */
   maxEntries: number;
+  /** Seals the content hashes and request fingerprints of the stored states under each subject's key (§8.5). */
+  sealer?: SnapshotSealer;
 }
 
 /**
@@ -46,6 +49,7 @@ export class WriteAdmission {
   constructor(private readonly deps: WriteAdmissionDeps) {
     this.states = new CommittedStates({
       store: deps.snapshots.store, maxEntries: deps.snapshots.maxEntries, onEvicted: (key) => this.slotsAfterPrune.delete(key),
+      ...(deps.snapshots.sealer === undefined ? {} : { sealer: deps.snapshots.sealer }),
     });
   }
 
@@ -145,7 +149,7 @@ export class WriteAdmission {
     const view = this.view(first.partition);
     // First: whatever fails from here on, the view learns that this attempt will not count.
     ctx.onDiscarded(() => view.discard());
-    const batch: Batch = { ctx, events: 0, replies: [], committed: [], drafts: new Set() };
+    const batch: Batch = { ctx, events: 0, replies: [], committed: [], drafts: new Set(), erasing: false };
     // Each command's events continue its own trace (docs/operations.md#traces).
     for (const message of messages) await withMessageContext(message, () => this.admit(message, view, batch));
     // Only commands that appended events leave a reply and a merge for the commit.
@@ -158,8 +162,18 @@ export class WriteAdmission {
     });
     ctx.onCommitted(() => {
       for (const merge of batch.committed) merge(landed);
+      // A purge rewrites the subject's snapshot at once, not at the next interval: the stored
+      // state before it holds the records' hashes, provenance and request fingerprints, and the
+      // deletion's `key` target waits for this rewrite before it makes the store's files forget
+      // the old bytes (§8.4; docs/deletion.md#erasure-on-disk).
+      if (batch.erasing) this.flushSoon();
     });
   };
+
+  /** Stores the changed states now, off the command path; a failure is retried by the next flush. */
+  private flushSoon(): void {
+    this.states.flush().catch((err: unknown) => this.deps.log.warn({ err }, 'write-admission snapshot after a purge failed'));
+  }
 
   /** One command on its own: a batch of one (a bus hands write-admission batches). */
   handle = (message: ConsumedMessage, ctx: ProcessContext): Promise<void> => this.handleBatch([message], ctx);
@@ -202,6 +216,7 @@ export class WriteAdmission {
         const next = batch.drafts.has(state) ? state : draftOf(state);
         batch.drafts.add(next);
         for (const e of decision.events) evolveDraft(next, e);
+        if (decision.events.some((e) => e.type === 'MemoryPurged')) batch.erasing = true;
         this.pruneWhenGrown(key, next, command.metadata.now);
         const settle = view.stage(key, next);
         const partition = message.partition;
@@ -313,6 +328,8 @@ interface Batch {
   committed: Array<(landed: readonly LogPosition[]) => void>;
   /** The subject states this batch drafted: its own to change in place. */
   drafts: Set<SubjectState>;
+  /** Whether a command purged records: their subjects' snapshots are rewritten once it commits. */
+  erasing: boolean;
 }
 
 /**

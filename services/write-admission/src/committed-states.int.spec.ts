@@ -1,5 +1,7 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { MemoryCommand, type MemoryEvent } from '@gm/contracts';
+import { createHash, randomBytes } from 'node:crypto';
+import { afterEach, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
+import { ERASED_CONTENT_HASH, MemoryCommand, type MemoryEvent } from '@gm/contracts';
+import { createSqliteKeyStore, keyringSnapshotSealer, masterKeys, openKeyring } from '@gm/crypto';
 import { DEFAULT_TTL_POLICY, decide, evolve, initialState, type SubjectState } from '@gm/domain';
 import { StateStore, type KeyValueStore } from '@gm/state-store';
 import { TEST_WRITER, openEmbeddedFixture, writeMemoryCommand, type EmbeddedFixture } from '@gm/testing/embedded-fixture';
@@ -187,6 +189,40 @@ describe('write-admission committed states over the snapshot store', () => {
     restarted.defer('acme/cust-f', 0, event, 7);
     restarted.advance(0, 8);
     expect((await restarted.load('acme/cust-f', 0)).keyGeneration).toBe(2);
+  });
+
+  it('stores no plain content hash or request fingerprint: they are sealed under the subject\'s key, open again on load, and go with a forget', async () => {
+    const store = createSqliteKeyStore({ file: ':memory:' });
+    const keyring = await openKeyring({ masterKeys: masterKeys('A', new Map([['A', randomBytes(32)]])), store });
+    onTestFinished(async () => {
+      keyring.close();
+      await store.close();
+    });
+    const sealer = keyringSnapshotSealer(keyring);
+    const sealing = () => new CommittedStates({ store: new StateStore(fx.kv, 'gm:').admission, maxEntries: 1_000, sealer });
+    const hash = createHash('sha256').update('Customer 1 is treated for a rare condition', 'utf8').digest('hex');
+    const fingerprint = 'cd'.repeat(32);
+    const state = stateWith(0);
+    state.records['mem-1'] = { meta: { id: 'mem-1', version: 1, status: 'active', contentHash: hash } as SubjectState['records'][string]['meta'] };
+    state.idempotency['slot-1'] = { result: { id: 'mem-1', version: 1, status: 'active' }, at: '2026-11-30T08:00:00.000Z', requestHash: fingerprint };
+    const states = sealing();
+    await states.startPoint(0);
+    states.set('acme/cust-1', 0, state);
+    states.advance(0, 4);
+    await states.flush();
+
+    const stored = (await fx.kv.mget(await fx.kv.keys('gm:adm:'))).join('\n');
+    expect(stored).toContain('mem-1');
+    for (const secret of [hash, fingerprint, Buffer.from(hash, 'hex').toString('base64')]) expect(stored).not.toContain(secret);
+    // Another instance holding the keys decides on the very state.
+    expect(await sealing().load('acme/cust-1', 0)).toEqual(state);
+    // The subject forgotten (its key destroyed): what is stored reads as erased, for whoever loads it.
+    await keyring.forgetSubject('acme', 'cust-1', 1);
+    const after = await sealing().load('acme/cust-1', 0);
+    expect(after.records['mem-1']?.meta.contentHash).toBe(ERASED_CONTENT_HASH);
+    expect(after.idempotency['slot-1']).toEqual({ result: { id: 'mem-1', version: 1, status: 'active' }, at: '2026-11-30T08:00:00.000Z' });
+    // An instance without keys cannot open a sealed state: it stops rather than decide on erased hashes.
+    await expect(open().load('acme/cust-1', 0)).rejects.toThrow(/sealed/);
   });
 
   it('stores no quarantined content: only where it lies in the log', async () => {

@@ -1,6 +1,8 @@
-import type { MemoryEvent } from '@gm/contracts';
+import { ERASED_CONTENT_HASH, type MemoryEvent } from '@gm/contracts';
+import type { SnapshotSealer, SubjectKeyRef } from '@gm/crypto';
 import { draftOf, evolveDraft, initialState, type RecordState, type SubjectState } from '@gm/domain';
 import type { AdmissionSnapshots } from '@gm/state-store';
+import { z } from 'zod';
 
 export interface CommittedStatesOptions {
   store: AdmissionSnapshots;
@@ -11,6 +13,11 @@ export interface CommittedStatesOptions {
    */
   maxEntries: number;
   onEvicted?: (key: string) => void;
+  /**
+   * Seals the records' content hashes and the request fingerprints of a stored state under the
+   * subject's key (design §8.5): without it they are stored in clear (specs of the fold only).
+   */
+  sealer?: SnapshotSealer;
 }
 
 interface Entry {
@@ -150,7 +157,12 @@ export class CommittedStates {
     }
     if (missing.length > 0) {
       const read = this.read(missing, partition);
-      missing.forEach((key) => this.loading.set(key, read.then((states) => states.get(key) ?? initialState())));
+      missing.forEach((key) => {
+        const loaded = read.then((states) => states.get(key) ?? initialState());
+        // A failed read is this call's to throw; a second load waiting on it gets it too, and nobody else.
+        loaded.catch(() => undefined);
+        this.loading.set(key, loaded);
+      });
       try {
         for (const [key, state] of await read) found.set(key, state);
       } finally {
@@ -163,13 +175,14 @@ export class CommittedStates {
 
   private async read(keys: string[], partition: number): Promise<Map<string, SubjectState>> {
     const stored = await this.options.store.load(keys);
+    const restored = await Promise.all(stored.map((value, i) => (value === undefined ? undefined : this.restore(keys[i] ?? '', value.state))));
     const states = new Map<string, SubjectState>();
     // One synchronous block: the deferred events are taken together with the insertion.
     keys.forEach((key, i) => {
       const held = this.entries.get(key);
       if (held !== undefined) return void states.set(key, held.state);
       const value = stored[i];
-      let state = value === undefined ? initialState() : fromStored(value.state);
+      let state = restored[i] ?? initialState();
       const size = sizeOf(state);
       const loadedAt = value?.version ?? 0;
       this.entries.set(key, { state, partition, size, loadedAt });
@@ -252,13 +265,15 @@ export class CommittedStates {
     // together with `covered`); changes from here on mark their subjects dirty again.
     const version = this.covered.get(partition) ?? 0;
     this.dirty.delete(partition);
+    const sealing = this.options.sealer !== undefined;
     const taken = [...keys].flatMap((key) => {
       const entry = this.entries.get(key);
-      return entry === undefined ? [] : [{ key, entry, json: toStored(entry.state), size: sizeOf(entry.state) }];
+      return entry === undefined ? [] : [{ key, entry, ...toStored(entry.state, sealing), generation: entry.state.keyGeneration ?? 1, size: sizeOf(entry.state) }];
     });
     try {
       for (const chunk of chunks(taken)) {
-        await this.options.store.saveStates(version, chunk.map(({ key, json }) => ({ key, state: json })));
+        const states = await Promise.all(chunk.map(async ({ key, json, hashes, generation }) => ({ key, state: await this.sealed(key, json, hashes, generation) })));
+        await this.options.store.saveStates(version, states);
       }
     } catch (err) {
       this.markDirty(partition, keys);
@@ -268,6 +283,40 @@ export class CommittedStates {
       this.total += size - entry.size;
       entry.size = size;
     }
+  }
+
+  /** The stored value: the state, and what it must not hold in clear sealed beside it. */
+  private async sealed(key: string, json: SubjectState, hashes: SealedHashes | undefined, generation: number): Promise<unknown> {
+    const { sealer } = this.options;
+    if (sealer === undefined || hashes === undefined) return json;
+    const envelope = await sealer.seal(keyRefOf(key, generation), JSON.stringify(hashes));
+    return { ...json, sealedHashes: { generation, envelope } };
+  }
+
+  /**
+   * A stored state as the decider holds it: its sealed hashes opened and put back. Once the
+   * subject's key of their generation is destroyed (a forget) they stay erased: every record they
+   * were of is forgotten.
+   */
+  private async restore(key: string, value: unknown): Promise<SubjectState> {
+    const state = fromStored(value);
+    const sealed = (value as { sealedHashes?: unknown }).sealedHashes;
+    if (sealed === undefined) return state;
+    const parsed = SealedPart.safeParse(sealed);
+    if (!parsed.success) throw new Error('a stored write-admission state has a malformed sealed part');
+    if (this.options.sealer === undefined) throw new Error('a stored write-admission state is sealed, and this instance holds no keys to open it');
+    const plaintext = await this.options.sealer.open(keyRefOf(key, parsed.data.generation), parsed.data.envelope);
+    if (plaintext === undefined) return state;
+    const hashes = SealedHashes.parse(JSON.parse(plaintext));
+    for (const [id, contentHash] of Object.entries(hashes.records)) {
+      const record = state.records[id];
+      if (record !== undefined) state.records[id] = { ...record, meta: { ...record.meta, contentHash } };
+    }
+    for (const [slot, requestHash] of Object.entries(hashes.slots)) {
+      const entry = state.idempotency[slot];
+      if (entry !== undefined) state.idempotency[slot] = { ...entry, requestHash };
+    }
+    return state;
   }
 
   private markDirty(partition: number, keys: Iterable<string>): void {
@@ -322,22 +371,56 @@ function* chunks<T extends { size: number }>(items: T[]): Generator<T[]> {
   if (chunk.length > 0) yield chunk;
 }
 
+/** What a stored state seals (JSON, in the sealed part): per record its content hash, per idempotency slot its request fingerprint. */
+const SealedHashes = z.object({ records: z.record(z.string(), z.string()), slots: z.record(z.string(), z.string()) }).strict();
+type SealedHashes = z.infer<typeof SealedHashes>;
+const SealedPart = z.object({ generation: z.number().int().min(1), envelope: z.unknown() }).strict();
+
+/** A subject key is `tenant/subject` (contracts' subjectKey); tenant ids hold no `/`. */
+function keyRefOf(key: string, kekGeneration: number): SubjectKeyRef {
+  const at = key.indexOf('/');
+  return { tenantId: key.slice(0, at), subjectId: key.slice(at + 1), kekGeneration };
+}
+
 /**
  * The stored form: quarantined content stays in the log (memory.events, sealed there), so the
- * store never holds a copy a deletion would have to find; `pendingAt` says where it is.
+ * store never holds a copy a deletion would have to find; `pendingAt` says where it is. When
+ * `sealing`, the content hashes and request fingerprints are taken out (a plain hash of content
+ * is content, design §8.5) and returned apart, to be sealed under the subject's key: the stored
+ * records keep ERASED_CONTENT_HASH, the slots no fingerprint. Taken in one synchronous pass, so
+ * the hashes are those of the state at its version.
  */
-function toStored(state: SubjectState): SubjectState {
+function toStored(state: SubjectState, sealing: boolean): { json: SubjectState; hashes: SealedHashes | undefined } {
   const records: Record<string, RecordState> = {};
+  const hashes: SealedHashes = { records: {}, slots: {} };
   for (const [id, record] of Object.entries(state.records)) {
-    if (record.pendingContent === undefined) {
-      records[id] = record;
-      continue;
+    let stored = record;
+    if (record.pendingContent !== undefined) {
+      if (record.pendingAt === undefined) throw new Error(`quarantined record ${id} has no log position for its content`);
+      const { pendingContent: _content, ...rest } = record;
+      stored = rest;
     }
-    if (record.pendingAt === undefined) throw new Error(`quarantined record ${id} has no log position for its content`);
-    const { pendingContent: _content, ...rest } = record;
-    records[id] = rest;
+    if (sealing && stored.meta.contentHash !== ERASED_CONTENT_HASH) {
+      hashes.records[id] = stored.meta.contentHash;
+      stored = { ...stored, meta: { ...stored.meta, contentHash: ERASED_CONTENT_HASH } };
+    }
+    records[id] = stored;
   }
-  return { ...state, records };
+  let idempotency = state.idempotency;
+  if (sealing) {
+    idempotency = {};
+    for (const [slot, entry] of Object.entries(state.idempotency)) {
+      if (entry.requestHash === undefined) {
+        idempotency[slot] = entry;
+        continue;
+      }
+      hashes.slots[slot] = entry.requestHash;
+      const { requestHash: _sealed, ...rest } = entry;
+      idempotency[slot] = rest;
+    }
+  }
+  const empty = Object.keys(hashes.records).length === 0 && Object.keys(hashes.slots).length === 0;
+  return { json: { ...state, records, idempotency }, hashes: empty ? undefined : hashes };
 }
 
 function fromStored(value: unknown): SubjectState {

@@ -1,6 +1,6 @@
 import { openSealedBus, openState, runService } from '@gm/adapters';
 import { meteredBus, tracedBus } from '@gm/bus';
-import { startTransitSweeper } from '@gm/crypto';
+import { keyringSnapshotSealer, startTransitSweeper } from '@gm/crypto';
 import { WRITE_ADMISSION_GROUP, startWriteAdmission } from './admission.ts';
 import { WriteAdmissionEnv, admissionSettingsOf, ttlPolicyOf } from './env.ts';
 
@@ -22,7 +22,11 @@ await runService('write-admission', WriteAdmissionEnv, async ({ env, log, metric
   const admission = admissionSettingsOf(env);
   const service = await startWriteAdmission({
     bus, log, metrics, decide: { ttl: ttlPolicyOf(env), idempotencyWindowMs: env.MEMORY_IDEMPOTENCY_WINDOW },
-    snapshots: { store: state.admission, intervalMs: admission.snapshotIntervalMs, maxEntries: admission.maxEntries },
+    snapshots: {
+      store: state.admission, intervalMs: admission.snapshotIntervalMs, maxEntries: admission.maxEntries,
+      // The stored states' hashes sealed under each subject's key, so a forget takes them from every copy (§8.5).
+      ...(sealed.keys ? { sealer: keyringSnapshotSealer(sealed.keys.keyring) } : {}),
+    },
   });
   return {
     handle: { close: async () => { await sweeper?.close(); await service.close(); await state.kv.close(); await sealed.close(); } },

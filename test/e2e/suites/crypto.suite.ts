@@ -238,6 +238,34 @@ export const cryptoSuite = (start: StartRuntime) => describe('encryption at rest
     for (const m of after) expect(m, `${m.type} ${m.recordId}`).toEqual({ type: m.type, recordId: m.recordId, contentHash: ERASED_CONTENT_HASH });
   }, 120_000);
 
+  it('leaves no content, plain sha256 or provenance uri of a forgotten record on the raw log or in any value of the state store', async () => {
+    const content = 'Plover clinic schedules the biopsy for the ninth';
+    const source = 'crm://patients/plover-5512/oncology';
+    const sha = createHash('sha256').update(content, 'utf8').digest();
+    const forms = [sha.toString('hex'), sha.toString('base64'), sha.toString('base64url')];
+    await write('cr-p1', 'cust-crypt-p', content, { provenance: [{ source: 'tool', uri: source, observedAt: '2026-11-30T07:00:00.000Z' }] });
+    // A packet cites it (its provenance with it), and a cached result holds it.
+    expect(await search('plover biopsy')).toEqual(['cr-p1']);
+    /** Every value the state store holds under the runtime's prefix (strings; the other types hold ids). */
+    const stateValues = async () => (await rt.state.kv.mget(await rt.state.kv.keys(rt.state.keys.prefix))).filter((v) => v !== null).join('\n');
+    // The controls: the scans read what they must (ids on the log; the record's hash and source in the store)...
+    expect(await rt.rawLog()).toContain('cr-p1');
+    expect(await stateValues()).toContain(source);
+    expect(await stateValues()).toContain(forms[0]);
+    // ...and the log never held the source in clear: it is sealed with the content.
+    expect(await rt.rawLog()).not.toContain(source);
+
+    const forget = await rt.api('POST', '/v1/subjects/cust-crypt-p/forget', { token: writer, body: {} });
+    expect(forget.status).toBe(202);
+    expect((await finished(String(forget.body.jobId))).status).toBe('verified');
+    const raw = await rt.rawLog();
+    const values = await stateValues();
+    for (const needle of [content, source, 'plover-5512', ...forms]) {
+      expect(raw, needle).not.toContain(needle);
+      expect(values, needle).not.toContain(needle);
+    }
+  }, 120_000);
+
   it('rotates the master key without losing a record, and refuses to start on a wrong master key', async () => {
     const current = JSON.parse(readFileSync(rt.masterKeyFile(), 'utf8')) as { active: string; keys: Record<string, string> };
     const next = randomBytes(32).toString('base64');

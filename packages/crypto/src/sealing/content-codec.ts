@@ -1,6 +1,6 @@
 import type { OutgoingMessage } from '@gm/bus';
 import { z } from 'zod';
-import { CallerEmbedding, ERASED_CONTENT, ERASED_CONTENT_HASH, GovernedMemoryError, SEALED_CONTENT, Sha256Hex, TOPICS } from '@gm/contracts';
+import { CallerEmbedding, ERASED_CONTENT, ERASED_CONTENT_HASH, GovernedMemoryError, Provenance, SEALED_CONTENT, Sha256Hex, TOPICS, erasedProvenance } from '@gm/contracts';
 import { Envelope, decryptContent, encryptContent, type ContentAad } from '../envelope.ts';
 import { isCryptoError } from '../errors.ts';
 import type { Keyring } from '../keyring.ts';
@@ -49,10 +49,16 @@ const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null 
  * confirm a guess of it — the content's sha256 and the request's idempotency fingerprint (which
  * hashes the request body, content included). A plain hash of content is content: sealed with
  * it, a hash is gone when its key is (design §8.5). So is the writer's own embedding of the
- * content (§6.7): a vector is derived from the text, and near neighbours tell what it says.
+ * content (§6.7): a vector is derived from the text, and near neighbours tell what it says. And so
+ * is the record's provenance: where a fact came from (`crm://patients/jane-…/oncology`) is about
+ * the subject too, so the clear message keeps only its kinds and times (`erasedProvenance`).
+ * Envelopes sealed before provenance was hold none: their message keeps it in clear, as written.
  */
 const SealedPayload = z
-  .object({ content: z.string().optional(), contentHash: Sha256Hex.optional(), requestHash: Sha256Hex.optional(), embedding: CallerEmbedding.optional() })
+  .object({
+    content: z.string().optional(), contentHash: Sha256Hex.optional(), requestHash: Sha256Hex.optional(), embedding: CallerEmbedding.optional(),
+    provenance: z.array(Provenance).optional(),
+  })
   .strict();
 type SealedPayload = z.infer<typeof SealedPayload>;
 
@@ -64,8 +70,8 @@ export const SEALED_HASHES_FIELD = 'sealedHashes';
 
 /**
  * Where a message keeps what gets sealed: the envelope's holder and field (`content`, or the
- * sealed-hashes field of a promotion without content), the object holding `contentHash`, the
- * metadata holding `requestHash` (all shallow copies along the path), the AAD and KEK generation.
+ * sealed-hashes field of a promotion without content), the object holding `contentHash` (and
+ * `provenance`, beside it in every message that carries content), the metadata holding `requestHash` (all shallow copies along the path), the AAD and KEK generation.
  */
 interface ContentSlot {
   holder: Json;
@@ -152,9 +158,9 @@ export class ContentCodec {
   }
 
   /**
-   * Replaces plaintext content with a v2 envelope that also holds the message's `contentHash`
-   * and `requestHash`: the clear message keeps ERASED_CONTENT_HASH in place of the one and
-   * nothing of the other. A promotion without content gets an envelope of its hashes alone.
+   * Replaces plaintext content with a v2 envelope that also holds the message's `contentHash`,
+   * `requestHash` and `provenance`: the clear message keeps ERASED_CONTENT_HASH in place of the
+   * first, nothing of the second, and of the provenance only its kinds and times. A promotion without content gets an envelope of its hashes alone.
    * Messages of other topics, content-free types and messages already sealed pass unchanged.
    * Anything else on a sealed topic throws MEM_INTERNAL (see SEALED_TOPIC_TYPES): no shape the
    * codec does not know reaches the log.
@@ -184,6 +190,8 @@ export class ContentCodec {
     const { contentHash } = hashHolder;
     if (typeof contentHash !== 'string') throw new GovernedMemoryError('MEM_INTERNAL', `${message.topic}: refusing to send a content-carrying message without its content hash`);
     const { requestHash } = metadata;
+    const provenance = hashHolder.provenance === undefined ? undefined : Provenance.array().safeParse(hashHolder.provenance);
+    if (provenance !== undefined && !provenance.success) throw new GovernedMemoryError('MEM_INTERNAL', `${message.topic}: refusing to send provenance that is malformed`);
     const embedding = embeddingHolder?.embedding;
     if (embedding !== undefined && !CallerEmbedding.safeParse(embedding).success) {
       throw new GovernedMemoryError('MEM_INTERNAL', `${message.topic}: refusing to send an embedding that is not a model id and its vector`);
@@ -193,6 +201,7 @@ export class ContentCodec {
       contentHash,
       ...(typeof requestHash === 'string' ? { requestHash } : {}),
       ...(embedding === undefined ? {} : { embedding: embedding as CallerEmbedding }),
+      ...(provenance === undefined ? {} : { provenance: provenance.data }),
     };
     const plaintext = JSON.stringify(payload);
     if (found.topic === TOPICS.commands) {
@@ -206,16 +215,17 @@ export class ContentCodec {
       holder[field] = await keyring.encrypt(plaintext, { ...aad, ...(kekGeneration ? { kekGeneration } : {}) }, 2);
     }
     hashHolder.contentHash = ERASED_CONTENT_HASH;
+    if (provenance !== undefined) hashHolder.provenance = erasedProvenance(provenance.data);
     delete metadata.requestHash;
     if (embeddingHolder !== undefined) delete embeddingHolder.embedding;
     return { ...message, value: found.root };
   }
 
   /**
-   * Gives back what seal took (`open`): the content, its hash and the request fingerprint. A
-   * destroyed key reads as ERASED_CONTENT with ERASED_CONTENT_HASH and no fingerprint, and so
-   * does `redact` with SEALED_CONTENT: neither view holds a hash of the content, whatever the
-   * envelope's version. v1 envelopes (bare content, hashes in clear) and plaintext content (a
+   * Gives back what seal took (`open`): the content, its hash, the request fingerprint and the
+   * provenance. A destroyed key reads as ERASED_CONTENT with ERASED_CONTENT_HASH, no fingerprint
+   * and the provenance the clear message kept (its kinds and times), and so does `redact` with
+   * SEALED_CONTENT: neither view holds a hash of the content, whatever the envelope's version. v1 envelopes (bare content, hashes in clear) and plaintext content (a
    * log written before sealing, design §8.5) still open. A tampered envelope or a missing key throws: the
    * bus retries, then dead-letters it.
    */
@@ -256,6 +266,7 @@ export class ContentCodec {
     if (payload.content !== undefined) holder.content = payload.content;
     if (payload.contentHash !== undefined) hashHolder.contentHash = payload.contentHash;
     if (payload.requestHash !== undefined) metadata.requestHash = payload.requestHash;
+    if (payload.provenance !== undefined) hashHolder.provenance = payload.provenance;
     if (payload.embedding !== undefined && embeddingHolder !== undefined) embeddingHolder.embedding = payload.embedding;
     return found.root;
   }

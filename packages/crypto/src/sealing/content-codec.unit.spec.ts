@@ -521,3 +521,54 @@ describe('ContentCodec: the hashes that would confirm a guess are sealed with th
     await expect(codec.open(TOPICS.events, hashesFromContent)).rejects.toEqual(code('MEM_VALIDATION'));
   });
 });
+
+describe('ContentCodec: provenance is sealed with the content (it is about the subject too)', () => {
+  const transit = (ring: Keyring) => new ContentCodec({ mode: 'open', keyring: ring, instanceId: 'api-1', clock: () => Date.parse(T0) });
+  const SOURCE = 'crm://patients/alice-7731/oncology';
+  const PROVENANCE = [{ source: 'tool' as const, uri: SOURCE, eventId: 'crm-evt-alice-1', observedAt: T0 }, { source: 'user' as const, observedAt: T0 }];
+  const KEPT = [{ source: 'tool', observedAt: T0 }, { source: 'user', observedAt: T0 }];
+  /** The provenance a message carries, wherever its type keeps it. */
+  const provenanceOf = (value: unknown, slot: Slot): unknown => {
+    const data = (value as { data: { provenance?: unknown; record?: { provenance?: unknown } } }).data;
+    return slot === 'command' ? data.provenance : data.record?.provenance;
+  };
+  const withProvenance = (message: OutgoingMessage, slot: Slot): OutgoingMessage => {
+    const value = structuredClone(message.value) as { data: { provenance?: unknown; record: { provenance?: unknown } } };
+    if (slot === 'command') value.data.provenance = PROVENANCE;
+    else value.data.record.provenance = PROVENANCE;
+    return { ...message, value: (slot === 'command' ? MemoryCommand : MemoryEvent).parse(value) };
+  };
+  const messages = (): Array<[Slot, OutgoingMessage]> => ([
+    ['command', writeCommand('r1')], ['written', written('r1')], ['promoted', promoted('r1', 2)], ['promoted', promotedWithoutContent('r1', 2)],
+  ] as Array<[Slot, OutgoingMessage]>).map(([slot, m]) => [slot, withProvenance(m, slot)]);
+
+  it('keeps only the kinds and times of the sources in clear; open gives the provenance back; redact and a destroyed key do not', async () => {
+    const { keyring: ring } = await keyring();
+    const codec = transit(ring);
+    const sealed = await Promise.all(messages().map(async ([slot, m]) => [slot, m, await codec.seal(deepFreeze(m))] as const));
+    for (const [slot, original, s] of sealed) {
+      const bytes = JSON.stringify(s.value);
+      for (const secret of [SOURCE, 'crm-evt-alice-1', 'alice-7731']) expect(bytes, slot).not.toContain(secret);
+      expect(provenanceOf(s.value, slot), slot).toEqual(KEPT);
+      expect(await codec.open(original.topic, s.value), slot).toEqual(original.value);
+      const redacted = await new ContentCodec({ mode: 'redact' }).open(original.topic, s.value);
+      expect(provenanceOf(redacted, slot), slot).toEqual(KEPT);
+      expect((slot === 'command' ? MemoryCommand : MemoryEvent).safeParse(redacted).success, slot).toBe(true);
+    }
+    await ring.destroyDataKey(TENANT, 'r1');
+    await ring.destroyKey(transitKeyId('api-1', Date.parse(T0)));
+    for (const [slot, original, s] of sealed) expect(provenanceOf(await codec.open(original.topic, s.value), slot), slot).toEqual(KEPT);
+  });
+
+  it('an envelope sealed before provenance was (a v2 payload without it) opens with the provenance its message kept in clear', async () => {
+    const { keyring: ring } = await keyring();
+    const codec = transit(ring);
+    const event = withProvenance(written('r1'), 'written');
+    const payload = JSON.stringify({ content: writtenContent(event.value), contentHash: HASH });
+    const old = withContent(event.value, 'written', await ring.encrypt(payload, { tenantId: TENANT, subjectId: SUBJECT, recordId: 'r1', version: 1 }, 2)) as Loose;
+    old.data.record.contentHash = ERASED_CONTENT_HASH;
+    const opened = await codec.open(TOPICS.events, deepFreeze(old));
+    expect(provenanceOf(opened, 'written')).toEqual(PROVENANCE);
+    expect(writtenContent(opened)).toBe(writtenContent(event.value));
+  });
+});

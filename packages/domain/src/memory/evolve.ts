@@ -1,7 +1,7 @@
-import type { MemoryEvent, RecordMeta } from '@gm/contracts';
+import type { MemoryEvent } from '@gm/contracts';
 import { idempotencySlot } from './decide.ts';
 import type { RecordState, SubjectState } from './state.ts';
-import { movesFrom, recordTransitions } from './transitions.ts';
+import { movesFrom, recordTransitions, transitioned, type RecordTransition } from './transitions.ts';
 
 /**
  * evolve(state, event) → state, pure and total: an event about a record this state has
@@ -59,9 +59,9 @@ export function evolveDraft(draft: SubjectState, event: MemoryEvent): void {
       idempotency[slot] = kept;
     }
   };
-  const transition = (r: RecordState, patch: Partial<RecordMeta>): RecordState => {
+  const transition = (r: RecordState, t: RecordTransition): RecordState => {
     const { pendingContent: _dropped, pendingAt: _at, ...rest } = r;
-    return { ...rest, meta: { ...r.meta, ...patch } };
+    return { ...rest, meta: transitioned(r.meta, t) };
   };
 
   if (event.type === 'MemoryWritten') {
@@ -74,7 +74,7 @@ export function evolveDraft(draft: SubjectState, event: MemoryEvent): void {
   }
   // The record's status after the event: the one transition table (transitions.ts).
   for (const t of recordTransitions(event)) {
-    update(t.id, t.version, (r) => (movesFrom(t, r.meta.status) ? { ...transition(r, t.patch), ...(t.deletion ? { deletion: t.deletion } : {}) } : r));
+    update(t.id, t.version, (r) => (movesFrom(t, r.meta.status) ? { ...transition(r, t), ...(t.deletion ? { deletion: t.deletion } : {}) } : r));
   }
   // What the decider keeps beyond the records: idempotency results, fingerprints, key generations.
   switch (event.type) {

@@ -3,7 +3,7 @@
  * what each status means to readers and to deletion. The decider's evolve, the projector, the
  * indexes, the summaries and the verifier all ask here, so no consumer keeps a switch of its own.
  */
-import { ERASED_CONTENT_HASH, type MemoryEvent, type RecordMeta, type RecordStatus } from '@gm/contracts';
+import { ERASED_CONTENT_HASH, erasedProvenance, type MemoryEvent, type RecordMeta, type RecordStatus } from '@gm/contracts';
 
 /** Still holds content somewhere and may be forgotten; its id is still its writer's. */
 export const LIVE_STATUSES: readonly RecordStatus[] = ['quarantined', 'active', 'superseded', 'expired'];
@@ -40,6 +40,14 @@ export interface RecordTransition {
   deletion?: { jobId: string; reason: 'revoked' | 'deleted' | 'forgotten' };
   /** Applies only to a record in one of these statuses; any other is left as it is. */
   from?: readonly RecordStatus[];
+  /** The record's content goes (a purge): so do its hash and what names its sources (§8.4). */
+  erases?: true;
+}
+
+/** A record's fields after `transition` (the evolve of the decider and the projector alike). */
+export function transitioned(meta: RecordMeta, transition: RecordTransition): RecordMeta {
+  const next = { ...meta, ...transition.patch };
+  return transition.erases ? { ...next, provenance: erasedProvenance(next.provenance) } : next;
 }
 
 const to = (id: string, version: number, status: RecordStatus, fields: Partial<RecordMeta> = {}): RecordTransition =>
@@ -78,8 +86,9 @@ export function recordTransitions(event: MemoryEvent): RecordTransition[] {
     case 'MemoryTombstoned':
       return [to(event.data.id, event.data.version, 'tombstoned')];
     case 'MemoryPurged':
-      // The content hash goes with the content: a plain hash of it is content (§8.4).
-      return [to(event.data.id, event.data.version, 'purged', { contentHash: ERASED_CONTENT_HASH })];
+      // The content hash goes with the content: a plain hash of it is content (§8.4). So does
+      // where it came from: a source's uri (`crm://patients/jane-…/oncology`) is about the subject.
+      return [{ ...to(event.data.id, event.data.version, 'purged', { contentHash: ERASED_CONTENT_HASH }), erases: true }];
     default: {
       const never: never = event;
       throw new Error(`unhandled event ${JSON.stringify(never)}`);

@@ -61,6 +61,17 @@ describe('the status each event leaves a record in', () => {
     expect(recordTransitions(purged)[0]?.patch.contentHash).toBe(ERASED_CONTENT_HASH);
   });
 
+  it('a purge takes what names the record\'s sources with it (a uri is about the subject too); their kinds and times stay', () => {
+    const observedAt = T0;
+    const provenance = [{ source: 'tool' as const, uri: 'crm://patients/jane-7731/oncology', eventId: 'crm-evt-9', observedAt }, { source: 'user' as const, observedAt }];
+    const events = history([write(T0, { provenance }), deleteMemory(T1), tombstone(T1), purge(T1)]);
+    const record = fold(events, initialState()).records['mem-1'];
+    expect(record?.meta).toMatchObject({ status: 'purged', contentHash: ERASED_CONTENT_HASH, provenance: [{ source: 'tool', observedAt }, { source: 'user', observedAt }] });
+    expect(JSON.stringify(record)).not.toMatch(/crm:|crm-evt/);
+    // Any other move keeps them: the record is still what it was.
+    expect(fold(events.slice(0, -1), initialState()).records['mem-1']?.meta.provenance).toEqual(provenance);
+  });
+
   it('a forget moves live records and revoked ones it found tombstoned; a record retired meanwhile stays as it is', () => {
     const forgotten = last(history([write(T0), forget(T1)]));
     const [t] = recordTransitions(forgotten);

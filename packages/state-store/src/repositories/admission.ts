@@ -46,6 +46,20 @@ export class AdmissionSnapshots {
     });
   }
 
+  /**
+   * Of these records of a subject, those the stored state does not show purged yet: it may hold
+   * their hash, provenance and the fingerprints of the writes that made them, or a flush may
+   * still be about to store a state that does. A deletion's `key` target waits until none is
+   * left before it makes the store's files forget deleted bytes (§8.4), so that the rewrite of
+   * the snapshot is among what they forget. A state keeps every record it ever held, so a record
+   * missing from it is one whose state is still to be stored.
+   */
+  async unpurged(subjectKey: string, recordIds: readonly string[]): Promise<string[]> {
+    const [stored] = await this.load([subjectKey]);
+    const records = (stored?.state as { records?: Record<string, { meta?: { status?: unknown } } | undefined> } | undefined)?.records ?? {};
+    return recordIds.filter((id) => records[id]?.meta?.status !== 'purged');
+  }
+
   /** Stores the states, each folded through `version`, in one round trip; a newer one already stored is kept. */
   async saveStates(version: number, states: ReadonlyArray<{ key: string; state: unknown }>): Promise<void> {
     if (states.length === 0) return;

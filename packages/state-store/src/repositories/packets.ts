@@ -1,4 +1,4 @@
-import { EvidencePacket } from '@gm/contracts';
+import { EvidencePacket, erasedProvenance } from '@gm/contracts';
 import { z } from 'zod';
 import type { KeyValueStore, KvWrite } from '../port.ts';
 import type { KeySpace } from './keys.ts';
@@ -62,7 +62,10 @@ export class PacketStore {
     return [...out].sort();
   }
 
-  /** Erases the excerpts of these records from every packet and marks them invalid. */
+  /**
+   * Erases the excerpts of these records from every packet, and what names their sources (a
+   * provenance uri is about the subject too, §8.4), and marks them invalid.
+   */
   async invalidate(tenantId: string, recordIds: string[]): Promise<number> {
     const targets = new Set(recordIds);
     let changed = 0;
@@ -70,7 +73,7 @@ export class PacketStore {
       const key = this.keys.packet(packetId);
       const stored = await this.get(packetId);
       if (!stored) continue;
-      const items = stored.packet.items.map((i) => (targets.has(i.recordId) ? { ...i, excerpt: '' } : i));
+      const items = stored.packet.items.map((i) => (targets.has(i.recordId) ? { ...i, excerpt: '', provenanceRefs: erasedProvenance(i.provenanceRefs) } : i));
       const invalidated = [...new Set([...stored.invalidated, ...recordIds.filter((id) => items.some((i) => i.recordId === id))])];
       const ttlMs = Math.max(1, Date.parse(stored.packet.expiresAt) - this.nowMs());
       await this.kv.set(key, JSON.stringify({ ...stored, packet: { ...stored.packet, items }, invalidated }), { ttlMs });

@@ -1,0 +1,49 @@
+import { Envelope } from '../envelope.ts';
+import { isCryptoError } from '../errors.ts';
+import type { Keyring } from '../keyring.ts';
+import { snapshotKeyRecordId } from '../keys.ts';
+
+/** A subject's key generation: what a snapshot's sealed part is bound to. */
+export interface SubjectKeyRef {
+  tenantId: string;
+  subjectId: string;
+  /** The subject's key-encryption-key generation (SubjectState.keyGeneration; 1 when absent). */
+  kekGeneration: number;
+}
+
+/**
+ * Seals what a stored snapshot must not hold in clear — the plain hashes of content and the
+ * request fingerprints of a subject's records — under a key of the subject's own (design §8.5).
+ * Not under a deployment-wide key: anyone holding that could still confirm a guess against an
+ * old copy of a snapshot (a Redis AOF, a backup) after the subject was forgotten. Under the
+ * subject's key-encryption key, a forget destroys it, and every copy of the sealed part, old or
+ * not, opens no more.
+ */
+export interface SnapshotSealer {
+  seal(ref: SubjectKeyRef, plaintext: string): Promise<Envelope>;
+  /** The plaintext, or undefined once the subject's key of that generation is destroyed. */
+  open(ref: SubjectKeyRef, sealed: unknown): Promise<string | undefined>;
+}
+
+/**
+ * A data key per subject and generation, wrapped by the subject's KEK of that generation, so it
+ * goes with it (a forget's shred never counts it as a record that keeps the KEK). Its "record id"
+ * names no subject (snapshotKeyRecordId).
+ */
+export function keyringSnapshotSealer(keyring: Keyring): SnapshotSealer {
+  const aad = (ref: SubjectKeyRef) => ({
+    tenantId: ref.tenantId, subjectId: ref.subjectId, recordId: snapshotKeyRecordId(ref.tenantId, ref.subjectId, ref.kekGeneration),
+    version: 0, kekGeneration: ref.kekGeneration,
+  });
+  return {
+    seal: (ref, plaintext) => keyring.encrypt(plaintext, aad(ref), 2),
+    async open(ref, sealed) {
+      try {
+        return await keyring.decrypt(Envelope.parse(sealed), aad(ref));
+      } catch (err) {
+        if (isCryptoError(err, 'KEY_DESTROYED')) return undefined;
+        throw err;
+      }
+    },
+  };
+}
