@@ -4,17 +4,19 @@
  * verified, revocation checked, impersonation and scope refused, the PDP asked, ids claimed.
  * Each admitted request becomes a WriteMemory command, sent in the transaction that commits the
  * gateway's offsets, so a crash admits a request once or not at all. Its one result follows on
- * memory.ingest.results: the gateway's rejection, or write-admission's decision.
+ * its tenant's results topic (results.ts, design §4.1): the gateway's rejection, or
+ * write-admission's decision.
  */
 import { deadLetterOf, withMessageContext, type BatchHandler, type Bus, type ConsumedMessage, type OutgoingMessage } from '@gm/bus';
 import {
   CONSUMER_GROUPS, GovernedMemoryError, INGEST_CAPABILITY_HEADER, Id, OPERATIONS, TOPICS, isDependencyOutage, isGovernedMemoryError, subjectKey,
-  type CapabilityClaims, type IngestResult, type ServiceHandle,
+  type CapabilityClaims, type ServiceHandle,
 } from '@gm/contracts';
 import type { Logger, Metrics } from '@gm/observability';
 import type { CapabilityVerifier, PolicyDecisionPoint } from '@gm/policy';
 import { admitWrites, verifyCapability, writeAuthority, type WriteEdgeDeps } from '@gm/write-edge';
 import { z } from 'zod';
+import { TenantResultTopics, rejection } from './results.ts';
 
 export const INGEST_GATEWAY_GROUP = CONSUMER_GROUPS.ingestGateway;
 
@@ -48,15 +50,15 @@ export async function startIngestGateway(deps: IngestGatewayDeps): Promise<Servi
 /** One partition's batch of requests: answered in offset order, each on its own. */
 export function ingestHandler(deps: IngestGatewayDeps): BatchHandler {
   const { metrics, log } = deps;
+  const resultTopics = new TenantResultTopics(deps.bus);
   return async (messages, ctx) => {
     const answers: OutgoingMessage[][] = messages.map(() => []);
     // Counted once the transaction holding them commits: a retried batch is not counted twice.
     const counts: Array<{ outcome: 'admitted' | 'rejected'; code: string }> = [];
     let deadLettered = 0;
-    const rejected = (requestId: string, err: GovernedMemoryError): OutgoingMessage => {
+    const rejected = (claims: CapabilityClaims, requestId: string, err: GovernedMemoryError): OutgoingMessage => {
       counts.push({ outcome: 'rejected', code: err.code });
-      const value: IngestResult = { requestId, outcome: 'rejected', code: err.code, detail: err.message, retriable: err.retriable };
-      return { topic: TOPICS.ingestResults, key: requestId, value };
+      return rejection(claims, requestId, err);
     };
     // One verification per distinct capability of the batch; its requests are admitted together.
     const byCapability = new Map<string, Pending[]>();
@@ -77,6 +79,7 @@ export function ingestHandler(deps: IngestGatewayDeps): BatchHandler {
       if (group.length === 0) byCapability.set(token, group);
       group.push({ at, message, requestId, item });
     });
+    const writers: Array<{ claims: CapabilityClaims; pending: Pending[] }> = [];
     for (const [token, pending] of byCapability) {
       const claims = await verified(deps, token);
       if (claims instanceof GovernedMemoryError) {
@@ -90,6 +93,11 @@ export function ingestHandler(deps: IngestGatewayDeps): BatchHandler {
         }
         continue;
       }
+      writers.push({ claims, pending });
+    }
+    for (const { claims, pending } of writers) {
+      // The topic exists before anything it will hold is sent: a result, or a command write-admission answers there.
+      await resultTopics.ensure(claims.tenant);
       const partitions = await deps.pdp.authorizedPartitions({ claims, action: GUARD.actions[0] });
       const outcomes = await admitWrites(deps, claims, writeAuthority(deps.pdp, claims, partitions), pending.map((p) => p.item));
       outcomes.forEach((outcome, i) => {
@@ -98,7 +106,7 @@ export function ingestHandler(deps: IngestGatewayDeps): BatchHandler {
         if (outcome.error !== undefined) {
           // An outage delays the batch (the bus retries it); it never rejects a request.
           if (isDependencyOutage(outcome.error)) throw outcome.error;
-          answers[p.at] = [rejected(p.requestId, outcome.error)];
+          answers[p.at] = [rejected(claims, p.requestId, outcome.error)];
           return;
         }
         const { command } = outcome.write;
