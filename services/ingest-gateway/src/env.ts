@@ -1,4 +1,4 @@
-import { DistributedEnv, WithInstanceId, WithMasterKeys, WithPolicy, WithRedis, WithSemantic, WithSigningKey } from '@gm/config';
+import { DistributedEnv, WithInstanceId, WithMasterKeys, WithPolicy, WithRateLimit, WithRedis, WithSemantic, WithSigningKey } from '@gm/config';
 
 /** The ingest-gateway's environment (main.ts); `pnpm docs:config` renders it into docs/distributed.md. */
 export const IngestGatewayEnv = DistributedEnv.extend({
@@ -10,4 +10,6 @@ export const IngestGatewayEnv = DistributedEnv.extend({
   ...WithInstanceId.shape,
   // Which model a request's own embedding must come from (none is loaded).
   ...WithSemantic.shape,
+  // The HTTP edge's limit per verified principal, counted in Redis across the instances.
+  ...WithRateLimit.shape,
 });

@@ -65,7 +65,7 @@ describe('ingest-gateway', () => {
         bus: fx.bus, log, metrics, decide: { ttl: DEFAULT_TTL_POLICY, idempotencyWindowMs: 3_600_000 },
         snapshots: { store: fx.state.admission, intervalMs: 60_000, maxEntries: 1_000 },
       }),
-      await startIngestGateway({ bus: fx.bus, verifier, pdp, state: fx.state, clock: fx.clock, log, metrics }),
+      await startIngestGateway({ bus: fx.bus, verifier, pdp, state: fx.state, clock: fx.clock, log, metrics, rateLimit: { perMinute: 1_000, counters: fx.state.rateCounters } }),
     ];
   });
   afterEach(async () => {

@@ -5,7 +5,8 @@
  * Each admitted request becomes a WriteMemory command, sent in the transaction that commits the
  * gateway's offsets, so a crash admits a request once or not at all. Its one result follows on
  * its tenant's results topic (results.ts, design §4.1): the gateway's rejection, or
- * write-admission's decision.
+ * write-admission's decision. Each verified principal is held to the HTTP edge's rate limit
+ * (rate-limit.ts).
  */
 import { deadLetterOf, withMessageContext, type BatchHandler, type Bus, type ConsumedMessage, type OutgoingMessage } from '@gm/bus';
 import {
@@ -16,6 +17,7 @@ import type { Logger, Metrics } from '@gm/observability';
 import type { CapabilityVerifier, PolicyDecisionPoint } from '@gm/policy';
 import { admitWrites, verifyCapability, writeAuthority, type WriteEdgeDeps } from '@gm/write-edge';
 import { z } from 'zod';
+import { rateLimited, withinRateLimit, type IngestRateLimit } from './rate-limit.ts';
 import { TenantResultTopics, rejection } from './results.ts';
 
 export const INGEST_GATEWAY_GROUP = CONSUMER_GROUPS.ingestGateway;
@@ -29,6 +31,7 @@ export interface IngestGatewayDeps extends WriteEdgeDeps {
   verifier: CapabilityVerifier;
   log: Logger;
   metrics: Metrics;
+  rateLimit: IngestRateLimit;
 }
 
 /** What a message must have before it can be answered at all: an object with a requestId to key its result. */
@@ -95,9 +98,17 @@ export function ingestHandler(deps: IngestGatewayDeps): BatchHandler {
       }
       writers.push({ claims, pending });
     }
-    for (const { claims, pending } of writers) {
+    const within = await withinRateLimit(deps.rateLimit, deps.clock.now().getTime(), writers.flatMap((w) => w.pending.map(() => w.claims)));
+    let counted = 0;
+    for (const { claims, pending: verifiedPending } of writers) {
       // The topic exists before anything it will hold is sent: a result, or a command write-admission answers there.
       await resultTopics.ensure(claims.tenant);
+      const pending = verifiedPending.filter((p) => {
+        if (within[counted++] === true) return true;
+        answers[p.at] = [rejected(claims, p.requestId, rateLimited())];
+        return false;
+      });
+      if (pending.length === 0) continue;
       const partitions = await deps.pdp.authorizedPartitions({ claims, action: GUARD.actions[0] });
       const outcomes = await admitWrites(deps, claims, writeAuthority(deps.pdp, claims, partitions), pending.map((p) => p.item));
       outcomes.forEach((outcome, i) => {

@@ -27,7 +27,8 @@ await runService('ingest-gateway', IngestGatewayEnv, async ({ env, log, metrics 
   // name (nothing is loaded: the gateway embeds nothing); with MEMORY_SEMANTIC=off it is refused.
   const spec = env.MEMORY_SEMANTIC === 'off' ? undefined : modelOfDir(env.MEMORY_EMBEDDING_MODEL_DIR ?? DEFAULT_MODEL_DIR);
   const semantic = spec === undefined ? {} : { semantic: { model: { modelId: spec.id, dimensions: spec.dimensions } } };
-  const gateway = await startIngestGateway({ bus, verifier, pdp, state, clock: systemClock, log, metrics, ...semantic });
+  const rateLimit = { perMinute: env.MEMORY_RATE_LIMIT_PER_MINUTE, counters: state.rateCounters };
+  const gateway = await startIngestGateway({ bus, verifier, pdp, state, clock: systemClock, log, metrics, rateLimit, ...semantic });
   return {
     handle: { close: async () => { await gateway.close(); await sealed.close(); await state.kv.close(); } },
     ready: async () => (await state.kv.ping()) && (await bus.endOffsets(TOPICS.ingest)).length > 0,

@@ -79,7 +79,7 @@ describe('ingest-gateway on Kafka: poison messages', () => {
         bus, log, metrics, decide: { ttl: DEFAULT_TTL_POLICY, idempotencyWindowMs: 3_600_000 },
         snapshots: { store: fx.state.admission, intervalMs: 60_000, maxEntries: 1_000 },
       }),
-      await startIngestGateway({ bus, verifier, pdp, state: fx.state, clock: fx.clock, log, metrics }),
+      await startIngestGateway({ bus, verifier, pdp, state: fx.state, clock: fx.clock, log, metrics, rateLimit: { perMinute: 1_000, counters: fx.state.rateCounters } }),
     ];
     // The gateway creates it with acme's first verified request; here before, to be read from the start.
     await bus.ensureTopics([ingestResultsTopicSpec('acme')]);
