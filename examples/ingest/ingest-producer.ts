@@ -1,7 +1,8 @@
 /**
  * Producing memory writes straight onto Kafka (docs/ingest.md): what a platform's own pipeline
- * does instead of calling POST /v1/memories, on the distributed runtime. Needs only kafkajs and
- * a write capability, read from the environment (never a command line, which pnpm echoes).
+ * does instead of calling POST /v1/memories, on the distributed runtime. Needs kafkajs, the SDK's
+ * result collector (@gm/client) and a write capability, read from the environment (never a
+ * command line, which pnpm echoes).
  *
  *   MEMORY_CAPABILITY=<compact JWS> KAFKA_BROKERS=127.0.0.1:19092 MEMORY_NAMESPACE=<ns> \
  *     node --import tsx examples/ingest/ingest-producer.ts [count, default 1]
