@@ -283,14 +283,19 @@ describe('memory.ingest on the distributed runtime', () => {
     return ids;
   }
 
-  /** How many WriteMemory commands on the raw log (read_committed) each ingest request has. */
+  /**
+   * How many WriteMemory commands on the raw log (read_committed) each ingest request has. A
+   * request is its writer's: the same requestId of another principal or tenant is another request.
+   */
   async function ingestCommandCounts(): Promise<Map<string, number>> {
     const bus = createKafkaBus({ brokers: connection().brokers, clientId: `verify-${randomUUID().slice(0, 6)}`, topicPrefix: `${namespace}.` });
     const counts = new Map<string, number>();
     try {
       for await (const message of bus.readAll(TOPICS.commands)) {
-        const requestId = (message.value as { metadata?: { ingestRequestId?: string } }).metadata?.ingestRequestId;
-        if (requestId !== undefined) counts.set(requestId, (counts.get(requestId) ?? 0) + 1);
+        const { metadata } = message.value as { metadata?: { tenantId?: string; actor?: { principalId?: string }; ingestRequestId?: string } };
+        if (metadata?.ingestRequestId === undefined) continue;
+        const request = JSON.stringify([metadata.tenantId, metadata.actor?.principalId, metadata.ingestRequestId]);
+        counts.set(request, (counts.get(request) ?? 0) + 1);
       }
     } finally {
       await bus.close();
