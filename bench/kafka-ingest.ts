@@ -1,7 +1,7 @@
 /**
  * Ingest straight onto Kafka (docs/ingest.md): kafkajs producers send requests to memory.ingest in
- * sends of 500 for a fixed time, the ingest-gateway admits them, and a consumer of
- * memory.ingest.results counts their results as they arrive. A probe meanwhile produces one
+ * sends of 500 for a fixed time, the ingest-gateway admits them, and a consumer of the tenant's
+ * results topic counts their results as they arrive. A probe meanwhile produces one
  * request with a fresh word at a time and searches over HTTP until it is found.
  *
  * - Admitted writes/s: accepted results ÷ (first send → the last result of what was produced).
@@ -12,7 +12,7 @@
 import os from 'node:os';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Kafka, logLevel } from 'kafkajs';
-import { openIngestProducer, type IngestRequest } from '@gm/examples/ingest-producer';
+import { openIngestProducer, resultsTopicOf, type IngestRequest } from '@gm/examples/ingest-producer';
 import type { HttpTarget } from './administration.ts';
 import { writeBody, type MeasuredProcesses } from './http-probe.ts';
 import { costPerWrite, engineBoundCeiling, sampleCpu, type CpuCost } from './cpu.ts';
@@ -67,8 +67,13 @@ export async function measureKafkaIngest(t: KafkaIngestTarget, seconds: number, 
   let accepted = 0;
   let rejected = 0;
   let lastResultAt = 0;
+  // The tenant's results topic (design §4.1): created here if the gateway has not yet (as it would, one partition), so the consumer can join before the load.
+  const topic = resultsTopicOf({ namespace: t.namespace, capability: t.token });
+  const admin = kafka.admin();
+  await admin.connect();
+  await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 1 }] }).finally(() => admin.disconnect());
   await consumer.connect();
-  await consumer.subscribe({ topic: `${t.namespace}.memory.ingest.results`, fromBeginning: false });
+  await consumer.subscribe({ topic, fromBeginning: false });
   const joined = new Promise<void>((resolve) => consumer.on(consumer.events.GROUP_JOIN, () => resolve()));
   await consumer.run({
     eachBatch: async ({ batch }) => {

@@ -3,12 +3,12 @@
  * code's one definition of each: the services and their commands, the variables each one's zod
  * env schema reads, the consumer groups each runs with the topics they read (design §4), and
  * every topic with its Kafka configs. `pnpm deploy:chart` writes it to the chart's
- * files/topology.json; test/deploy/chart-topology.unit.spec.ts holds the committed file to it,
+ * files/topology.json; scripts/chart-topology.unit.spec.ts holds the committed file to it,
  * so the chart cannot drift from the code.
  */
 import path from 'node:path';
-import { DEPLOYED_SERVICES, GROUP_SUBSCRIPTIONS, dlqTopic, serviceCommand } from '@gm/contracts';
-import { memoryTopicSpecs } from '@gm/bus';
+import { DEPLOYED_SERVICES, GROUP_SUBSCRIPTIONS, INGEST_RESULTS_TOPIC_PREFIX, dlqTopic, serviceCommand } from '@gm/contracts';
+import { ingestResultsTopicSpec, memoryTopicSpecs } from '@gm/bus';
 import { envVariablesOf } from '@gm/config';
 import { ROOT, SERVICE_ENVS } from './config-docs.ts';
 
@@ -40,5 +40,11 @@ export function renderTopology(): string {
     { name: spec.name, compacted: spec.compacted === true, config: spec.config ?? {} },
     { name: dlqTopic(spec.name), compacted: false, config: spec.deadLetterConfig ?? {} },
   ]);
-  return `${JSON.stringify({ generatedBy: 'pnpm deploy:chart', services, topics }, null, 2)}\n`;
+  // Topics made at runtime, one per tenant, that no chart can list: the prefix their ACLs grant
+  // (docs/deploy.md#kafka-acls), and who creates them. KafkaTopic resources are not made for them.
+  const runtimeTopics = [{
+    prefix: INGEST_RESULTS_TOPIC_PREFIX, createdBy: 'ingest-gateway', producedBy: ['ingest-gateway', 'write-admission'],
+    partitions: ingestResultsTopicSpec('tenant').partitions, perTenant: true,
+  }];
+  return `${JSON.stringify({ generatedBy: 'pnpm deploy:chart', services, topics, runtimeTopics }, null, 2)}\n`;
 }

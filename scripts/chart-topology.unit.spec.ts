@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { CONSUMER_GROUPS, DEPLOYED_SERVICES, GROUP_SUBSCRIPTIONS, dlqTopic } from '@gm/contracts';
+import { CONSUMER_GROUPS, DEPLOYED_SERVICES, GROUP_SUBSCRIPTIONS, INGEST_RESULTS_TOPIC_PREFIX, dlqTopic } from '@gm/contracts';
 import { memoryTopicSpecs } from '@gm/bus';
 import { TOPOLOGY_FILE, renderTopology } from './chart-topology.ts';
 
@@ -26,6 +26,12 @@ describe("the chart's view of the code (files/topology.json)", () => {
     for (const [group, { service }] of Object.entries(GROUP_SUBSCRIPTIONS)) {
       expect(committed().services[service]?.groups.map((g) => g.group), group).toContain(group);
     }
+  });
+
+  it('names the per-tenant results topics by the prefix their ACLs grant, and lists none of them as a topic', () => {
+    const topology = JSON.parse(readFileSync(TOPOLOGY_FILE, 'utf8')) as Topology & { runtimeTopics: Array<{ prefix: string; createdBy: string }> };
+    expect(topology.runtimeTopics).toEqual([expect.objectContaining({ prefix: INGEST_RESULTS_TOPIC_PREFIX, createdBy: 'ingest-gateway' })]);
+    expect(topology.topics.filter((t) => t.name.startsWith(INGEST_RESULTS_TOPIC_PREFIX.slice(0, -1)))).toEqual([]);
   });
 
   it('names every service and every topic with its dead letters', () => {

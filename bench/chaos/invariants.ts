@@ -14,7 +14,7 @@
  * - every answer was a success or a problem+json 503 with Retry-After.
  */
 import type { Bus } from '@gm/bus';
-import { SignedReceipt, TOPICS } from '@gm/contracts';
+import { SignedReceipt, TOPICS, ingestResultsTopic } from '@gm/contracts';
 import { verifyReceipt } from '@gm/policy';
 import type { SearchIndex } from '@gm/search-index';
 import type { StateStore } from '@gm/state-store';
@@ -137,7 +137,7 @@ export async function judge(j: Judged): Promise<InvariantReport> {
   const results = new Map<string, Array<{ outcome: string; id?: string; version?: number }>>();
   const readResults = async () => {
     results.clear();
-    for await (const m of j.bus.readAll(TOPICS.ingestResults)) {
+    for await (const m of j.bus.readAll(ingestResultsTopic(j.rights.tenant))) {
       const r = m.value as { requestId: string; outcome: string; id?: string; version?: number };
       if (j.ledger.ingestProduced.has(r.requestId)) results.set(r.requestId, [...(results.get(r.requestId) ?? []), r]);
     }

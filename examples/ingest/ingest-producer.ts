@@ -1,8 +1,8 @@
 /**
  * Producing memory writes straight onto Kafka (docs/ingest.md): what a platform's own pipeline
- * does instead of calling POST /v1/memories, on the distributed runtime. Needs only kafkajs and
- * node:crypto: the producer's key, and a write capability bound to it, read from the environment
- * (never a command line, which pnpm echoes).
+ * does instead of calling POST /v1/memories, on the distributed runtime. Needs kafkajs,
+ * node:crypto and the SDK's result collector (@gm/client): the producer's key, and a write
+ * capability bound to it, read from the environment (never a command line, which pnpm echoes).
  *
  *   node --import tsx examples/ingest/ingest-producer.ts keygen producer-key.json   # prints the public JWK
  *   # POST /v1/capabilities with "producerKey": <that JWK>, then:
@@ -13,13 +13,16 @@
  * (docs/schemas/memory.ingest.schema.json); the capability travels in the `capability` header and
  * each message's proof of the key in `capability-proof` (docs/ingest.md#producer-proofs): the key
  * never leaves the producer, so a reader of the topic cannot act as it.
- * Every request gets exactly one result on memory.ingest.results, keyed by its requestId
- * (docs/schemas/memory.ingest.results.schema.json).
+ * Every request gets exactly one result, keyed by its requestId, on its tenant's results topic
+ * `memory.ingest.results.<tenant>` (docs/schemas/memory.ingest.results.schema.json). The
+ * collector takes only results naming its capability's tenant and principal: anyone may use the
+ * same requestId.
  */
 import { createHash, createPrivateKey, generateKeyPairSync, randomUUID, sign, type KeyObject } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
-import { CompressionTypes, Kafka, Partitioners, logLevel, type Producer } from 'kafkajs';
+import { IngestResultCollector, ingestResultsTopicOf } from '@gm/client';
+import { CompressionTypes, Kafka, Partitioners, logLevel, type Admin, type Producer } from 'kafkajs';
 
 /** What this example sends: see the JSON Schema for every field. */
 export interface IngestRequest {
@@ -33,10 +36,11 @@ export interface IngestRequest {
   [field: string]: unknown;
 }
 
-/** One result per request: accepted with the record, or rejected with the API's problem code. */
-export type IngestResult =
-  | { requestId: string; outcome: 'accepted'; commandId: string; id: string; version: number; status: string }
-  | { requestId: string; outcome: 'rejected'; code: string; detail: string; retriable: boolean; commandId?: string };
+/** One result per request: accepted with the record, or rejected with the API's problem code; naming whose request it answers. */
+export type IngestResult = { tenant: string; principal: string; requestId: string } & (
+  | { outcome: 'accepted'; commandId: string; id: string; version: number; status: string }
+  | { outcome: 'rejected'; code: string; detail: string; retriable: boolean; commandId?: string }
+);
 
 export interface IngestConnection {
   brokers: string[];
@@ -120,43 +124,66 @@ export async function openIngestProducer(
   };
 }
 
+/** The topic with the results of this capability's tenant: `<namespace>.memory.ingest.results.<tenant>`. */
+export const resultsTopicOf = (c: Pick<IngestConnection, 'namespace'> & { capability: string }): string =>
+  ingestResultsTopicOf({ capability: c.capability }, c.namespace);
+
 /**
- * Reads memory.ingest.results (committed transactions only) until every wanted requestId has a
- * result, or the timeout; answers every result seen for them, duplicates included, so a caller
- * can check there is exactly one each. Progress goes to `onProgress`.
+ * Reads the capability's tenant's results topic (committed transactions only) until every wanted
+ * requestId has a result of this capability's principal, or the timeout; answers every such
+ * result, duplicates included, so a caller can check there is exactly one each. Results of
+ * other principals under the same requestIds are not ours and are left out. Progress goes to
+ * `onProgress`.
  */
 export async function collectResults(
-  c: IngestConnection & { requestIds: ReadonlySet<string>; timeoutMs: number; onProgress?: (seen: number) => void },
+  c: IngestConnection & { capability: string; requestIds: ReadonlySet<string>; timeoutMs: number; onProgress?: (seen: number) => void },
 ): Promise<Map<string, IngestResult[]>> {
   const kafka = kafkaOf(c, 'ingest-example-results');
-  const consumer = kafka.consumer({ groupId: `ingest-example-${randomUUID()}`, readUncommitted: false });
-  const seen = new Map<string, IngestResult[]>();
+  const collector = new IngestResultCollector({ capability: c.capability }, c.requestIds);
+  const topic = resultsTopicOf(c);
+  const deadline = Date.now() + c.timeoutMs;
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    if (!(await topicCreated(admin, topic, deadline))) return new Map();
+  } finally {
+    await admin.disconnect();
+  }
+  // allowAutoTopicCreation off: the ingest-gateway creates the topic, as it wants it.
+  const consumer = kafka.consumer({ groupId: `ingest-example-${randomUUID()}`, readUncommitted: false, allowAutoTopicCreation: false });
   // A consumer may be handed a message again (a rejoin fetches from its last commit): a result
   // is counted once per log position, so duplicates left are ones on the log.
   const positions = new Set<string>();
-  let done!: () => void;
-  const complete = new Promise<void>((resolve) => (done = resolve));
   await consumer.connect();
   try {
-    await consumer.subscribe({ topic: topicOf(c, 'memory.ingest.results'), fromBeginning: true });
+    await consumer.subscribe({ topic, fromBeginning: true });
     await consumer.run({
       eachMessage: async ({ partition, message }) => {
         const position = `${partition}:${message.offset}`;
         if (positions.has(position)) return;
         positions.add(position);
-        const result = JSON.parse(message.value?.toString('utf8') ?? 'null') as IngestResult;
-        if (!c.requestIds.has(result.requestId)) return;
-        seen.set(result.requestId, [...(seen.get(result.requestId) ?? []), result]);
-        c.onProgress?.(seen.size);
-        if (seen.size === c.requestIds.size) done();
+        if (collector.offer(message.value) !== undefined) c.onProgress?.(collector.results.size);
       },
     });
-    const timer = setTimeout(done, c.timeoutMs);
-    await complete;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([collector.done, new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(0, deadline - Date.now()))))]);
     clearTimeout(timer);
-    return seen;
+    return new Map([...collector.results].map(([requestId, results]): [string, IngestResult[]] => [requestId, [...results]]));
   } finally {
     await consumer.disconnect();
+  }
+}
+
+/**
+ * Whether the tenant's results topic exists by the deadline. The ingest-gateway creates it with
+ * the tenant's first request it verifies, which may still be on its way: asked again, backing off
+ * from 50 ms to 1 s.
+ */
+async function topicCreated(admin: Admin, topic: string, deadline: number): Promise<boolean> {
+  for (let wait = 50; ; wait = Math.min(1_000, wait * 2)) {
+    if ((await admin.listTopics()).includes(topic)) return true;
+    if (Date.now() + wait > deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, wait));
   }
 }
 
@@ -195,7 +222,7 @@ async function main(): Promise<void> {
   await producer.close();
   process.stderr.write(`produced ${count} requests; waiting for their results\n`);
   const results = await collectResults({
-    ...connection, requestIds: new Set(requests.map((r) => r.requestId)), timeoutMs: 60_000,
+    ...connection, capability, requestIds: new Set(requests.map((r) => r.requestId)), timeoutMs: 60_000,
     onProgress: (seen) => { if (seen % 100 === 0) process.stderr.write(`  ${seen}/${count} results\n`); },
   });
   const outcomes = new Map<string, number>();

@@ -1,8 +1,9 @@
 /**
  * Kafka-native ingest on the distributed runtime (docs/ingest.md): a platform produces with kafkajs
  * (examples/ingest/ingest-producer.ts, the shipped example itself) onto memory.ingest, and the
- * ingest-gateway process admits each request under the HTTP write's rules. Every request gets
- * exactly one result on memory.ingest.results, also across a `kill -9` of the gateway.
+ * ingest-gateway process admits each request under the HTTP write's rules. Every request of a
+ * verified writer gets exactly one result on its tenant's results topic, naming the writer, also
+ * across a `kill -9` of the gateway.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -10,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKafkaBus, memoryTopicSpecs } from '@gm/bus';
-import { CONSUMER_GROUPS, TOPICS } from '@gm/contracts';
+import { CONSUMER_GROUPS, TOPICS, ingestResultsTopic } from '@gm/contracts';
 import { MODEL_DIMENSIONS, MODEL_ID } from '@gm/embedding';
 import { startStack, type Stack } from '@gm/distributed';
 import { collectResults, exampleRequest, generateProducerKey, openIngestProducer, type IngestRequest, type IngestResult } from '@gm/examples/ingest-producer';
@@ -38,7 +39,7 @@ describe('memory.ingest on the distributed runtime', () => {
     const producer = await openIngestProducer({ ...connection(), capability, key });
     await producer.send(requests);
     await producer.close();
-    return collectResults({ ...connection(), requestIds: new Set(requests.map((r) => r.requestId)), timeoutMs: 60_000 });
+    return collectResults({ ...connection(), capability, requestIds: new Set(requests.map((r) => r.requestId)), timeoutMs: 60_000 });
   }
   const request = (requestId: string, overrides: Record<string, unknown> = {}): IngestRequest => ({ requestId, ...memory(overrides) }) as IngestRequest;
 
@@ -80,6 +81,29 @@ describe('memory.ingest on the distributed runtime', () => {
       return res.status === 200 ? res : undefined;
     }, 30_000);
     expect(read.body).toMatchObject({ id: 'ingested-1', content: 'Customer 42 prefers email over phone calls' });
+  });
+
+  it('keeps a result to its writer: another principal and another tenant using her requestId first are answered on their own terms, and the example\'s collector takes her own', async () => {
+    const requestId = `victim-${randomUUID()}`;
+    const spoofer = await issueBound('ingest-spoofer');
+    const stranger = await capabilityIssuer(api, () => readFileSync(path.join(dataDir, 'issuer-credential'), 'utf8').trim())({ tenant: 'globex', agentId: 'globex-bot', producerKey: key.publicJwk });
+    // Each with a valid capability of its own, under her requestId, before her.
+    const spoofed = await ingest(spoofer, [request(requestId, { id: 'spoofer-rec', subjectId: 'ing-spoof', content: 'spoofed' })]);
+    expect(spoofed.get(requestId)).toEqual([expect.objectContaining({ tenant: 'acme', principal: 'ingest-spoofer', outcome: 'accepted', id: 'spoofer-rec' })]);
+    const foreign = await ingest(stranger, [request(requestId, { id: 'globex-rec', subjectId: 'ing-spoof', content: 'spoofed' })]);
+    expect(foreign.get(requestId)).toEqual([expect.objectContaining({ tenant: 'globex', principal: 'globex-bot', outcome: 'accepted', id: 'globex-rec' })]);
+    const own = await ingest(await issueBound(), [request(requestId, { id: 'victim-rec', subjectId: 'ing-spoof' })]);
+    expect(own.get(requestId)).toEqual([expect.objectContaining({ tenant: 'acme', principal: 'ingest-bot', outcome: 'accepted', id: 'victim-rec' })]);
+    // acme's results topic, all of it: nothing of globex's.
+    const reader = createKafkaBus({ brokers: connection().brokers, clientId: 'ingest-spec-results', topicPrefix: `${namespace}.` });
+    const acme: Array<{ tenant: string; id?: string }> = [];
+    try {
+      for await (const m of reader.readAll(ingestResultsTopic('acme'))) acme.push(m.value as { tenant: string; id?: string });
+    } finally {
+      await reader.close();
+    }
+    expect(acme.length).toBeGreaterThan(0);
+    expect(acme.filter((r) => r.tenant !== 'acme' || r.id === 'globex-rec')).toEqual([]);
   });
 
   it('dead-letters the requests of forged, expired and revoked capabilities, answering and admitting none of them', async () => {
@@ -166,12 +190,13 @@ describe('memory.ingest on the distributed runtime', () => {
   });
 
   it('kill -9 of the ingest-gateway mid-stream: every request is answered exactly once, admitted once, and has one record', async () => {
-    const producer = await openIngestProducer({ ...connection(), capability: await issueBound(), key });
+    const capability = await issueBound();
+    const producer = await openIngestProducer({ ...connection(), capability, key });
     const requests = Array.from({ length: 1_500 }, (_, i) => ({ ...exampleRequest(i), requestId: `kill-${i}`, id: `kill-rec-${i}` }));
     const wanted = new Set(requests.map((r) => r.requestId));
     let firstResult!: () => void;
     const flowing = new Promise<void>((resolve) => (firstResult = resolve));
-    const collected = collectResults({ ...connection(), requestIds: wanted, timeoutMs: 150_000, onProgress: () => firstResult() });
+    const collected = collectResults({ ...connection(), capability, requestIds: wanted, timeoutMs: 150_000, onProgress: () => firstResult() });
     const send = async (from: number, to: number) => {
       for (let i = from; i < to; i += 50) await producer.send(requests.slice(i, Math.min(i + 50, to)));
     };
@@ -200,7 +225,8 @@ describe('memory.ingest on the distributed runtime', () => {
   }, 240_000);
 
   it('scales out and in mid-stream: every request answered alike, every write present exactly once, per-subject order kept', async () => {
-    const producer = await openIngestProducer({ ...connection(), capability: await issueBound(), key });
+    const capability = await issueBound();
+    const producer = await openIngestProducer({ ...connection(), capability, key });
     const SUBJECTS = 20;
     const TOTAL = 4_000;
     // Subject s gets records scale-s<s>-0, -1, … in this order; its messages share a key, so one partition.
@@ -220,7 +246,7 @@ describe('memory.ingest on the distributed runtime', () => {
       else waiters.push(() => { if (answered >= n) resolve(); else void answeredAtLeast(n).then(resolve); });
     });
     const collected = collectResults({
-      ...connection(), requestIds: new Set(requests.map((r) => r.requestId)), timeoutMs: 240_000,
+      ...connection(), capability, requestIds: new Set(requests.map((r) => r.requestId)), timeoutMs: 240_000,
       onProgress: (seen) => { answered = seen; for (const wake of waiters.splice(0)) wake(); },
     });
     let scaledInDone!: () => void;
@@ -307,14 +333,19 @@ describe('memory.ingest on the distributed runtime', () => {
     return ids;
   }
 
-  /** How many WriteMemory commands on the raw log (read_committed) each ingest request has. */
+  /**
+   * How many WriteMemory commands on the raw log (read_committed) each ingest request has. A
+   * request is its writer's: the same requestId of another principal or tenant is another request.
+   */
   async function ingestCommandCounts(): Promise<Map<string, number>> {
     const bus = createKafkaBus({ brokers: connection().brokers, clientId: `verify-${randomUUID().slice(0, 6)}`, topicPrefix: `${namespace}.` });
     const counts = new Map<string, number>();
     try {
       for await (const message of bus.readAll(TOPICS.commands)) {
-        const requestId = (message.value as { metadata?: { ingestRequestId?: string } }).metadata?.ingestRequestId;
-        if (requestId !== undefined) counts.set(requestId, (counts.get(requestId) ?? 0) + 1);
+        const { metadata } = message.value as { metadata?: { tenantId?: string; actor?: { principalId?: string }; ingestRequestId?: string } };
+        if (metadata?.ingestRequestId === undefined) continue;
+        const request = JSON.stringify([metadata.tenantId, metadata.actor?.principalId, metadata.ingestRequestId]);
+        counts.set(request, (counts.get(request) ?? 0) + 1);
       }
     } finally {
       await bus.close();

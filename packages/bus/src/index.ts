@@ -3,7 +3,7 @@ export { deadLetterOf, DEAD_LETTER_VALUE_BYTES, MAX_MESSAGE_BYTES } from './mess
 export type { BusLogger } from './bus-logger.ts';
 export { createSqliteBus, type SqliteBusOptions } from './embedded/sqlite-bus.ts';
 export { partitionForKey, murmur2 } from './partitioner.ts';
-export { memoryTopicSpecs, keysTopicSpec, KEYS_TOPIC_CONFIG, INGEST_RETENTION_MS, KEPT_FOREVER_CONFIG, KEPT_FOREVER_TOPICS } from './topics.ts';
+export { memoryTopicSpecs, keysTopicSpec, KEYS_TOPIC_CONFIG, INGEST_RETENTION_MS, ingestResultsTopicSpec, KEPT_FOREVER_CONFIG, KEPT_FOREVER_TOPICS } from './topics.ts';
 export { createKafkaBus, type KafkaBusOptions } from './kafka/kafka-bus.ts';
 export type { TopicReplication } from './kafka/kafka-topics.ts';
 export { topicDurabilityProblems, type DurabilityRequirement } from './kafka/kafka-durability.ts';

@@ -14,6 +14,11 @@ export interface TopicSpec {
   config?: Record<string, string>;
   /** Kafka topic configs of its `.dlq` (default none): dead letters of a topic with bounded retention keep the same bound. */
   deadLetterConfig?: Record<string, string>;
+  /**
+   * `false`: no `.dlq` is created with it. For a topic nobody in the deployment consumes (a
+   * tenant's ingest results, read only by that tenant's producers), a `.dlq` would stay empty.
+   */
+  deadLetters?: false;
 }
 
 export interface OutgoingMessage {

@@ -1,4 +1,4 @@
-import { TOPICS } from '@gm/contracts';
+import { TOPICS, ingestResultsTopic } from '@gm/contracts';
 import type { TopicSpec } from './port.ts';
 
 /**
@@ -55,6 +55,14 @@ export function memoryTopicSpecs(partitions: number, ingestRetentionMs = INGEST_
     { name: TOPICS.deletionReceipts, partitions },
     keysTopicSpec(partitions),
     { name: TOPICS.ingest, partitions, config: ingestConfig(ingestRetentionMs), deadLetterConfig: ingestConfig(ingestRetentionMs) },
-    { name: TOPICS.ingestResults, partitions },
   ];
 }
+
+/**
+ * A tenant's ingest results topic (design §4.1), created by the ingest-gateway on the tenant's
+ * first verified request. One partition: results need no co-partitioning (their key is the
+ * producer's requestId) and a partition per tenant is what a deployment with many tenants can
+ * afford; an operator may add partitions to a busy tenant's topic, the gateway takes any count.
+ * No `.dlq`: the deployment never consumes it.
+ */
+export const ingestResultsTopicSpec = (tenant: string): TopicSpec => ({ name: ingestResultsTopic(tenant), partitions: 1, deadLetters: false });

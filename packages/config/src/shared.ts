@@ -148,6 +148,16 @@ export const WithPolicy = z.object({
 });
 
 /** Names one instance of a service that runs several (the edges): its transit keys, and the broker's reply group. */
+/**
+ * The per-principal rate limit of both write edges (design §9.3): the HTTP API counts it per broker
+ * instance, the ingest-gateway in Redis across its instances (docs/ingest.md#rate-limit).
+ */
+export const WithRateLimit = z.object({
+  MEMORY_RATE_LIMIT_PER_MINUTE: integer(1200, 1, 1_000_000).meta({
+    description: 'requests per minute per verified principal (per capability subject): on the HTTP API per broker instance, on `memory.ingest` shared by every ingest-gateway instance through Redis; over it the API answers 429 and the gateway a retriable `MEM_RATE_LIMITED` result',
+  }),
+});
+
 export const WithInstanceId = z.object({
   MEMORY_INSTANCE_ID: z.string().regex(/^[A-Za-z0-9._-]+$/).default(`${hostname()}-${process.pid}`).meta({
     description: "names this instance's transit keys (and the broker's reply consumer group); unique per running instance",

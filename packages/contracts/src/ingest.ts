@@ -1,11 +1,12 @@
 /**
  * Kafka-native ingest (docs/ingest.md): platforms produce writes straight onto memory.ingest, and the
  * ingest-gateway admits each one under exactly the rules of POST /v1/memories. Every request
- * gets one result on memory.ingest.results, keyed by its requestId.
+ * whose writer verified gets one result, keyed by its requestId, on its tenant's results topic
+ * (`ingestResultsTopic`, design §4.1), naming the tenant and principal the gateway verified.
  */
 import { z } from 'zod';
 import { WriteMemoryBatchItem } from './api.ts';
-import { Id } from './primitives.ts';
+import { Id, TenantId } from './primitives.ts';
 import { RecordStatus } from './record.ts';
 
 /** The header of a memory.ingest message that carries the writer's capability (the compact JWS, no "Bearer"). */
@@ -16,15 +17,22 @@ export const INGEST_CAPABILITY_HEADER = 'capability';
  * idempotencyKey, as in a batch item) plus the producer's requestId, which keys its result.
  */
 export const IngestRequest = WriteMemoryBatchItem.extend({
-  /** Chosen by the producer, unique per request; its result on memory.ingest.results carries it as key. */
+  /** Chosen by the producer, unique per request; its result carries it as key. */
   requestId: Id,
 }).strict();
 export type IngestRequest = z.infer<typeof IngestRequest>;
 
-/** One result per request on memory.ingest.results: what POST /v1/memories would have answered. */
+/**
+ * Who a result answers: the tenant and the principal of the capability the gateway verified. A
+ * requestId is the producer's choice, so another writer may use it too; a collector takes only
+ * results naming its own tenant, principal and requestId (design §4.1).
+ */
+const Answered = { tenant: TenantId, principal: Id, requestId: Id };
+
+/** One result per request on its tenant's results topic: what POST /v1/memories would have answered. */
 export const IngestResult = z.discriminatedUnion('outcome', [
   z.object({
-    requestId: Id,
+    ...Answered,
     outcome: z.literal('accepted'),
     /** The command write-admission decided; GET /v1/commands is not needed for it. */
     commandId: Id,
@@ -33,7 +41,7 @@ export const IngestResult = z.discriminatedUnion('outcome', [
     status: RecordStatus,
   }).strict(),
   z.object({
-    requestId: Id,
+    ...Answered,
     outcome: z.literal('rejected'),
     /** The problem code POST /v1/memories would have answered (CAP_REVOKED, MEM_CONFLICT, …). */
     code: z.string(),

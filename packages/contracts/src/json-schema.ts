@@ -17,7 +17,7 @@ export function topicJsonSchemas(): Record<string, Record<string, unknown>> {
   return {
     'memory.ingest.schema.json': withId('memory.ingest', 'memory.ingest message value',
       'The body of POST /v1/memories plus the producer\'s requestId. The write capability goes in the "capability" header (a compact JWS, no "Bearer").', IngestRequest),
-    'memory.ingest.results.schema.json': withId('memory.ingest.results', 'memory.ingest.results message value',
-      'Exactly one per memory.ingest request, keyed by its requestId: accepted with the record, or rejected with the problem code POST /v1/memories would answer.', IngestResult),
+    'memory.ingest.results.schema.json': withId('memory.ingest.results', 'memory.ingest.results.<tenant> message value',
+      'Exactly one per memory.ingest request whose capability verified, on its tenant\'s results topic (memory.ingest.results.<tenant>, the tenant id with _ written __ and . written _d), keyed by its requestId and naming the verified tenant and principal: accepted with the record, or rejected with the problem code POST /v1/memories would answer. Take only results naming your own tenant, principal and requestId.', IngestResult),
   };
 }

@@ -23,7 +23,7 @@ export const MessageMetadata = z
     policyRevision: z.number().int().min(0),
     /** Answered asynchronously (202): write-admission's reply asks for its outcome to be kept for GET /v1/commands/{commandId}. */
     storeOutcome: z.literal(true).optional(),
-    /** Sent by the ingest-gateway for a memory.ingest request: write-admission answers on memory.ingest.results under this key instead of memory.replies. */
+    /** Sent by the ingest-gateway for a memory.ingest request: write-admission answers on the tenant's results topic (ingestResultsTopic) under this key instead of memory.replies. */
     ingestRequestId: Id.optional(),
   })
   .strict();

@@ -10,10 +10,8 @@ export const TOPICS = {
   deletionReceipts: 'deletion.receipts',
   /** Wrapped encryption keys by key id (compacted); a destroyed key is a final marker record (§8.5). */
   keys: 'memory.keys',
-  /** Writes produced by platforms (docs/ingest.md): admitted by the ingest-gateway. */
+  /** Writes produced by platforms (docs/ingest.md): admitted by the ingest-gateway. Its results go to `ingestResultsTopic(tenant)`. */
   ingest: 'memory.ingest',
-  /** One result per memory.ingest request, keyed by its requestId. */
-  ingestResults: 'memory.ingest.results',
 } as const;
 export type TopicName = (typeof TOPICS)[keyof typeof TOPICS];
 
@@ -21,3 +19,21 @@ export const dlqTopic = (topic: string): string => `${topic}.dlq`;
 
 /** The aggregate key: one write-admission partition owns a subject's whole state. */
 export const subjectKey = (tenantId: string, subjectId: string): string => `${tenantId}/${subjectId}`;
+
+/**
+ * Every tenant's memory.ingest results have a topic of their own (design §4.1): Kafka authorises
+ * per topic, so a tenant's producers are granted read on theirs alone and no reader of the results
+ * learns another tenant's request or record ids. The topics are created at runtime, by the
+ * ingest-gateway, when a tenant's first verified request arrives; a Kafka ACL grants the prefix.
+ */
+export const INGEST_RESULTS_TOPIC_PREFIX = 'memory.ingest.results.';
+
+/**
+ * The results topic of a tenant: the prefix and the tenant id escaped so that the name is a legal
+ * Kafka topic and two tenants never share one. Tenant ids are `[A-Za-z0-9._-]` (TenantId), but
+ * Kafka refuses a topic whose name differs from an existing one only by `.` against `_` (their
+ * metric names collide): `_` is written `__` and `.` is written `_d`, so the tenant's part holds
+ * no `.` and the escaping is injective (a prefix-free code). 64 characters escape to at most 128.
+ */
+export const ingestResultsTopic = (tenant: string): string =>
+  `${INGEST_RESULTS_TOPIC_PREFIX}${tenant.replace(/[._]/g, (c) => (c === '_' ? '__' : '_d'))}`;

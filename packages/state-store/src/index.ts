@@ -9,3 +9,4 @@ export type { AppliedChange, IssuedCapability, PolicyRefusal } from './repositor
 export { recordRef } from './repositories/records.ts';
 export type { AdmissionSnapshots, StoredAdmissionState } from './repositories/admission.ts';
 export { COMMAND_OUTCOME_TTL_MS, CommandOutcome } from './repositories/commands.ts';
+export type { RateCount, RateCounters } from './repositories/rate-counters.ts';

@@ -17,7 +17,11 @@ export type KvWrite =
   | { op: 'srem'; key: string; members: string[] }
   | { op: 'zadd'; key: string; score: number; member: string }
   | { op: 'zrem'; key: string; members: string[] }
-  | { op: 'incr'; key: string };
+  /**
+   * `by` (default 1): a positive integer. `ttlMs`: the lifetime of a key this increment creates
+   * (a counter per time window that cleans itself up); an existing key keeps its own, as with INCR.
+   */
+  | { op: 'incr'; key: string; by?: number; ttlMs?: number };
 
 /** What each write of a pipeline returned, as its method would (zadd: null). */
 export type KvWriteResult = boolean | number | null;

@@ -12,6 +12,7 @@ import { IssuedCapabilities, Policies } from './repositories/policies.ts';
 import { PolicyDecisionReads, PolicyProjection } from './repositories/policy-projection.ts';
 import { DeletionReceipts } from './repositories/receipts.ts';
 import { CommandOutcomes } from './repositories/commands.ts';
+import { RateCounters } from './repositories/rate-counters.ts';
 
 /** Every typed view of the state store, sharing one key-value connection and key prefix. */
 export class StateStore {
@@ -37,6 +38,7 @@ export class StateStore {
   readonly issuedCapabilities: IssuedCapabilities;
   readonly admission: AdmissionSnapshots;
   readonly commands: CommandOutcomes;
+  readonly rateCounters: RateCounters;
 
   /** `nowMs` must be the clock the key-value store expires keys by. */
   constructor(readonly kv: KeyValueStore, prefix = 'gm:', nowMs: () => number = Date.now) {
@@ -60,6 +62,7 @@ export class StateStore {
     this.issuedCapabilities = new IssuedCapabilities(kv, this.keys, nowMs);
     this.admission = new AdmissionSnapshots(kv, this.keys);
     this.commands = new CommandOutcomes(kv, this.keys);
+    this.rateCounters = new RateCounters(kv, this.keys);
   }
 
   /**

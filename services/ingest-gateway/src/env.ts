@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DistributedEnv, WithInstanceId, WithMasterKeys, WithPolicy, WithRedis, WithSemantic, WithSigningKey, integer } from '@gm/config';
+import { DistributedEnv, WithInstanceId, WithMasterKeys, WithPolicy, WithRateLimit, WithRedis, WithSemantic, WithSigningKey, integer } from '@gm/config';
 
 /** The ingest-gateway's environment (main.ts); `pnpm docs:config` renders it into docs/distributed.md. */
 export const IngestGatewayEnv = DistributedEnv.extend({
@@ -19,4 +19,6 @@ export const IngestGatewayEnv = DistributedEnv.extend({
     description: '`refuse`: memory.ingest takes only capabilities bound to a producer key (`CAP_KEY_REQUIRED` otherwise); `accept`: bearer capabilities in the `capability` header too, the old form, replayable by anyone who reads the topic — only while producers migrate',
     whenUnset: '`refuse` with `MEMORY_PRODUCTION=true`, else `accept`',
   }),
+  // The HTTP edge's limit per verified principal, counted in Redis across the instances.
+  ...WithRateLimit.shape,
 });

@@ -1,10 +1,10 @@
 /**
  * The ingest-gateway on real embedded stores, with write-admission behind it: every request on
- * memory.ingest gets exactly one result on memory.ingest.results, under the HTTP write's rules,
+ * memory.ingest with a verified capability gets exactly one result on its tenant's results topic, under the HTTP write's rules,
  * and only admitted requests reach memory.commands. (On Kafka: test/distributed/ingest.e2e.spec.ts.)
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { IngestResult, MemoryCommand, TOPICS, type PolicyChange, type ServiceHandle } from '@gm/contracts';
+import { IngestResult, MemoryCommand, TOPICS, ingestResultsTopic, type PolicyChange, type ServiceHandle } from '@gm/contracts';
 import { DEFAULT_TTL_POLICY } from '@gm/domain';
 import { createLogger, createMetrics } from '@gm/observability';
 import { CapabilityIssuer, generateSigningKeyPair, loadPolicySet } from '@gm/policy';
@@ -17,6 +17,8 @@ import { legacyProducers } from './producer-auth.fixture.ts';
 const ISSUER = 'gm-spec';
 const policySet = loadPolicySet();
 const maple = { kind: 'project', id: 'maple' } as const;
+/** Every request of this spec is tenant acme's: its results topic (design §4.1). */
+const RESULTS = ingestResultsTopic('acme');
 
 const body = (overrides: Record<string, unknown> = {}) => ({
   subjectId: 'cust-42', resource: maple, kind: 'fact', trust: 'trusted', content: 'Customer 42 prefers email over phone calls',
@@ -64,7 +66,7 @@ describe('ingest-gateway', () => {
         bus: fx.bus, log, metrics, decide: { ttl: DEFAULT_TTL_POLICY, idempotencyWindowMs: 3_600_000 },
         snapshots: { store: fx.state.admission, intervalMs: 60_000, maxEntries: 1_000 },
       }),
-      await startIngestGateway({ bus: fx.bus, verifier, pdp, state: fx.state, clock: fx.clock, log, metrics, producers: legacyProducers(fx, TOPICS.ingest) }),
+      await startIngestGateway({ bus: fx.bus, verifier, pdp, state: fx.state, clock: fx.clock, log, metrics, producers: legacyProducers(fx, TOPICS.ingest), rateLimit: { perMinute: 1_000, counters: fx.state.rateCounters } }),
     ];
   });
   afterEach(async () => {
@@ -82,8 +84,9 @@ describe('ingest-gateway', () => {
     for (const [partition, end] of ends.entries()) {
       if (end > 0) expect(await fx.bus.waitForCommitted(WRITE_ADMISSION_GROUP, { topic: TOPICS.commands, partition, offset: end - 1 }, 10_000)).toBe(true);
     }
-    const results = (await fx.readTopic(TOPICS.ingestResults)).map((m) => ({ key: m.key, result: IngestResult.parse(m.value) }));
+    const results = (await fx.readTopic(RESULTS)).map((m) => ({ key: m.key, result: IngestResult.parse(m.value) }));
     for (const { key, result } of results) expect(key).toBe(result.requestId);
+    for (const { result } of results) expect(result.tenant).toBe('acme');
     return new Map(results.map(({ result }) => [result.requestId, result]));
   }
 
@@ -164,7 +167,7 @@ describe('ingest-gateway', () => {
     const accepted = first.get('twice');
     expect(accepted).toMatchObject({ outcome: 'accepted', version: 1 });
     await ingest([{ value: { requestId: 'twice', ...body() }, capability: token }]);
-    const results = (await fx.readTopic(TOPICS.ingestResults)).map((m) => IngestResult.parse(m.value)).filter((r) => r.requestId === 'twice');
+    const results = (await fx.readTopic(RESULTS)).map((m) => IngestResult.parse(m.value)).filter((r) => r.requestId === 'twice');
     expect(results).toHaveLength(2);
     expect(results[1]).toMatchObject({ outcome: 'accepted', id: accepted?.outcome === 'accepted' ? accepted.id : '', version: 1 });
     const written = (await fx.readTopic(TOPICS.events)).filter((m) => (m.value as { type?: string }).type === 'MemoryWritten');
@@ -181,7 +184,7 @@ describe('ingest-gateway', () => {
     const cy = await capability({ principal: 'person-cy' });
     await ingest([{ value: { requestId: 'ana-req', ...body({ visibility: 'private' }) }, capability: bob.token }]);
     await ingest([{ value: { requestId: 'ana-req', ...body({ visibility: 'private', content: 'a guess' }) }, capability: cy.token }]);
-    const results = (await fx.readTopic(TOPICS.ingestResults)).map((m) => IngestResult.parse(m.value)).filter((r) => r.requestId === 'ana-req');
+    const results = (await fx.readTopic(RESULTS)).map((m) => IngestResult.parse(m.value)).filter((r) => r.requestId === 'ana-req');
     expect(results.map((r) => r.outcome)).toEqual(['accepted', 'accepted', 'accepted']);
     const ids = results.map((r) => (r.outcome === 'accepted' ? r.id : ''));
     expect(new Set(ids).size).toBe(3);
@@ -190,7 +193,7 @@ describe('ingest-gateway', () => {
     expect(written).toEqual([[ids[0], 'person-ana'], [ids[1], 'person-bob'], [ids[2], 'person-cy']]);
     // Her own retry still gets her first result.
     await ingest([{ value: { requestId: 'ana-req', ...body({ visibility: 'private' }) }, capability: ana.token }]);
-    const retried = (await fx.readTopic(TOPICS.ingestResults)).map((m) => IngestResult.parse(m.value)).filter((r) => r.requestId === 'ana-req').at(-1);
+    const retried = (await fx.readTopic(RESULTS)).map((m) => IngestResult.parse(m.value)).filter((r) => r.requestId === 'ana-req').at(-1);
     expect(retried).toMatchObject({ outcome: 'accepted', id: ids[0], version: 1 });
   });
 

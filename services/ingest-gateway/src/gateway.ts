@@ -5,18 +5,22 @@
  * impersonation and scope refused, the PDP asked, ids claimed.
  * Each admitted request becomes a WriteMemory command, sent in the transaction that commits the
  * gateway's offsets, so a crash admits a request once or not at all. Its one result follows on
- * memory.ingest.results: the gateway's rejection, or write-admission's decision.
+ * its tenant's results topic (results.ts, design §4.1): the gateway's rejection, or
+ * write-admission's decision. Each verified principal is held to the HTTP edge's rate limit
+ * (rate-limit.ts).
  */
 import { deadLetterOf, withMessageContext, type BatchHandler, type Bus, type ConsumedMessage, type OutgoingMessage } from '@gm/bus';
 import {
   CONSUMER_GROUPS, GovernedMemoryError, INGEST_CAPABILITY_HEADER, Id, OPERATIONS, TOPICS, isDependencyOutage, subjectKey,
-  type IngestResult, type ServiceHandle,
+  type CapabilityClaims, type ServiceHandle,
 } from '@gm/contracts';
 import type { Logger, Metrics } from '@gm/observability';
 import type { CapabilityVerifier, PolicyDecisionPoint } from '@gm/policy';
 import { admitWrites, writeAuthority, type WriteEdgeDeps } from '@gm/write-edge';
 import { z } from 'zod';
 import { authenticateProducer, type ProducerAuthConfig } from './producer-auth.ts';
+import { rateLimited, withinRateLimit, type IngestRateLimit } from './rate-limit.ts';
+import { TenantResultTopics, rejection } from './results.ts';
 
 export const INGEST_GATEWAY_GROUP = CONSUMER_GROUPS.ingestGateway;
 
@@ -31,6 +35,7 @@ export interface IngestGatewayDeps extends WriteEdgeDeps {
   metrics: Metrics;
   /** How a message's producer is authenticated (producer-auth.ts). */
   producers: ProducerAuthConfig;
+  rateLimit: IngestRateLimit;
 }
 
 /** What a message must have before it can be answered at all: an object with a requestId to key its result. */
@@ -52,15 +57,15 @@ export async function startIngestGateway(deps: IngestGatewayDeps): Promise<Servi
 /** One partition's batch of requests: answered in offset order, each on its own. */
 export function ingestHandler(deps: IngestGatewayDeps): BatchHandler {
   const { metrics, log } = deps;
+  const resultTopics = new TenantResultTopics(deps.bus);
   return async (messages, ctx) => {
     const answers: OutgoingMessage[][] = messages.map(() => []);
     // Counted once the transaction holding them commits: a retried batch is not counted twice.
     const counts: Array<{ outcome: 'admitted' | 'rejected'; code: string }> = [];
     let deadLettered = 0;
-    const rejected = (requestId: string, err: GovernedMemoryError): OutgoingMessage => {
+    const rejected = (claims: CapabilityClaims, requestId: string, err: GovernedMemoryError): OutgoingMessage => {
       counts.push({ outcome: 'rejected', code: err.code });
-      const value: IngestResult = { requestId, outcome: 'rejected', code: err.code, detail: err.message, retriable: err.retriable };
-      return { topic: TOPICS.ingestResults, key: requestId, value };
+      return rejection(claims, requestId, err);
     };
     // One verification per distinct capability of the batch; its requests are admitted together.
     const byCapability = new Map<string, Pending[]>();
@@ -81,6 +86,7 @@ export function ingestHandler(deps: IngestGatewayDeps): BatchHandler {
       if (group.length === 0) byCapability.set(token, group);
       group.push({ at, message, requestId, item });
     });
+    const writers: Array<{ claims: CapabilityClaims; pending: Pending[] }> = [];
     for (const [token, group] of byCapability) {
       // No verified writer, so no result: a result keyed by a requestId anyone may choose let
       // a producer without any capability — or a reader of the topic replaying a message — answer
@@ -95,12 +101,24 @@ export function ingestHandler(deps: IngestGatewayDeps): BatchHandler {
         for (const p of group) refuse(p, authn);
         continue;
       }
-      const { claims } = authn;
       const pending = group.filter((p, i) => {
         const err = authn.refused[i];
         if (err !== undefined) refuse(p, err);
         return err === undefined;
       });
+      if (pending.length > 0) writers.push({ claims: authn.claims, pending });
+    }
+    const within = await withinRateLimit(deps.rateLimit, deps.clock.now().getTime(), writers.flatMap((w) => w.pending.map(() => w.claims)));
+    let counted = 0;
+    for (const { claims, pending: verifiedPending } of writers) {
+      // The topic exists before anything it will hold is sent: a result, or a command write-admission answers there.
+      await resultTopics.ensure(claims.tenant);
+      const pending = verifiedPending.filter((p) => {
+        if (within[counted++] === true) return true;
+        answers[p.at] = [rejected(claims, p.requestId, rateLimited())];
+        return false;
+      });
+      if (pending.length === 0) continue;
       const partitions = await deps.pdp.authorizedPartitions({ claims, action: GUARD.actions[0] });
       const outcomes = await admitWrites(deps, claims, writeAuthority(deps.pdp, claims, partitions), pending.map((p) => p.item));
       outcomes.forEach((outcome, i) => {
@@ -109,7 +127,7 @@ export function ingestHandler(deps: IngestGatewayDeps): BatchHandler {
         if (outcome.error !== undefined) {
           // An outage delays the batch (the bus retries it); it never rejects a request.
           if (isDependencyOutage(outcome.error)) throw outcome.error;
-          answers[p.at] = [rejected(p.requestId, outcome.error)];
+          answers[p.at] = [rejected(claims, p.requestId, outcome.error)];
           return;
         }
         const { command } = outcome.write;

@@ -37,7 +37,8 @@ await runService('ingest-gateway', IngestGatewayEnv, async ({ env, log, metrics 
     seen: new SeenProofs(state.kv, state.keys.prefix, 2 * windowMs),
   } as const;
   if (producers.unbound === 'accept') log.warn({ topic: TOPICS.ingest }, 'memory.ingest accepts unbound capabilities: anyone who reads the topic can replay them (docs/ingest.md#migrating-producers)');
-  const gateway = await startIngestGateway({ bus, verifier, pdp, state, clock: systemClock, log, metrics, producers, ...semantic });
+  const rateLimit = { perMinute: env.MEMORY_RATE_LIMIT_PER_MINUTE, counters: state.rateCounters };
+  const gateway = await startIngestGateway({ bus, verifier, pdp, state, clock: systemClock, log, metrics, producers, rateLimit, ...semantic });
   return {
     handle: { close: async () => { await gateway.close(); await sealed.close(); await state.kv.close(); } },
     ready: async () => (await state.kv.ping()) && (await bus.endOffsets(TOPICS.ingest)).length > 0,

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import {
-  DistributedEnv, WithElasticsearch, WithInstanceId, WithMasterKeys, WithPolicy, WithRedis, WithSemantic, WithSigningKey, duration, integer,
+  DistributedEnv, WithElasticsearch, WithInstanceId, WithMasterKeys, WithPolicy, WithRateLimit, WithRedis, WithSemantic, WithSigningKey, duration, integer,
 } from '@gm/config';
 import { Id, LIMITS, PrincipalKind, Purpose, ResourceRef } from '@gm/contracts';
 
@@ -32,7 +32,7 @@ export const brokerEnvShape = {
   MEMORY_HOST: z.string().min(1).default('127.0.0.1').meta({ description: 'listen address' }),
   MEMORY_PORT: integer(8080, 0, 65535).meta({ description: 'listen port (0 = any free port)' }),
   MEMORY_ISSUER_NAME: WithPolicy.shape.MEMORY_ISSUER_NAME,
-  MEMORY_RATE_LIMIT_PER_MINUTE: integer(1200, 1, 1_000_000).meta({ description: 'requests per minute per capability subject' }),
+  MEMORY_RATE_LIMIT_PER_MINUTE: WithRateLimit.shape.MEMORY_RATE_LIMIT_PER_MINUTE,
   MEMORY_BODY_LIMIT_BYTES: integer(256 * 1024, 1024, 16 * 1024 * 1024)
     .meta({ description: `request body limit (content itself ≤ ${LIMITS.maxContentBytes / 1024} KiB)` }),
   MEMORY_REQUEST_TIMEOUT: duration('30s', true).meta({

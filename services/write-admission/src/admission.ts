@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { withMessageContext, type Bus, type ConsumedMessage, type LogPosition, type OutgoingMessage, type ProcessContext } from '@gm/bus';
 import {
-  CONSUMER_GROUPS, GovernedMemoryError, Id, MemoryCommand, MemoryEvent, TOPICS, dlqTopic, readMemoryEvent, isGovernedMemoryError, isUnreadableContent, subjectKey,
+  CONSUMER_GROUPS, GovernedMemoryError, Id, MemoryCommand, MemoryEvent, TOPICS, dlqTopic, ingestResultsTopic, readMemoryEvent, isGovernedMemoryError, isUnreadableContent, subjectKey,
   type CommandReply, type IngestResult, type ServiceHandle,
 } from '@gm/contracts';
 import { decide, draftOf, evolveDraft, pruneIdempotency, type DecideContext, type SubjectState } from '@gm/domain';
@@ -334,22 +334,25 @@ interface Batch {
 
 /**
  * Where a command's outcome goes: its reply on memory.replies, where the API waits for it, or
- * for a memory.ingest request (docs/ingest.md) its one result on memory.ingest.results, keyed by the
- * producer's requestId; nobody waits on memory.replies for those.
+ * for a memory.ingest request (docs/ingest.md) its one result on its tenant's results topic,
+ * keyed by the producer's requestId and naming the tenant and principal the gateway verified
+ * (design §4.1; the gateway created the topic before it sent the command); nobody waits on
+ * memory.replies for those.
  */
 function answerTo(command: MemoryCommand, reply: CommandReply): OutgoingMessage {
   const requestId = command.metadata.ingestRequestId;
   if (requestId === undefined) return { topic: TOPICS.replies, key: command.metadata.commandId, value: reply };
-  return { topic: TOPICS.ingestResults, key: requestId, value: ingestResultOf(requestId, command, reply) };
+  return { topic: ingestResultsTopic(command.metadata.tenantId), key: requestId, value: ingestResultOf(requestId, command, reply) };
 }
 
 function ingestResultOf(requestId: string, command: MemoryCommand, reply: CommandReply): IngestResult {
-  const { commandId } = command.metadata;
-  if (reply.outcome === 'rejected') return { requestId, outcome: 'rejected', code: reply.code, detail: reply.detail, retriable: reply.retriable, commandId };
+  const { commandId, tenantId: tenant, actor } = command.metadata;
+  const answered = { tenant, principal: actor.principalId, requestId };
+  if (reply.outcome === 'rejected') return { ...answered, outcome: 'rejected', code: reply.code, detail: reply.detail, retriable: reply.retriable, commandId };
   const { id, version, status } = reply.result;
   // Only WriteMemory commands come from memory.ingest, and an accepted write always names its record.
   if (id === undefined || version === undefined || status === undefined) throw new Error(`an accepted ${command.type} named no record`);
-  return { requestId, outcome: 'accepted', commandId, id, version, status };
+  return { ...answered, outcome: 'accepted', commandId, id, version, status };
 }
 
 /** An asynchronous write's reply says whose outcome the API keeps (GET /v1/commands/{id}). */

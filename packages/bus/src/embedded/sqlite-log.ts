@@ -218,12 +218,13 @@ export class SqliteLog {
           if (!Number.isInteger(partitions) || partitions < 1) {
             throw new GovernedMemoryError('MEM_VALIDATION', `topic "${spec.name}": partitions must be a positive integer`);
           }
-          for (const name of [spec.name, `${spec.name}.dlq`]) {
+          const names = spec.deadLetters === false ? [spec.name] : [spec.name, `${spec.name}.dlq`];
+          for (const name of names) {
             const existing = this.stmt.topic.get(name)?.partitions;
             if (existing !== undefined && existing !== partitions) throw new PartitionCountMismatchError(name, existing, partitions);
           }
           this.stmt.upsertTopic.run(spec.name, partitions, spec.compacted === true ? 1 : 0);
-          this.stmt.upsertTopic.run(`${spec.name}.dlq`, partitions, 0);
+          if (spec.deadLetters !== false) this.stmt.upsertTopic.run(`${spec.name}.dlq`, partitions, 0);
         }
       })
       .immediate());

@@ -40,7 +40,7 @@ export class Topics {
       }
       wanted.set(spec.name, { partitions: spec.partitions, compacted: spec.compacted === true, ...(spec.config ? { config: spec.config } : {}) });
       // Dead letters are never compacted: two poison messages with one key must both stay.
-      if (!wanted.has(`${spec.name}.dlq`)) {
+      if (spec.deadLetters !== false && !wanted.has(`${spec.name}.dlq`)) {
         wanted.set(`${spec.name}.dlq`, { partitions: spec.partitions, compacted: false, ...(spec.deadLetterConfig ? { config: spec.deadLetterConfig } : {}) });
       }
     }

@@ -268,20 +268,21 @@ export function createSqliteKeyValueStore(options: SqliteKeyValueStoreOptions): 
     return count;
   });
 
-  const incrTx = write((now, key: string): number => {
+  const incrTx = write((now, key: string, step: number | undefined, ttlMs: number | undefined): number => {
+    const by = step ?? 1;
     requireType(key, now, 'string');
     const current = getLive.get({ key, now });
     if (current === undefined) {
-      putString.run({ key, value: '1', expiresAt: null });
-      return 1;
+      putString.run({ key, value: String(by), expiresAt: ttlMs === undefined ? null : now + ttlMs });
+      return by;
     }
     const n = /^-?\d+$/.test(current.value) ? Number(current.value) : Number.NaN;
-    if (!Number.isSafeInteger(n + 1)) {
+    if (!Number.isSafeInteger(n + by)) {
       throw new GovernedMemoryError('MEM_VALIDATION', 'incr: the value is not an integer in range');
     }
     // Like Redis INCR, an existing TTL is kept.
-    updateValueKeepTtl.run({ key, value: String(n + 1) });
-    return n + 1;
+    updateValueKeepTtl.run({ key, value: String(n + by) });
+    return n + by;
   });
 
   /**
@@ -308,7 +309,7 @@ export function createSqliteKeyValueStore(options: SqliteKeyValueStoreOptions): 
         case 'zrem':
           return w.members.length === 0 ? 0 : zremTx.body(now, w.key, w.members);
         case 'incr':
-          return incrTx.body(now, w.key);
+          return incrTx.body(now, w.key, w.by, w.ttlMs);
         default: {
           const never: never = w;
           throw new GovernedMemoryError('MEM_VALIDATION', `pipeline: unknown write ${JSON.stringify(never)}`);
@@ -392,7 +393,7 @@ export function createSqliteKeyValueStore(options: SqliteKeyValueStoreOptions): 
     },
 
     async incr(key) {
-      return incrTx(key);
+      return incrTx(key, undefined, undefined);
     },
 
     async ping() {

@@ -7,6 +7,8 @@ declare module 'ioredis' {
   interface RedisCommander<Context> {
     /** CAS_SCRIPT (defineCommand): 1 written, 0 refused, -1 wrong type. */
     casVersion(key: string, value: string, version: string): Result<number, Context>;
+    /** INCR_SCRIPT (defineCommand): the new value. */
+    incrWithTtl(key: string, by: string, ttlMs: string): Result<number, Context>;
   }
 }
 
@@ -66,6 +68,16 @@ if not ok or type(stored) ~= 'table' or type(stored.version) ~= 'number' then re
 if stored.version > tonumber(ARGV[2]) then return 0 end
 redis.call('SET', KEYS[1], ARGV[1])
 return 1
+`;
+
+/**
+ * INCRBY that gives the key it creates a lifetime: one round trip in a pipeline, and a counter
+ * never outlives its window without a TTL (an INCR and a PEXPIRE apart could be split by a crash).
+ */
+const INCR_SCRIPT = `
+local n = redis.call('INCRBY', KEYS[1], ARGV[1])
+if n == tonumber(ARGV[1]) then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return n
 `;
 
 /*
@@ -204,6 +216,7 @@ export function createRedisKeyValueStore(options: RedisKeyValueStoreOptions): Ke
   // EVALSHA, falling back to EVAL when Redis does not hold the script yet (ioredis's defined
   // commands), on the connection and in pipelines alike.
   redis.defineCommand('casVersion', { numberOfKeys: 1, lua: CAS_SCRIPT });
+  redis.defineCommand('incrWithTtl', { numberOfKeys: 1, lua: INCR_SCRIPT });
 
   /** One pipeline: every write queued, one round trip, each reply checked and converted as its method does. */
   async function pipeline(writes: readonly KvWrite[]): Promise<KvWriteResult[]> {
@@ -242,7 +255,9 @@ export function createRedisKeyValueStore(options: RedisKeyValueStoreOptions): Ke
           else p.echo('0');
           break;
         case 'incr':
-          p.incr(k(w.key));
+          if (w.ttlMs !== undefined) p.incrWithTtl(k(w.key), String(w.by ?? 1), String(w.ttlMs));
+          else if (w.by !== undefined) p.incrby(k(w.key), w.by);
+          else p.incr(k(w.key));
           break;
         default: {
           const never: never = w;

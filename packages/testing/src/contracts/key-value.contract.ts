@@ -314,6 +314,23 @@ export function testKeyValueStore(adapterName: string, factory: KeyValueFactory)
       expect(await store.get('label')).toBe('abc');
     });
 
+    it('a pipeline incr adds `by`, gives the key it creates its ttlMs, and leaves an existing key\'s lifetime alone', async () => {
+      const harness = await open();
+      const { store } = harness;
+      expect(await store.pipeline([
+        { op: 'incr', key: 'window:short', by: 3, ttlMs: SHORT_TTL_MS },
+        { op: 'incr', key: 'window:long', by: 2, ttlMs: LONG_TTL_MS },
+        { op: 'incr', key: 'window:short', by: 4, ttlMs: LONG_TTL_MS },
+      ])).toEqual([3, 2, 7]);
+      // A later increment with a longer ttlMs does not extend the window it counts in.
+      await armSentinel(store);
+      await letShortTtlPass(harness);
+      expect(await store.mget(['window:short', 'window:long'])).toEqual([null, '2']);
+      expect(await store.pipeline([{ op: 'incr', key: 'window:short', by: 5, ttlMs: LONG_TTL_MS }])).toEqual([5]);
+      await expect(store.pipeline([{ op: 'incr', key: 'window:bad', by: 0 }])).rejects.toThrow();
+      await expect(store.pipeline([{ op: 'incr', key: 'window:bad', ttlMs: 0 }])).rejects.toThrow();
+    });
+
     it('incr is atomic: concurrent increments each get a distinct value', async () => {
       const { store } = await open();
       const results = await Promise.all(Array.from({ length: 30 }, () => store.incr('concurrent')));

@@ -8,8 +8,8 @@
 import { randomUUID } from 'node:crypto';
 import { Kafka, Partitioners, logLevel, type Producer } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createKafkaBus, memoryTopicSpecs, type Bus, type Subscription } from '@gm/bus';
-import { IngestResult, TOPICS, type PolicyChange, type ServiceHandle } from '@gm/contracts';
+import { createKafkaBus, ingestResultsTopicSpec, memoryTopicSpecs, type Bus, type Subscription } from '@gm/bus';
+import { IngestResult, TOPICS, ingestResultsTopic, type PolicyChange, type ServiceHandle } from '@gm/contracts';
 import { DEFAULT_TTL_POLICY } from '@gm/domain';
 import { createLogger, createMetrics } from '@gm/observability';
 import { CapabilityIssuer, generateSigningKeyPair, loadPolicySet } from '@gm/policy';
@@ -80,10 +80,12 @@ describe('ingest-gateway on Kafka: poison messages', () => {
         bus, log, metrics, decide: { ttl: DEFAULT_TTL_POLICY, idempotencyWindowMs: 3_600_000 },
         snapshots: { store: fx.state.admission, intervalMs: 60_000, maxEntries: 1_000 },
       }),
-      await startIngestGateway({ bus, verifier, pdp, state: fx.state, clock: fx.clock, log, metrics, producers: legacyProducers(fx, `${topicPrefix}${TOPICS.ingest}`) }),
+      await startIngestGateway({ bus, verifier, pdp, state: fx.state, clock: fx.clock, log, metrics, producers: legacyProducers(fx, `${topicPrefix}${TOPICS.ingest}`), rateLimit: { perMinute: 1_000, counters: fx.state.rateCounters } }),
     ];
+    // The gateway creates it with acme's first verified request; here before, to be read from the start.
+    await bus.ensureTopics([ingestResultsTopicSpec('acme')]);
     resultsSub = await bus.subscribe({
-      groupId: `results-${randomUUID()}`, topics: [TOPICS.ingestResults], sends: false, transient: true,
+      groupId: `results-${randomUUID()}`, topics: [ingestResultsTopic('acme')], sends: false, transient: true,
       handler: async (message) => {
         const result = IngestResult.parse(message.value);
         results.set(result.requestId, [...(results.get(result.requestId) ?? []), result]);

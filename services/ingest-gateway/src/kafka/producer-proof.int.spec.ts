@@ -9,8 +9,8 @@
 import { randomUUID } from 'node:crypto';
 import { Kafka, Partitioners, logLevel, type Producer } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createKafkaBus, memoryTopicSpecs, type Bus, type ConsumedMessage, type Subscription } from '@gm/bus';
-import { INGEST_PROOF_HEADER, IngestResult, TOPICS, type IssueCapabilityRequest, type PolicyChange, type ProducerPublicKey, type ServiceHandle } from '@gm/contracts';
+import { createKafkaBus, ingestResultsTopicSpec, memoryTopicSpecs, type Bus, type ConsumedMessage, type Subscription } from '@gm/bus';
+import { INGEST_PROOF_HEADER, IngestResult, TOPICS, ingestResultsTopic, type IssueCapabilityRequest, type PolicyChange, type ProducerPublicKey, type ServiceHandle } from '@gm/contracts';
 import { DEFAULT_TTL_POLICY } from '@gm/domain';
 import { createLogger, createMetrics } from '@gm/observability';
 import { CapabilityIssuer, generateSigningKeyPair, loadPolicySet, signIngestProof, type SigningKeyPair } from '@gm/policy';
@@ -70,6 +70,7 @@ describe('ingest-gateway on Kafka: producer proofs', () => {
     const gateway = () => startIngestGateway({
       bus, verifier, pdp, state: fx.state, clock: fx.clock, log, metrics,
       producers: { topic, windowMs: WINDOW_MS, unbound: 'refuse', seen: new SeenProofs(kv, 'gm:', 2 * WINDOW_MS) },
+      rateLimit: { perMinute: 1_000, counters: fx.state.rateCounters },
     });
     services = [
       await startWriteAdmission({
@@ -79,8 +80,10 @@ describe('ingest-gateway on Kafka: producer proofs', () => {
       await gateway(),
       await gateway(),
     ];
+    // The gateway creates it with acme's first verified request; here before, to be read from the start.
+    await bus.ensureTopics([ingestResultsTopicSpec('acme')]);
     resultsSub = await bus.subscribe({
-      groupId: `results-${randomUUID()}`, topics: [TOPICS.ingestResults], sends: false, transient: true,
+      groupId: `results-${randomUUID()}`, topics: [ingestResultsTopic('acme')], sends: false, transient: true,
       handler: async (message) => {
         const result = IngestResult.parse(message.value);
         results.set(result.requestId, [...(results.get(result.requestId) ?? []), result]);
