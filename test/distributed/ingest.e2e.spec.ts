@@ -186,7 +186,7 @@ describe('memory.ingest on the distributed runtime', () => {
     }
     const written = await writtenIds();
     expect([written.get('copy-own'), written.has('copy-forged'), written.has('copy-bearer')]).toEqual([1, false, false]);
-    expect((await ingestCommandCounts()).get('copy-own')).toBe(1);
+    expect((await ingestCommandCounts()).get(JSON.stringify(['acme', 'ingest-bot', 'copy-own']))).toBe(1);
   });
 
   it('kill -9 of the ingest-gateway mid-stream: every request is answered exactly once, admitted once, and has one record', async () => {
