@@ -79,6 +79,10 @@ export const SCOPE = fail('CAP_SCOPE_DENIED', 'the resource is outside the capab
 /** Administration is Cedar's: the principal needs an admin grant that applies (admin-authz.ts). */
 export const NOT_ADMIN = fail('CAP_SCOPE_DENIED', 'the principal holds no admin grant that applies here (the resource, the capability\'s purpose, its time bounds); a resource\'s first admin grant is the bootstrap');
 export const ID_TAKEN = (what: string) => fail('MEM_ID_TAKEN', `this ${what} id is in use`);
+/** A post of a grant that raced an identical one, which was removed again before this answer (design §6.2). */
+export const GRANT_RACED = fail('MEM_CONFLICT', 'an identical grant was added by a racing request and removed again before this one was answered: nothing changed; post again');
+/** The administration plane keeps every resource's administrators (design §6.2). */
+export const LAST_ADMIN = fail('MEM_LAST_ADMIN', 'the last admin grant of the resource (only the tenant\'s administrator removes it) or of the tenant (replaced by configuration, never removed through the API)');
 export const notFound = (when: string) => fail('MEM_NOT_FOUND', when);
 
 /** The uniform 404 of a record (design §6.4): malformed, unknown, unauthorised, deleted, expired and quarantined alike. */

@@ -13,7 +13,7 @@ import { EXAMPLES, type ExampleName } from './openapi-examples.ts';
 import {
   ANY_REQUEST, BODY_FRAMING, BODY_INVALID, CAPABILITY, ID_TAKEN, IDEMPOTENCY, IMPERSONATION, INTERNAL, ISSUER, NOT_YET_AVAILABLE, NOT_YET_CONSISTENT, OUTAGE,
   PATH_PARAMETER, POLICY_TIMEOUT, RATE_LIMITED, RECORD_NOT_FOUND, REPLY_TIMEOUT, REVIEW_DECISION, SCOPE, TOKEN, WRITE_DECISION, WRITE_EDGE,
-  NOT_ADMIN, byStatus, capability, notFound, type Failure,
+  GRANT_RACED, LAST_ADMIN, NOT_ADMIN, byStatus, capability, notFound, type Failure,
 } from './openapi-failures.ts';
 import { STATUS_OF, STATUS_TITLES } from './problem.ts';
 
@@ -458,8 +458,8 @@ const PATHS: Record<string, Partial<Record<'get' | 'post' | 'delete', Operation>
     post: {
       operationId: 'addGrant', tag: 'administration', summary: 'Add a grant (its resource in the capability\'s scopes)',
       body: { schema: 'AddGrantRequest', required: true, examples: ['grantRequest'] },
-      responses: policyChange('201', 'GrantCreatedResponse', 'added (re-adding an id rewrites that grant)', { remove: link('removeGrant', 'id', 'grantId', 'remove it') }),
-      failures: [...CAPABILITY, BODY_INVALID, IMPERSONATION, adminOnly, SCOPE, NOT_ADMIN, { ...ID_TAKEN('grant'), when: 'the grant id is in use on a resource outside the capability\'s scopes' }, POLICY_TIMEOUT, ...SERVED],
+      responses: policyChange('201', 'GrantCreatedResponse', 'added, with an id the server assigns; a grant identical to one that is there answers that grant\'s id and changes nothing (grants are never rewritten)', { remove: link('removeGrant', 'id', 'grantId', 'remove it') }),
+      failures: [...CAPABILITY, BODY_INVALID, IMPERSONATION, adminOnly, SCOPE, NOT_ADMIN, GRANT_RACED, POLICY_TIMEOUT, ...SERVED],
     },
   },
   '/v1/grants/{id}': {
@@ -467,7 +467,7 @@ const PATHS: Record<string, Partial<Record<'get' | 'post' | 'delete', Operation>
       operationId: 'removeGrant', tag: 'administration', summary: 'Remove a grant',
       parameters: [pathId('id', 'the grantId')],
       responses: policyChange('202', 'PolicyRevisionResponse', 'removed'),
-      failures: [...capability('admin'), NOT_ADMIN, notFound('no grant with this id on a resource in the capability\'s scopes'), POLICY_TIMEOUT, ...SERVED],
+      failures: [...capability('admin'), notFound('no grant with this id that the caller may manage (admin on its resource or on the tenant, the resource in scope): unknown and unmanaged ids alike'), LAST_ADMIN, POLICY_TIMEOUT, ...SERVED],
     },
   },
   '/v1/delegations': {
