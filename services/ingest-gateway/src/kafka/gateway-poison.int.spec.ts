@@ -6,7 +6,7 @@
  * send was retried forever and the partition stopped for every tenant.
  */
 import { randomUUID } from 'node:crypto';
-import { Kafka, Partitioners, logLevel, type Producer } from 'kafkajs';
+import type { Producer } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKafkaBus, ingestResultsTopicSpec, memoryTopicSpecs, type Bus, type Subscription } from '@gm/bus';
 import { IngestResult, TOPICS, ingestResultsTopic, type PolicyChange, type ServiceHandle } from '@gm/contracts';
@@ -19,6 +19,7 @@ import { openEmbeddedFixture, type EmbeddedFixture } from '@gm/testing/embedded-
 import { engineEndpoint } from '@gm/testing/engines';
 import { startIngestGateway } from '../gateway.ts';
 import { legacyProducers } from '../producer-auth.fixture.ts';
+import { deleteKafkaNamespace, specProducer } from './spec-kafka.ts';
 
 const ISSUER = 'gm-spec';
 const brokers = (): string[] => engineEndpoint('kafka').split(',');
@@ -92,9 +93,7 @@ describe('ingest-gateway on Kafka: poison messages', () => {
         waiting.get(result.requestId)?.(result);
       },
     });
-    producer = new Kafka({ clientId: 'gm-ingest-poison-producer', brokers: brokers(), logLevel: logLevel.NOTHING })
-      .producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: Partitioners.DefaultPartitioner });
-    await producer.connect();
+    producer = await specProducer(brokers(), 'gm-ingest-poison-producer');
   }, 120_000);
 
   afterAll(async () => {
@@ -102,13 +101,7 @@ describe('ingest-gateway on Kafka: poison messages', () => {
     await resultsSub?.close();
     for (const s of services) await s.close();
     await bus?.close();
-    const admin = new Kafka({ clientId: 'gm-ingest-poison-cleanup', brokers: brokers(), logLevel: logLevel.NOTHING }).admin();
-    await admin.connect();
-    const topics = (await admin.listTopics()).filter((t) => t.startsWith(topicPrefix));
-    if (topics.length > 0) await admin.deleteTopics({ topics });
-    const groups = (await admin.listGroups()).groups.map((g) => g.groupId).filter((g) => g.startsWith(topicPrefix));
-    if (groups.length > 0) await admin.deleteGroups(groups);
-    await admin.disconnect();
+    await deleteKafkaNamespace(brokers(), topicPrefix);
     await fx?.close();
   }, 60_000);
 

@@ -8,7 +8,7 @@
  * reading it saw every tenant's ids.
  */
 import { randomUUID } from 'node:crypto';
-import { Kafka, Partitioners, logLevel, type Producer } from 'kafkajs';
+import type { Producer } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openState } from '@gm/adapters';
 import { createKafkaBus, memoryTopicSpecs, type Bus } from '@gm/bus';
@@ -23,6 +23,7 @@ import { openEmbeddedFixture, type EmbeddedFixture } from '@gm/testing/embedded-
 import { legacyProducers } from '../producer-auth.fixture.ts';
 import { engineEndpoint } from '@gm/testing/engines';
 import { INGEST_GATEWAY_GROUP, startIngestGateway } from '../gateway.ts';
+import { deleteKafkaNamespace, specProducer } from './spec-kafka.ts';
 
 const ISSUER = 'gm-spec';
 const brokers = (): string[] => engineEndpoint('kafka').split(',');
@@ -84,9 +85,7 @@ describe('ingest-gateway on Kafka: results per tenant and principal, and the rat
       }),
       ...(await Promise.all([first, second].map((bus) => startIngestGateway({ bus, verifier, pdp, state: fx.state, clock: fx.clock, log, metrics, rateLimit, producers: legacyProducers(fx, `${topicPrefix}${TOPICS.ingest}`) })))),
     ];
-    producer = new Kafka({ clientId: 'gm-ingest-results-producer', brokers: brokers(), logLevel: logLevel.NOTHING })
-      .producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: Partitioners.DefaultPartitioner });
-    await producer.connect();
+    producer = await specProducer(brokers(), 'gm-ingest-results-producer');
   }, 120_000);
 
   afterAll(async () => {
@@ -97,13 +96,7 @@ describe('ingest-gateway on Kafka: results per tenant and principal, and the rat
       await counters.kv.del(await counters.kv.keys(counters.keys.prefix));
       await counters.kv.close();
     }
-    const admin = new Kafka({ clientId: 'gm-ingest-results-cleanup', brokers: brokers(), logLevel: logLevel.NOTHING }).admin();
-    await admin.connect();
-    const topics = (await admin.listTopics()).filter((t) => t.startsWith(topicPrefix));
-    if (topics.length > 0) await admin.deleteTopics({ topics });
-    const groups = (await admin.listGroups()).groups.map((g) => g.groupId).filter((g) => g.startsWith(topicPrefix));
-    if (groups.length > 0) await admin.deleteGroups(groups);
-    await admin.disconnect();
+    await deleteKafkaNamespace(brokers(), topicPrefix);
     await fx?.close();
   }, 60_000);
 

@@ -7,7 +7,7 @@
  * (That such a capability is refused by the HTTP API: test/distributed/ingest.e2e.spec.ts.)
  */
 import { randomUUID } from 'node:crypto';
-import { Kafka, Partitioners, logLevel, type Producer } from 'kafkajs';
+import type { Producer } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKafkaBus, ingestResultsTopicSpec, memoryTopicSpecs, type Bus, type ConsumedMessage, type Subscription } from '@gm/bus';
 import { INGEST_PROOF_HEADER, IngestResult, TOPICS, ingestResultsTopic, type IssueCapabilityRequest, type PolicyChange, type ProducerPublicKey, type ServiceHandle } from '@gm/contracts';
@@ -22,6 +22,7 @@ import { engineEndpoint } from '@gm/testing/engines';
 import { eventually } from '@gm/testing/eventually';
 import { startIngestGateway } from '../gateway.ts';
 import { SeenProofs } from '../seen-proofs.ts';
+import { deleteKafkaNamespace, specProducer } from './spec-kafka.ts';
 
 const ISSUER = 'gm-spec';
 const WINDOW_MS = 60_000;
@@ -89,9 +90,7 @@ describe('ingest-gateway on Kafka: producer proofs', () => {
         results.set(result.requestId, [...(results.get(result.requestId) ?? []), result]);
       },
     });
-    producer = new Kafka({ clientId: 'gm-ingest-proof-producer', brokers: brokers(), logLevel: logLevel.NOTHING })
-      .producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: Partitioners.DefaultPartitioner });
-    await producer.connect();
+    producer = await specProducer(brokers(), 'gm-ingest-proof-producer');
   }, 120_000);
 
   afterAll(async () => {
@@ -104,13 +103,7 @@ describe('ingest-gateway on Kafka: producer proofs', () => {
       if (keys.length > 0) await kv.del(keys);
       await kv.close();
     }
-    const admin = new Kafka({ clientId: 'gm-ingest-proof-cleanup', brokers: brokers(), logLevel: logLevel.NOTHING }).admin();
-    await admin.connect();
-    const topics = (await admin.listTopics()).filter((t) => t.startsWith(topicPrefix));
-    if (topics.length > 0) await admin.deleteTopics({ topics });
-    const groups = (await admin.listGroups()).groups.map((g) => g.groupId).filter((g) => g.startsWith(topicPrefix));
-    if (groups.length > 0) await admin.deleteGroups(groups);
-    await admin.disconnect();
+    await deleteKafkaNamespace(brokers(), topicPrefix);
     await fx?.close();
   }, 60_000);
 
