@@ -133,7 +133,7 @@ function runtimeRows(name: string, r: RuntimeResult, tenants: number): string[] 
     row('  revoke a capability (202 after the policy projector)', r.revocation.revoke),
     row('  revocation convergence (202 → next read, denied)', r.revocation.convergence, 'every read after the 202 was denied'),
     row('  delete a memory (until the 202)', r.deletion.accepted),
-    row('  delete → signed receipt (verified) fetchable', r.deletion.receipt, 'tombstone, every target, replay probes, signature'),
+    row('  delete → signed receipt (verified) fetchable', r.deletion.receipt, 'tombstone, every target, replay probes, erasure from every copy\'s files, signature'),
     ...deletionHopRows(r.deletion.hops),
     ...r.search.map((s) => row(`  ${s.mode} search @${s.records} records / ${tenants} tenants (seeded*)`, s.query,
       `${num(s.itemsMean, 1)} items/packet; seeded in ${num(s.seedMs / 1000, 1)} s`)),

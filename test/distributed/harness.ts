@@ -13,6 +13,7 @@ import { DistributedEnv, WithElasticsearch, WithRedis } from '@gm/config';
 import { openIndex, openState, openSummaries, openVectors } from '@gm/adapters';
 import { sweepNamespace } from '@gm/bench/cleanup';
 import { apiClient, capabilityIssuer, type TestRuntime } from '../e2e/harness.ts';
+import { engineFiles } from './engine-files.ts';
 
 /** The groups that fold memory.events into the record projections, the index, the summaries and the vectors. */
 const REPLAYED_GROUPS = [CONSUMER_GROUPS.projector, CONSUMER_GROUPS.indexBuilder, CONSUMER_GROUPS.summaryBuilder, CONSUMER_GROUPS.vectorIndexer];
@@ -50,7 +51,10 @@ export async function startDistributedTestRuntime(env: Record<string, string> = 
     env: {
       MEMORY_LOG_LEVEL: 'info', MEMORY_EXPIRY_TICK: '50ms', MEMORY_DELETION_VERIFY_RETRY: '50ms',
       // 4 partitions, not the default 12: fewer transactional ids to fence per suite on one broker.
-      MEMORY_RATE_LIMIT_PER_MINUTE: '100000', MEMORY_PARTITIONS: '4', ...env,
+      MEMORY_RATE_LIMIT_PER_MINUTE: '100000', MEMORY_PARTITIONS: '4',
+      // Receipts at once, saying `pending_compaction` where Elasticsearch's leases still hold a
+      // deleted document: waiting up to 30 s for them is the crypto suite's to check, not every job's.
+      MEMORY_ERASURE_MERGE_WAIT: '1ms', ...env,
     },
   };
   let stack = await startStack(options);
@@ -146,6 +150,7 @@ export async function startDistributedTestRuntime(env: Record<string, string> = 
       }
       return parts.join('\n');
     },
+    storeFiles: () => engineFiles({ redisUrl: sweepRedisUrl, elasticsearchUrl: sweepElasticsearchUrl }, namespace),
     async logReader() {
       const raw = rawBus();
       const store = await openBusKeyStore({ bus: raw, partitions: engineEnv.MEMORY_PARTITIONS });

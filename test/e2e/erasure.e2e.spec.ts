@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { subjectKey } from '@gm/contracts';
+import { filesHolding, filesUnder } from './files.ts';
 import { eventually, memory, startTestRuntime, STARTUP_MS, type EmbeddedTestRuntime } from './harness.ts';
 
 /**
@@ -31,16 +32,7 @@ describe('erasure on disk (embedded data directory)', () => {
     else rmSync(rt.dataDir, { recursive: true, force: true });
   });
 
-  /** Every file under the data directory, WAL and SHM files included, as bytes. */
-  const files = (dir: string): string[] => readdirSync(dir).flatMap((name) => {
-    const entry = path.join(dir, name);
-    return statSync(entry).isDirectory() ? files(entry) : [entry];
-  });
-  /** `file: needle #i` for each file (relative) whose bytes hold a needle (strings as UTF-8). */
-  const holding = (needles: ReadonlyArray<string | Buffer>): string[] => files(rt.dataDir).flatMap((file) => {
-    const bytes = readFileSync(file);
-    return needles.flatMap((n, i) => (bytes.includes(typeof n === 'string' ? Buffer.from(n, 'utf8') : n) ? [`${path.relative(rt.dataDir, file)}: needle #${i}`] : []));
-  });
+  const holding = (needles: ReadonlyArray<string | Buffer>): string[] => filesHolding(filesUnder(rt.dataDir), needles, rt.dataDir);
   /** Everything of the forgotten record that must leave the files: content, words, sha256 (hex, base64, base64url, raw), provenance. */
   const FORGOTTEN = [CANARY, ...WORDS, ...DIGESTS, sha, SOURCE];
 
@@ -91,7 +83,7 @@ describe('erasure on disk (embedded data directory)', () => {
 
   it('keeps the data directory its owner\'s only: the directory 0700, every file 0600', () => {
     expect(statSync(rt.dataDir).mode & 0o777).toBe(0o700);
-    const loose = files(rt.dataDir).filter((file) => (statSync(file).mode & 0o777) !== 0o600).map((file) => path.relative(rt.dataDir, file));
+    const loose = filesUnder(rt.dataDir).filter((file) => (statSync(file).mode & 0o777) !== 0o600).map((file) => path.relative(rt.dataDir, file));
     expect(loose).toEqual([]);
   });
 });

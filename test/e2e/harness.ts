@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
+import { filesUnder } from './files.ts';
 import type { Action, Clock, IssueCapabilityRequest, Role } from '@gm/contracts';
 import type { Bus } from '@gm/bus';
 import { eventually } from '@gm/testing/eventually';
@@ -91,6 +92,11 @@ export interface TestRuntime {
   replay(): Promise<{ before: Digest; after: Digest }>;
   /** Every byte the log holds (the embedded SQLite files; the Kafka segments of the namespace) as latin1 text. */
   rawLog(): Promise<string>;
+  /**
+   * Every file the stores beside the log keep, for raw scans: the embedded data directory; the
+   * distributed runtime's Redis AOF and RDB files and its Elasticsearch shards (this machine's engines).
+   */
+  storeFiles(): Promise<string[]>;
   /**
    * A fresh reader of the log holding the master keys and the key store, with nothing cached:
    * what any service could still decrypt. Destroyed keys read as ERASED_CONTENT.
@@ -318,6 +324,7 @@ export async function startTestRuntime(
         .filter((file) => existsSync(file))
         .map((file) => readFileSync(file).toString('latin1'))
         .join('\n'),
+    storeFiles: async () => filesUnder(dataDir),
     async logReader() {
       const store = createSqliteKeyStore({ file: path.join(dataDir, KEY_STORE_FILE_NAME) });
       const crypto = await openContentCrypto({ masterKeys: loadOrCreateMasterKeys(dataDir, masterKeyEnvOf(config), true).masterKeys, store });
@@ -341,12 +348,12 @@ export const provenance = (observedAt = '2026-11-30T07:00:00.000Z') => [{ source
  */
 export function expectKeyEvidence(rt: Pick<TestRuntime, 'kind'>, ref: string | undefined, base: string, keys: number): void {
   // Then what is physically true of every other copy (design §8.4): erased from every SQLite file
-  // on the embedded runtime; in Redis gone from memory only; in Elasticsearch expunged or pending a merge.
+  // on the embedded runtime; from Redis's rewritten files; in Elasticsearch expunged or pending a merge.
   const [keyRef, copies] = (ref ?? '').split(';copies=');
   const states = new Map((copies ?? '').split(',').map((c) => c.split(':') as [string, string]));
   if (rt.kind === 'distributed') {
     expect(keyRef).toBe(`${base};key_residue=until_compaction`);
-    expect(states.get('state')).toBe('memory_only');
+    expect(states.get('state')).toBe('erased');
     expect(['erased', 'pending_compaction']).toContain(states.get('index'));
     return;
   }

@@ -65,7 +65,8 @@ export interface KeyValueStore {
   /**
    * After deletions: makes their bytes physically gone where the store can, and says what is
    * true of them (§8.4): SQLite checkpoints and truncates its WAL (secure_delete zeroed the rows);
-   * Redis has them out of memory only, its AOF/RDB files are rewritten later.
+   * Redis rewrites its AOF/RDB files (`memory_only`
+   * when it cannot).
    */
   eraseDeleted(): Promise<CopyErasureState>;
   close(): Promise<void>;

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERASED_CONTENT, ERASED_CONTENT_HASH, MemoryEvent, TOPICS, type DeletionReceipt } from '@gm/contracts';
 import { MODEL_DIMENSIONS, MODEL_ID } from '@gm/embedding';
+import { filesHolding } from '../files.ts';
 import { eventually, expectKeyEvidence, memory, STARTUP_MS, type StartRuntime, type TestRuntime } from '../harness.ts';
 
 /** What each record's content reads as through a fresh reader of the log: its text, or ERASED_CONTENT. */
@@ -74,7 +75,8 @@ export const cryptoSuite = (start: StartRuntime) => describe('encryption at rest
   const written = new Map<string, string>();
 
   beforeAll(async () => {
-    rt = await start();
+    // Receipts only once every copy erased its files (the distributed default; the harness's is 1 ms).
+    rt = await start({ MEMORY_ERASURE_MERGE_WAIT: '45s' });
     tmp = mkdtempSync(path.join(os.tmpdir(), 'gm-crypto-'));
     writer = await rt.issue({ agentId: 'support-bot', principal: { id: 'alice', kind: 'person' } });
     reviewer = await rt.issue({ agentId: 'review-desk', principal: { id: 'bob', kind: 'person' }, actions: ['review', 'promote', 'search', 'read'] });
@@ -238,32 +240,41 @@ export const cryptoSuite = (start: StartRuntime) => describe('encryption at rest
     for (const m of after) expect(m, `${m.type} ${m.recordId}`).toEqual({ type: m.type, recordId: m.recordId, contentHash: ERASED_CONTENT_HASH });
   }, 120_000);
 
-  it('leaves no content, plain sha256 or provenance uri of a forgotten record on the raw log or in any value of the state store', async () => {
-    const content = 'Plover clinic schedules the biopsy for the ninth';
+  it('leaves no content, plain sha256 or provenance uri of a forgotten record on the raw log, in any value of the state store or in any file of the stores', async () => {
+    const content = 'Ploverwick clinic schedules the biopsy for the ninth';
     const source = 'crm://patients/plover-5512/oncology';
     const sha = createHash('sha256').update(content, 'utf8').digest();
     const forms = [sha.toString('hex'), sha.toString('base64'), sha.toString('base64url')];
     await write('cr-p1', 'cust-crypt-p', content, { provenance: [{ source: 'tool', uri: source, observedAt: '2026-11-30T07:00:00.000Z' }] });
     // A packet cites it (its provenance with it), and a cached result holds it.
-    expect(await search('plover biopsy')).toEqual(['cr-p1']);
+    expect(await search('ploverwick biopsy')).toEqual(['cr-p1']);
     /** Every value the state store holds under the runtime's prefix (strings; the other types hold ids). */
     const stateValues = async () => (await rt.state.kv.mget(await rt.state.kv.keys(rt.state.keys.prefix))).filter((v) => v !== null).join('\n');
-    // The controls: the scans read what they must (ids on the log; the record's hash and source in the store)...
+    /** Which files of the stores (embedded: the data directory; distributed: Redis's AOF/RDB, the Elasticsearch shards) hold a needle. */
+    const inFiles = async (needles: ReadonlyArray<string | Buffer>) => filesHolding(await rt.storeFiles(), needles);
+    // The controls: the scans read what they must (ids on the log; the record's hash and source in
+    // the store; the words in the index's files and the hash and source in the state's)...
     expect(await rt.rawLog()).toContain('cr-p1');
     expect(await stateValues()).toContain(source);
     expect(await stateValues()).toContain(forms[0]);
+    await eventually('the index and the state in their files', async () => ((await inFiles(['ploverwick'])).length > 0 && (await inFiles([source])).length > 0 && (await inFiles([forms[0] ?? ''])).length > 0) || undefined);
     // ...and the log never held the source in clear: it is sealed with the content.
     expect(await rt.rawLog()).not.toContain(source);
 
     const forget = await rt.api('POST', '/v1/subjects/cust-crypt-p/forget', { token: writer, body: {} });
     expect(forget.status).toBe(202);
     expect((await finished(String(forget.body.jobId))).status).toBe('verified');
+    const receipt = await receiptOf(String(forget.body.jobId));
+    expect(receipt.copies?.filter((c) => c.state !== 'erased')).toEqual([]);
     const raw = await rt.rawLog();
     const values = await stateValues();
-    for (const needle of [content, source, 'plover-5512', ...forms]) {
+    const needles = [content, source, 'plover-5512', ...forms];
+    for (const needle of needles) {
       expect(raw, needle).not.toContain(needle);
       expect(values, needle).not.toContain(needle);
     }
+    // As soon as the receipt is verified, no file of any store holds them either (§8.4).
+    expect(await inFiles([...needles, sha, 'Ploverwick', 'ploverwick'])).toEqual([]);
   }, 120_000);
 
   it('rotates the master key without losing a record, and refuses to start on a wrong master key', async () => {

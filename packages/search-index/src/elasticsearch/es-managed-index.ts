@@ -3,6 +3,20 @@ import { GovernedMemoryError } from '@gm/contracts';
 import { errorType, isIndexMissing, requireComplete, toGovernedError } from './es-support.ts';
 
 const SCAN_PAGE = 1000;
+/** How often erasure reads the copies' retention leases while it waits for them to pass its deletions. */
+const LEASE_POLL_MS = 500;
+/**
+ * Set on every index: a force merge that expunges deletes rewrites every segment holding a
+ * deleted document, not only those over 10 % deleted (the default would keep one record's
+ * bytes in a large segment until a natural merge).
+ */
+const ERASURE_SETTINGS: estypes.IndicesIndexSettings = { 'merge.policy.expunge_deletes_allowed': 0 };
+
+/** Each copy of each shard, as `_stats?level=shards` reads it: its highest sequence number and the leases it keeps. */
+type ShardCopyStats = {
+  seq_no?: { max_seq_no: number };
+  retention_leases?: { leases: Array<{ retaining_seq_no: number }> };
+};
 
 export interface ManagedIndexOptions {
   /** One node's URL, or the URLs of every node of one cluster. */
@@ -19,6 +33,11 @@ export interface ManagedIndexOptions {
   mappings: estypes.MappingTypeMapping;
   /** Names the store in errors ("search index", "summaries"). */
   what: string;
+  /**
+   * How long `expungeDeleted` waits for every copy's retention leases to pass the deletions
+   * before it merges (Elasticsearch renews them about every 30 s). Default 0: one attempt.
+   */
+  erasureWaitMs?: number;
 }
 
 /**
@@ -104,18 +123,40 @@ export class ManagedIndex {
   }
 
   /**
-   * After deletions (design §8.4): flushes (the translog's copies of the documents go) and force-
-   * merges away deleted documents. `erased` only when no deleted document is left in any segment;
-   * otherwise — a merge policy or a retention lease that keeps them — `pending_compaction`: they
-   * stay in the index's files until Elasticsearch merges those segments.
+   * After deletions (design §8.4): makes every document deleted before the call leave the
+   * index's files. A deleted document stays in its segment as a soft delete while a retention
+   * lease (the one each shard copy keeps for peer recovery) retains its sequence number, and
+   * Elasticsearch advances those leases only on its own schedule. So: note each shard's highest
+   * sequence number, wait until every copy's leases retain nothing up to it, then flush (the
+   * translog's copies go) and force-merge away deleted documents. `erased` when the leases
+   * passed within `erasureWaitMs`; otherwise the merge still runs and the answer is
+   * `pending_compaction`: the bytes stay until a later merge.
    */
   async expungeDeleted(): Promise<'erased' | 'pending_compaction'> {
     return this.run('expunge deleted', async () => {
+      const deletedUpTo = new Map(Object.entries(await this.shardCopies()).map(([shard, copies]) => [shard, Math.max(...copies.map((c) => c.seq_no?.max_seq_no ?? -1))]));
+      const deadline = Date.now() + (this.options.erasureWaitMs ?? 0);
+      let released = await this.leasesPassed(deletedUpTo);
+      while (!released && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, LEASE_POLL_MS));
+        released = await this.leasesPassed(deletedUpTo);
+      }
       await this.client.indices.flush({ index: this.options.alias });
       await this.client.indices.forcemerge({ index: this.options.alias, only_expunge_deletes: true });
-      const stats = await this.client.indices.stats({ index: this.options.alias, metric: 'docs' });
-      return (stats._all.total?.docs?.deleted ?? 0) === 0 ? 'erased' : 'pending_compaction';
+      return released ? 'erased' : 'pending_compaction';
     });
+  }
+
+  private async shardCopies(): Promise<Record<string, ShardCopyStats[]>> {
+    const stats = await this.client.indices.stats({ index: this.options.alias, level: 'shards', metric: 'docs', filter_path: ['indices.*.shards.*.seq_no', 'indices.*.shards.*.retention_leases'] });
+    const indices = Object.values((stats as { indices?: Record<string, { shards?: Record<string, ShardCopyStats[]> }> }).indices ?? {});
+    return Object.assign({}, ...indices.map((i) => i.shards ?? {})) as Record<string, ShardCopyStats[]>;
+  }
+
+  /** Whether every lease of every shard retains only sequence numbers above those deletions. */
+  private async leasesPassed(deletedUpTo: ReadonlyMap<string, number>): Promise<boolean> {
+    const shards = await this.shardCopies();
+    return [...deletedUpTo].every(([shard, upTo]) => (shards[shard] ?? []).every((copy) => (copy.retention_leases?.leases ?? []).every((lease) => lease.retaining_seq_no > upTo)));
   }
 
   async close(): Promise<void> {
@@ -135,11 +176,11 @@ export class ManagedIndex {
   private async create(): Promise<void> {
     const { concrete, alias, settings, dynamicSettings, mappings } = this.options;
     try {
-      await this.client.indices.create({ index: concrete, settings: { ...settings, ...dynamicSettings }, mappings, aliases: { [alias]: {} } });
+      await this.client.indices.create({ index: concrete, settings: { ...settings, ...ERASURE_SETTINGS, ...dynamicSettings }, mappings, aliases: { [alias]: {} } });
     } catch (e) {
       // Another instance (or a reopen) created it first: same mapping; the dynamic settings may be older.
       if (errorType(e) !== 'resource_already_exists_exception') throw e;
-      if (dynamicSettings !== undefined) await this.client.indices.putSettings({ index: concrete, settings: dynamicSettings });
+      await this.client.indices.putSettings({ index: concrete, settings: { ...ERASURE_SETTINGS, ...dynamicSettings } });
     }
   }
 }

@@ -1,6 +1,7 @@
 import { Redis, ReplyError, type RedisOptions, type Result } from 'ioredis';
 import { GovernedMemoryError, type ErrorCode } from '@gm/contracts';
 import { checkWrite } from '../pipeline.ts';
+import { rewritePersistence } from './persistence-rewrite.ts';
 import type { KeyValueStore, KvWrite, KvWriteResult } from '../port.ts';
 
 declare module 'ioredis' {
@@ -400,10 +401,8 @@ export function createRedisKeyValueStore(options: RedisKeyValueStoreOptions): Ke
       }
     },
 
-    /** A deleted key leaves memory at once; the AOF and RDB files keep it until Redis rewrites them (BGREWRITEAOF, the next snapshot). */
-    async eraseDeleted() {
-      return 'memory_only' as const;
-    },
+    /** A deleted key leaves memory at once, and the AOF and RDB files of every server once rewritten (persistence-rewrite.ts). */
+    eraseDeleted: () => rewritePersistence(redis),
 
     async close() {
       if (redis.status === 'end') return;
