@@ -67,17 +67,17 @@ type ElasticsearchEnv = { ELASTICSEARCH_URL: string | readonly string[] };
 /** The names of a deployment's Elasticsearch indices start with this (its namespace's, or `gm`). */
 const indexPrefixOf = (env: DistributedEnv): string => (env.MEMORY_NAMESPACE ? `gm-${env.MEMORY_NAMESPACE}` : 'gm');
 
-export function openIndex(env: DistributedEnv & ElasticsearchEnv, options: { erasureWaitMs?: number } = {}): SearchIndex {
-  return createElasticsearchSearchIndex({ node: env.ELASTICSEARCH_URL, indexPrefix: indexPrefixOf(env), ...options });
+export function openIndex(env: DistributedEnv & ElasticsearchEnv): SearchIndex {
+  return createElasticsearchSearchIndex({ node: env.ELASTICSEARCH_URL, indexPrefix: indexPrefixOf(env) });
 }
 
 /** The summary store beside the search index: `<prefix>-summaries` under the same prefix. */
-export function openSummaries(env: DistributedEnv & ElasticsearchEnv, options: { refresh?: true | 'wait_for'; erasureWaitMs?: number } = {}): SummaryStore {
+export function openSummaries(env: DistributedEnv & ElasticsearchEnv, options: { refresh?: true | 'wait_for' } = {}): SummaryStore {
   return createElasticsearchSummaryStore({ node: env.ELASTICSEARCH_URL, indexPrefix: indexPrefixOf(env), ...options });
 }
 
 /** The vector index beside the search index: `<prefix>-vectors` under the same prefix, `dimensions` fixed by its mapping. */
-export function openVectors(env: DistributedEnv & ElasticsearchEnv, dimensions: number, options: { refresh?: boolean; erasureWaitMs?: number } = {}): VectorIndex {
+export function openVectors(env: DistributedEnv & ElasticsearchEnv, dimensions: number, options: { refresh?: boolean } = {}): VectorIndex {
   return createElasticsearchVectorIndex({ node: env.ELASTICSEARCH_URL, indexPrefix: indexPrefixOf(env), dimensions, ...options });
 }
 

@@ -89,8 +89,9 @@ export interface SummaryStore {
   /**
    * After deletions: makes their bytes physically gone where the store can, and says what is
    * true of them (§8.4): SQLite checkpoints and truncates its WAL (secure_delete zeroed the rows);
-   * Elasticsearch expunges deleted documents, or they wait for a segment merge.
+   * Elasticsearch expunges the documents deleted before `deletedBefore` (epoch ms) once no
+   * retention lease holds them, and answers `pending_compaction` at once while one does.
    */
-  eraseDeleted(): Promise<CopyErasureState>;
+  eraseDeleted(deletedBefore?: number): Promise<CopyErasureState>;
   close(): Promise<void>;
 }

@@ -18,14 +18,13 @@ await runService('receipt-verifier', ReceiptVerifierEnv, async ({ env, log, metr
   const sealed = await openSealedBus(env, 'receipt-verifier', 'open', { onError: (err) => log.warn({ err }, 'key store poll failed') });
   const bus = tracedBus(meteredBus(sealed.bus, metrics), 'kafka');
   const state = openState(env);
-  const erasure = { erasureWaitMs: env.MEMORY_ERASURE_MERGE_WAIT };
-  const index = openIndex(env, erasure);
-  const summaries = openSummaries(env, erasure);
+  const index = openIndex(env);
+  const summaries = openSummaries(env);
   // The vectors are a copy too (§6.7): the replays probe them by kNN, with the model that made them.
   const model = env.MEMORY_SEMANTIC === 'on' ? await loadEmbeddingModel(env.MEMORY_EMBEDDING_MODEL_DIR) : undefined;
-  const semantic = model === undefined ? undefined : { model, vectors: openVectors(env, model.dimensions, erasure) };
+  const semantic = model === undefined ? undefined : { model, vectors: openVectors(env, model.dimensions) };
   const service = await startReceiptVerifier({
-    bus, index, summaries, state, clock: systemClock, policySet, ...(sealed.keys ? { keys: sealed.keys } : {}), ...(semantic === undefined ? {} : { semantic }),
+    bus, index, summaries, state, clock: systemClock, policySet, erasureWaitMs: env.MEMORY_ERASURE_MERGE_WAIT, ...(sealed.keys ? { keys: sealed.keys } : {}), ...(semantic === undefined ? {} : { semantic }),
   });
   const signer = await startReceiptSigner({ bus, state, clock: systemClock, log, metrics, keys });
   return {

@@ -13,6 +13,8 @@ export interface ShredderDeps {
   copies: ReadonlyArray<ErasableCopy>;
   /** How long one attempt waits for write-admission's snapshot of the subject (default SNAPSHOT_WAIT_MS). */
   snapshotWaitMs?: number;
+  /** How long after its task the `key` target is retried while a copy still holds deleted bytes (default 0: never). */
+  erasureWaitMs?: number;
 }
 
 /** How long one attempt of the `key` target waits for write-admission's snapshot before the bus retries the task. */
@@ -39,7 +41,26 @@ export async function awaitSnapshotPurged(state: StateStore, tenantId: string, s
 /** A store holding copies of content, and how it erases what its deletion targets removed. */
 export interface ErasableCopy {
   copy: string;
-  eraseDeleted(): Promise<CopyErasureState>;
+  /** Erases what was deleted before `deletedBefore` (epoch ms), or says why not yet. */
+  eraseDeleted(deletedBefore: number): Promise<CopyErasureState>;
+  /** It erases by rewriting the whole store (Redis's files): asked once, after every other copy. */
+  rewritesAll?: boolean;
+}
+
+/**
+ * What the targets deleted leaves the stores' files (§8.4). Every target acked before the `key`
+ * task was issued, so its time bounds the deletions. While a copy still holds them (an
+ * Elasticsearch retention lease not yet moved on) and the wait has not run out, the attempt
+ * fails with MEM_UNAVAILABLE and the bus retries the task after a back-off: a handler that
+ * blocked for the lease would look stalled to its group. Nothing is destroyed before this.
+ */
+async function eraseCopies(copies: readonly ErasableCopy[], deletedBefore: number, waitMs: number): Promise<string[]> {
+  const erase = (c: ErasableCopy) => c.eraseDeleted(deletedBefore).then((state) => `${c.copy}:${state}`);
+  const first = await Promise.all(copies.filter((c) => c.rewritesAll !== true).map(erase));
+  if (waitMs > 0 && Date.now() < deletedBefore + waitMs && first.some((c) => !c.endsWith(':erased'))) {
+    throw new GovernedMemoryError('MEM_UNAVAILABLE', `a copy still holds deleted documents (${first.join(',')}); asking again`, { retriable: true });
+  }
+  return [...first, ...await Promise.all(copies.filter((c) => c.rewritesAll === true).map(erase))];
 }
 
 export interface ErasureProof {
@@ -61,12 +82,11 @@ export async function shredAndProve(deps: ShredderDeps, task: DeletionTask): Pro
   // hashes and provenance): that write must be among what the files forget below, not land after
   // it. First, so that an attempt which waited in vain has destroyed nothing yet.
   await awaitSnapshotPurged(deps.state, task.tenantId, job.subjectId, task.recordIds, deps.snapshotWaitMs ?? SNAPSHOT_WAIT_MS);
+  const copies = await eraseCopies(deps.copies, Date.parse(task.issuedAt), deps.erasureWaitMs ?? 0);
   const shred: ShredResult = await shredRecords(deps.keys.keyring, deps.keys.store, {
     tenantId: task.tenantId, recordIds: task.recordIds, subjectKeys: job.mode === 'forget',
   });
   const { proof, readable } = await proveErased(deps.bus, task.tenantId, job.subjectId, task.recordIds);
-  // Last, once the replays found nothing anywhere: what the targets deleted leaves the stores' files (§8.4).
-  const copies = await Promise.all(deps.copies.map(async (c) => `${c.copy}:${await c.eraseDeleted()}`));
   // key_residue: none = no copy of the destroyed keys left in the key store's files (SQLite,
   // after `checkpoints` WAL checkpoints); until_compaction = memory.keys still holds the old
   // records until compaction (design §8.5).

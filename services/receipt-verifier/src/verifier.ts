@@ -25,6 +25,8 @@ export interface VerifierDeps {
   keys?: { keyring: Keyring; store: KeyStore };
   /** The vectors and the model, where the deployment keeps vectors: replays search them too. */
   semantic?: SemanticLeg;
+  /** How long the `key` target asks the copies again while one still holds deleted bytes (default 0: once). */
+  erasureWaitMs?: number;
 }
 
 /**
@@ -46,10 +48,11 @@ export async function probe(deps: VerifierDeps, task: DeletionTask): Promise<{ r
 function erasableCopies(deps: VerifierDeps): ErasableCopy[] {
   const { summaries, semantic } = deps;
   return [
-    { copy: 'state', eraseDeleted: () => deps.state.kv.eraseDeleted() },
-    { copy: 'index', eraseDeleted: () => deps.index.eraseDeleted() },
-    ...(summaries ? [{ copy: 'summaries', eraseDeleted: () => summaries.eraseDeleted() }] : []),
-    ...(semantic ? [{ copy: 'vectors', eraseDeleted: () => semantic.vectors.eraseDeleted() }] : []),
+    { copy: 'index', eraseDeleted: (before) => deps.index.eraseDeleted(before) },
+    ...(summaries ? [{ copy: 'summaries', eraseDeleted: (before: number) => summaries.eraseDeleted(before) }] : []),
+    ...(semantic ? [{ copy: 'vectors', eraseDeleted: (before: number) => semantic.vectors.eraseDeleted(before) }] : []),
+    // Last: Redis rewrites its files whole, so only once the others are through (shredder.ts).
+    { copy: 'state', eraseDeleted: () => deps.state.kv.eraseDeleted(), rewritesAll: true },
   ];
 }
 
@@ -73,7 +76,7 @@ export async function startReceiptVerifier(options: ReceiptVerifierOptions): Pro
       const task = DeletionTask.parse(message.value);
       if (task.target === 'key') {
         const outcome = deps.keys
-          ? await shredAndProve({ bus: deps.bus, state: deps.state, keys: deps.keys, copies: erasableCopies(deps) }, task)
+          ? await shredAndProve({ bus: deps.bus, state: deps.state, keys: deps.keys, copies: erasableCopies(deps), erasureWaitMs: deps.erasureWaitMs }, task)
           : { ok: false, ref: 'this receipt-verifier holds no key store', findings: [] };
         ctx.send([deletionAck(task, 'receipt-verifier', deps.clock, outcome)]);
         return;

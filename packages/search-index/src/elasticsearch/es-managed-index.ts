@@ -3,8 +3,12 @@ import { GovernedMemoryError } from '@gm/contracts';
 import { errorType, isIndexMissing, requireComplete, toGovernedError } from './es-support.ts';
 
 const SCAN_PAGE = 1000;
-/** How often erasure reads the copies' retention leases while it waits for them to pass its deletions. */
-const LEASE_POLL_MS = 500;
+/**
+ * A lease renewed this long after a deletion's time has passed it: the renewal sets it just past
+ * the global checkpoint, which already covered the acknowledged deletion. The margin absorbs
+ * the skew between the clock that dated the deletion and Elasticsearch's.
+ */
+const CLOCK_MARGIN_MS = 2_000;
 /**
  * Set on every index: a force merge that expunges deletes rewrites every segment holding a
  * deleted document, not only those over 10 % deleted (the default would keep one record's
@@ -15,7 +19,7 @@ const ERASURE_SETTINGS: estypes.IndicesIndexSettings = { 'merge.policy.expunge_d
 /** Each copy of each shard, as `_stats?level=shards` reads it: its highest sequence number and the leases it keeps. */
 type ShardCopyStats = {
   seq_no?: { max_seq_no: number };
-  retention_leases?: { leases: Array<{ retaining_seq_no: number }> };
+  retention_leases?: { leases: Array<{ retaining_seq_no: number; timestamp: number }> };
 };
 
 export interface ManagedIndexOptions {
@@ -33,11 +37,6 @@ export interface ManagedIndexOptions {
   mappings: estypes.MappingTypeMapping;
   /** Names the store in errors ("search index", "summaries"). */
   what: string;
-  /**
-   * How long `expungeDeleted` waits for every copy's retention leases to pass the deletions
-   * before it merges (Elasticsearch renews them about every 30 s). Default 0: one attempt.
-   */
-  erasureWaitMs?: number;
 }
 
 /**
@@ -123,27 +122,26 @@ export class ManagedIndex {
   }
 
   /**
-   * After deletions (design §8.4): makes every document deleted before the call leave the
-   * index's files. A deleted document stays in its segment as a soft delete while a retention
-   * lease (the one each shard copy keeps for peer recovery) retains its sequence number, and
-   * Elasticsearch advances those leases only on its own schedule. So: note each shard's highest
-   * sequence number, wait until every copy's leases retain nothing up to it, then flush (the
-   * translog's copies go) and force-merge away deleted documents. `erased` when the leases
-   * passed within `erasureWaitMs`; otherwise the merge still runs and the answer is
-   * `pending_compaction`: the bytes stay until a later merge.
+   * After deletions (design §8.4): makes the documents deleted before `deletedBefore` (epoch ms;
+   * default: now) leave the index's files. A deleted document stays in its segment as a soft
+   * delete while a retention lease (the one each shard copy keeps for peer recovery) retains its
+   * sequence number, and Elasticsearch moves those leases on only on its own schedule, about
+   * every 30 s, with no API to ask sooner. A lease has passed the deletions when it was renewed
+   * after them, or when it retains nothing the shard holds. Once every lease has: a flush (the
+   * translog's copies go) and a force merge that expunges deleted documents, and `erased`.
+   * Before that, `pending_compaction` at once; the caller decides how long to ask again.
    */
-  async expungeDeleted(): Promise<'erased' | 'pending_compaction'> {
+  async expungeDeleted(deletedBefore = Date.now()): Promise<'erased' | 'pending_compaction'> {
     return this.run('expunge deleted', async () => {
-      const deletedUpTo = new Map(Object.entries(await this.shardCopies()).map(([shard, copies]) => [shard, Math.max(...copies.map((c) => c.seq_no?.max_seq_no ?? -1))]));
-      const deadline = Date.now() + (this.options.erasureWaitMs ?? 0);
-      let released = await this.leasesPassed(deletedUpTo);
-      while (!released && Date.now() < deadline) {
-        await new Promise((resolve) => setTimeout(resolve, LEASE_POLL_MS));
-        released = await this.leasesPassed(deletedUpTo);
-      }
+      const passed = Object.values(await this.shardCopies()).every((copies) => {
+        const maxSeqNo = Math.max(...copies.map((c) => c.seq_no?.max_seq_no ?? -1));
+        return copies.every((copy) => (copy.retention_leases?.leases ?? [])
+          .every((lease) => lease.timestamp > deletedBefore + CLOCK_MARGIN_MS || lease.retaining_seq_no > maxSeqNo));
+      });
+      if (!passed) return 'pending_compaction';
       await this.client.indices.flush({ index: this.options.alias });
       await this.client.indices.forcemerge({ index: this.options.alias, only_expunge_deletes: true });
-      return released ? 'erased' : 'pending_compaction';
+      return 'erased';
     });
   }
 
@@ -151,12 +149,6 @@ export class ManagedIndex {
     const stats = await this.client.indices.stats({ index: this.options.alias, level: 'shards', metric: 'docs', filter_path: ['indices.*.shards.*.seq_no', 'indices.*.shards.*.retention_leases'] });
     const indices = Object.values((stats as { indices?: Record<string, { shards?: Record<string, ShardCopyStats[]> }> }).indices ?? {});
     return Object.assign({}, ...indices.map((i) => i.shards ?? {})) as Record<string, ShardCopyStats[]>;
-  }
-
-  /** Whether every lease of every shard retains only sequence numbers above those deletions. */
-  private async leasesPassed(deletedUpTo: ReadonlyMap<string, number>): Promise<boolean> {
-    const shards = await this.shardCopies();
-    return [...deletedUpTo].every(([shard, upTo]) => (shards[shard] ?? []).every((copy) => (copy.retention_leases?.leases ?? []).every((lease) => lease.retaining_seq_no > upTo)));
   }
 
   async close(): Promise<void> {

@@ -4,11 +4,11 @@ import { GovernedMemoryError } from '@gm/contracts';
 import type { IndexDocument, RankedSubjectQuery, SearchHit, SearchIndex, SearchQuery } from '../port.ts';
 import { indexDigest } from '../embedded/digest.ts';
 import { decodeRankCursor, encodeRankCursor, type RankPosition } from '../rank-cursor.ts';
-import { ManagedIndex, type ManagedIndexOptions } from './es-managed-index.ts';
+import { ManagedIndex } from './es-managed-index.ts';
 import { Refresher } from './es-refresher.ts';
 import { RECORD_FILTER_PROPERTIES, bulkThroughAlias, checkUpserted, countDocuments, countRemoved, indexNamesOf, isIndexMissing, recordDeleteOps, recordDocId, requireComplete, versionedIndexOps } from './es-support.ts';
 
-export interface ElasticsearchSearchIndexOptions extends Pick<ManagedIndexOptions, 'erasureWaitMs'> {
+export interface ElasticsearchSearchIndexOptions {
   /** Elasticsearch URL, e.g. http://127.0.0.1:19200. */
   /** One node's URL, or the URLs of every node of one cluster. */
   node: string | readonly string[];
@@ -109,7 +109,7 @@ function subjectSourceFilter(query: Omit<RankedSubjectQuery, 'purpose' | 'after'
 
 export function createElasticsearchSearchIndex(options: ElasticsearchSearchIndexOptions): SearchIndex {
   const { alias, concrete } = esIndexNames(options.indexPrefix);
-  const index = new ManagedIndex({ node: options.node, concrete, alias, settings: INDEX_SETTINGS, mappings: MAPPINGS, what: 'search index' , erasureWaitMs: options.erasureWaitMs });
+  const index = new ManagedIndex({ node: options.node, concrete, alias, settings: INDEX_SETTINGS, mappings: MAPPINGS, what: 'search index' });
   const { client } = index;
   const run = <T>(operation: string, op: () => Promise<T>): Promise<T> => index.run(operation, op);
 
@@ -248,7 +248,7 @@ export function createElasticsearchSearchIndex(options: ElasticsearchSearchIndex
 
     clear: () => index.clear(),
 
-    eraseDeleted: () => index.expungeDeleted(),
+    eraseDeleted: (deletedBefore?: number) => index.expungeDeleted(deletedBefore),
     close: () => index.close(),
   };
 }

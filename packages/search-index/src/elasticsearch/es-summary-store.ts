@@ -3,12 +3,12 @@ import { GovernedMemoryError } from '@gm/contracts';
 import { keyOf } from '@gm/ids';
 import type { ScopeSummaries, Summary, SummaryHit, SummaryKey, SummaryQuery, SummaryStore } from '../summary-port.ts';
 import { checkReplaceMany, compareKeys, epochMs, summaryDigest } from '../embedded/summary-digest.ts';
-import { ManagedIndex, type ManagedIndexOptions } from './es-managed-index.ts';
+import { ManagedIndex } from './es-managed-index.ts';
 import { Refresher } from './es-refresher.ts';
 import { IndexMissingError, bulkItemError, docIdOf, indexNamesOf, requireComplete } from './es-support.ts';
 import { INDEX_SETTINGS } from './es-search-index.ts';
 
-export interface ElasticsearchSummaryStoreOptions extends Pick<ManagedIndexOptions, 'erasureWaitMs'> {
+export interface ElasticsearchSummaryStoreOptions {
   /** One node's URL, or the URLs of every node of one cluster. */
   node: string | readonly string[];
   /** The same prefix as the search index: the summaries live in `<prefix>-summaries`. */
@@ -74,7 +74,7 @@ const SUMMARY_DYNAMIC_SETTINGS: estypes.IndicesIndexSettings = { refresh_interva
 
 export function createElasticsearchSummaryStore(options: ElasticsearchSummaryStoreOptions): SummaryStore {
   const { alias, concrete } = esSummaryIndexNames(options.indexPrefix);
-  const index = new ManagedIndex({ node: options.node, concrete, alias, settings: INDEX_SETTINGS, dynamicSettings: SUMMARY_DYNAMIC_SETTINGS, mappings: MAPPINGS, what: 'summaries' , erasureWaitMs: options.erasureWaitMs });
+  const index = new ManagedIndex({ node: options.node, concrete, alias, settings: INDEX_SETTINGS, dynamicSettings: SUMMARY_DYNAMIC_SETTINGS, mappings: MAPPINGS, what: 'summaries' });
   const { client } = index;
   const run = <T>(operation: string, op: () => Promise<T>): Promise<T> => index.run(operation, op);
 
@@ -200,7 +200,7 @@ export function createElasticsearchSummaryStore(options: ElasticsearchSummarySto
 
     clear: () => index.clear(),
 
-    eraseDeleted: () => index.expungeDeleted(),
+    eraseDeleted: (deletedBefore?: number) => index.expungeDeleted(deletedBefore),
     close: () => index.close(),
   };
 }

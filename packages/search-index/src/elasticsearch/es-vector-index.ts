@@ -9,11 +9,11 @@ import type { estypes } from '@elastic/elasticsearch';
 import { GovernedMemoryError } from '@gm/contracts';
 import type { VectorDocument, VectorHit, VectorIndex, VectorQuery } from '../vector-port.ts';
 import { epochMsOf, validVector } from '../vector-values.ts';
-import { ManagedIndex, type ManagedIndexOptions } from './es-managed-index.ts';
+import { ManagedIndex } from './es-managed-index.ts';
 import { Refresher } from './es-refresher.ts';
 import { RECORD_FILTER_PROPERTIES, bulkThroughAlias, checkUpserted, countDocuments, countRemoved, indexNamesOf, recordDeleteOps, recordDocId, requireComplete, versionedIndexOps } from './es-support.ts';
 
-export interface ElasticsearchVectorIndexOptions extends Pick<ManagedIndexOptions, 'erasureWaitMs'> {
+export interface ElasticsearchVectorIndexOptions {
   /** One node's URL, or the URLs of every node of one cluster. */
   node: string | readonly string[];
   /** Lower-case prefix of this index's names; one deployment (or test) per prefix. */
@@ -59,7 +59,7 @@ export function createElasticsearchVectorIndex(options: ElasticsearchVectorIndex
     },
   };
   const index = new ManagedIndex({
-    node: options.node, concrete, alias, settings: { number_of_shards: 1, auto_expand_replicas: '0-1' }, mappings, what: 'vector index', erasureWaitMs: options.erasureWaitMs,
+    node: options.node, concrete, alias, settings: { number_of_shards: 1, auto_expand_replicas: '0-1' }, mappings, what: 'vector index',
   });
   const { client } = index;
   const run = <T>(operation: string, op: () => Promise<T>): Promise<T> => index.run(operation, op);
@@ -156,7 +156,7 @@ export function createElasticsearchVectorIndex(options: ElasticsearchVectorIndex
     },
 
     clear: () => index.clear(),
-    eraseDeleted: () => index.expungeDeleted(),
+    eraseDeleted: (deletedBefore?: number) => index.expungeDeleted(deletedBefore),
     close: () => index.close(),
   };
 }
