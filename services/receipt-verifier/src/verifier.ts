@@ -44,6 +44,12 @@ export async function probe(deps: VerifierDeps, task: DeletionTask): Promise<{ r
   return { report, captured: captured.size };
 }
 
+async function keyTargetDone(state: StateStore, task: DeletionTask): Promise<boolean> {
+  const job = await state.jobs.get(task.tenantId, task.jobId);
+  if (!job) return false;
+  return job.status === 'verified' || job.status === 'failed' || job.evidence.some((e) => e.target === 'key');
+}
+
 /** Every copy outside the log this deployment keeps: the state store, the index, and the summaries and vectors where it keeps them. */
 function erasableCopies(deps: VerifierDeps): ErasableCopy[] {
   const { summaries, semantic } = deps;
@@ -75,6 +81,10 @@ export async function startReceiptVerifier(options: ReceiptVerifierOptions): Pro
     handler: async (message: ConsumedMessage, ctx: ProcessContext) => {
       const task = DeletionTask.parse(message.value);
       if (task.target === 'key') {
+        // The orchestrator sends a task again when its job makes no progress (§8.1), and a
+        // `key` task may wait half a minute for Elasticsearch's leases: a resend whose job
+        // already holds the key's evidence is done, and is not done twice.
+        if (await keyTargetDone(deps.state, task)) return;
         const outcome = deps.keys
           ? await shredAndProve({ bus: deps.bus, state: deps.state, keys: deps.keys, copies: erasableCopies(deps), erasureWaitMs: deps.erasureWaitMs }, task)
           : { ok: false, ref: 'this receipt-verifier holds no key store', findings: [] };
