@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { filesUnder } from './files.ts';
-import type { Action, Clock, IssueCapabilityRequest, Role } from '@gm/contracts';
+import type { Action, IssueCapabilityRequest, Role } from '@gm/contracts';
 import type { Bus } from '@gm/bus';
 import { eventually } from '@gm/testing/eventually';
 import { ManualClock } from '@gm/testing/manual-clock';

@@ -1,25 +1,7 @@
-import { z } from 'zod';
 import {
-  AddDelegationRequest, AddGrantRequest, AsyncWriteAccepted, CommandStatusResponse, DelegationCreatedResponse, DeletionAccepted, DeletionJob, DeletionJobList, DeletionJobListQuery, DeletionScope, QuarantineQuery, OpsOverview,
-  EvidencePacket, GrantCreatedResponse, Id, IssueCapabilityRequest, IssueCapabilityResponse, LegalHold, LegalHoldCreatedResponse, LIMITS,
-  MemoryRecord, MutationResponse, PacketValidation, PlaceLegalHoldRequest, PolicyActionRequest, PolicyRevisionResponse, Problem,
-  ReceiptPublicKey, ReceiptResponse, RecordHistory, RejectRequest, SearchRequest, SubjectSummaries, VersionedRequest, WriteMemoryBatchItem,
-  WriteMemoryBatchResponse, WriteMemoryRequest, guardOf, type ResourceOf,
-} from '@gm/contracts';
-import { RUNTIME_PROOF_PATH, RuntimeProof, RuntimeProofNonce } from '@gm/config';
-import { API_REFERENCE_PATH } from './api-reference.ts';
-import { documentPath } from './authorization.ts';
-import { EXAMPLES, type ExampleName } from './openapi-examples.ts';
-import {
-  ANY_REQUEST, BODY_FRAMING, BODY_INVALID, CAPABILITY, ID_TAKEN, IDEMPOTENCY, IMPERSONATION, INTERNAL, ISSUER, NOT_YET_AVAILABLE, NOT_YET_CONSISTENT, OUTAGE,
-  PATH_PARAMETER, POLICY_TIMEOUT, RATE_LIMITED, RECORD_NOT_FOUND, REPLY_TIMEOUT, REVIEW_DECISION, SCOPE, TOKEN, WRITE_DECISION, WRITE_EDGE,
-  GRANT_RACED, LAST_ADMIN, NOT_ADMIN, byStatus, capability, notFound, type Failure,
+  BODY_INVALID, CAPABILITY, ID_TAKEN, IMPERSONATION, POLICY_TIMEOUT, SCOPE, GRANT_RACED, LAST_ADMIN, NOT_ADMIN, capability, notFound,
 } from './openapi-failures.ts';
-import { STATUS_OF, STATUS_TITLES } from './problem.ts';
-
-import {
-  ASYNC_HEADERS, type Answer, BACKLOG, CONSISTENCY_TOKEN_SCHEMA, JOB_LINK, type Links, MUTATION_HEADERS, ON, type Operation, READ_LINK, RECORD_LINKS, RETRY_AFTER, SCHEMAS, SERVED, type SchemaName, adminOnly, answer, assemble, consistencyToken, examples, idSchema, idempotencyKey, json, jsonSchema, link, mutation, pathId, policyChange, preferAsync, problemResponses, ref, text,
-} from './openapi-builders.ts';
+import { type Operation, SERVED, adminOnly, answer, link, pathId, policyChange } from './openapi-builders.ts';
 
 /** The administration operations of the OpenAPI document (design §6.2): grants, delegations, revocations, legal holds. */
 export const ADMINISTRATION_PATHS: Record<string, Partial<Record<'get' | 'post' | 'delete', Operation>>> = {

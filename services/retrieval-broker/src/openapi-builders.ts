@@ -1,20 +1,15 @@
 import { z } from 'zod';
 import {
-  AddDelegationRequest, AddGrantRequest, AsyncWriteAccepted, CommandStatusResponse, DelegationCreatedResponse, DeletionAccepted, DeletionJob, DeletionJobList, DeletionJobListQuery, DeletionScope, QuarantineQuery, OpsOverview,
-  EvidencePacket, GrantCreatedResponse, Id, IssueCapabilityRequest, IssueCapabilityResponse, LegalHold, LegalHoldCreatedResponse, LIMITS,
-  MemoryRecord, MutationResponse, PacketValidation, PlaceLegalHoldRequest, PolicyActionRequest, PolicyRevisionResponse, Problem,
-  ReceiptPublicKey, ReceiptResponse, RecordHistory, RejectRequest, SearchRequest, SubjectSummaries, VersionedRequest, WriteMemoryBatchItem,
-  WriteMemoryBatchResponse, WriteMemoryRequest, guardOf, type ResourceOf,
+  AddDelegationRequest, AddGrantRequest, AsyncWriteAccepted, CommandStatusResponse, DelegationCreatedResponse, DeletionAccepted, DeletionJob,
+  DeletionJobList, OpsOverview, EvidencePacket, GrantCreatedResponse, Id, IssueCapabilityRequest, IssueCapabilityResponse, LegalHold,
+  LegalHoldCreatedResponse, LIMITS, MemoryRecord, MutationResponse, PacketValidation, PlaceLegalHoldRequest, PolicyActionRequest,
+  PolicyRevisionResponse, Problem, ReceiptPublicKey, ReceiptResponse, RecordHistory, RejectRequest, SearchRequest, SubjectSummaries,
+  VersionedRequest, WriteMemoryBatchItem, WriteMemoryBatchResponse, WriteMemoryRequest, guardOf, type ResourceOf,
 } from '@gm/contracts';
-import { RUNTIME_PROOF_PATH, RuntimeProof, RuntimeProofNonce } from '@gm/config';
-import { API_REFERENCE_PATH } from './api-reference.ts';
+import { RuntimeProof } from '@gm/config';
 import { documentPath } from './authorization.ts';
 import { EXAMPLES, type ExampleName } from './openapi-examples.ts';
-import {
-  ANY_REQUEST, BODY_FRAMING, BODY_INVALID, CAPABILITY, ID_TAKEN, IDEMPOTENCY, IMPERSONATION, INTERNAL, ISSUER, NOT_YET_AVAILABLE, NOT_YET_CONSISTENT, OUTAGE,
-  PATH_PARAMETER, POLICY_TIMEOUT, RATE_LIMITED, RECORD_NOT_FOUND, REPLY_TIMEOUT, REVIEW_DECISION, SCOPE, TOKEN, WRITE_DECISION, WRITE_EDGE,
-  GRANT_RACED, LAST_ADMIN, NOT_ADMIN, byStatus, capability, notFound, type Failure,
-} from './openapi-failures.ts';
+import { ANY_REQUEST, BODY_FRAMING, INTERNAL, OUTAGE, PATH_PARAMETER, RATE_LIMITED, byStatus, type Failure } from './openapi-failures.ts';
 import { STATUS_OF, STATUS_TITLES } from './problem.ts';
 
 /* The parts every operation of the OpenAPI document is built from (openapi.ts, openapi-administration.ts). */
