@@ -124,11 +124,11 @@ describe('embedded runtime as a process', () => {
     expect(json.logged.trim().split('\n').every((l) => l.startsWith('{'))).toBe(true);
   });
 
-  it('prints the banner the README shows, line for line, and says once that the master key lies in the data directory', async () => {
+  it('prints the banner docs/operations.md shows, line for line, and says once that the master key lies in the data directory', async () => {
     const { printed, logged } = await startUntilBanner();
     // What a line is about: its label, or the words before its first value.
     const label = (line: string) => /^(governed memory \(embedded runtime\) listening on|started in|[^:]+:)/.exec(line)?.[1] ?? line;
-    const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+    const readme = readFileSync(path.join(ROOT, 'docs', 'operations.md'), 'utf8');
     const start = readme.indexOf('governed memory (embedded runtime) listening on');
     const sample = readme.slice(start, readme.indexOf('```', start)).trim().split('\n');
     const from = printed.indexOf('governed memory (embedded runtime) listening on');
