@@ -13,12 +13,12 @@ import type { CopyErasureState } from '@gm/contracts';
 const REWRITE_WAIT_MS = 60_000;
 const POLL_MS = 25;
 
-type Persistence = Record<string, string>;
+type InfoSection = Record<string, string>;
 
-const parseInfo = (text: string): Persistence =>
+const parseInfo = (text: string): InfoSection =>
   Object.fromEntries(text.split('\r\n').filter((l) => l.includes(':')).map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 1)]));
 
-async function info(redis: Redis, section: string): Promise<Persistence> {
+async function info(redis: Redis, section: string): Promise<InfoSection> {
   return parseInfo(await redis.info(section));
 }
 
@@ -67,8 +67,7 @@ async function filesOf(redis: Redis): Promise<FileKind[]> {
 }
 
 /** The replicas the primary names (`slaveN:ip=…,port=…`), reached with the primary's credentials. */
-async function replicasOf(redis: Redis, options: RedisOptions): Promise<Redis[]> {
-  const replication = await info(redis, 'replication');
+function replicasOf(replication: InfoSection, options: RedisOptions): Redis[] {
   return Object.entries(replication).filter(([name]) => /^slave\d+$/.test(name)).flatMap(([, value]) => {
     const fields = new Map(value.split(',').map((kv) => kv.split('=') as [string, string]));
     const host = fields.get('ip');
@@ -110,8 +109,9 @@ async function rewriteServer(redis: Redis, offset?: number): Promise<boolean> {
 export async function rewritePersistence(primary: Redis): Promise<CopyErasureState> {
   let replicas: Redis[] = [];
   try {
-    const offset = Number((await info(primary, 'replication')).master_repl_offset);
-    replicas = await replicasOf(primary, primary.options);
+    const replication = await info(primary, 'replication');
+    const offset = Number(replication.master_repl_offset);
+    replicas = replicasOf(replication, primary.options);
     const results = await Promise.all([
       rewriteServer(primary).catch(() => false),
       ...replicas.map((replica) => rewriteServer(replica, offset).catch(() => false)),
