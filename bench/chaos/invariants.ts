@@ -19,6 +19,7 @@ import { verifyReceipt } from '@gm/policy';
 import type { SearchIndex } from '@gm/search-index';
 import type { StateStore } from '@gm/state-store';
 import { ChaosHttp } from './http.ts';
+import { traceIngestRequests } from './ingest-trace.ts';
 import type { AcknowledgedWrite, Ledger } from './ledger.ts';
 import type { ChaosRights } from './rights.ts';
 
@@ -148,12 +149,15 @@ export async function judge(j: Judged): Promise<InvariantReport> {
     await readResults();
   }
   let idempotentMismatches = 0;
+  const withoutResult = [...j.ledger.ingestProduced.keys()].filter((requestId) => (results.get(requestId) ?? []).length === 0).slice(0, 5);
+  const traces = await traceIngestRequests(j.bus, withoutResult);
   for (const [requestId, produced] of j.ledger.ingestProduced) {
     const answers = results.get(requestId) ?? [];
     const first = answers[0];
     if (first?.outcome !== 'accepted' || first.id === undefined || first.version === undefined) {
       lost += 1;
-      finding(`ingest request ${requestId} was taken by Kafka but ${first === undefined ? 'has no result' : `was ${first.outcome}`}`);
+      const trace = traces.get(requestId);
+      finding(`ingest request ${requestId} was taken by Kafka but ${first === undefined ? `has no result${trace === undefined ? '' : ` (${trace})`}` : `was ${first.outcome}`}`);
       continue;
     }
     if (answers.some((a) => a.id !== first.id || a.version !== first.version)) {

@@ -20,6 +20,9 @@ export interface ShredderDeps {
 /** How long one attempt of the `key` target waits for write-admission's snapshot before the bus retries the task. */
 export const SNAPSHOT_WAIT_MS = 5_000;
 
+/** What the `key` target leaves of a job's deadline after waiting for the copies: the shredding, the replay proof, the receipt. */
+export const DEADLINE_MARGIN_MS = 15_000;
+
 /**
  * Waits until write-admission's stored state of the subject holds none of the records unpurged
  * (it stores a subject's state as soon as a purge of it commits); throws MEM_UNAVAILABLE, which
@@ -54,10 +57,15 @@ export interface ErasableCopy {
  * fails with MEM_UNAVAILABLE and the bus retries the task after a back-off: a handler that
  * blocked for the lease would look stalled to its group. Nothing is destroyed before this.
  */
-async function eraseCopies(copies: readonly ErasableCopy[], deletedBefore: number, waitMs: number): Promise<string[]> {
+/** Until when (epoch ms) the `key` target waits for the copies: `waitMs` after its task, and never into the job's last DEADLINE_MARGIN_MS. */
+export function erasureWaitUntil(issuedAt: number, waitMs: number, deadline: number): number {
+  return waitMs > 0 ? Math.min(issuedAt + waitMs, deadline - DEADLINE_MARGIN_MS) : issuedAt;
+}
+
+export async function eraseCopies(copies: readonly ErasableCopy[], deletedBefore: number, waitUntil: number): Promise<string[]> {
   const erase = (c: ErasableCopy) => c.eraseDeleted(deletedBefore).then((state) => `${c.copy}:${state}`);
   const first = await Promise.all(copies.filter((c) => c.rewritesAll !== true).map(erase));
-  if (waitMs > 0 && Date.now() < deletedBefore + waitMs && first.some((c) => !c.endsWith(':erased'))) {
+  if (Date.now() < waitUntil && first.some((c) => !c.endsWith(':erased'))) {
     throw new GovernedMemoryError('MEM_UNAVAILABLE', `a copy still holds deleted documents (${first.join(',')}); asking again`, { retriable: true });
   }
   return [...first, ...await Promise.all(copies.filter((c) => c.rewritesAll === true).map(erase))];
@@ -82,7 +90,11 @@ export async function shredAndProve(deps: ShredderDeps, task: DeletionTask): Pro
   // hashes and provenance): that write must be among what the files forget below, not land after
   // it. First, so that an attempt which waited in vain has destroyed nothing yet.
   await awaitSnapshotPurged(deps.state, task.tenantId, job.subjectId, task.recordIds, deps.snapshotWaitMs ?? SNAPSHOT_WAIT_MS);
-  const copies = await eraseCopies(deps.copies, Date.parse(task.issuedAt), deps.erasureWaitMs ?? 0);
+  // The wait ends early enough for the job to finish before its deadline: a receipt saying
+  // `pending_compaction` for a copy is true, where a job failed for a lease that had not moved
+  // yet would tell compliance that an erasure failed.
+  const issuedAt = Date.parse(task.issuedAt);
+  const copies = await eraseCopies(deps.copies, issuedAt, erasureWaitUntil(issuedAt, deps.erasureWaitMs ?? 0, Date.parse(job.deadline)));
   const shred: ShredResult = await shredRecords(deps.keys.keyring, deps.keys.store, {
     tenantId: task.tenantId, recordIds: task.recordIds, subjectKeys: job.mode === 'forget',
   });

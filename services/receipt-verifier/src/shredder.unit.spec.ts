@@ -2,15 +2,16 @@
  * The `key` target waits for write-admission's rewrite of the subject's snapshot before it makes
  * the stores' files forget deleted bytes (§8.4): the state stored before the purge held the
  * records' hashes and provenance, and a rewrite that landed after the checkpoint would stay in
- * the write-ahead log, the old page in the file.
+ * the write-ahead log, the old page in the file. Then it asks each copy to erase, waiting (by
+ * the bus's retries) while one still holds deleted bytes, but not past the job's deadline.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { subjectKey } from '@gm/contracts';
+import { subjectKey, type CopyErasureState } from '@gm/contracts';
 import { StateStore, createSqliteKeyValueStore } from '@gm/state-store';
-import { awaitSnapshotPurged } from './shredder.ts';
+import { DEADLINE_MARGIN_MS, awaitSnapshotPurged, eraseCopies, erasureWaitUntil, type ErasableCopy } from './shredder.ts';
 
 function openState(): StateStore {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'gm-shredder-'));
@@ -52,5 +53,42 @@ describe('the key target and write-admission\'s snapshot', () => {
     await state.admission.saveStates(6, [{ key: KEY, state: stateWith({ 'm-1': 'purged' }) }]);
     await waiting;
     expect(done).toBe(true);
+  });
+});
+
+/** A copy whose erasure answers what the test says, recording when it was asked. */
+function copy(name: string, state: CopyErasureState, asked: string[], rewritesAll = false): ErasableCopy {
+  return {
+    copy: name,
+    rewritesAll,
+    eraseDeleted: () => {
+      asked.push(name);
+      return Promise.resolve(state);
+    },
+  };
+}
+
+describe('the key target and the copies\' files', () => {
+  it('asks again later while a copy still holds deleted documents, and rewrites no whole store before the others are through', async () => {
+    const asked: string[] = [];
+    const copies = [copy('index', 'pending_compaction', asked), copy('summaries', 'erased', asked), copy('state', 'erased', asked, true)];
+    await expect(eraseCopies(copies, Date.now(), Date.now() + 60_000)).rejects.toMatchObject({ code: 'MEM_UNAVAILABLE', retriable: true });
+    expect(asked).toEqual(['index', 'summaries']);
+  });
+
+  it('once the wait is over, says what each copy holds, the whole-store rewrite last', async () => {
+    const asked: string[] = [];
+    const copies = [copy('state', 'erased', asked, true), copy('index', 'pending_compaction', asked), copy('summaries', 'erased', asked)];
+    expect(await eraseCopies(copies, Date.now(), Date.now() - 1)).toEqual(['index:pending_compaction', 'summaries:erased', 'state:erased']);
+    expect(asked).toEqual(['index', 'summaries', 'state']);
+  });
+
+  it('waits the setting after the task, never into the last part of the job\'s deadline, and not at all when the setting is zero', () => {
+    const issuedAt = Date.parse('2026-12-07T10:00:00.000Z');
+    // A task issued early: the whole wait fits.
+    expect(erasureWaitUntil(issuedAt, 45_000, issuedAt + 120_000)).toBe(issuedAt + 45_000);
+    // A task issued late (the targets took long under a fault): the wait ends before the deadline's margin.
+    expect(erasureWaitUntil(issuedAt, 45_000, issuedAt + 30_000)).toBe(issuedAt + 30_000 - DEADLINE_MARGIN_MS);
+    expect(erasureWaitUntil(issuedAt, 0, issuedAt + 120_000)).toBe(issuedAt);
   });
 });

@@ -1,0 +1,46 @@
+/**
+ * Where a memory.ingest request without a result stopped (docs/reliability.md "The fault
+ * suite"): the topics it should have passed through, read_committed, in the pipeline's order.
+ * A finding that only says "no result" leaves the next reader with nothing to go on.
+ */
+import type { Bus } from '@gm/bus';
+import { TOPICS, dlqTopic } from '@gm/contracts';
+
+/** One line per request: how many copies Kafka holds, and how far each stage took it. */
+export async function traceIngestRequests(bus: Bus, requestIds: readonly string[]): Promise<Map<string, string>> {
+  const wanted = new Set(requestIds);
+  const traces = new Map<string, { copies: string[]; deadLetters: string[]; commands: string[]; events: string[] }>();
+  const trace = (id: string) => {
+    let t = traces.get(id);
+    if (t === undefined) traces.set(id, (t = { copies: [], deadLetters: [], commands: [], events: [] }));
+    return t;
+  };
+  if (wanted.size === 0) return new Map();
+  for await (const m of bus.readAll(TOPICS.ingest)) {
+    const id = (m.value as { requestId?: unknown } | null)?.requestId;
+    if (typeof id === 'string' && wanted.has(id)) trace(id).copies.push(`${m.partition}@${m.offset}`);
+  }
+  for await (const m of bus.readAll(dlqTopic(TOPICS.ingest))) {
+    const id = (m.value as { requestId?: unknown } | null)?.requestId;
+    if (typeof id === 'string' && wanted.has(id)) trace(id).deadLetters.push(`${m.headers['dlq.offset'] ?? '?'}: ${m.headers['dlq.error'] ?? '?'}`);
+  }
+  for await (const m of bus.readAll(TOPICS.commands)) {
+    const metadata = (m.value as { metadata?: { ingestRequestId?: unknown; commandId?: unknown } } | null)?.metadata;
+    const id = metadata?.ingestRequestId;
+    if (typeof id === 'string' && wanted.has(id)) trace(id).commands.push(`${String(metadata?.commandId)} at ${m.partition}@${m.offset}`);
+  }
+  const commandOf = new Map<string, string>();
+  for (const [id, t] of traces) for (const c of t.commands) commandOf.set(c.split(' ')[0] ?? '', id);
+  for await (const m of bus.readAll(TOPICS.events)) {
+    const metadata = (m.value as { type?: string; metadata?: { commandId?: unknown } } | null);
+    const id = commandOf.get(String(metadata?.metadata?.commandId));
+    if (id !== undefined) trace(id).events.push(`${String(metadata?.type)} at ${m.partition}@${m.offset}`);
+  }
+  const lines = new Map<string, string>();
+  for (const id of requestIds) {
+    const t = traces.get(id);
+    const part = (name: string, list: readonly string[] | undefined) => `${name}: ${list === undefined || list.length === 0 ? 'none' : list.join(', ')}`;
+    lines.set(id, [part('on memory.ingest', t?.copies), part('dead-lettered', t?.deadLetters), part('commands', t?.commands), part('events', t?.events)].join('; '));
+  }
+  return lines;
+}
