@@ -160,13 +160,20 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       children.set(service, (children.get(service) ?? []).filter((c) => c !== oldest));
     },
     async stop() {
-      for (const service of [...SERVICES].reverse()) await stack.kill(service, 'SIGTERM');
+      // The API first, so nothing new comes in; then the rest together, each leaving its groups.
+      await stack.kill('retrieval-broker', 'SIGTERM');
+      await Promise.all(SERVICES.filter((s) => s !== 'retrieval-broker').map((s) => stack.kill(s, 'SIGTERM')));
     },
   };
+  const instancesOf = (service: ServiceName) => Array.from({ length: options.instances?.[service] ?? 1 }, () => service);
+  const [first, ...others] = servicesOf({ ...process.env, ...env }).filter((s) => s !== 'retrieval-broker');
   try {
-    for (const service of servicesOf({ ...process.env, ...env })) {
-      for (let i = 0; i < (options.instances?.[service] ?? 1); i += 1) await start(service);
-    }
+    // write-admission first, alone: it creates the namespace's topics, which every other service
+    // then finds. The others start together (each spends most of its start waiting on Kafka's
+    // group joins), and the broker last: its ops overview reads the metrics of those before it.
+    if (first !== undefined) for (const service of instancesOf(first)) await start(service);
+    await Promise.all(others.flatMap(instancesOf).map(start));
+    for (const service of instancesOf('retrieval-broker')) await start(service);
   } catch (err) {
     // Never leave half a stack running behind a failed start.
     await stack.stop();
