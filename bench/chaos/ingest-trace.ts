@@ -4,7 +4,7 @@
  * A finding that only says "no result" leaves the next reader with nothing to go on.
  */
 import type { Bus } from '@gm/bus';
-import { TOPICS, dlqTopic } from '@gm/contracts';
+import { CONSUMER_GROUPS, TOPICS, dlqTopic } from '@gm/contracts';
 
 /** One line per request: how many copies Kafka holds, and how far each stage took it. */
 export async function traceIngestRequests(bus: Bus, requestIds: readonly string[]): Promise<Map<string, string>> {
@@ -29,12 +29,27 @@ export async function traceIngestRequests(bus: Bus, requestIds: readonly string[
     const id = metadata?.ingestRequestId;
     if (typeof id === 'string' && wanted.has(id)) trace(id).commands.push(`${String(metadata?.commandId)} at ${m.partition}@${m.offset}`);
   }
+  // write-admission dead-letters a command that failed past its retries (never an outage's).
+  for await (const m of bus.readAll(dlqTopic(TOPICS.commands))) {
+    const id = (m.value as { metadata?: { ingestRequestId?: unknown } } | null)?.metadata?.ingestRequestId;
+    if (typeof id === 'string' && wanted.has(id)) trace(id).deadLetters.push(`command: ${m.headers['dlq.error'] ?? '?'}`);
+  }
   const commandOf = new Map<string, string>();
   for (const [id, t] of traces) for (const c of t.commands) commandOf.set(c.split(' ')[0] ?? '', id);
   for await (const m of bus.readAll(TOPICS.events)) {
     const metadata = (m.value as { type?: string; metadata?: { commandId?: unknown } } | null);
     const id = commandOf.get(String(metadata?.metadata?.commandId));
     if (id !== undefined) trace(id).events.push(`${String(metadata?.type)} at ${m.partition}@${m.offset}`);
+  }
+  // Where write-admission's group stands on each commands partition: past a command without its
+  // events means the command was skipped, not waiting.
+  const committed = await bus.committedOffsets(CONSUMER_GROUPS.writeAdmission, TOPICS.commands);
+  for (const t of traces.values()) {
+    t.commands = t.commands.map((c) => {
+      const [partition, offset] = (c.split(' at ')[1] ?? '').split('@').map(Number);
+      const past = partition !== undefined && offset !== undefined && (committed[partition] ?? 0) > offset;
+      return `${c} (write-admission committed ${past ? 'past it' : 'below it'})`;
+    });
   }
   const lines = new Map<string, string>();
   for (const id of requestIds) {
