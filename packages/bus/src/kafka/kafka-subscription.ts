@@ -211,7 +211,9 @@ export class KafkaSubscription implements Subscription {
       joined();
     });
     consumer.on(consumer.events.END_BATCH_PROCESS, ({ payload }) => {
-      if (payload.batchSize === 0 && !this.closing) this.commitSkipped(payload.topic, payload.partition, Number(payload.lastOffset) + 1);
+      if (payload.batchSize === 0 && payload.firstOffset !== null && !this.closing) {
+        this.commitSkipped(payload.topic, payload.partition, Number(payload.firstOffset), Number(payload.lastOffset) + 1);
+      }
     });
     consumer.on(consumer.events.CRASH, ({ payload }) => {
       if (!payload.restart) failed(payload.error);
@@ -762,14 +764,21 @@ export class KafkaSubscription implements Subscription {
     await this.consumer.commitOffsets([{ topic: kafkaTopic, partition, offset: String(offset) }]);
   }
 
-  /** A fetched batch of only markers or aborted records: commit past it, in turn. */
-  private commitSkipped(kafkaTopic: string, partition: number, next: number): void {
+  /**
+   * A fetched batch of only markers or aborted records (`from` to `next` − 1): commit past it, in
+   * turn — but only once everything before it is committed. Fetched ahead, it may follow a batch
+   * still being handled; queued behind that batch on the lock, it finds the floor at its start if
+   * that batch committed. If that batch failed instead (its refetch is asked for), committing past
+   * these markers had moved the group past the failed batch's messages, and the refetch skipped
+   * them as committed: acknowledged writes were lost so under a broker kill (the fault suite).
+   */
+  private commitSkipped(kafkaTopic: string, partition: number, from: number, next: number): void {
     const key = partitionKey(kafkaTopic, partition);
     void this.lock(key)
       .run(async () => {
         if (this.closing) return;
         const floor = await this.ownPartition(key, kafkaTopic, partition);
-        if (next > floor) {
+        if (floor >= from && next > floor) {
           await this.commitOffsetOnly(kafkaTopic, partition, next);
           this.floors.set(key, next);
         }
