@@ -50,6 +50,11 @@ export interface ErasableCopy {
   rewritesAll?: boolean;
 }
 
+/** Until when (epoch ms) the `key` target waits for the copies: `waitMs` after its task, and never into the job's last DEADLINE_MARGIN_MS. */
+export function erasureWaitUntil(issuedAt: number, waitMs: number, deadline: number): number {
+  return waitMs > 0 ? Math.min(issuedAt + waitMs, deadline - DEADLINE_MARGIN_MS) : issuedAt;
+}
+
 /**
  * What the targets deleted leaves the stores' files (§8.4). Every target acked before the `key`
  * task was issued, so its time bounds the deletions. While a copy still holds them (an
@@ -57,11 +62,6 @@ export interface ErasableCopy {
  * fails with MEM_UNAVAILABLE and the bus retries the task after a back-off: a handler that
  * blocked for the lease would look stalled to its group. Nothing is destroyed before this.
  */
-/** Until when (epoch ms) the `key` target waits for the copies: `waitMs` after its task, and never into the job's last DEADLINE_MARGIN_MS. */
-export function erasureWaitUntil(issuedAt: number, waitMs: number, deadline: number): number {
-  return waitMs > 0 ? Math.min(issuedAt + waitMs, deadline - DEADLINE_MARGIN_MS) : issuedAt;
-}
-
 export async function eraseCopies(copies: readonly ErasableCopy[], deletedBefore: number, waitUntil: number): Promise<string[]> {
   const erase = (c: ErasableCopy) => c.eraseDeleted(deletedBefore).then((state) => `${c.copy}:${state}`);
   const first = await Promise.all(copies.filter((c) => c.rewritesAll !== true).map(erase));
