@@ -36,7 +36,7 @@
  */
 import { DEFAULT_BATCH_MESSAGES, deadLetterOf } from '../messages.ts';
 import { GovernedMemoryError, isGovernedMemoryError } from '@gm/contracts';
-import type { Batch, Consumer, EachBatchPayload, Kafka, Producer } from 'kafkajs';
+import type { Batch, Consumer, EachBatchPayload, Kafka } from 'kafkajs';
 import { errorMessage, type BusLogger } from '../bus-logger.ts';
 import { Signal } from '../signal.ts';
 import { HandlerAttempt, type AttemptSettings } from '../handler-attempt.ts';
@@ -44,7 +44,8 @@ import type { BatchHandler, ConsumedMessage, LogPosition, MessageHandler, Subscr
 import { RetryPolicy } from '../retry-policy.ts';
 import { ChunkCommitter, type Chunk, type ChunkEntry, type ChunkLimits } from './kafka-chunks.ts';
 import { PartitionFlow } from './kafka-partition-flow.ts';
-import { decodeMessage, encodeMessage, Mutex, recordRefusal, type EncodedMessage, type Namespace } from './kafka-codec.ts';
+import { decodeMessage, encodeMessage, recordRefusal, type EncodedMessage, type Namespace } from './kafka-codec.ts';
+import { PartitionOwnership, partitionKey } from './kafka-partition-ownership.ts';
 import { handlingBatch } from './kafka-waits.ts';
 import type { TransactionRunner } from './kafka-transactions.ts';
 
@@ -68,9 +69,6 @@ export interface SubscriptionDeps {
 }
 
 type Outcome = 'committed' | 'stopped' | 'lost';
-
-/** The key of one input partition in the per-partition maps (locks, producers, floors). */
-const partitionKey = (kafkaTopic: string, partition: number): string => `${kafkaTopic}\u0000${partition}`;
 
 type BatchPayload = Pick<EachBatchPayload, 'heartbeat' | 'isRunning' | 'isStale'>;
 
@@ -142,11 +140,8 @@ export class KafkaSubscription implements Subscription {
    */
   private readonly sends: boolean;
   private readonly attemptSettings: AttemptSettings<EncodedMessage>;
-  /** Per partition: its transactional producer, and the work that must not interleave. */
-  private readonly producers = new Map<string, Promise<Producer>>();
-  private readonly locks = new Map<string, Mutex>();
-  /** Committed offset re-read after fencing, per partition owned since the last assignment. */
-  private readonly floors = new Map<string, number>();
+  /** Per partition: its lock, its transactional producer and its floor (kafka-partition-ownership.ts). */
+  private readonly owned: PartitionOwnership;
   private readonly stopping = new Signal();
   /** Crashes since the last join: the next restart's pause doubles with each. */
   private crashesInARow = 0;
@@ -177,6 +172,10 @@ export class KafkaSubscription implements Subscription {
     this.batchMessages = options.maxBatchMessages ?? DEFAULT_BATCH_MESSAGES;
     this.sends = options.sends !== false;
     this.attemptSettings = { encode: encodeMessage, logger: deps.logger, sends: this.sends, groupId: options.groupId };
+    this.owned = new PartitionOwnership({
+      kafkaGroup: deps.ns.group(options.groupId), transactionalIdPrefix: deps.transactionalIdPrefix, sends: this.sends,
+      transactions: deps.transactions, committedOffset: deps.committedOffset,
+    });
     this.consumer = deps.kafka.consumer({
       groupId: deps.ns.group(options.groupId),
       readUncommitted: false,
@@ -207,7 +206,7 @@ export class KafkaSubscription implements Subscription {
     });
     consumer.on(consumer.events.GROUP_JOIN, () => {
       this.crashesInARow = 0;
-      this.onAssignment();
+      this.owned.releaseAll();
       joined();
     });
     consumer.on(consumer.events.END_BATCH_PROCESS, ({ payload }) => {
@@ -278,7 +277,7 @@ export class KafkaSubscription implements Subscription {
     this.leaving = (async () => {
       try {
         await this.consumer.stop();
-        await Promise.all([...this.locks.values()].map((lock) => lock.idle()));
+        await this.owned.idle();
         if (!this.closing) await this.run();
       } catch (err) {
         this.deps.logger.warn({ groupId: this.groupId, err: errorMessage(err) }, 'bus consumer could not rejoin after a stall');
@@ -296,9 +295,9 @@ export class KafkaSubscription implements Subscription {
       this.flow.close();
       this.stopping.notify();
       await this.leaving;
-      await Promise.all([...this.locks.values()].map((lock) => lock.idle()));
+      await this.owned.idle();
       await this.consumer.disconnect().catch((err: unknown) => this.deps.logger.warn({ groupId: this.groupId, err: errorMessage(err) }, 'bus consumer disconnect failed'));
-      await Promise.all([...this.producers.keys()].map((key) => this.dropProducer(key)));
+      await this.owned.close();
       await this.deps.afterClose?.();
     })();
     return this.closed;
@@ -319,22 +318,6 @@ export class KafkaSubscription implements Subscription {
     }
   }
 
-  private lock(key: string): Mutex {
-    let lock = this.locks.get(key);
-    if (lock === undefined) this.locks.set(key, (lock = new Mutex()));
-    return lock;
-  }
-
-  /** A new generation: partitions may have been elsewhere meanwhile, so every one is re-fenced. */
-  private onAssignment(): void {
-    for (const key of new Set([...this.producers.keys(), ...this.floors.keys()])) {
-      void this.lock(key).run(async () => {
-        this.floors.delete(key);
-        await this.dropProducer(key);
-      });
-    }
-  }
-
   private async onBatch({ batch, resolveOffset, heartbeat, isRunning, isStale, pause }: EachBatchPayload): Promise<void> {
     if (this.closing) return;
     const key = partitionKey(batch.topic, batch.partition);
@@ -342,7 +325,7 @@ export class KafkaSubscription implements Subscription {
     // Fetched ahead: the next fetch asks for the partition from past this batch (see the top).
     resolveOffset(batch.lastOffset());
     this.flow.add(key, pause);
-    void this.lock(key)
+    void this.owned.lock(key)
       .run(async (): Promise<Outcome> => {
         if (this.closing) return 'stopped';
         this.inFlight.set(key, performance.now());
@@ -353,7 +336,7 @@ export class KafkaSubscription implements Subscription {
           await heartbeat();
         };
         try {
-          const floor = await this.onKafka(key, () => this.ownPartition(key, batch.topic, batch.partition));
+          const floor = await this.onKafka(key, () => this.owned.own(key, batch.topic, batch.partition));
           if (fetchedFrom > floor) {
             // Messages between the floor and this batch were fetched and not committed: fetch
             // them again (unless a refetch is already asked for, which this batch predates).
@@ -379,10 +362,7 @@ export class KafkaSubscription implements Subscription {
           // is owned again from scratch — fenced, its committed offset re-read — and refetched
           // from where this batch was fetched after a pause.
           this.deps.logger.warn({ groupId: this.groupId, topic: this.deps.ns.portTopic(batch.topic), partition: batch.partition, err: errorMessage(err) }, 'bus batch failed; refetching from the last commit');
-          void this.lock(key).run(async () => {
-            this.floors.delete(key);
-            await this.dropProducer(key);
-          });
+          void this.owned.lock(key).run(() => this.owned.release(key));
           this.refetch(key, batch, fetchedFrom, pause, this.retries.retryBackoffMs);
         },
       );
@@ -427,7 +407,7 @@ export class KafkaSubscription implements Subscription {
         const lastEntry = chunk.entries.at(-1);
         if (lastEntry === undefined) return;
         // Committed: a batch handed over again skips up to here.
-        this.floors.set(partitionKey(batch.topic, batch.partition), lastEntry.next);
+        this.owned.advance(partitionKey(batch.topic, batch.partition), lastEntry.next);
       },
     );
     let stopped: boolean;
@@ -462,9 +442,8 @@ export class KafkaSubscription implements Subscription {
    */
   private async handleAlone(batch: Batch, payload: BatchPayload): Promise<Outcome> {
     const key = partitionKey(batch.topic, batch.partition);
-    this.floors.delete(key);
-    await this.dropProducer(key);
-    const floor = await this.onKafka(key, () => this.ownPartition(key, batch.topic, batch.partition));
+    await this.owned.release(key);
+    const floor = await this.onKafka(key, () => this.owned.own(key, batch.topic, batch.partition));
     for (const item of await this.itemsPastFloor(batch, floor)) {
       if (this.closing || !payload.isRunning() || payload.isStale()) return 'stopped';
       const run = await this.attempt(item.message);
@@ -490,7 +469,7 @@ export class KafkaSubscription implements Subscription {
     const alone = new ChunkCommitter(
       CHUNK_LIMITS,
       (chunk) => this.onKafka(key, () => this.commitChunk(kafkaTopic, partition, chunk)),
-      () => this.floors.set(key, entry.next),
+      () => this.owned.advance(key, entry.next),
     );
     alone.add(entry);
     const failure = await alone.drain();
@@ -499,9 +478,8 @@ export class KafkaSubscription implements Subscription {
     const refusal = recordRefusal(failure.error);
     if (refusal === undefined) throw failure.error;
     // The aborted transaction's producer is not reused: the partition is owned again (fenced, its offset re-read).
-    this.floors.delete(key);
-    await this.dropProducer(key);
-    await this.onKafka(key, () => this.ownPartition(key, kafkaTopic, partition));
+    await this.owned.release(key);
+    await this.onKafka(key, () => this.owned.own(key, kafkaTopic, partition));
     return new GovernedMemoryError('MEM_VALIDATION', `kafka refused the records sent for this message (${refusal})`, { cause: failure.error });
   }
 
@@ -526,7 +504,7 @@ export class KafkaSubscription implements Subscription {
       if (Number(record.offset) < floor) {
         if (record === last && next > floor) {
           await this.commitOffsetOnly(batch.topic, batch.partition, next);
-          this.floors.set(partitionKey(batch.topic, batch.partition), next);
+          this.owned.advance(partitionKey(batch.topic, batch.partition), next);
         }
         continue;
       }
@@ -675,7 +653,7 @@ export class KafkaSubscription implements Subscription {
     }
     const key = partitionKey(kafkaTopic, message.partition);
     await this.onKafka(key, () => this.commitOffsetOnly(kafkaTopic, message.partition, position.next));
-    this.floors.set(key, position.next);
+    this.owned.advance(key, position.next);
     this.retries.deadLetterDropped(message, attempts, refused);
     return 'done';
   }
@@ -697,7 +675,7 @@ export class KafkaSubscription implements Subscription {
       return;
     }
     const routed = await this.deps.transactions.route(queued);
-    const producer = await this.producer(partitionKey(kafkaTopic, partition), kafkaTopic, partition);
+    const producer = await this.owned.producer(partitionKey(kafkaTopic, partition), kafkaTopic, partition);
     // What sendWithPositions asked for, built from where each entry's own sends landed.
     const build = (written: readonly LogPosition[]): EncodedMessage[] => {
       let at = 0;
@@ -717,46 +695,8 @@ export class KafkaSubscription implements Subscription {
   private lost(kafkaTopic: string, partition: number): Outcome {
     const key = partitionKey(kafkaTopic, partition);
     this.deps.logger.warn({ groupId: this.groupId, topic: this.deps.ns.portTopic(kafkaTopic), partition }, 'bus partition taken over by another member; its result was not committed');
-    this.floors.delete(key);
-    void this.dropProducer(key);
+    void this.owned.release(key);
     return 'lost';
-  }
-
-  /**
-   * Fences every earlier owner of the partition, then reads where the group really is. Runs
-   * before the first message of each (re)assigned partition.
-   */
-  private async ownPartition(key: string, kafkaTopic: string, partition: number): Promise<number> {
-    const known = this.floors.get(key);
-    if (known !== undefined) return known;
-    if (!this.sends) {
-      const committed = await this.deps.committedOffset(this.deps.ns.group(this.groupId), kafkaTopic, partition);
-      this.floors.set(key, committed);
-      return committed;
-    }
-    const producer = await this.producer(key, kafkaTopic, partition);
-    await this.deps.transactions.fence(producer);
-    const floor = await this.deps.committedOffset(this.deps.ns.group(this.groupId), kafkaTopic, partition);
-    this.floors.set(key, floor);
-    return floor;
-  }
-
-  private producer(key: string, kafkaTopic: string, partition: number): Promise<Producer> {
-    let producer = this.producers.get(key);
-    if (producer === undefined) {
-      const transactionalId = `${this.deps.transactionalIdPrefix}.${this.deps.ns.group(this.groupId)}.${kafkaTopic}.${partition}`;
-      producer = this.deps.transactions.connect(transactionalId);
-      this.producers.set(key, producer);
-      // A failed connect is not cached: the next message tries again.
-      producer.catch(() => this.producers.delete(key));
-    }
-    return producer;
-  }
-
-  private async dropProducer(key: string): Promise<void> {
-    const producer = this.producers.get(key);
-    this.producers.delete(key);
-    if (producer !== undefined) await producer.then((p) => p.disconnect()).catch(() => undefined);
   }
 
   /** A plain group commit: generation-fenced by the coordinator, so no producer is needed. */
@@ -774,13 +714,13 @@ export class KafkaSubscription implements Subscription {
    */
   private commitSkipped(kafkaTopic: string, partition: number, from: number, next: number): void {
     const key = partitionKey(kafkaTopic, partition);
-    void this.lock(key)
+    void this.owned.lock(key)
       .run(async () => {
         if (this.closing) return;
-        const floor = await this.ownPartition(key, kafkaTopic, partition);
+        const floor = await this.owned.own(key, kafkaTopic, partition);
         if (floor >= from && next > floor) {
           await this.commitOffsetOnly(kafkaTopic, partition, next);
-          this.floors.set(key, next);
+          this.owned.advance(key, next);
         }
       })
       .catch((err: unknown) => this.deps.logger.warn({ groupId: this.groupId, topic: kafkaTopic, partition, err: errorMessage(err) }, 'bus commit past transaction markers failed'));
