@@ -6,8 +6,10 @@
 import type { Bus } from '@gm/bus';
 import { CONSUMER_GROUPS, TOPICS, dlqTopic } from '@gm/contracts';
 
-/** One line per request: how many copies Kafka holds, and how far each stage took it. */
-export async function traceIngestRequests(bus: Bus, requestIds: readonly string[]): Promise<Map<string, string>> {
+/** One line per request: how many copies Kafka holds, and how far each stage took it (`writtenByCommand`: the judge's fold of memory.events). */
+export async function traceIngestRequests(
+  bus: Bus, requestIds: readonly string[], writtenByCommand: ReadonlyMap<string, { id: string; version: number }>,
+): Promise<Map<string, string>> {
   const wanted = new Set(requestIds);
   const traces = new Map<string, { copies: string[]; deadLetters: string[]; commands: string[]; events: string[] }>();
   const trace = (id: string) => {
@@ -34,12 +36,12 @@ export async function traceIngestRequests(bus: Bus, requestIds: readonly string[
     const id = (m.value as { metadata?: { ingestRequestId?: unknown } } | null)?.metadata?.ingestRequestId;
     if (typeof id === 'string' && wanted.has(id)) trace(id).deadLetters.push(`command: ${m.headers['dlq.error'] ?? '?'}`);
   }
-  const commandOf = new Map<string, string>();
-  for (const [id, t] of traces) for (const c of t.commands) commandOf.set(c.split(' ')[0] ?? '', id);
-  for await (const m of bus.readAll(TOPICS.events)) {
-    const metadata = (m.value as { type?: string; metadata?: { commandId?: unknown } } | null);
-    const id = commandOf.get(String(metadata?.metadata?.commandId));
-    if (id !== undefined) trace(id).events.push(`${String(metadata?.type)} at ${m.partition}@${m.offset}`);
+  // The judge read memory.events already: a command's write, if it has one.
+  for (const t of traces.values()) {
+    for (const c of t.commands) {
+      const written = writtenByCommand.get(c.split(' ')[0] ?? '');
+      if (written !== undefined) t.events.push(`MemoryWritten ${written.id} v${written.version}`);
+    }
   }
   // Where write-admission's group stands on each commands partition: past a command without its
   // events means the command was skipped, not waiting.

@@ -150,7 +150,7 @@ export async function judge(j: Judged): Promise<InvariantReport> {
   }
   let idempotentMismatches = 0;
   const withoutResult = [...j.ledger.ingestProduced.keys()].filter((requestId) => (results.get(requestId) ?? []).length === 0).slice(0, 5);
-  const traces = await traceIngestRequests(j.bus, withoutResult);
+  const traces = await traceIngestRequests(j.bus, withoutResult, writtenByCommand);
   for (const [requestId, produced] of j.ledger.ingestProduced) {
     const answers = results.get(requestId) ?? [];
     const first = answers[0];
