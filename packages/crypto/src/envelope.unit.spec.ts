@@ -1,8 +1,10 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { fromB64u, toB64u } from './base64url.ts';
 import { Envelope, decryptContent, encryptContent, type ContentAad } from './envelope.ts';
-import { dataKeyId, generateKey, kekId, unwrapKey, wrapKey } from './keys.ts';
+import { PSEUDONYM_KEY_ID, dataKeyId, derivePseudonymKey, generateKey, kekId, unwrapKey, wrapKey } from './keys.ts';
+
+const PSEUDONYM = { kid: PSEUDONYM_KEY_ID, key: randomBytes(32) };
 
 const aad: ContentAad = { tenantId: 't1', subjectId: 'alice@example.com', recordId: '01HZX0RECORD', version: 1 };
 const dk = generateKey(dataKeyId('t1', aad.recordId));
@@ -84,22 +86,33 @@ describe('content envelope (AES-256-GCM)', () => {
 describe('key wrapping and ids', () => {
   it('wraps and unwraps a key; the AAD is the key id, so a wrapped key cannot move to another id', () => {
     const master = { kid: 'm1', key: randomBytes(32) };
-    const kek = generateKey(kekId('t1', 'alice'));
+    const kek = generateKey(kekId(PSEUDONYM, 't1', 'alice'));
     const wrapped = wrapKey('kek', kek, master);
     expect(wrapped.wrappedBy).toBe('m1');
     expect(unwrapKey(wrapped, master).key.equals(kek.key)).toBe(true);
-    expect(() => unwrapKey({ ...wrapped, kid: kekId('t1', 'bob') }, master)).toThrow(expect.objectContaining({ reason: 'AUTH_FAILED' }));
+    expect(() => unwrapKey({ ...wrapped, kid: kekId(PSEUDONYM, 't1', 'bob') }, master)).toThrow(expect.objectContaining({ reason: 'AUTH_FAILED' }));
     expect(() => unwrapKey({ ...wrapped, kind: 'dk' }, master)).toThrow(expect.objectContaining({ reason: 'AUTH_FAILED' }));
     expect(() => unwrapKey(wrapped, { kid: 'm1', key: randomBytes(32) })).toThrow(expect.objectContaining({ reason: 'AUTH_FAILED' }));
   });
 
-  it('derives ids deterministically, without the subject in clear', () => {
-    expect(kekId('t1', 'alice@example.com')).toBe(kekId('t1', 'alice@example.com'));
-    expect(kekId('t1', 'alice@example.com')).not.toBe(kekId('t2', 'alice@example.com'));
+  it('derives KEK ids deterministically under the pseudonym key, without the subject in clear or a plain hash of it', () => {
+    const id = (tenant: string, subject: string, key = PSEUDONYM) => kekId(key, tenant, subject);
+    expect(id('t1', 'alice@example.com')).toBe(id('t1', 'alice@example.com'));
+    expect(id('t1', 'alice@example.com')).not.toBe(id('t2', 'alice@example.com'));
     // No separator trick: tenant "a/b" + subject "c" is not tenant "a" + subject "b/c".
-    expect(kekId('a/b', 'c')).not.toBe(kekId('a', 'b/c'));
-    expect(kekId('t1', 'alice@example.com')).toMatch(/^kek:[A-Za-z0-9_-]{43}$/);
-    expect(kekId('t1', 'alice@example.com')).not.toContain('alice');
+    expect(id('a/b', 'c')).not.toBe(id('a', 'b/c'));
+    expect(id('t1', 'alice@example.com')).toMatch(/^kek:[A-Za-z0-9_-]{43}$/);
+    expect(id('t1', 'alice@example.com')).not.toContain('alice');
+    // Keyed: whoever guesses the subject cannot compute the id without the deployment's key,
+    // and the old unkeyed digest of the same parts is not it.
+    expect(id('t1', 'alice@example.com', { kid: PSEUDONYM_KEY_ID, key: randomBytes(32) })).not.toBe(id('t1', 'alice@example.com'));
+    const plain = createHash('sha256').update(JSON.stringify(['gm.kek.v1', 't1', 'alice@example.com', 1]), 'utf8').digest('base64url');
+    expect(id('t1', 'alice@example.com')).not.toBe(`kek:${plain}`);
+    // The pseudonym key as first made: the same from the same master key (instances racing to create it agree), another from another.
+    const master = { kid: 'm1', key: randomBytes(32) };
+    expect(derivePseudonymKey(master).key.equals(derivePseudonymKey({ ...master }).key)).toBe(true);
+    expect(derivePseudonymKey(master).key.equals(derivePseudonymKey({ kid: 'm1', key: randomBytes(32) }).key)).toBe(false);
+    expect(derivePseudonymKey(master).key.equals(master.key)).toBe(false);
     expect(dataKeyId('t1', '01HZX0RECORD', 2)).toBe('dk:t1/01HZX0RECORD/2');
     expect(() => dataKeyId('t1', 'r', 0)).toThrow(RangeError);
   });

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,7 +7,7 @@ import { createSqliteKeyStore } from './embedded/sqlite-key-store.ts';
 import type { ContentAad, Envelope } from './envelope.ts';
 import type { KeyStore } from './key-store.ts';
 import { openKeyring, type Keyring } from './keyring.ts';
-import { kekId, unwrapKey } from './keys.ts';
+import { unwrapKey } from './keys.ts';
 import { masterKeys, type MasterKeys } from './master-keys.ts';
 
 const M1 = randomBytes(32);
@@ -58,7 +58,7 @@ describe('keyring', () => {
     const envelopes = await writeAll(keyring, aads);
     for (const [aad, env] of envelopes) expect(await keyring.decrypt(env, aad)).toBe(text(aad));
     const all = await store.all();
-    expect(all.filter((w) => w.kind === 'kek').map((w) => w.kid).sort()).toEqual([kekId('t1', 'alice'), kekId('t1', 'bob')].sort());
+    expect(all.filter((w) => w.kind === 'kek').map((w) => w.kid).sort()).toEqual([keyring.subjectKekId('t1', 'alice'), keyring.subjectKekId('t1', 'bob')].sort());
     expect(all.filter((w) => w.kind === 'dk').map((w) => w.kid).sort()).toEqual(['dk:t1/r1/1', 'dk:t1/r2/1', 'dk:t1/r3/1']);
     // A fresh keyring (another service, empty cache) reads the same content.
     const other = await ring(open());
@@ -74,14 +74,14 @@ describe('keyring', () => {
     const envelopes = await writeAll(keyring, [...alice, bob]);
     await keyring.forgetSubject('t1', 'alice');
     // The KEK and every data key it wrapped left the cache; bob's stayed.
-    expect(keyring.cachedKeyIds().sort()).toEqual(['dk:t1/r3/1', kekId('t1', 'bob')].sort());
+    expect(keyring.cachedKeyIds().sort()).toEqual(['dk:t1/r3/1', keyring.subjectKekId('t1', 'bob')].sort());
     for (const aad of alice) await expect(keyring.decrypt(envelopes.get(aad) as Envelope, aad)).rejects.toEqual(destroyed);
     expect(await keyring.decrypt(envelopes.get(bob) as Envelope, bob)).toBe(text(bob));
     // Not by a fresh service either, and no new KEK can be made for the forgotten subject.
     const fresh = await ring(open());
     for (const aad of alice) await expect(fresh.decrypt(envelopes.get(aad) as Envelope, aad)).rejects.toEqual(destroyed);
     await expect(fresh.encrypt('new', rec('alice', 'r9'))).rejects.toEqual(destroyed);
-    expect(await store.get(kekId('t1', 'alice'))).toEqual({ status: 'destroyed' });
+    expect(await store.get(keyring.subjectKekId('t1', 'alice'))).toEqual({ status: 'destroyed' });
   });
 
   it('destroying a data key erases only that record; its siblings under the same KEK stay readable', async () => {
@@ -147,7 +147,8 @@ describe('keyring', () => {
     await expect(openKeyring({ masterKeys: only('m2', M2), store: open() })).rejects.toEqual(expect.objectContaining({ reason: 'MASTER_KEY_MISMATCH' }));
     await expect(keyring.rotateMasterKey({ id: 'm1', key: M2 })).rejects.toEqual(expect.objectContaining({ reason: 'MASTER_KEY_CONFIG' }));
 
-    expect(await keyring.rotateMasterKey({ id: 'm2', key: M2 })).toEqual({ rewrapped: 3, destroyedMeanwhile: 0 });
+    // The three live KEKs and the pseudonym key.
+    expect(await keyring.rotateMasterKey({ id: 'm2', key: M2 })).toEqual({ rewrapped: 4, destroyedMeanwhile: 0 });
     expect(keyring.activeMasterKeyId).toBe('m2');
     const keks = (await store.all()).filter((w) => w.kind === 'kek');
     expect(keks.map((w) => w.wrappedBy)).toEqual(['m2', 'm2', 'm2']);
@@ -162,12 +163,27 @@ describe('keyring', () => {
       const dave = aads[3] as ContentAad;
       await expect(reader.decrypt(envelopes.get(dave) as Envelope, dave)).rejects.toEqual(destroyed);
     }
-    // New subjects after the rotation get KEKs under the new key; the old key alone cannot open the store.
+    // New subjects after the rotation get KEKs under the new key, with ids under the same pseudonym
+    // key though it was derived from m1 (the KEK ids the old keyring derives name them); the old key
+    // alone cannot open the store.
     await newOnly.encrypt('after', rec('erin', 'r5'));
-    expect((await store.get(kekId('t1', 'erin'))).status === 'present' && (await store.all()).every((w) => w.kind !== 'kek' || w.wrappedBy === 'm2')).toBe(true);
+    expect(newOnly.subjectKekId('t1', 'alice')).toBe(keyring.subjectKekId('t1', 'alice'));
+    expect((await store.get(keyring.subjectKekId('t1', 'erin'))).status === 'present' && (await store.all()).every((w) => w.kind !== 'kek' || w.wrappedBy === 'm2')).toBe(true);
     await expect(openKeyring({ masterKeys: only('m1', M1), store: open() })).rejects.toEqual(
       expect.objectContaining({ reason: 'MASTER_KEY_MISMATCH', message: expect.stringContaining('"m2"') }),
     );
+  });
+
+  it('the pseudonym key is made once: instances opening a new store at once derive the same key, and a reopen reads it back', async () => {
+    const { open } = await storeDir();
+    const store = open();
+    const racing = await Promise.all([ring(store), ring(open()), ring(open())]);
+    const ids = racing.map((k) => k.subjectKekId('t1', 'alice'));
+    expect(new Set(ids).size).toBe(1);
+    expect((await store.all()).filter((w) => w.kind === 'pk').map((w) => w.kid)).toEqual(['pk:subjects:v1']);
+    expect((await ring(open())).subjectKekId('t1', 'alice')).toBe(ids[0]);
+    // Another deployment (another master key) has another pseudonym key, so other ids for the same subject.
+    expect((await ring((await storeDir()).open(), only('m1', M2))).subjectKekId('t1', 'alice')).not.toBe(ids[0]);
   });
 
   it('persists no plaintext, no subject id and no unwrapped key (search the bytes)', async () => {
@@ -179,12 +195,21 @@ describe('keyring', () => {
     const dataKeys = await Promise.all(aads.map((aad) => keyring.dataKeyFor(aad)));
     const keks = (await store.all()).filter((w) => w.kind === 'kek').map((w) => unwrapKey(w, { kid: 'm1', key: M1 }));
     const persisted = Buffer.concat([await bytes(), Buffer.from(JSON.stringify([...envelopes.values()]), 'utf8')]);
-    const secrets = [M1, ...dataKeys.map((k) => k.key), ...keks.map((k) => k.key)];
+    const pseudonymKey = (await store.all()).filter((w) => w.kind === 'pk').map((w) => unwrapKey(w, { kid: 'm1', key: M1 }));
+    const secrets = [M1, ...dataKeys.map((k) => k.key), ...keks.map((k) => k.key), ...pseudonymKey.map((k) => k.key)];
     for (const secret of secrets) {
       expect(persisted.includes(secret)).toBe(false);
       for (const encoding of ['base64', 'base64url', 'hex'] as const) expect(persisted.includes(secret.toString(encoding))).toBe(false);
     }
     for (const aad of aads) expect(persisted.includes(`secret-${aad.recordId}`)).toBe(false);
     expect(persisted.includes('alice')).toBe(false);
+    // Nor a plain hash of it, in the forms an id or a digest would take (keys.ts: KEK ids are keyed).
+    for (const digest of plainDigests('alice@example.com')) expect(persisted.includes(digest)).toBe(false);
   });
 });
+
+/** Unkeyed SHA-256 digests a key id could carry of `subject`: alone and in the old KEK-id encoding. */
+function plainDigests(subject: string): string[] {
+  const parts = [subject, JSON.stringify(['gm.kek.v1', 't1', subject, 1])];
+  return parts.flatMap((p) => (['hex', 'base64url', 'base64'] as const).map((e) => createHash('sha256').update(p, 'utf8').digest(e)));
+}

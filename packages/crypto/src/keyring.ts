@@ -2,7 +2,7 @@ import { GovernedMemoryError } from '@gm/contracts';
 import { decryptContent, encryptContent, type ContentAad, type Envelope, type EnvelopeVersion, type SecretKey } from './envelope.ts';
 import { CryptoError, isCryptoError } from './errors.ts';
 import type { KeyStore, TombstoneOutcome } from './key-store.ts';
-import { dataKeyId, generateKey, isKekId, kekId, unwrapKey, wrapKey, type WrappedKey } from './keys.ts';
+import { PSEUDONYM_KEY_ID, dataKeyId, derivePseudonymKey, generateKey, isKekId, kekId, snapshotKeyRecordId, unwrapKey, wrapKey, type WrappedKey } from './keys.ts';
 import { masterKeys as checkMasterKeys, type MasterKey, type MasterKeys } from './master-keys.ts';
 
 export interface KeyringOptions {
@@ -50,7 +50,25 @@ interface CacheEntry {
 export async function openKeyring(options: KeyringOptions): Promise<Keyring> {
   const keys = checkMasterKeys(options.masterKeys.active, options.masterKeys.keys);
   await verifyMasterKeys(keys, await options.store.all());
-  return new Keyring(options.store, keys, options.clock ?? Date.now, options.ttlMs ?? 30_000, options.maxCachedKeys ?? 10_000);
+  const pseudonymKey = await loadOrCreatePseudonymKey(options.store, keys);
+  return new Keyring(options.store, keys, pseudonymKey, options.clock ?? Date.now, options.ttlMs ?? 30_000, options.maxCachedKeys ?? 10_000);
+}
+
+/** The deployment's pseudonym key (keys.ts PSEUDONYM_KEY_ID), made at the first open that finds none. */
+async function loadOrCreatePseudonymKey(store: KeyStore, keys: MasterKeys): Promise<SecretKey> {
+  const found = await store.get(PSEUDONYM_KEY_ID);
+  if (found.status === 'destroyed') {
+    throw new CryptoError('MASTER_KEY_MISMATCH', `the pseudonym key ${PSEUDONYM_KEY_ID} was destroyed: key ids of subjects can no longer be derived`);
+  }
+  if (found.status === 'present') {
+    const master = keys.keys.get(found.wrapped.wrappedBy);
+    if (found.wrapped.kind !== 'pk' || master === undefined) throw new CryptoError('AUTH_FAILED', `key ${PSEUDONYM_KEY_ID} is not a pseudonym key wrapped by a configured master key`);
+    return unwrapKey(found.wrapped, { kid: found.wrapped.wrappedBy, key: master });
+  }
+  const active: SecretKey = { kid: keys.active, key: keys.keys.get(keys.active) as Buffer };
+  const key = derivePseudonymKey(active);
+  await store.put(PSEUDONYM_KEY_ID, wrapKey('pk', key, active));
+  return key;
 }
 
 /** Every master key id that wrapped a KEK must be configured, and the configured bytes must open one of its KEKs. */
@@ -97,6 +115,8 @@ export class Keyring {
   constructor(
     private readonly store: KeyStore,
     masterKeys: MasterKeys,
+    /** Keys every id derived from a subject (kekId, snapshotKeyRecordId); see keys.ts. */
+    private readonly pseudonymKey: SecretKey,
     private readonly clock: () => number,
     private readonly ttlMs: number,
     private readonly maxCachedKeys = 10_000,
@@ -129,7 +149,7 @@ export class Keyring {
       const found = await this.store.get(kid);
       if (found.status === 'destroyed') throw destroyedError(kid);
       if (found.status === 'present') return this.unwrapDataKey(found.wrapped);
-      const kek = await this.kekById(kekId(ref.tenantId, ref.subjectId, ref.kekGeneration ?? 1), true);
+      const kek = await this.kekById(this.subjectKekId(ref.tenantId, ref.subjectId, ref.kekGeneration ?? 1), true);
       const dataKey = generateKey(kid);
       await this.store.put(kid, wrapKey('dk', dataKey, kek));
       return this.remember(dataKey, kek.kid);
@@ -174,7 +194,17 @@ export class Keyring {
 
   /** Crypto-shreds one KEK generation of a subject: every data key under it becomes unreadable. */
   async forgetSubject(tenantId: string, subjectId: string, kekGeneration = 1): Promise<TombstoneOutcome> {
-    return this.destroyKey(kekId(tenantId, subjectId, kekGeneration));
+    return this.destroyKey(this.subjectKekId(tenantId, subjectId, kekGeneration));
+  }
+
+  /** The id of a subject's KEK of one generation: a keyed digest, so it confirms no guessed subject id. */
+  subjectKekId(tenantId: string, subjectId: string, kekGeneration = 1): string {
+    return kekId(this.pseudonymKey, tenantId, subjectId, kekGeneration);
+  }
+
+  /** The "record id" of write-admission's snapshot key of a subject's generation (sealing/snapshot-sealer.ts). */
+  snapshotKeyRecordId(tenantId: string, subjectId: string, kekGeneration: number): string {
+    return snapshotKeyRecordId(this.pseudonymKey, tenantId, subjectId, kekGeneration);
   }
 
   /** Destroys a key by id (a KEK or a data key) for good; idempotent. Says what the store still holds. */
@@ -208,7 +238,7 @@ export class Keyring {
     const wrapping: SecretKey = { kid: next.id, key: next.key };
     const result: RotationResult = { rewrapped: 0, destroyedMeanwhile: 0 };
     for (const wrapped of await this.store.all()) {
-      // KEKs and transit keys hang off a master key; data keys hang off KEKs and need nothing.
+      // KEKs, transit keys and the pseudonym key hang off a master key; data keys hang off KEKs and need nothing.
       if (wrapped.kind === 'dk' || wrapped.wrappedBy === next.id) continue;
       const kek = unwrapKey(wrapped, this.master(wrapped.wrappedBy));
       try {
@@ -225,6 +255,7 @@ export class Keyring {
   /** Drops every cached key (zeroing its bytes) and stops listening to the store. The store stays open. */
   close(): void {
     this.unsubscribe();
+    this.pseudonymKey.key.fill(0);
     for (const entry of this.cache.values()) entry.key.key.fill(0);
     this.cache.clear();
   }

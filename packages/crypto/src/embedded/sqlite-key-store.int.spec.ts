@@ -8,7 +8,9 @@ import { createSqliteBus, type Bus } from '@gm/bus';
 // @gm/testing depends on this package: a devDependency cycle that pnpm accepts (docs/architecture.md).
 import { keysLogBytes, testKeyStore, type KeyStoreHarness } from '@gm/testing/contracts/key-store';
 import type { KeyStore } from '../key-store.ts';
-import { generateKey, kekId, wrapKey } from '../keys.ts';
+import { PSEUDONYM_KEY_ID, generateKey, kekId, wrapKey } from '../keys.ts';
+
+const PSEUDONYM = { kid: PSEUDONYM_KEY_ID, key: randomBytes(32) };
 import { openBusKeyStore } from '../kafka/bus-key-store.ts';
 import { createSqliteKeyStore } from './sqlite-key-store.ts';
 
@@ -72,7 +74,7 @@ describe('sqlite key store', () => {
     const h = await sqliteHarness();
     onTestFinished(() => h.cleanup());
     const master = { kid: 'm1', key: randomBytes(32) };
-    const wrapped = wrapKey('kek', generateKey(kekId('t1', 'alice')), master);
+    const wrapped = wrapKey('kek', generateKey(kekId(PSEUDONYM, 't1', 'alice')), master);
     await h.store.put(wrapped.kid, wrapped);
     expect((await filesIn(h.dir)).includes(wrapped.ct)).toBe(true);
     await h.store.tombstone(wrapped.kid);
@@ -84,7 +86,7 @@ describe('sqlite key store', () => {
   it('works in memory (`:memory:`) for a single process', async () => {
     const store = createSqliteKeyStore({ file: ':memory:' });
     onTestFinished(() => store.close());
-    const wrapped = wrapKey('kek', generateKey(kekId('t1', 'bob')), { kid: 'm1', key: randomBytes(32) });
+    const wrapped = wrapKey('kek', generateKey(kekId(PSEUDONYM, 't1', 'bob')), { kid: 'm1', key: randomBytes(32) });
     await store.put(wrapped.kid, wrapped);
     expect(await store.get(wrapped.kid)).toEqual({ status: 'present', wrapped });
     await store.tombstone(wrapped.kid);
@@ -95,7 +97,7 @@ describe('sqlite key store', () => {
     const h = await sqliteHarness();
     onTestFinished(() => h.cleanup());
     const master = { kid: 'm1', key: randomBytes(32) };
-    const [a, b, c] = ['ann', 'ben', 'cal'].map((subject) => wrapKey('kek', generateKey(kekId('t1', subject)), master));
+    const [a, b, c] = ['ann', 'ben', 'cal'].map((subject) => wrapKey('kek', generateKey(kekId(PSEUDONYM, 't1', subject)), master));
     if (a === undefined || b === undefined || c === undefined) throw new Error('three keys');
     await h.store.put(b.kid, b);
     await h.store.tombstone(b.kid);
@@ -112,7 +114,7 @@ describe('sqlite key store', () => {
   async function keyUnderReader(subject: string) {
     const h = await sqliteHarness();
     onTestFinished(() => h.cleanup());
-    const wrapped = wrapKey('kek', generateKey(kekId('t1', subject)), { kid: 'm1', key: randomBytes(32) });
+    const wrapped = wrapKey('kek', generateKey(kekId(PSEUDONYM, 't1', subject)), { kid: 'm1', key: randomBytes(32) });
     await h.store.put(wrapped.kid, wrapped);
     const reader = new Database(join(h.dir, 'keys.db'));
     reader.exec('BEGIN');

@@ -14,7 +14,6 @@ import { createSqliteKeyStore } from '../embedded/sqlite-key-store.ts';
 import { Envelope, encryptContent } from '../envelope.ts';
 import type { KeyStore } from '../key-store.ts';
 import { openKeyring, type Keyring } from '../keyring.ts';
-import { kekId } from '../keys.ts';
 import { masterKeys, type MasterKeys } from '../master-keys.ts';
 import { ContentCodec, SEALED_HASHES_FIELD, SEALED_TOPIC_TYPES } from './content-codec.ts';
 import { ACTOR, FINGERPRINT, HASH, SUBJECT, T0, TENANT, commandContent, commandMetadata, writeCommand as fixtureCommand, writtenContent } from './fixtures.ts';
@@ -142,7 +141,7 @@ describe('ContentCodec: WriteMemory commands (transit keys)', () => {
     const sealed = await transitCodec(ring).seal(writeCommand('r1'));
     await expect(openKeyring({ masterKeys: onlyB, store })).rejects.toEqual(reason('MASTER_KEY_MISMATCH'));
     const both = await keyring(bothActiveB, store);
-    expect(await both.keyring.rotateMasterKey({ id: 'B', key: B })).toMatchObject({ rewrapped: 1 });
+    expect(await both.keyring.rotateMasterKey({ id: 'B', key: B })).toMatchObject({ rewrapped: 2 }); // the transit key and the pseudonym key
     const onlyNew = await keyring(onlyB, store);
     expect(commandContent(await transitCodec(onlyNew.keyring).open(TOPICS.commands, sealed.value))).toBe(SECRET);
   });
@@ -212,11 +211,11 @@ describe('ContentCodec: MemoryWritten / MemoryPromoted events (per-record data k
   it('content of one subject sealed at once (a batch) stays readable: one KEK, one data key per record', async () => {
     // Regression: concurrent first uses each created a KEK / data key and the last put won,
     // leaving the other envelopes unreadable for good.
-    const { codec, store } = await openCodec();
+    const { codec, keyring: ring, store } = await openCodec();
     const batch = [written('r1'), promoted('r1', 2), written('r2'), written('r3'), promoted('r3', 2)];
     const sealed = await Promise.all(batch.map((m) => codec.seal(m)));
     const all = await store.all();
-    expect(all.filter((w) => w.kind === 'kek').map((w) => w.kid)).toEqual([kekId(TENANT, SUBJECT, 1)]);
+    expect(all.filter((w) => w.kind === 'kek').map((w) => w.kid)).toEqual([ring.subjectKekId(TENANT, SUBJECT, 1)]);
     expect(all.filter((w) => w.kind === 'dk').map((w) => w.kid).sort()).toEqual(['dk:t1/r1/1', 'dk:t1/r2/1', 'dk:t1/r3/1']);
     const reader = new ContentCodec({ mode: 'open', keyring: (await keyring(onlyA, store)).keyring });
     for (const [i, s] of sealed.entries()) {
@@ -272,8 +271,8 @@ describe('ContentCodec: MemoryWritten / MemoryPromoted events (per-record data k
       const found = await store.get(kid);
       return found.status === 'present' ? found.wrapped.wrappedBy : found.status;
     };
-    expect(await wrappedBy('dk:t1/r1/1')).toBe(kekId(TENANT, SUBJECT, 1));
-    expect(await wrappedBy('dk:t1/r2/1')).toBe(kekId(TENANT, SUBJECT, 2));
+    expect(await wrappedBy('dk:t1/r1/1')).toBe(ring.subjectKekId(TENANT, SUBJECT, 1));
+    expect(await wrappedBy('dk:t1/r2/1')).toBe(ring.subjectKekId(TENANT, SUBJECT, 2));
     await ring.forgetSubject(TENANT, SUBJECT, 1);
     expect(writtenContent(await codec.open(TOPICS.events, gen1.value))).toBe(ERASED_CONTENT);
     expect(await codec.open(TOPICS.events, gen2.value)).toEqual(written('r2', { keyGeneration: 2 }).value);

@@ -1,7 +1,6 @@
 import { Envelope } from '../envelope.ts';
-import { isCryptoError } from '../errors.ts';
+import { CryptoError, isCryptoError } from '../errors.ts';
 import type { Keyring } from '../keyring.ts';
-import { snapshotKeyRecordId } from '../keys.ts';
 
 /** A subject's key generation: what a snapshot's sealed part is bound to. */
 export interface SubjectKeyRef {
@@ -28,22 +27,35 @@ export interface SnapshotSealer {
 /**
  * A data key per subject and generation, wrapped by the subject's KEK of that generation, so it
  * goes with it (a forget's shred never counts it as a record that keeps the KEK). Its "record id"
- * names no subject (snapshotKeyRecordId).
+ * names no subject (Keyring.snapshotKeyRecordId).
  */
 export function keyringSnapshotSealer(keyring: Keyring): SnapshotSealer {
-  const aad = (ref: SubjectKeyRef) => ({
-    tenantId: ref.tenantId, subjectId: ref.subjectId, recordId: snapshotKeyRecordId(ref.tenantId, ref.subjectId, ref.kekGeneration),
-    version: 0, kekGeneration: ref.kekGeneration,
+  const aad = (ref: SubjectKeyRef, recordId: string) => ({
+    tenantId: ref.tenantId, subjectId: ref.subjectId, recordId, version: 0, kekGeneration: ref.kekGeneration,
   });
   return {
-    seal: (ref, plaintext) => keyring.encrypt(plaintext, aad(ref), 2),
+    seal: (ref, plaintext) => keyring.encrypt(plaintext, aad(ref, keyring.snapshotKeyRecordId(ref.tenantId, ref.subjectId, ref.kekGeneration)), 2),
     async open(ref, sealed) {
+      const envelope = Envelope.parse(sealed);
       try {
-        return await keyring.decrypt(Envelope.parse(sealed), aad(ref));
+        return await keyring.decrypt(envelope, aad(ref, snapshotRecordIdOf(envelope.kid, ref)));
       } catch (err) {
         if (isCryptoError(err, 'KEY_DESTROYED')) return undefined;
         throw err;
       }
     },
   };
+}
+
+/**
+ * The snapshot key's "record id" as the envelope's data key id names it: a snapshot sealed
+ * before keyed ids names its key by the plain-hash form, and still opens. The AAD binds the
+ * subject either way; a kid of another shape opens nothing.
+ */
+function snapshotRecordIdOf(kid: string, ref: SubjectKeyRef): string {
+  const prefix = `dk:${ref.tenantId}/`;
+  const generation = /\/\d+$/.exec(kid);
+  const recordId = kid.startsWith(prefix) && generation !== null ? kid.slice(prefix.length, generation.index) : '';
+  if (!recordId.startsWith('~adm~')) throw new CryptoError('AUTH_FAILED', `${kid} is not a snapshot key of ${ref.tenantId}`);
+  return recordId;
 }

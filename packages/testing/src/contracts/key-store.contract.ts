@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it, onTestFinished, vi } from 'vitest';
 import type { Bus } from '@gm/bus';
-import { KEYS_TOPIC, dataKeyId, generateKey, kekId, wrapKey, type KeyStore, type WrappedKey } from '@gm/crypto';
+import { KEYS_TOPIC, PSEUDONYM_KEY_ID, dataKeyId, generateKey, kekId, wrapKey, type KeyStore, type WrappedKey } from '@gm/crypto';
 
 /** What an adapter under test hands the suite; every test gets its own empty storage. */
 export interface KeyStoreHarness {
@@ -24,9 +24,10 @@ export async function keysLogBytes(bus: Bus): Promise<Buffer> {
 export type KeyStoreFactory = () => Promise<KeyStoreHarness>;
 
 const MASTER = { kid: 'm1', key: randomBytes(32) };
+const PSEUDONYM = { kid: PSEUDONYM_KEY_ID, key: randomBytes(32) };
 
 function sampleKek(tenant = 't1', subject = `user-${randomBytes(4).toString('hex')}@example.com`): { wrapped: WrappedKey; raw: Buffer; subject: string } {
-  const kek = generateKey(kekId(tenant, subject));
+  const kek = generateKey(kekId(PSEUDONYM, tenant, subject));
   return { wrapped: wrapKey('kek', kek, MASTER), raw: kek.key, subject };
 }
 
