@@ -79,8 +79,9 @@ export async function projectEvents(state: StateStore, events: readonly MemoryEv
         break;
       case 'MemoryPurged':
         // The deletion job already removed the content; removing again keeps replay identical.
-        // The record hash keeps that the id was purged (ids are never reused), not its content's hash (§8.4).
-        writes.push(state.contents.removeWrite(tenant, [event.data.id]));
+        // The record hash keeps that the id was purged (ids are never reused), not its content's hash (§8.4);
+        // its claim keeps the id taken without naming the subject, which also leaves the subject's index.
+        writes.push(state.contents.removeWrite(tenant, [event.data.id]), state.idClaims.retireWrite(tenant, event.data.id));
         move(tenant, event);
         break;
       default:

@@ -51,6 +51,11 @@ async function hashesInLog(rt: TestRuntime, subjectId: string): Promise<SeenHash
 
 const sha256Hex = (text: string): string => createHash('sha256').update(text, 'utf8').digest('hex');
 
+/** Unkeyed SHA-256 digests a key id could carry of a subject: of the id alone, and in the KEK-id encoding keys had before keyed ids. */
+const plainSubjectDigests = (tenant: string, subject: string): string[] =>
+  [subject, JSON.stringify(['gm.kek.v1', tenant, subject, 1])].flatMap((part) =>
+    (['hex', 'base64', 'base64url'] as const).map((encoding) => createHash('sha256').update(part, 'utf8').digest(encoding)));
+
 const masterKeyFile = (dir: string, name: string, keys: Record<string, string>, active: string): string => {
   const file = path.join(dir, name);
   writeFileSync(file, JSON.stringify({ active, keys }), { mode: 0o600 });
@@ -303,5 +308,14 @@ export const cryptoSuite = (start: StartRuntime) => describe('encryption at rest
     }
     // As soon as the receipt is verified, no file of any store holds them either (§8.4).
     expect(await inFiles([...needles, sha, 'Ploverwick', 'ploverwick'])).toEqual([]);
+    // The subject id stays only where docs/security.md lists it: no plain hash of it names a key
+    // in the key store (keys.db, memory.keys), the purged id's claim no longer names it, and its
+    // record index is gone once its last record is purged.
+    const subjectDigests = plainSubjectDigests('acme', 'cust-crypt-p');
+    for (const digest of subjectDigests) expect(raw, digest).not.toContain(digest);
+    expect(await inFiles(subjectDigests)).toEqual([]);
+    await eventually('the purge projected', async () => ((await rt.state.records.get('acme', 'cr-p1'))?.status === 'purged') || undefined);
+    expect(await rt.state.idClaims.owner('acme', 'cr-p1')).not.toContain('cust-crypt-p');
+    expect(await rt.state.records.idsOfSubject('acme', 'cust-crypt-p')).toEqual([]);
   }, STARTUP_MS + 120_000);
 });

@@ -36,8 +36,11 @@ export class RecordHash {
 
   private indexWrites(meta: RecordMeta): KvWrite[] {
     const quarantine = this.keys.quarantine(meta.tenantId);
+    // A purged record leaves its subject's index: that index is keyed by the subject id, and once
+    // the last record of a forgotten subject is purged the key goes too (docs/security.md).
+    const subject = this.keys.subjectRecords(meta.tenantId, meta.subjectId);
     return [
-      { op: 'sadd', key: this.keys.subjectRecords(meta.tenantId, meta.subjectId), members: [meta.id] },
+      meta.status === 'purged' ? { op: 'srem', key: subject, members: [meta.id] } : { op: 'sadd', key: subject, members: [meta.id] },
       meta.status === 'quarantined' ? { op: 'sadd', key: quarantine, members: [meta.id] } : { op: 'srem', key: quarantine, members: [meta.id] },
     ];
   }
@@ -155,4 +158,12 @@ export class IdClaims {
   owner = (tenantId: string, id: string) => this.kv.get(this.keys.idClaim(tenantId, id));
   /** The claim as a pipeline write (SET NX), for a fold that already knows the subject. */
   claimWrite = (tenantId: string, id: string, subjectId: string): KvWrite => ({ op: 'set', key: this.keys.idClaim(tenantId, id), value: subjectId, nx: true });
+  /**
+   * The claim of a purged record, kept without its subject: the id stays taken for every subject
+   * (ids are never reused, §5.10), and the claim no longer names whom it was about.
+   */
+  retireWrite = (tenantId: string, id: string): KvWrite => ({ op: 'set', key: this.keys.idClaim(tenantId, id), value: RETIRED_CLAIM });
 }
+
+/** A purged id's claim: no subject id holds `~` (contracts' Id), so it matches no claimant. */
+const RETIRED_CLAIM = '~purged';
