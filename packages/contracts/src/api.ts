@@ -3,7 +3,7 @@ import { Action } from './capability.ts';
 import { LIMITS } from './limits.ts';
 import { ProducerPublicKey } from './producer-proof.ts';
 import {
-  CallerEmbedding, Content, Id, IsoTime, MemoryKind, Principal, PrincipalKind, Purpose, ResourceRef, ScopeRef, Sensitivity, TenantId, Visibility, WriteTrust,
+  CallerEmbedding, Content, Id, IsoTime, MemoryKind, Principal, PrincipalKind, Purpose, ResourceRef, ScopeRef, Sensitivity, SubjectId, TenantId, Visibility, WriteTrust,
 } from './primitives.ts';
 import { RejectionReason } from './messages.ts';
 import { Delegation, Grant, LegalHold, TENANT_ROLES } from './policy.ts';
@@ -45,7 +45,7 @@ export const WriteMemoryRequest = z
     tenantId: Id.optional(),
     agentId: Id.optional(),
     owner: Principal.optional(),
-    subjectId: Id,
+    subjectId: SubjectId,
     resource: ResourceRef,
     visibility: Visibility.default('team'),
     sensitivity: Sensitivity.default('normal'),
@@ -90,7 +90,7 @@ export const VersionedRequest = z
 export const RejectRequest = VersionedRequest.omit({ visibility: true }).extend({ reason: RejectionReason.optional() }).strict();
 
 /** GET /v1/review/quarantine: optionally one subject's queued records only. */
-export const QuarantineQuery = z.object({ subjectId: Id.optional() }).strict();
+export const QuarantineQuery = z.object({ subjectId: SubjectId.optional() }).strict();
 export type QuarantineQuery = z.infer<typeof QuarantineQuery>;
 
 export const SearchMode = z.enum(['lexical', 'semantic', 'hybrid']);
@@ -99,7 +99,7 @@ export type SearchMode = z.infer<typeof SearchMode>;
 export const SearchRequest = z
   .object({
     query: z.string().min(1).max(LIMITS.maxQueryLength),
-    subjectId: Id.optional(),
+    subjectId: SubjectId.optional(),
     kinds: z.array(MemoryKind).min(1).optional(),
     limit: z.number().int().min(1).max(LIMITS.maxSearchLimit).default(10),
     tokenBudget: z.number().int().min(1).max(LIMITS.maxTokenBudget).default(2000),
@@ -208,7 +208,7 @@ export const DeletionJobListQuery = z.object({
   status: z.enum(['invalidating', 'verifying', 'verified', 'failed']).optional(),
   since: IsoTime.optional(),
   order: z.enum(['oldest', 'newest']).optional(),
-  subjectId: Id.optional(),
+  subjectId: SubjectId.optional(),
   cursor: z.string().regex(/^[A-Za-z0-9_-]{1,1000}$/, 'not a cursor of this listing').optional(),
   limit: z.string().regex(/^(100|[1-9][0-9]?)$/, 'a whole number from 1 to 100').transform(Number).optional(),
 }).strict();
@@ -217,7 +217,7 @@ export type DeletionJobListQuery = z.infer<typeof DeletionJobListQuery>;
 export const DeletionJob = z.object({
   jobId: Id,
   tenant: Id,
-  subjectId: Id,
+  subjectId: SubjectId,
   recordIds: z.array(Id),
   mode: z.enum(['revoke', 'delete', 'forget']),
   requestedBy: z.object({ agentId: Id, principalId: Id }),

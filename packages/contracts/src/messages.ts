@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { Actor } from './capability.ts';
-import { Id, IsoTime, Sha256Hex } from './primitives.ts';
+import { Id, IsoTime, Sha256Hex, SubjectId } from './primitives.ts';
 
 /**
  * Metadata every command and event carries. `now` is the time the command was accepted at
@@ -10,7 +10,7 @@ export const MessageMetadata = z
   .object({
     commandId: Id,
     tenantId: Id,
-    subjectId: Id,
+    subjectId: SubjectId,
     actor: Actor,
     now: IsoTime,
     idempotencyKey: Id.optional(),

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { Action } from './capability.ts';
-import { Id, IsoTime, PrincipalKind, Purpose, ResourceRef, ScopeRef, Sensitivity } from './primitives.ts';
+import { Id, IsoTime, PrincipalKind, SubjectId, Purpose, ResourceRef, ScopeRef, Sensitivity } from './primitives.ts';
 
 /**
  * The policy data of a tenant (design §6.2): who holds which role on which resource,
@@ -92,7 +92,7 @@ export type Delegation = z.infer<typeof Delegation>;
 
 /** Keeps a subject's records from being purged: deletion then yields `access_revoked_retained`. */
 export const LegalHold = z
-  .object({ holdId: Id, tenant: Id, subjectId: Id, reason: z.string().min(1).max(500) })
+  .object({ holdId: Id, tenant: Id, subjectId: SubjectId, reason: z.string().min(1).max(500) })
   .strict();
 export type LegalHold = z.infer<typeof LegalHold>;
 

@@ -14,6 +14,20 @@ export const Id = z
 export type Id = z.infer<typeof Id>;
 
 /**
+ * What a purged record keeps in place of its subject id (design §8.4): the record hash keeps that
+ * an id was used and purged, not whom it was about. An id, so the record's shape stays; refused
+ * as a subject id (SubjectId), so no live record ever has it.
+ */
+export const ERASED_SUBJECT_ID = '.erased';
+
+/** A subject id: an `Id` other than ERASED_SUBJECT_ID. */
+export const SubjectId = z
+  .string()
+  .min(1)
+  .max(LIMITS.maxIdLength)
+  .regex(/^(?!\.{1,2}$)(?!\.erased$)[A-Za-z0-9._:@-]+$/, 'subject ids may contain letters, digits and . _ : @ - only, and are not ".", ".." or ".erased" (what a purged record keeps in place of its subject)');
+
+/**
  * A tenant id (design §2): 1–64 letters, digits and `. _ -`, starting with a letter or digit —
  * narrower than `Id`, so a tenant never holds a separator (`:`, `/`, `@`). Enforced where tenants
  * are born: capability issue, and every capability's claims. Store keys stay injective for any

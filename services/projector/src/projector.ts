@@ -43,7 +43,8 @@ export async function projectEvents(state: StateStore, events: readonly MemoryEv
     const history = cause.type === 'MemoryPurged'
       ? state.history.removeWrite(meta.tenantId, meta.id, meta.version)
       : state.history.putWrite(meta.tenantId, versionOf(meta, cause));
-    writes.push(...state.records.putWrites(meta), history);
+    // The subject's index is left under the subject the stored record named (a purge erases it, §8.4).
+    writes.push(...state.records.putWrites(meta, stored?.subjectId), history);
     tenants.add(meta.tenantId);
   };
   /** The record's status after the event, as the domain's one transition table has it (§3). */

@@ -1,5 +1,5 @@
 import type { Bus } from '@gm/bus';
-import { ERASED_CONTENT_HASH, TOPICS, isUnreadableContent, readMemoryEvent, subjectKey, type RecordMeta } from '@gm/contracts';
+import { ERASED_CONTENT_HASH, ERASED_SUBJECT_ID, TOPICS, isUnreadableContent, readMemoryEvent, subjectKey, type RecordMeta } from '@gm/contracts';
 import type { StateStore } from '@gm/state-store';
 
 /**
@@ -70,7 +70,10 @@ export async function captureProbes(
 ): Promise<Map<string, RecordProbes>> {
   const wanted = new Set(recordIds);
   const subjects = new Set<string>();
-  for (const meta of (await deps.state.records.getMany(tenantId, recordIds)).values()) subjects.add(meta.subjectId);
+  // A record already purged names no subject any more (§8.4): the job's subject stands for it.
+  for (const meta of (await deps.state.records.getMany(tenantId, recordIds)).values()) {
+    if (meta.subjectId !== ERASED_SUBJECT_ID) subjects.add(meta.subjectId);
+  }
   if (subjects.size < recordIds.length && fallbackSubjectId !== undefined) subjects.add(fallbackSubjectId);
   const keys = new Set([...subjects].map((s) => subjectKey(tenantId, s)));
   const partitions = new Set([...keys].map((key) => deps.bus.partitionFor(TOPICS.events, key)));

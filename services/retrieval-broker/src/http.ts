@@ -1,4 +1,4 @@
-import { GovernedMemoryError, Id } from '@gm/contracts';
+import { GovernedMemoryError, Id, SubjectId } from '@gm/contracts';
 import type { z } from 'zod';
 import type { FastifyRequest } from 'fastify';
 
@@ -7,7 +7,8 @@ export { parseBody } from '@gm/write-edge';
 
 export function pathId(request: FastifyRequest, name: string): string {
   const raw = (request.params as Record<string, unknown>)[name];
-  const parsed = Id.safeParse(raw);
+  // A subject id is an id other than the one purged records keep (contracts' SubjectId).
+  const parsed = (name === 'subjectId' ? SubjectId : Id).safeParse(raw);
   // A malformed id cannot name anything a caller may see: same answer as an unknown one.
   if (!parsed.success) throw new GovernedMemoryError('MEM_NOT_FOUND', 'no such memory');
   return parsed.data;

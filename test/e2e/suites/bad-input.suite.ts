@@ -47,6 +47,8 @@ export const badInputSuite = (start: StartRuntime) => describe('bad input and ho
     ['a UTF-16 charset', async () => post(JSON.stringify(memory()), { 'content-type': 'application/json; charset=utf-16' }), 415, 'MEM_VALIDATION'],
     ['the id "."', async () => post(JSON.stringify(memory({ id: '.' }))), 422, 'MEM_VALIDATION'],
     ['the id ".."', async () => post(JSON.stringify(memory({ id: '..' }))), 422, 'MEM_VALIDATION'],
+    // What a purged record keeps in place of its subject: no live record may be about it.
+    ['the subject id ".erased"', async () => post(JSON.stringify(memory({ subjectId: '.erased' }))), 422, 'MEM_VALIDATION'],
   ];
 
   /** A write body whose "é" has a broken second byte (0xC3 0x28): JSON.parse would store U+FFFD in its place. */

@@ -3,7 +3,7 @@
  * what each status means to readers and to deletion. The decider's evolve, the projector, the
  * indexes, the summaries and the verifier all ask here, so no consumer keeps a switch of its own.
  */
-import { ERASED_CONTENT_HASH, erasedProvenance, type MemoryEvent, type RecordMeta, type RecordStatus } from '@gm/contracts';
+import { ERASED_CONTENT_HASH, ERASED_SUBJECT_ID, erasedProvenance, type MemoryEvent, type RecordMeta, type RecordStatus } from '@gm/contracts';
 
 /** Still holds content somewhere and may be forgotten; its id is still its writer's. */
 export const LIVE_STATUSES: readonly RecordStatus[] = ['quarantined', 'active', 'superseded', 'expired'];
@@ -88,7 +88,8 @@ export function recordTransitions(event: MemoryEvent): RecordTransition[] {
     case 'MemoryPurged':
       // The content hash goes with the content: a plain hash of it is content (§8.4). So does
       // where it came from: a source's uri (`crm://patients/jane-…/oncology`) is about the subject.
-      return [{ ...to(event.data.id, event.data.version, 'purged', { contentHash: ERASED_CONTENT_HASH }), erases: true }];
+      // And whom it was about: the record keeps only that its id was used (ids are never reused).
+      return [{ ...to(event.data.id, event.data.version, 'purged', { contentHash: ERASED_CONTENT_HASH, subjectId: ERASED_SUBJECT_ID }), erases: true }];
     default: {
       const never: never = event;
       throw new Error(`unhandled event ${JSON.stringify(never)}`);

@@ -30,15 +30,16 @@ export class RecordHash {
    * higher (the projector, the only writer, folds in version order): the versioned write
    * first — its result says whether it wrote — then the subject and quarantine indexes.
    */
-  putWrites(meta: RecordMeta): KvWrite[] {
-    return [{ op: 'setIfVersionAtLeast', key: this.keys.record(meta.tenantId, meta.id), value: JSON.stringify(meta), version: meta.version }, ...this.indexWrites(meta)];
+  putWrites(meta: RecordMeta, indexedUnder = meta.subjectId): KvWrite[] {
+    return [{ op: 'setIfVersionAtLeast', key: this.keys.record(meta.tenantId, meta.id), value: JSON.stringify(meta), version: meta.version }, ...this.indexWrites(meta, indexedUnder)];
   }
 
-  private indexWrites(meta: RecordMeta): KvWrite[] {
+  /** `indexedUnder`: the subject whose index holds the record (a purged record no longer names it). */
+  private indexWrites(meta: RecordMeta, indexedUnder = meta.subjectId): KvWrite[] {
     const quarantine = this.keys.quarantine(meta.tenantId);
     // A purged record leaves its subject's index: that index is keyed by the subject id, and once
     // the last record of a forgotten subject is purged the key goes too (docs/security.md).
-    const subject = this.keys.subjectRecords(meta.tenantId, meta.subjectId);
+    const subject = this.keys.subjectRecords(meta.tenantId, indexedUnder);
     return [
       meta.status === 'purged' ? { op: 'srem', key: subject, members: [meta.id] } : { op: 'sadd', key: subject, members: [meta.id] },
       meta.status === 'quarantined' ? { op: 'sadd', key: quarantine, members: [meta.id] } : { op: 'srem', key: quarantine, members: [meta.id] },
