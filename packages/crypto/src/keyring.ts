@@ -2,7 +2,7 @@ import { GovernedMemoryError } from '@gm/contracts';
 import { decryptContent, encryptContent, type ContentAad, type Envelope, type EnvelopeVersion, type SecretKey } from './envelope.ts';
 import { CryptoError, isCryptoError } from './errors.ts';
 import type { KeyStore, TombstoneOutcome } from './key-store.ts';
-import { PSEUDONYM_KEY_ID, dataKeyId, derivePseudonymKey, generateKey, isKekId, kekId, snapshotKeyRecordId, unwrapKey, wrapKey, type WrappedKey } from './keys.ts';
+import { PSEUDONYM_KEY_ID, dataKeyId, derivePseudonymKey, generateKey, isKekId, kekId, keyedDigest, snapshotKeyRecordId, unwrapKey, wrapKey, type WrappedKey } from './keys.ts';
 import { masterKeys as checkMasterKeys, type MasterKey, type MasterKeys } from './master-keys.ts';
 
 export interface KeyringOptions {
@@ -200,6 +200,11 @@ export class Keyring {
   /** The id of a subject's KEK of one generation: a keyed digest, so it confirms no guessed subject id. */
   subjectKekId(tenantId: string, subjectId: string, kekGeneration = 1): string {
     return kekId(this.pseudonymKey, tenantId, subjectId, kekGeneration);
+  }
+
+  /** A keyed digest of tenant and subject under `label` (one label per use, so uses cannot be linked). */
+  subjectPseudonym(tenantId: string, subjectId: string, label: string): string {
+    return keyedDigest(this.pseudonymKey, [label, tenantId, subjectId]);
   }
 
   /** The "record id" of write-admission's snapshot key of a subject's generation (sealing/snapshot-sealer.ts). */

@@ -7,6 +7,6 @@ export type { ScheduledExpiry } from './repositories/schedule.ts';
 export type { StoredPacket } from './repositories/packets.ts';
 export type { AppliedChange, IssuedCapability, PolicyRefusal } from './repositories/policies.ts';
 export { recordRef } from './repositories/records.ts';
-export type { AdmissionSnapshots, StoredAdmissionState } from './repositories/admission.ts';
+export type { AdmissionSnapshots, LoadedAdmissionState, StoredAdmissionState } from './repositories/admission.ts';
 export { COMMAND_OUTCOME_TTL_MS, CommandOutcome } from './repositories/commands.ts';
 export type { RateCount, RateCounters } from './repositories/rate-counters.ts';

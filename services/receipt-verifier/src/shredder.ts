@@ -1,7 +1,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Bus } from '@gm/bus';
 import { ERASED_CONTENT, GovernedMemoryError, TOPICS, readMemoryEvent, subjectKey, type CopyErasureState, type DeletionTask } from '@gm/contracts';
-import { shredRecords, type KeyStore, type Keyring, type ShredResult } from '@gm/crypto';
+import { keyringSnapshotSealer, shredRecords, type KeyStore, type Keyring, type ShredResult } from '@gm/crypto';
 import type { StateStore } from '@gm/state-store';
 
 export interface ShredderDeps {
@@ -29,11 +29,12 @@ export const DEADLINE_MARGIN_MS = 15_000;
  * the bus retries, when it has not after `timeoutMs`. Polls the store: the state is its only
  * witness, and write-admission may run in another process.
  */
-export async function awaitSnapshotPurged(state: StateStore, tenantId: string, subjectId: string, recordIds: string[], timeoutMs: number): Promise<void> {
-  const key = subjectKey(tenantId, subjectId);
+export async function awaitSnapshotPurged(
+  state: StateStore, at: { key: string; legacyKey: string }, recordIds: string[], timeoutMs: number,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (let pause = 2; ; pause = Math.min(2 * pause, 100)) {
-    if ((await state.admission.unpurged(key, recordIds)).length === 0) return;
+    if ((await state.admission.unpurged(at.key, recordIds, at.legacyKey)).length === 0) return;
     if (Date.now() >= deadline) {
       throw new GovernedMemoryError('MEM_UNAVAILABLE', 'write-admission has not stored the purged state of the subject yet', { retriable: true });
     }
@@ -89,7 +90,9 @@ export async function shredAndProve(deps: ShredderDeps, task: DeletionTask): Pro
   // write-admission's snapshot of the subject is rewritten after the purge (it held the records'
   // hashes and provenance): that write must be among what the files forget below, not land after
   // it. First, so that an attempt which waited in vain has destroyed nothing yet.
-  await awaitSnapshotPurged(deps.state, task.tenantId, job.subjectId, task.recordIds, deps.snapshotWaitMs ?? SNAPSHOT_WAIT_MS);
+  const subject = { tenantId: task.tenantId, subjectId: job.subjectId };
+  const stateAt = { key: keyringSnapshotSealer(deps.keys.keyring).storageKey(subject), legacyKey: subjectKey(task.tenantId, job.subjectId) };
+  await awaitSnapshotPurged(deps.state, stateAt, task.recordIds, deps.snapshotWaitMs ?? SNAPSHOT_WAIT_MS);
   // The wait ends early enough for the job to finish before its deadline: a receipt saying
   // `pending_compaction` for a copy is true, where a job failed for a lease that had not moved
   // yet would tell compliance that an erasure failed.

@@ -23,7 +23,9 @@ function openState(): StateStore {
   return state;
 }
 
-const KEY = subjectKey('acme', 'cust-1');
+/** Where write-admission keeps the state now (a keyed pseudonym), and where it kept it before. */
+const AT = { key: 'acme/~pseudonym-of-cust-1', legacyKey: subjectKey('acme', 'cust-1') };
+const KEY = AT.key;
 const stateWith = (statuses: Record<string, string>) => ({
   records: Object.fromEntries(Object.entries(statuses).map(([id, status]) => [id, { meta: { id, status } }])),
   idempotency: {},
@@ -33,18 +35,18 @@ describe('the key target and write-admission\'s snapshot', () => {
   it('does not go on while the stored state holds a job record unpurged, or does not hold it yet (a flush may be on its way)', async () => {
     const state = openState();
     // Nothing stored: the first flush of the subject may still be about to land.
-    await expect(awaitSnapshotPurged(state, 'acme', 'cust-1', ['m-1'], 0)).rejects.toMatchObject({ code: 'MEM_UNAVAILABLE', retriable: true });
+    await expect(awaitSnapshotPurged(state, AT, ['m-1'], 0)).rejects.toMatchObject({ code: 'MEM_UNAVAILABLE', retriable: true });
     await state.admission.saveStates(5, [{ key: KEY, state: stateWith({ 'm-1': 'tombstoned', 'm-2': 'purged' }) }]);
-    await expect(awaitSnapshotPurged(state, 'acme', 'cust-1', ['m-1', 'm-2'], 0)).rejects.toMatchObject({ code: 'MEM_UNAVAILABLE' });
+    await expect(awaitSnapshotPurged(state, AT, ['m-1', 'm-2'], 0)).rejects.toMatchObject({ code: 'MEM_UNAVAILABLE' });
     // Records of other subjects' states, or of this subject outside the job, are not waited for.
-    await expect(awaitSnapshotPurged(state, 'acme', 'cust-1', ['m-2'], 0)).resolves.toBeUndefined();
+    await expect(awaitSnapshotPurged(state, AT, ['m-2'], 0)).resolves.toBeUndefined();
   });
 
   it('goes on once write-admission stored the purged state', async () => {
     const state = openState();
     await state.admission.saveStates(5, [{ key: KEY, state: stateWith({ 'm-1': 'tombstoned' }) }]);
     let done = false;
-    const waiting = awaitSnapshotPurged(state, 'acme', 'cust-1', ['m-1'], 60_000).then(() => {
+    const waiting = awaitSnapshotPurged(state, AT, ['m-1'], 60_000).then(() => {
       done = true;
     });
     // Not before the record reads as purged in the store.
@@ -53,6 +55,17 @@ describe('the key target and write-admission\'s snapshot', () => {
     await state.admission.saveStates(6, [{ key: KEY, state: stateWith({ 'm-1': 'purged' }) }]);
     await waiting;
     expect(done).toBe(true);
+  });
+
+  it('reads a state stored under the plain subject key before keyed state keys, until write-admission moves it', async () => {
+    const state = openState();
+    await state.admission.saveStates(5, [{ key: AT.legacyKey, state: stateWith({ 'm-1': 'purged' }) }]);
+    await expect(awaitSnapshotPurged(state, AT, ['m-1'], 0)).resolves.toBeUndefined();
+    // Moved: stored under the new key, the plain one removed in the same round trip.
+    await state.admission.saveStates(6, [{ key: AT.key, state: stateWith({ 'm-1': 'purged' }), movedFrom: AT.legacyKey }]);
+    expect(await state.kv.keys(state.keys.admissionState('acme/cust-1'))).toEqual([]);
+    const [moved] = await state.admission.load([AT.key], [AT.legacyKey]);
+    expect(moved).toEqual({ version: 6, state: stateWith({ 'm-1': 'purged' }) });
   });
 });
 

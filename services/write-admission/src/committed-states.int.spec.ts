@@ -221,8 +221,36 @@ describe('write-admission committed states over the snapshot store', () => {
     const after = await sealing().load('acme/cust-1', 0);
     expect(after.records['mem-1']?.meta.contentHash).toBe(ERASED_CONTENT_HASH);
     expect(after.idempotency['slot-1']).toEqual({ result: { id: 'mem-1', version: 1, status: 'active' }, at: '2026-11-30T08:00:00.000Z' });
-    // An instance without keys cannot open a sealed state: it stops rather than decide on erased hashes.
-    await expect(open().load('acme/cust-1', 0)).rejects.toThrow(/sealed/);
+    // Stored under a keyed pseudonym of the subject: no key of the store names it.
+    expect((await fx.kv.keys('gm:adm:')).filter((k) => k.includes('cust-1'))).toEqual([]);
+  });
+
+  it('loads a state stored under the plain subject key (before keyed state keys) and moves it at its next store', async () => {
+    const store = createSqliteKeyStore({ file: ':memory:' });
+    const keyring = await openKeyring({ masterKeys: masterKeys('A', new Map([['A', randomBytes(32)]])), store });
+    onTestFinished(async () => {
+      keyring.close();
+      await store.close();
+    });
+    const sealing = () => new CommittedStates({ store: new StateStore(fx.kv, 'gm:').admission, maxEntries: 1_000, sealer: keyringSnapshotSealer(keyring) });
+    // As an older write-admission stored it: under `tenant/subject`.
+    const legacy = open();
+    await legacy.startPoint(0);
+    const state = stateWith(0);
+    state.records['mem-1'] = { meta: { id: 'mem-1', version: 1, status: 'active', contentHash: 'ab'.repeat(32) } as SubjectState['records'][string]['meta'] };
+    legacy.set('acme/cust-1', 0, state);
+    legacy.advance(0, 4);
+    await legacy.flush();
+    expect(await fx.kv.keys('gm:adm:acme/cust-1')).toEqual(['gm:adm:acme/cust-1']);
+
+    const states = sealing();
+    await states.startPoint(0);
+    expect(await states.load('acme/cust-1', 0)).toEqual(state);
+    states.set('acme/cust-1', 0, state);
+    states.advance(0, 5);
+    await states.flush();
+    expect((await fx.kv.keys('gm:adm:')).filter((k) => k.includes('cust-1'))).toEqual([]);
+    expect(await sealing().load('acme/cust-1', 0)).toEqual(state);
   });
 
   it('stores no quarantined content: only where it lies in the log', async () => {

@@ -31,6 +31,8 @@ interface Entry {
    * below this offset are folded in already and must not be folded again.
    */
   loadedAt: number;
+  /** Loaded from under its plain subject key (stored before keyed state keys): the next store moves it. */
+  legacy?: boolean;
 }
 
 /** Events of a subject not in memory, past its stored state, in log order: folded in when it is loaded. */
@@ -174,7 +176,7 @@ export class CommittedStates {
   }
 
   private async read(keys: string[], partition: number): Promise<Map<string, SubjectState>> {
-    const stored = await this.options.store.load(keys);
+    const stored = await this.options.store.load(keys.map(this.stateKey), keys);
     const restored = await Promise.all(stored.map((value, i) => (value === undefined ? undefined : this.restore(keys[i] ?? '', value.state))));
     const states = new Map<string, SubjectState>();
     // One synchronous block: the deferred events are taken together with the insertion.
@@ -185,7 +187,7 @@ export class CommittedStates {
       let state = restored[i] ?? initialState();
       const size = sizeOf(state);
       const loadedAt = value?.version ?? 0;
-      this.entries.set(key, { state, partition, size, loadedAt });
+      this.entries.set(key, { state, partition, size, loadedAt, ...(value?.legacy === true ? { legacy: true } : {}) });
       this.total += size;
       const tail = this.deferred.get(partition)?.get(key);
       if (tail !== undefined) {
@@ -272,8 +274,11 @@ export class CommittedStates {
     });
     try {
       for (const chunk of chunks(taken)) {
-        const states = await Promise.all(chunk.map(async ({ key, json, hashes, generation }) => ({ key, state: await this.sealed(key, json, hashes, generation) })));
+        const states = await Promise.all(chunk.map(async ({ key, entry, json, hashes, generation }) => ({
+          key: this.stateKey(key), state: await this.sealed(key, json, hashes, generation), ...(entry.legacy === true ? { movedFrom: key } : {}),
+        })));
         await this.options.store.saveStates(version, states);
+        for (const { entry } of chunk) delete entry.legacy;
       }
     } catch (err) {
       this.markDirty(partition, keys);
@@ -284,6 +289,12 @@ export class CommittedStates {
       entry.size = size;
     }
   }
+
+  /**
+   * Where the store keeps a subject's state: under a keyed pseudonym of the subject when states
+   * are sealed (docs/security.md), else (specs of the fold only) under the subject key itself.
+   */
+  private stateKey = (key: string): string => this.options.sealer?.storageKey(keyRefOf(key, 1)) ?? key;
 
   /** The stored value: the state, and what it must not hold in clear sealed beside it. */
   private async sealed(key: string, json: SubjectState, hashes: SealedHashes | undefined, generation: number): Promise<unknown> {

@@ -19,6 +19,11 @@ export interface SubjectKeyRef {
  * not, opens no more.
  */
 export interface SnapshotSealer {
+  /**
+   * The key the state store keeps the subject's snapshot under: `tenant/~` and a keyed digest of
+   * the subject (no subject id holds `~`), so the store's keys do not name the subject.
+   */
+  storageKey(subject: { tenantId: string; subjectId: string }): string;
   seal(ref: SubjectKeyRef, plaintext: string): Promise<Envelope>;
   /** The plaintext, or undefined once the subject's key of that generation is destroyed. */
   open(ref: SubjectKeyRef, sealed: unknown): Promise<string | undefined>;
@@ -34,6 +39,7 @@ export function keyringSnapshotSealer(keyring: Keyring): SnapshotSealer {
     tenantId: ref.tenantId, subjectId: ref.subjectId, recordId, version: 0, kekGeneration: ref.kekGeneration,
   });
   return {
+    storageKey: ({ tenantId, subjectId }) => `${tenantId}/~${keyring.subjectPseudonym(tenantId, subjectId, 'gm.adm.v1')}`,
     seal: (ref, plaintext) => keyring.encrypt(plaintext, aad(ref, keyring.snapshotKeyRecordId(ref.tenantId, ref.subjectId, ref.kekGeneration)), 2),
     async open(ref, sealed) {
       const envelope = Envelope.parse(sealed);

@@ -20,8 +20,8 @@ export class KeySpace {
   tombstones = () => `${this.prefix}tomb:`;
   idClaim = (tenant: string, id: string) => `${this.prefix}claim:${keyOf(tenant, id)}`;
   expirySchedule = () => `${this.prefix}expiry`;
-  /** By the bus's subject key (`tenant/subject`, contracts' subjectKey): the partitioning key of memory.commands, kept byte for byte. */
-  admissionState = (subjectKey: string) => `${this.prefix}adm:${subjectKey}`;
+  /** By the key write-admission names a subject's state with: a keyed pseudonym (crypto's SnapshotSealer.storageKey), or before those the bus's subject key. */
+  admissionState = (stateKey: string) => `${this.prefix}adm:${stateKey}`;
   admissionCheckpoint = (partition: number) => `${this.prefix}adm-at:${partition}`;
   packet = (id: string) => `${this.prefix}packet:${keyOf(id)}`;
   packetsOf = (tenant: string, recordId: string) => `${this.prefix}packets-of:${keyOf(tenant, recordId)}`;
