@@ -1,5 +1,5 @@
 import type { ConsumedMessage, ProcessContext } from '@gm/bus';
-import { DeletionTask, deletionAck, type Clock, type MemoryEvent } from '@gm/contracts';
+import { DeletionTask, ERASED_SUBJECT_ID, deletionAck, type Clock, type MemoryEvent } from '@gm/contracts';
 import { SUMMARY_KINDS, isRetired, isSearchable, summaryOfPurpose, touchedRecordIds, type PurposeSummary } from '@gm/domain';
 import type { IndexDocument, RankCursor, ScopeSummaries, SearchIndex, Summary, SummaryStore } from '@gm/search-index';
 import type { StateStore } from '@gm/state-store';
@@ -202,9 +202,13 @@ export function summaryTargetHandler(deps: SummaryDeps, clock: Clock) {
     // The deleted contents, as the record hash and the summaries recorded them (the index may
     // have dropped them already); the records' own scopes too, where a copy may sit under another id.
     const contentHashes = new Set<string>();
-    for (const meta of (await deps.state.records.getMany(task.tenantId, task.recordIds)).values()) {
+    const metas = [...(await deps.state.records.getMany(task.tenantId, task.recordIds)).values()];
+    // A record the purge reached names no subject any more (§8.4): its job's subject is the one.
+    const purgedSubject = metas.some((m) => m.subjectId === ERASED_SUBJECT_ID) ? (await deps.state.jobs.get(task.tenantId, task.jobId))?.subjectId : undefined;
+    for (const meta of metas) {
       contentHashes.add(meta.contentHash);
-      scopes.push({ partition: toIndexDocument(meta, '').partition, subjectId: meta.subjectId });
+      const subjectId = meta.subjectId === ERASED_SUBJECT_ID ? purgedSubject : meta.subjectId;
+      if (subjectId !== undefined) scopes.push({ partition: toIndexDocument(meta, '').partition, subjectId });
     }
     for (const scope of scopes) {
       for (const summary of await deps.summaries.get(task.tenantId, scope.partition, scope.subjectId)) {
