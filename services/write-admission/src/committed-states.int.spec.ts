@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
 import { ERASED_CONTENT_HASH, MemoryCommand, type MemoryEvent } from '@gm/contracts';
-import { createSqliteKeyStore, keyringSnapshotSealer, masterKeys, openKeyring } from '@gm/crypto';
+import { createSqliteKeyStore, keyringSnapshotSealer, masterKeys, openKeyring, type Keyring } from '@gm/crypto';
 import { DEFAULT_TTL_POLICY, decide, evolve, initialState, type SubjectState } from '@gm/domain';
 import { StateStore, type KeyValueStore } from '@gm/state-store';
 import { TEST_WRITER, openEmbeddedFixture, writeMemoryCommand, type EmbeddedFixture } from '@gm/testing/embedded-fixture';
@@ -15,6 +15,17 @@ function stateWith(records: number, version = 1): SubjectState {
     state.records[id] = { meta: { id, version, status: 'active' } as SubjectState['records'][string]['meta'] };
   }
   return state;
+}
+
+/** A keyring on an in-memory key store, closed with the test. */
+async function testKeyring(): Promise<Keyring> {
+  const store = createSqliteKeyStore({ file: ':memory:' });
+  const keyring = await openKeyring({ masterKeys: masterKeys('A', new Map([['A', randomBytes(32)]])), store });
+  onTestFinished(async () => {
+    keyring.close();
+    await store.close();
+  });
+  return keyring;
 }
 
 describe('write-admission committed states over the snapshot store', () => {
@@ -192,12 +203,7 @@ describe('write-admission committed states over the snapshot store', () => {
   });
 
   it('stores no plain content hash or request fingerprint: they are sealed under the subject\'s key, open again on load, and go with a forget', async () => {
-    const store = createSqliteKeyStore({ file: ':memory:' });
-    const keyring = await openKeyring({ masterKeys: masterKeys('A', new Map([['A', randomBytes(32)]])), store });
-    onTestFinished(async () => {
-      keyring.close();
-      await store.close();
-    });
+    const keyring = await testKeyring();
     const sealer = keyringSnapshotSealer(keyring);
     const sealing = () => new CommittedStates({ store: new StateStore(fx.kv, 'gm:').admission, maxEntries: 1_000, sealer });
     const hash = createHash('sha256').update('Customer 1 is treated for a rare condition', 'utf8').digest('hex');
@@ -226,12 +232,7 @@ describe('write-admission committed states over the snapshot store', () => {
   });
 
   it('loads a state stored under the plain subject key (before keyed state keys) and moves it at its next store', async () => {
-    const store = createSqliteKeyStore({ file: ':memory:' });
-    const keyring = await openKeyring({ masterKeys: masterKeys('A', new Map([['A', randomBytes(32)]])), store });
-    onTestFinished(async () => {
-      keyring.close();
-      await store.close();
-    });
+    const keyring = await testKeyring();
     const sealing = () => new CommittedStates({ store: new StateStore(fx.kv, 'gm:').admission, maxEntries: 1_000, sealer: keyringSnapshotSealer(keyring) });
     // As an older write-admission stored it: under `tenant/subject`.
     const legacy = open();
