@@ -21,9 +21,10 @@ import { errorMessage, stderrLogger, type BusLogger } from '../bus-logger.ts';
 import { partitionForKey } from '../partitioner.ts';
 import { Signal } from '../signal.ts';
 import type { Bus, ConsumedMessage, LogPosition, OutgoingMessage, ReadOptions, SubscribeOptions, Subscription, TopicSpec } from '../port.ts';
-import { encodeMessage, isProducerStateError, Mutex, Namespace, retryWithin, unavailable, withMetadataRetry, type EncodedMessage } from './kafka-codec.ts';
+import { encodeMessage, Mutex, Namespace, retryWithin, unavailable, withMetadataRetry, type EncodedMessage } from './kafka-codec.ts';
 import { CommitWatch } from './kafka-commit-watch.ts';
 import { Groups } from './kafka-groups.ts';
+import { IdempotentProducer } from './kafka-idempotent-producer.ts';
 import { readRange } from './kafka-reader.ts';
 import { waitingOnKafka } from './kafka-waits.ts';
 import { KafkaSubscription } from './kafka-subscription.ts';
@@ -92,7 +93,11 @@ class KafkaBus implements Bus {
   private readonly subscriptions = new Set<KafkaSubscription>();
   /** Open subscriptions per group: resetGroup refuses those at once, before asking Kafka. */
   private readonly members = new Map<string, number>();
-  private idempotent: Promise<Producer> | undefined;
+  private readonly idempotent = new IdempotentProducer(
+    () => this.transactions.connect(),
+    // Its other requests still in flight settle first (each within the request timeout).
+    (producer) => setTimeout(() => void producer.then((p) => p.disconnect()).catch(() => undefined), 2 * requestTimeoutOf(this.sessionTimeoutMs)).unref(),
+  );
   /** Single-partition produces of one turn, sent as one record batch per partition. */
   private readonly singlePartition = new PartitionProduceGroups((messages) => this.sendIdempotent(messages));
   private transactional: Promise<Producer> | undefined;
@@ -317,43 +322,17 @@ class KafkaBus implements Bus {
       await this.transactionLock.idle();
       // What was produced before the close still goes out (its callers wait for the positions).
       await this.singlePartition.idle();
-      const producers = [this.idempotent, this.transactional].filter((p) => p !== undefined);
+      const producers = [this.idempotent.connected, this.transactional].filter((p) => p !== undefined);
       await Promise.all(producers.map((p) => p.then((producer) => producer.disconnect()).catch(() => undefined)));
       if (this.adminReady !== undefined) await this.adminClient.disconnect().catch(() => undefined);
     })();
     return this.closed;
   }
 
-  /**
-   * Appends through the idempotent producer. One whose sequence numbers the broker refused
-   * (OUT_OF_ORDER_SEQUENCE_NUMBER and kin) is replaced: kafkajs rolls a failed request's
-   * sequence back, so once its count and the broker's disagree — a timed-out request that
-   * landed after all, a concurrent request that took the next numbers while a leader moved —
-   * every later produce to that partition is refused the same way (the fault suite's freeze:
-   * write-admission's key appends refused 7 times over 4 s). A new producer id starts at 0.
-   */
+  /** Appends through the idempotent producer, which is replaced after any failure (kafka-idempotent-producer.ts). */
   private async sendIdempotent(messages: readonly EncodedMessage[]): Promise<LogPosition[]> {
-    const producer = this.idempotentProducer();
-    try {
-      return await this.transactions.send(await producer, await this.transactions.route(messages));
-    } catch (err) {
-      if (isProducerStateError(err) && this.idempotent === producer) {
-        this.idempotent = undefined;
-        // Its other requests still in flight settle first (each within the request timeout).
-        const grace = 2 * requestTimeoutOf(this.sessionTimeoutMs);
-        setTimeout(() => void producer.then((p) => p.disconnect()).catch(() => undefined), grace).unref();
-      }
-      throw err;
-    }
-  }
-
-  private idempotentProducer(): Promise<Producer> {
-    const producer = (this.idempotent ??= this.transactions.connect());
-    // A failed connect is not cached: the next produce tries again.
-    producer.catch(() => {
-      if (this.idempotent === producer) this.idempotent = undefined;
-    });
-    return producer;
+    const routed = await this.transactions.route(messages);
+    return this.idempotent.send((producer) => this.transactions.send(producer, routed));
   }
 
   /**

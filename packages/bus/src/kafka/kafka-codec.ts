@@ -95,19 +95,6 @@ export function isFenced(err: unknown): boolean {
 }
 
 /**
- * True when the broker refused an idempotent producer's sequence numbers or id: its state and
- * the broker's disagree, and every later produce to that partition would be refused alike.
- */
-export function isProducerStateError(err: unknown): boolean {
-  const types = new Set(['OUT_OF_ORDER_SEQUENCE_NUMBER', 'UNKNOWN_PRODUCER_ID', 'INVALID_PRODUCER_ID_MAPPING']);
-  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
-    const type = (e as Error & { type?: unknown }).type;
-    if (typeof type === 'string' && types.has(type)) return true;
-  }
-  return false;
-}
-
-/**
  * Why the broker refused the records themselves (their size, their format), if it did: the same
  * records are refused however often they are sent, unlike an outage, which passes.
  */
