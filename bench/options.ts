@@ -27,6 +27,8 @@ export interface BenchOptions {
   tenants: number;
   /** Seconds of each ingest load (batch writes, async writes, memory.ingest); at least 1. */
   ingestSeconds: number;
+  /** Seconds the distributed stack is measured at rest, before any load (docs/sizing.md, "At rest"). */
+  idleSeconds: number;
   /** Sequential round trips per raw engine probe (Kafka, Redis, SQLite, ES single writes). */
   rawRoundTrips: number;
   /** Records of the raw Kafka throughput probes. */
@@ -64,6 +66,7 @@ const HELP = `pnpm bench [options]      (each option also as env, e.g. BENCH_REC
   --deletions N      records deleted, each timed until its signed receipt says verified (default 30)
   --tenants N        tenants the dataset is spread over (default 100)
   --ingest-seconds N each ingest load: batch writes (4 clients × 500 items) and async writes (64 clients) (default 60, quick 5)
+  --idle-seconds N   the distributed stack measured at rest before any load (default 60, quick 10)
   --raw N            sequential round trips per raw engine probe (default 2000)
   --kafka-records N  records of the raw Kafka throughput probes (default 20000)
   --only NAME        embedded | distributed (default both)
@@ -127,6 +130,7 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv): B
     datasetSizes: large && records < 100_000 ? [records, 100_000] : [records],
     tenants: int('tenants', 100, 100),
     ingestSeconds: int('ingest-seconds', 60, 5),
+    idleSeconds: int('idle-seconds', 60, 10),
     rawRoundTrips: int('raw', 2000, 200),
     kafkaRecords: int('kafka-records', 20_000, 3_000),
     runtimes: only === undefined ? ['embedded', 'distributed'] : [only],

@@ -1,4 +1,5 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { formatIdle } from './idle.ts';
 import path from 'node:path';
 import type { EncryptionResult } from './encryption.ts';
 import type { ErasureResult } from './erasure.ts';
@@ -125,6 +126,7 @@ function runtimeRows(name: string, r: RuntimeResult, tenants: number): string[] 
   const t = r.write.throughput;
   return [
     `${name} — over HTTP, started in ${(r.startMs / 1000).toFixed(1)} s`,
+    ...(r.idle === undefined ? [] : [`  ${formatIdle(r.idle)}`]),
     row('  write, sequential (ack after read-your-writes)', r.write.sequential),
     row(`  write, ${t.concurrency} concurrent writers`, t.latency, `${num(t.perSecond, 1)} writes/s admitted, ${t.failed} failed`),
     ...cpuRows(`    CPU ms per admitted write of those ${t.concurrency} writers (/proc)`, t.cpu),

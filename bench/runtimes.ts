@@ -12,7 +12,7 @@ import type { Bus } from '@gm/bus';
 import type { StateStore } from '@gm/state-store';
 import { contentOf, tenantOf } from './corpus.ts';
 import { issueToken, type HttpTarget } from './administration.ts';
-import { localEngineProcesses } from './cpu.ts';
+import { formatIdle, idleCpu, IDLE_SETTLE_SECONDS, stackProcesses, type IdleCpu } from './idle.ts';
 import {
   WRITES_TENANT, measureSearch, measureWritePath, measureWrites, write, writeBody,
   type MeasuredProcesses, type SearchStepResult, type WriteLoad, type WritePathResult, type WriteSamples,
@@ -34,6 +34,8 @@ export interface RuntimeResult {
   search: Array<SearchStepResult & { seedMs: number }>;
   /** Batch and asynchronous writes under load (docs/ingest.md). */
   ingest: IngestResult;
+  /** The distributed stack and its engines at rest, before any load. */
+  idle?: IdleCpu;
 }
 
 const TEMPLATE_ID = 'bench-template';
@@ -154,13 +156,15 @@ export async function benchDistributed(options: BenchOptions, namespace: string,
       log = await openBus(env, `${namespace}-bench-reader`);
       const issuerCredential = readFileSync(path.join(dataDir, 'issuer-credential'), 'utf8').trim();
       // Every service process of the stack and the local engines, when this checkout runs them.
-      const measured = [
-        ...[...stack.children].flatMap(([name, children]) => children.flatMap((child) => (child.pid === undefined ? [] : [{ name, pid: child.pid }]))),
-        ...localEngineProcesses(),
-      ];
+      const measured = stackProcesses(stack);
+      progress(`distributed: at rest for ${IDLE_SETTLE_SECONDS} s, then measured for ${options.idleSeconds} s`);
+      await new Promise((resolve) => setTimeout(resolve, IDLE_SETTLE_SECONDS * 1000));
+      const idle = await idleCpu(measured, options.idleSeconds);
+      progress(`distributed: ${formatIdle(idle)}`);
       const result = await benchApi({ url: stack.url, issuerCredential }, { index, state, log, ...(vectors === undefined ? {} : { vectors }) }, options, 'distributed', startMs, measured, {
         brokers: engines.kafkaBrokers.split(','), namespace,
       });
+      result.idle = idle;
       // A service that died mid-run leaves figures that look whole (its CPU reads n/a): fail instead.
       const died = [...stack.children].flatMap(([name, children]) => children
         .filter((child) => child.exitCode !== null || child.signalCode !== null)

@@ -38,8 +38,12 @@ export async function scheduleFromEvents(state: StateStore, events: readonly Mem
   if (writes.length > 0) await state.kv.pipeline(writes);
 }
 
-/** The schedule may lag the log by this much: the ticker re-reads it every tick anyway. */
-const SCHEDULE_LINGER_MS = 100;
+/**
+ * The schedule may lag the log by this much: the ticker re-reads it every tick anyway. A
+ * lingering fetch asks again every linger at rest (it waits for a mebibyte or the linger), so
+ * 100 ms made this the busiest idle consumer; a second is the tick's own grain.
+ */
+const SCHEDULE_LINGER_MS = 1_000;
 
 /**
  * Sends ExpireMemory for due entries. The commandId is derived from the entry, so a re-send

@@ -176,15 +176,19 @@ export class KafkaSubscription implements Subscription {
       kafkaGroup: deps.ns.group(options.groupId), transactionalIdPrefix: deps.transactionalIdPrefix, sends: this.sends,
       transactions: deps.transactions, committedOffset: deps.committedOffset,
     });
+    const alone = options.transient === true;
     this.consumer = deps.kafka.consumer({
       groupId: deps.ns.group(options.groupId),
       readUncommitted: false,
       allowAutoTopicCreation: false,
       sessionTimeout: deps.sessionTimeoutMs,
-      // Frequent heartbeats make a joining or leaving member rebalance the group quickly.
-      heartbeatInterval: Math.min(500, Math.floor(deps.sessionTimeoutMs / 3)),
+      // Frequent heartbeats make a joining or leaving member rebalance the group quickly. A
+      // transient group has this member alone, so nothing rebalances it: it heartbeats and asks
+      // as seldom as its session allows (a fetch still answers as soon as a message is there),
+      // which is most of what the key stores' and the API's reply followers cost at rest.
+      heartbeatInterval: alone ? Math.floor(deps.sessionTimeoutMs / 3) : Math.min(500, Math.floor(deps.sessionTimeoutMs / 3)),
       // A lingering group waits its linger instead.
-      maxWaitTimeInMs: options.lingerMs !== undefined && options.lingerMs > 0 ? Math.ceil(options.lingerMs) : deps.fetchWaitMs,
+      maxWaitTimeInMs: options.lingerMs !== undefined && options.lingerMs > 0 ? Math.ceil(options.lingerMs) : alone ? Math.floor(deps.sessionTimeoutMs / 5) : deps.fetchWaitMs,
       // Lingering: the broker answers a fetch once 1 MiB is there or lingerMs passed, so batches grow under load.
       ...(options.lingerMs !== undefined && options.lingerMs > 0 ? { minBytes: 1024 * 1024 } : {}),
       retry: { restartOnFailure: () => this.pauseBeforeRestart() },

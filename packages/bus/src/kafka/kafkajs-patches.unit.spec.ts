@@ -32,6 +32,9 @@
  *   admin had no metadata age: a Metadata request ahead of every offset read.
  * - A member whose partitions are all paused waits for a resume (or a seek), not the whole fetch
  *   wait: upstream slept maxWaitTime before it looked again, however soon a partition resumed.
+ * - A connection's request queue keeps a timer only while a request waits to be sent. Upstream
+ *   re-armed a 1 ms check for as long as the connection was open: most of what an idle service
+ *   spent (docs/sizing.md, "At rest").
  */
 import { once } from 'node:events';
 import { createRequire } from 'node:module';
@@ -565,5 +568,57 @@ describe('kafkajs fetches while every partition is paused (patched)', () => {
     // Resumed: the next fetch asks for the partition.
     await group.fetch(1);
     expect(fetches).toEqual([1]);
+  });
+});
+
+interface RequestQueue {
+  push(request: { entry: ReturnType<typeof entry>; expectResponse: boolean; sendRequest: () => void }): void;
+  fulfillRequest(response: { correlationId: number; payload: Buffer; size: number }): void;
+  maybeThrottle(ms: number): void;
+  destroy(): void;
+  throttleCheckTimeoutId: unknown;
+}
+const RequestQueue = require('kafkajs/src/network/requestQueue/index.js') as new (options: object) => RequestQueue;
+
+/** A request entry as the connection hands it to its queue, answered into nothing. */
+const entry = (correlationId: number) => ({ correlationId, apiKey: 18, apiName: 'ApiVersions', apiVersion: 0, resolve: () => undefined, reject: () => undefined });
+
+describe('kafkajs request queues at rest (patched)', () => {
+  const queue = (maxInFlightRequests?: number) =>
+    new RequestQueue({ maxInFlightRequests, requestTimeout: 5_000, enforceRequestTimeout: false, clientId: 'spec', broker: 'spec:9092', logger: silent });
+
+  it('keeps no timer once every request was answered: upstream re-armed a 1 ms check forever, on every connection', () => {
+    const q = queue();
+    q.push({ entry: entry(1), expectResponse: true, sendRequest: () => undefined });
+    q.fulfillRequest({ correlationId: 1, payload: Buffer.alloc(0), size: 0 });
+    expect(q.throttleCheckTimeoutId).toBeNull();
+    q.destroy();
+  });
+
+  it('still sends a request held back by the in-flight limit once the one before it is answered', () => {
+    const q = queue(1);
+    const sent: number[] = [];
+    q.push({ entry: entry(1), expectResponse: true, sendRequest: () => sent.push(1) });
+    q.push({ entry: entry(2), expectResponse: true, sendRequest: () => sent.push(2) });
+    expect(sent).toEqual([1]);
+    q.fulfillRequest({ correlationId: 1, payload: Buffer.alloc(0), size: 0 });
+    expect(sent).toEqual([1, 2]);
+    q.destroy();
+  });
+
+  it('sends a request held back by a broker throttle once the throttle ends', async () => {
+    vi.useFakeTimers();
+    try {
+      const q = queue();
+      const sent: number[] = [];
+      q.maybeThrottle(200);
+      q.push({ entry: entry(1), expectResponse: true, sendRequest: () => sent.push(1) });
+      expect(sent).toEqual([]);
+      await vi.advanceTimersByTimeAsync(250);
+      expect(sent).toEqual([1]);
+      q.destroy();
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
