@@ -67,8 +67,8 @@ type ElasticsearchEnv = { ELASTICSEARCH_URL: string | readonly string[] };
 /** The names of a deployment's Elasticsearch indices start with this (its namespace's, or `gm`). */
 const indexPrefixOf = (env: DistributedEnv): string => (env.MEMORY_NAMESPACE ? `gm-${env.MEMORY_NAMESPACE}` : 'gm');
 
-export function openIndex(env: DistributedEnv & ElasticsearchEnv): SearchIndex {
-  return createElasticsearchSearchIndex({ node: env.ELASTICSEARCH_URL, indexPrefix: indexPrefixOf(env) });
+export function openIndex(env: DistributedEnv & ElasticsearchEnv, options: { refresh?: true | 'wait_for' } = {}): SearchIndex {
+  return createElasticsearchSearchIndex({ node: env.ELASTICSEARCH_URL, indexPrefix: indexPrefixOf(env), ...options });
 }
 
 /** The summary store beside the search index: `<prefix>-summaries` under the same prefix. */

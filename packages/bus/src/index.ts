@@ -10,6 +10,6 @@ export { topicDurabilityProblems, type DurabilityRequirement } from './kafka/kaf
 export { groupsWithMembers, type GroupMembers } from './kafka/kafka-group-members.ts';
 export { PartitionCountMismatchError, isPartitionCountMismatch } from './partition-count.ts';
 export { awaitGroupCaughtUp, groupLag } from './lag.ts';
-export { subscribeToMemoryEvents, subscribeToMemoryEventBatches, type EventInBatch } from './memory-events.ts';
+export { SENDS_NOTHING, subscribeToMemoryEvents, subscribeToMemoryEventBatches, type EventInBatch } from './memory-events.ts';
 export { meteredBus } from './metered-bus.ts';
 export { tracedBus, withMessageContext } from './tracing.ts';

@@ -1,7 +1,16 @@
 import { MemoryEvent, TOPICS, readMemoryEvent, type ServiceHandle } from '@gm/contracts';
 import type { BatchHandler, Bus, ConsumedMessage, MessageHandler, ProcessContext, SubscriptionSettings } from './port.ts';
 
-type EventSettings = Pick<SubscriptionSettings, 'lingerMs' | 'lingerShare' | 'maxBatchMessages'>;
+type EventSettings = Pick<SubscriptionSettings, 'lingerMs' | 'lingerShare' | 'maxBatchMessages' | 'sends'>;
+
+/**
+ * The settings of a group whose handler only writes elsewhere (an index, the state store) and
+ * sends nothing back to the log: each commit is a plain group commit. On Kafka a transactional
+ * commit costs the broker a transaction (AddOffsetsToTxn, TxnOffsetCommit, EndTxn and its
+ * markers) per batch of every group, which synchronous writes, in batches of one, paid several
+ * times over (docs/sizing.md). A stale member's commit is still refused (its generation).
+ */
+export const SENDS_NOTHING = { sends: false } as const satisfies EventSettings;
 
 /**
  * Subscribes a group to memory.events with a typed handler. A message that is not a memory

@@ -1,4 +1,4 @@
-import { subscribeToMemoryEventBatches, type Bus } from '@gm/bus';
+import { SENDS_NOTHING, subscribeToMemoryEventBatches, type Bus } from '@gm/bus';
 import { periodic } from '@gm/time';
 import {
   CONSUMER_GROUPS, TOPICS, serviceActor, subjectKey,
@@ -89,7 +89,7 @@ export function createTicker(deps: Pick<ExpirySchedulerDeps, 'bus' | 'state' | '
 
 export async function startExpiryScheduler(deps: ExpirySchedulerDeps): Promise<ServiceHandle> {
   const sub = await subscribeToMemoryEventBatches(
-    deps.bus, EXPIRY_SCHEDULER_GROUP, (batch) => scheduleFromEvents(deps.state, batch.map((b) => b.event)), { lingerMs: SCHEDULE_LINGER_MS },
+    deps.bus, EXPIRY_SCHEDULER_GROUP, (batch) => scheduleFromEvents(deps.state, batch.map((b) => b.event)), { ...SENDS_NOTHING, lingerMs: SCHEDULE_LINGER_MS },
   );
   const tick = createTicker(deps, Math.max(5_000, deps.tickMs * 10));
   const timer = periodic(

@@ -1,4 +1,4 @@
-import { subscribeToMemoryEventBatches, type Bus } from '@gm/bus';
+import { SENDS_NOTHING, subscribeToMemoryEventBatches, type Bus } from '@gm/bus';
 import { CONSUMER_GROUPS, GovernedMemoryError, isUnreadableContent, type MemoryEvent, type ServiceHandle } from '@gm/contracts';
 import { indexChanges } from '@gm/domain';
 import type { IndexDocument, SearchIndex, SummaryStore } from '@gm/search-index';
@@ -41,7 +41,8 @@ export async function startIndexBuilder(deps: { bus: Bus; index: SearchIndex; st
     const events = batch.map((b) => b.event);
     await indexEvents(deps.index, events);
     for (const tenant of new Set(events.map((e) => e.metadata.tenantId))) await deps.state.generations.bump(tenant);
-  });
+    // Nothing is sent: its commits are plain group commits, not transactions (SENDS_NOTHING).
+  }, SENDS_NOTHING);
 }
 
 export const SUMMARY_BUILDER_GROUP = CONSUMER_GROUPS.summaryBuilder;
@@ -85,5 +86,5 @@ export async function startSummaryBuilder(deps: { bus: Bus; index: SearchIndex; 
       throw new GovernedMemoryError('MEM_UNAVAILABLE', 'the index-builder has not indexed these events yet', { retriable: true });
     }
     await summarizeEvents({ index: deps.index, summaries: deps.summaries, state: deps.state }, batch.map((b) => b.event));
-  }, { lingerMs: SUMMARY_LINGER_MS, lingerShare: SUMMARY_LINGER_SHARE, maxBatchMessages: SUMMARY_BATCH_MESSAGES });
+  }, { ...SENDS_NOTHING, lingerMs: SUMMARY_LINGER_MS, lingerShare: SUMMARY_LINGER_SHARE, maxBatchMessages: SUMMARY_BATCH_MESSAGES });
 }

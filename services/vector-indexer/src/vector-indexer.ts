@@ -6,7 +6,7 @@
  * are derived data: an ended or erased record's vector is removed, and replay rebuilds them.
  * Its own consumer group, so semantic visibility lags without slowing keyword visibility.
  */
-import { subscribeToMemoryEventBatches, type Bus } from '@gm/bus';
+import { SENDS_NOTHING, subscribeToMemoryEventBatches, type Bus } from '@gm/bus';
 import { CONSUMER_GROUPS, isUnreadableContent, type MemoryEvent, type ServiceHandle } from '@gm/contracts';
 import { indexChanges, recordPartition, unitVector, type PresentRecordState } from '@gm/domain';
 import type { EmbeddingModel } from '@gm/embedding';
@@ -106,5 +106,5 @@ export async function startVectorIndexer(deps: VectorIndexerDeps & { bus: Bus; o
     await deps.bus.resetGroup(VECTOR_INDEXER_GROUP);
     await deps.vectors.clear();
   }
-  return subscribeToMemoryEventBatches(deps.bus, VECTOR_INDEXER_GROUP, (batch) => vectorizeEvents(deps, batch.map((b) => b.event)));
+  return subscribeToMemoryEventBatches(deps.bus, VECTOR_INDEXER_GROUP, (batch) => vectorizeEvents(deps, batch.map((b) => b.event)), SENDS_NOTHING);
 }

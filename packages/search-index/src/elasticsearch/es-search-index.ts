@@ -18,10 +18,22 @@ export interface ElasticsearchSearchIndexOptions {
    * How an upsert or remove becomes searchable before it returns (read-your-writes either way).
    * `true` (default) refreshes at once — one refresh shared by concurrent writers
    * (es-refresher.ts) — as deletion verification (§8.3) and revocation convergence (§7)
-   * need; `'wait_for'` waits up to 1 s for the periodic refresh instead.
+   * need; `'wait_for'` waits for the next periodic refresh instead (RECORDS_REFRESH_INTERVAL),
+   * which every write of that interval shares: the index-builder's (design §9).
    */
   refresh?: true | 'wait_for';
 }
+
+/**
+ * How often the keyword index refreshes on its own. The index-builder's writes wait for the next
+ * of these (refresh 'wait_for') instead of forcing one each: Elasticsearch spends 40–80 ms of
+ * CPU on a refresh here (docs/sizing.md), and a synchronous write had paid for about one of its
+ * own. Every write of an interval now shares one refresh, so the keyword index costs at most ten
+ * refreshes a second however many writes arrive, for about half an interval more per write. A
+ * shard with nothing new to refresh costs next to nothing.
+ */
+export const RECORDS_REFRESH_INTERVAL = '100ms';
+const RECORDS_DYNAMIC_SETTINGS: estypes.IndicesIndexSettings = { refresh_interval: RECORDS_REFRESH_INTERVAL };
 
 /**
  * Writes go to an alias with `require_alias`, so a write after someone deleted the index can
@@ -109,7 +121,7 @@ function subjectSourceFilter(query: Omit<RankedSubjectQuery, 'purpose' | 'after'
 
 export function createElasticsearchSearchIndex(options: ElasticsearchSearchIndexOptions): SearchIndex {
   const { alias, concrete } = esIndexNames(options.indexPrefix);
-  const index = new ManagedIndex({ node: options.node, concrete, alias, settings: INDEX_SETTINGS, mappings: MAPPINGS, what: 'search index' });
+  const index = new ManagedIndex({ node: options.node, concrete, alias, settings: INDEX_SETTINGS, dynamicSettings: RECORDS_DYNAMIC_SETTINGS, mappings: MAPPINGS, what: 'search index' });
   const { client } = index;
   const run = <T>(operation: string, op: () => Promise<T>): Promise<T> => index.run(operation, op);
 
