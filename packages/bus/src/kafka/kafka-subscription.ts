@@ -46,6 +46,7 @@ import { ChunkCommitter, type Chunk, type ChunkEntry, type ChunkLimits } from '.
 import { PartitionFlow } from './kafka-partition-flow.ts';
 import { decodeMessage, encodeMessage, recordRefusal, type EncodedMessage, type Namespace } from './kafka-codec.ts';
 import { PartitionOwnership, partitionKey } from './kafka-partition-ownership.ts';
+import { StallWatch } from './kafka-stall-watch.ts';
 import { handlingBatch } from './kafka-waits.ts';
 import type { TransactionRunner } from './kafka-transactions.ts';
 
@@ -110,13 +111,6 @@ const PARTITIONS_IN_PARALLEL = 8;
 const BATCHES_AHEAD = 3;
 
 /**
- * How long a batch may wait on Kafka itself (a commit, fencing its partition) before that counts
- * as a stall too: those waits are bounded by the client's request timeouts and retries, and a
- * broker outage is not a handler that stopped. A backstop for a client that never answers.
- */
-const KAFKA_WAIT_NOT_A_STALL_MS = 60_000;
-
-/**
  * A crashed consumer (its coordinator loading or moving, a broker gone) restarts after this
  * pause, doubled per crash in a row up to the cap, until it joins again. kafkajs restarts after
  * the failed retry's own wait — tens of milliseconds with our retry settings — and during a
@@ -145,10 +139,8 @@ export class KafkaSubscription implements Subscription {
   private readonly stopping = new Signal();
   /** Crashes since the last join: the next restart's pause doubles with each. */
   private crashesInARow = 0;
-  /** When each partition's batch in the background last made progress; watched for stalls. */
-  private readonly inFlight = new Map<string, number>();
-  /** Partitions whose batch waits on Kafka (commit, fencing), and since when: not a stalled handler. */
-  private readonly inKafka = new Map<string, { since: number; depth: number }>();
+  /** Each partition's batch in the background, watched for stalls (kafka-stall-watch.ts). */
+  private readonly stalls: StallWatch;
   private watchdog: NodeJS.Timeout | undefined;
   /** Which partitions are paused: at the bound of batches fetched ahead, or held after a failure. */
   private readonly flow = new PartitionFlow(BATCHES_AHEAD);
@@ -171,6 +163,7 @@ export class KafkaSubscription implements Subscription {
     this.retries = new RetryPolicy(options, { logger: deps.logger, stopping: this.stopping, closing: () => this.closing });
     this.batchMessages = options.maxBatchMessages ?? DEFAULT_BATCH_MESSAGES;
     this.sends = options.sends !== false;
+    this.stalls = new StallWatch(deps.sessionTimeoutMs);
     this.attemptSettings = { encode: encodeMessage, logger: deps.logger, sends: this.sends, groupId: options.groupId };
     this.owned = new PartitionOwnership({
       kafkaGroup: deps.ns.group(options.groupId), transactionalIdPrefix: deps.transactionalIdPrefix, sends: this.sends,
@@ -264,15 +257,7 @@ export class KafkaSubscription implements Subscription {
    */
   private checkStalled(): void {
     if (this.closing || this.leaving !== undefined) return;
-    const now = performance.now();
-    // A batch blocked on a broker that hangs is not stalled: leaving the group for it rebalanced
-    // every member while the cluster was moving leaders and coordinators (the broker freeze made
-    // twelve groups leave between 6.5 and 13.5 s after the fault, around the fencing).
-    const inKafkaWait = (key: string) => {
-      const since = this.inKafka.get(key)?.since;
-      return since !== undefined && now - since < KAFKA_WAIT_NOT_A_STALL_MS;
-    };
-    const stalled = [...this.inFlight].filter(([key, startedAt]) => !inKafkaWait(key) && now - startedAt > this.deps.sessionTimeoutMs).map(([key]) => {
+    const stalled = this.stalls.stalled().map((key) => {
       const [kafkaTopic = '', partition] = key.split('\u0000');
       return `${this.deps.ns.portTopic(kafkaTopic)}[${partition}]`;
     });
@@ -307,21 +292,6 @@ export class KafkaSubscription implements Subscription {
     return this.closed;
   }
 
-  /** Runs a step that waits on Kafka; its time does not count towards a stall (checkStalled). */
-  private async onKafka<T>(key: string, step: () => Promise<T>): Promise<T> {
-    const entry = this.inKafka.get(key) ?? { since: performance.now(), depth: 0 };
-    entry.depth += 1;
-    this.inKafka.set(key, entry);
-    try {
-      return await step();
-    } finally {
-      entry.depth -= 1;
-      if (entry.depth === 0 && this.inKafka.get(key) === entry) this.inKafka.delete(key);
-      // The time spent waiting on Kafka is not the handler's.
-      if (this.inFlight.has(key)) this.inFlight.set(key, performance.now());
-    }
-  }
-
   private async onBatch({ batch, resolveOffset, heartbeat, isRunning, isStale, pause }: EachBatchPayload): Promise<void> {
     if (this.closing) return;
     const key = partitionKey(batch.topic, batch.partition);
@@ -332,15 +302,15 @@ export class KafkaSubscription implements Subscription {
     void this.owned.lock(key)
       .run(async (): Promise<Outcome> => {
         if (this.closing) return 'stopped';
-        this.inFlight.set(key, performance.now());
+        this.stalls.progressed(key);
         // Progress is what the handling loop reports between messages and retries (a dependency
         // outage retried for minutes is not a stall); a handler that never returns reports none.
         const progressing = async () => {
-          this.inFlight.set(key, performance.now());
+          this.stalls.progressed(key);
           await heartbeat();
         };
         try {
-          const floor = await this.onKafka(key, () => this.owned.own(key, batch.topic, batch.partition));
+          const floor = await this.stalls.onKafka(key, () => this.owned.own(key, batch.topic, batch.partition));
           if (fetchedFrom > floor) {
             // Messages between the floor and this batch were fetched and not committed: fetch
             // them again (unless a refetch is already asked for, which this batch predates).
@@ -348,9 +318,9 @@ export class KafkaSubscription implements Subscription {
             return 'stopped';
           }
           // The handler's own calls into the bus wait on Kafka too (kafka-waits.ts).
-          return await handlingBatch((step) => this.onKafka(key, step), () => this.processBatch(batch, floor, { heartbeat: progressing, isRunning, isStale }));
+          return await handlingBatch((step) => this.stalls.onKafka(key, step), () => this.processBatch(batch, floor, { heartbeat: progressing, isRunning, isStale }));
         } finally {
-          this.inFlight.delete(key);
+          this.stalls.settled(key);
         }
       })
       .then(
@@ -406,7 +376,7 @@ export class KafkaSubscription implements Subscription {
     const key = partitionKey(batch.topic, batch.partition);
     const chunks = new ChunkCommitter(
       CHUNK_LIMITS,
-      (chunk) => this.onKafka(key, () => this.commitChunk(batch.topic, batch.partition, chunk)),
+      (chunk) => this.stalls.onKafka(key, () => this.commitChunk(batch.topic, batch.partition, chunk)),
       (chunk) => {
         const lastEntry = chunk.entries.at(-1);
         if (lastEntry === undefined) return;
@@ -447,7 +417,7 @@ export class KafkaSubscription implements Subscription {
   private async handleAlone(batch: Batch, payload: BatchPayload): Promise<Outcome> {
     const key = partitionKey(batch.topic, batch.partition);
     await this.owned.release(key);
-    const floor = await this.onKafka(key, () => this.owned.own(key, batch.topic, batch.partition));
+    const floor = await this.stalls.onKafka(key, () => this.owned.own(key, batch.topic, batch.partition));
     for (const item of await this.itemsPastFloor(batch, floor)) {
       if (this.closing || !payload.isRunning() || payload.isStale()) return 'stopped';
       const run = await this.attempt(item.message);
@@ -472,7 +442,7 @@ export class KafkaSubscription implements Subscription {
     const key = partitionKey(kafkaTopic, partition);
     const alone = new ChunkCommitter(
       CHUNK_LIMITS,
-      (chunk) => this.onKafka(key, () => this.commitChunk(kafkaTopic, partition, chunk)),
+      (chunk) => this.stalls.onKafka(key, () => this.commitChunk(kafkaTopic, partition, chunk)),
       () => this.owned.advance(key, entry.next),
     );
     alone.add(entry);
@@ -483,7 +453,7 @@ export class KafkaSubscription implements Subscription {
     if (refusal === undefined) throw failure.error;
     // The aborted transaction's producer is not reused: the partition is owned again (fenced, its offset re-read).
     await this.owned.release(key);
-    await this.onKafka(key, () => this.owned.own(key, kafkaTopic, partition));
+    await this.stalls.onKafka(key, () => this.owned.own(key, kafkaTopic, partition));
     return new GovernedMemoryError('MEM_VALIDATION', `kafka refused the records sent for this message (${refusal})`, { cause: failure.error });
   }
 
@@ -656,7 +626,7 @@ export class KafkaSubscription implements Subscription {
       }
     }
     const key = partitionKey(kafkaTopic, message.partition);
-    await this.onKafka(key, () => this.commitOffsetOnly(kafkaTopic, message.partition, position.next));
+    await this.stalls.onKafka(key, () => this.commitOffsetOnly(kafkaTopic, message.partition, position.next));
     this.owned.advance(key, position.next);
     this.retries.deadLetterDropped(message, attempts, refused);
     return 'done';
