@@ -12,6 +12,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { startStack, type Stack } from '@gm/distributed';
+import { resolveEngines } from './engines.ts';
+import { sweepNamespace } from './cleanup.ts';
 import { localEngineProcesses, sampleCpu, type ProcessCpu } from './cpu.ts';
 import { progress } from './stats.ts';
 
@@ -59,8 +61,10 @@ export const IDLE_SETTLE_SECONDS = 15;
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const seconds = Number(process.argv[2] ?? 60);
+  const engines = await resolveEngines();
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'gm-idle-'));
-  const stack = await startStack({ dataDir, port: 0, namespace: `idle-${randomBytes(4).toString('hex')}` });
+  const namespace = `idle-${randomBytes(4).toString('hex')}`;
+  const stack = await startStack({ dataDir, port: 0, namespace });
   try {
     progress(`idle: ${stack.children.size} services started; ${IDLE_SETTLE_SECONDS} s to settle, then ${seconds} s measured`);
     await new Promise((resolve) => setTimeout(resolve, IDLE_SETTLE_SECONDS * 1000));
@@ -68,5 +72,8 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   } finally {
     await stack.stop();
     rmSync(dataDir, { recursive: true, force: true });
+    // Indices left behind keep refreshing on their interval: every later run would pay for them.
+    const problems = (await sweepNamespace(engines, namespace)).filter((note) => note.includes('FAILED'));
+    if (problems.length > 0) console.error(`cleanup of ${namespace}: ${problems.join('; ')}`);
   }
 }

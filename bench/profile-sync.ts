@@ -14,6 +14,8 @@ import { issueToken } from './administration.ts';
 import { writeBody } from './http-probe.ts';
 import { sampleCpu } from './cpu.ts';
 import { stackProcesses } from './idle.ts';
+import { resolveEngines } from './engines.ts';
+import { sweepNamespace } from './cleanup.ts';
 
 const total = Number(process.argv[2] ?? 400);
 const writers = Number(process.argv[3] ?? 8);
@@ -22,8 +24,10 @@ if (!(Number.isInteger(total) && total > 0 && Number.isInteger(writers) && write
 }
 const WARM_UP_WRITES = 40;
 
+const engines = await resolveEngines();
 const dataDir = mkdtempSync(path.join(os.tmpdir(), 'gm-profile-sync-'));
-const stack = await startStack({ dataDir, port: 0, namespace: `ps-${randomBytes(4).toString('hex')}`, env: { MEMORY_RATE_LIMIT_PER_MINUTE: '1000000' } });
+const namespace = `ps-${randomBytes(4).toString('hex')}`;
+const stack = await startStack({ dataDir, port: 0, namespace, env: { MEMORY_RATE_LIMIT_PER_MINUTE: '1000000' } });
 try {
   const target = { url: stack.url, issuerCredential: readFileSync(path.join(dataDir, 'issuer-credential'), 'utf8').trim() };
   const token = await issueToken(target, 'acme', ['write', 'search', 'read']);
@@ -49,4 +53,7 @@ try {
 } finally {
   await stack.stop();
   rmSync(dataDir, { recursive: true, force: true });
+  // Indices left behind keep refreshing on their interval and inflate the next run's figures.
+  const problems = (await sweepNamespace(engines, namespace)).filter((note) => note.includes('FAILED'));
+  if (problems.length > 0) console.error(`cleanup of ${namespace}: ${problems.join('; ')}`);
 }

@@ -2,7 +2,7 @@
  * Opens the real adapters of the distributed runtime from a service's environment (the shapes
  * of @gm/config): wiring only, every port's behaviour is its own package's.
  */
-import { KEPT_FOREVER_TOPICS, createKafkaBus, memoryTopicSpecs, topicDurabilityProblems, type Bus, type TopicReplication } from '@gm/bus';
+import { KEPT_FOREVER_TOPICS, createKafkaBus, memoryTopicSpecs, topicDurabilityProblems, type Bus, type CommitNotices, type TopicReplication } from '@gm/bus';
 import { redisConnectionOf, type DistributedEnv, type WithMasterKeys, type WithRedis } from '@gm/config';
 import {
   loadMasterKeys, openBusKeyStore, openContentCrypto, redactedBus, transitKeyId,
@@ -11,7 +11,7 @@ import {
 import {
   createElasticsearchSearchIndex, createElasticsearchSummaryStore, createElasticsearchVectorIndex, type SearchIndex, type SummaryStore, type VectorIndex,
 } from '@gm/search-index';
-import { StateStore, createRedisKeyValueStore } from '@gm/state-store';
+import { StateStore, createRedisCommitNotices, createRedisKeyValueStore, type RedisTarget } from '@gm/state-store';
 import type { z } from 'zod';
 
 /** The replication the deployment asks of the topics it creates; none set: the broker's defaults. */
@@ -29,7 +29,7 @@ export class UnsafeTopicsError extends Error {
   }
 }
 
-export async function openBus(env: DistributedEnv, clientId: string): Promise<Bus> {
+export async function openBus(env: DistributedEnv, clientId: string, commitNotices?: CommitNotices): Promise<Bus> {
   const topicPrefix = env.MEMORY_NAMESPACE ? `${env.MEMORY_NAMESPACE}.` : '';
   const replication = topicReplicationOf(env);
   const bus = createKafkaBus({
@@ -38,6 +38,7 @@ export async function openBus(env: DistributedEnv, clientId: string): Promise<Bu
     topicPrefix,
     transactionalIdPrefix: env.MEMORY_NAMESPACE ? `gm.${env.MEMORY_NAMESPACE}` : 'gm',
     ...(replication ? { replication } : {}),
+    ...(commitNotices ? { commitNotices } : {}),
   });
   const specs = memoryTopicSpecs(env.MEMORY_PARTITIONS);
   await bus.ensureTopics(specs);
@@ -55,10 +56,23 @@ export async function openBus(env: DistributedEnv, clientId: string): Promise<Bu
   return bus;
 }
 
-export function openState(env: DistributedEnv & z.infer<typeof WithRedis>, nowMs: () => number = Date.now): StateStore {
+type RedisEnv = DistributedEnv & z.infer<typeof WithRedis>;
+
+const redisTargetOf = (env: RedisEnv): RedisTarget => {
   const connection = redisConnectionOf(env);
-  const kv = createRedisKeyValueStore(connection.kind === 'url' ? { url: connection.url } : { sentinels: connection.sentinels, name: connection.name });
-  return new StateStore(kv, `gm:${env.MEMORY_NAMESPACE ? `${env.MEMORY_NAMESPACE}:` : ''}`, nowMs);
+  return connection.kind === 'url' ? { url: connection.url } : { sentinels: connection.sentinels, name: connection.name };
+};
+
+/** Keys and channels of a deployment in Redis start with this. */
+const redisPrefixOf = (env: DistributedEnv): string => `gm:${env.MEMORY_NAMESPACE ? `${env.MEMORY_NAMESPACE}:` : ''}`;
+
+export function openState(env: RedisEnv, nowMs: () => number = Date.now): StateStore {
+  return new StateStore(createRedisKeyValueStore(redisTargetOf(env)), redisPrefixOf(env), nowMs);
+}
+
+/** Consumer groups' commits told across the deployment's processes over its Redis (design §9). */
+export function openCommitNotices(env: RedisEnv): CommitNotices {
+  return createRedisCommitNotices({ ...redisTargetOf(env), channelPrefix: redisPrefixOf(env) });
 }
 
 /** The parsed WithElasticsearch (a list of node URLs), or one node's URL from a caller that builds its env by hand. */
@@ -101,13 +115,24 @@ export interface SealedBus {
  * keys (write-admission). `clientId` also names the instance's transit keys.
  */
 export async function openSealedBus(
-  env: DistributedEnv & z.infer<typeof WithMasterKeys>, clientId: string, role: ContentRole, options: { rotate?: boolean; onError?: (err: unknown) => void } = {},
+  env: RedisEnv & z.infer<typeof WithMasterKeys>, clientId: string, role: ContentRole, options: { rotate?: boolean; onError?: (err: unknown) => void } = {},
 ): Promise<SealedBus> {
   const masterKeys = role === 'redact'
     ? undefined
     : loadMasterKeys({ MEMORY_MASTER_KEY_FILE: env.MEMORY_MASTER_KEY_FILE, MEMORY_MASTER_KEY: env.MEMORY_MASTER_KEY });
-  const raw = await openBus(env, clientId);
-  if (masterKeys === undefined) return { bus: redactedBus(raw), raw, close: () => raw.close() };
+  const notices = openCommitNotices(env);
+  let raw: Bus;
+  try {
+    raw = await openBus(env, clientId, notices);
+  } catch (err) {
+    await notices.close();
+    throw err;
+  }
+  const closeBus = async (): Promise<void> => {
+    await raw.close();
+    await notices.close();
+  };
+  if (masterKeys === undefined) return { bus: redactedBus(raw), raw, close: closeBus };
   let store: KeyStore | undefined;
   try {
     store = await openBusKeyStore({ bus: raw, partitions: env.MEMORY_PARTITIONS, ...(options.onError ? { onError: options.onError } : {}) });
@@ -123,12 +148,12 @@ export async function openSealedBus(
       close: async () => {
         crypto.close();
         await opened.close();
-        await raw.close();
+        await closeBus();
       },
     };
   } catch (err) {
     await store?.close();
-    await raw.close();
+    await closeBus();
     throw err;
   }
 }

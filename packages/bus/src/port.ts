@@ -229,3 +229,26 @@ export interface DeadLetterHeaders {
   'dlq.attempts': string;
   'dlq.group': string;
 }
+
+/** A consumer group committed one partition of a topic: `next` is the offset it reads next. Kafka names (namespace included). */
+export interface CommitNotice {
+  group: string;
+  topic: string;
+  partition: number;
+  next: number;
+}
+
+/**
+ * Commits told across processes (design §9): a group's commits are announced as they happen, so
+ * a read-your-writes wait in another process learns of them at once instead of fetching the
+ * group's offsets every few milliseconds. Best effort by contract: a notice may be lost (a
+ * reconnect) or never sent (an announcer without a channel), so a listener keeps a slow poll of
+ * the offsets beside it; notices only make waits end sooner and cheaper, never end one wrongly.
+ */
+export interface CommitNotices {
+  /** Fire and forget: a failure to announce is swallowed (the listeners' poll covers it). */
+  announce(notice: CommitNotice): void;
+  /** Notices of `group` from now on; resolves once listening, and returns how to stop. */
+  listen(group: string, onNotice: (notice: CommitNotice) => void): Promise<() => void>;
+  close(): Promise<void>;
+}

@@ -136,6 +136,13 @@ describe('@gm/client against the embedded runtime', () => {
     expect((await other.search({ query: 'avocet fridays', mode: 'lexical' })).items.map((i) => i.recordId)).toEqual(['a-1']);
   });
 
+  it('a write that waits only until stored is found by the same session\'s next search', async () => {
+    const session = writer.session();
+    const stored = await session.remember(memory({ id: 'w-1', subjectId: 'cust-w', content: 'Wigeon Ltd invoices in May' }), { waitFor: 'stored' });
+    expect(stored).toMatchObject({ id: 'w-1', version: 1, status: 'active' });
+    expect((await session.search({ query: 'wigeon invoices', subjectId: 'cust-w', mode: 'lexical' })).items.map((i) => i.recordId)).toEqual(['w-1']);
+  });
+
   it('writes a batch, each item with a key of its own, so retrying the batch writes nothing twice', async () => {
     const items = ['Bittern', 'Brant', 'Bunting'].map((name, i) => ({ ...memory({ id: `b-${i}`, subjectId: 'cust-b', content: `${name} Ltd banks with Fjord` }), idempotencyKey: `batch-${i}` }));
     const first = await writer.rememberBatch(items);

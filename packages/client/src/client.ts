@@ -23,6 +23,18 @@ export interface MutationOptions {
   idempotencyKey?: string;
 }
 
+export interface WriteOptions extends MutationOptions {
+  /**
+   * `stored` (`Prefer: wait-for=stored`): answered once the write is decided and stored, without
+   * waiting for the search indexes. This client's later searches still see it: they send the
+   * session's consistency token, and the server waits for it.
+   */
+  waitFor?: 'stored';
+}
+
+const waitHeaders = (options: { waitFor?: 'stored' } | undefined): Record<string, string> =>
+  options?.waitFor === 'stored' ? { prefer: 'wait-for=stored' } : {};
+
 const CONSISTENCY_TOKEN = 'consistency-token';
 const path = (strings: TemplateStringsArray, ...ids: string[]) => strings.reduce((out, s, i) => out + s + (i < ids.length ? encodeURIComponent(ids[i] ?? '') : ''), '');
 const newKey = () => randomUUID();
@@ -67,16 +79,16 @@ export class MemoryClient {
   // Memories
 
   /** POST /v1/memories: 201 once admitted (an untrusted write is admitted as `quarantined`). */
-  remember = (memory: WriteMemory, options?: MutationOptions) => this.mutation<MutationResponse>('POST', '/v1/memories', memory, options);
+  remember = (memory: WriteMemory, options?: WriteOptions) => this.mutation<MutationResponse>('POST', '/v1/memories', memory, options, waitHeaders(options));
   /** POST /v1/memories with `Prefer: respond-async`: 202 once the command is durably in the log; ask `command()` for its outcome. */
   rememberAsync = (memory: WriteMemory, options?: MutationOptions) =>
     this.mutation<AsyncWriteAccepted>('POST', '/v1/memories', memory, options, { prefer: 'respond-async' });
 
   /** POST /v1/memories:batch: each item answered on its own; items without a key get one, so the batch can be retried. */
-  rememberBatch = (items: BatchItem[], options: { async?: boolean } = {}) =>
+  rememberBatch = (items: BatchItem[], options: { async?: boolean; waitFor?: 'stored' } = {}) =>
     this.send<WriteMemoryBatchResponse>({
       method: 'POST', path: '/v1/memories:batch', body: { items: items.map((i) => ({ ...i, idempotencyKey: i.idempotencyKey ?? newKey() })) },
-      headers: options.async ? { prefer: 'respond-async' } : {}, safeToRetry: true,
+      headers: options.async ? { prefer: 'respond-async' } : waitHeaders(options), safeToRetry: true,
     });
 
   /** GET /v1/commands/{commandId}: how far an asynchronous write got. */

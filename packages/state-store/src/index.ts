@@ -1,6 +1,7 @@
 export * from './port.ts';
 export { createSqliteKeyValueStore } from './embedded/sqlite-key-value.ts';
-export { createRedisKeyValueStore } from './redis/redis-key-value.ts';
+export { createRedisKeyValueStore, type RedisTarget } from './redis/redis-key-value.ts';
+export { createRedisCommitNotices, type RedisCommitNotices } from './redis/redis-commit-notices.ts';
 export * from './state.ts';
 export { KeySpace } from './repositories/keys.ts';
 export type { ScheduledExpiry } from './repositories/schedule.ts';

@@ -9,6 +9,9 @@ import {
 /** Consumer groups whose progress the API waits for before it answers a mutation. */
 export const READ_YOUR_WRITES_GROUPS = [CONSUMER_GROUPS.projector, CONSUMER_GROUPS.indexBuilder] as const;
 
+/** What a write that asked to wait only until it is stored (`Prefer: wait-for=stored`) waits for: the state store's projector. */
+export const STORED_GROUPS = [CONSUMER_GROUPS.projector] as const;
+
 /**
  * A semantic search sent with a consistency token waits for the vector-indexer too: vectors lag the keyword index, and the token promises that the
  * search sees the writes it names.
@@ -78,8 +81,8 @@ export class CommandGateway {
    * Returns the accepted result, or throws the rejection as a coded error. `readYourWrites`
    * says whether the projections had folded the result before the wait ran out.
    */
-  async send(command: MemoryCommand): Promise<AcceptedResult & { readYourWrites: boolean; landed: Positions }> {
-    const { outcomes: [outcome], readYourWrites, landed } = await this.sendAll([command]);
+  async send(command: MemoryCommand, groups: readonly string[] = READ_YOUR_WRITES_GROUPS): Promise<AcceptedResult & { readYourWrites: boolean; landed: Positions }> {
+    const { outcomes: [outcome], readYourWrites, landed } = await this.sendAll([command], groups);
     if (outcome === undefined) throw new GovernedMemoryError('MEM_INTERNAL', 'no outcome for the command');
     if (outcome instanceof GovernedMemoryError) throw outcome;
     return { ...outcome, readYourWrites, landed };
@@ -89,11 +92,12 @@ export class CommandGateway {
    * Sends commands together (one produce, so one group commit) and answers each on its own:
    * its accepted result, or its rejection (or reply timeout) as a coded error. Read-your-writes
    * is then waited for once per events partition, at the furthest of the batch's own events
-   * there: `readYourWrites` says whether every accepted result was folded in time, and `landed`
-   * names those positions (a consistency token's). Throws only when the commands could not be
-   * appended at all.
+   * there, by `groups` (READ_YOUR_WRITES_GROUPS; STORED_GROUPS for a write that needs no search
+   * right away): `readYourWrites` says whether every accepted result was folded in time, and
+   * `landed` names those positions (a consistency token's). Throws only when the commands could
+   * not be appended at all.
    */
-  async sendAll(commands: readonly MemoryCommand[]): Promise<{ outcomes: Array<AcceptedResult | GovernedMemoryError>; readYourWrites: boolean; landed: Positions }> {
+  async sendAll(commands: readonly MemoryCommand[], groups: readonly string[] = READ_YOUR_WRITES_GROUPS): Promise<{ outcomes: Array<AcceptedResult | GovernedMemoryError>; readYourWrites: boolean; landed: Positions }> {
     const replies = commands.map((command) => this.replyTo(command.metadata.commandId));
     // Settled from the start: a reply that times out while the produce runs is never unhandled.
     const settled = replies.map((r) => r.reply.catch((err: unknown) => err as GovernedMemoryError));
@@ -122,8 +126,8 @@ export class CommandGateway {
         return answer.result;
       });
       const waits = [
-        ...[...furthest].map(([partition, offset]) => this.waitForGroups({ topic: TOPICS.events, partition, offset })),
-        ...retried.map((r) => this.confirmRetried(r.tenant, r.result, r.partition, deadline)),
+        ...[...furthest].map(([partition, offset]) => this.waitForGroups({ topic: TOPICS.events, partition, offset }, groups)),
+        ...retried.map((r) => this.confirmRetried(r.tenant, r.result, r.partition, deadline, groups)),
       ];
       let readYourWrites = (await Promise.all(waits)).every(Boolean);
       // A retried result's events are before its partition's end: a token waits for that end.
@@ -183,11 +187,11 @@ export class CommandGateway {
   }
 
   /** Read-your-writes of an idempotent retry's result: its partition's end, checked against the projection. */
-  private async confirmRetried(tenant: string, result: AcceptedResult, partition: number, deadline: number): Promise<boolean> {
-    const readYourWrites = await this.waitForEnd(partition);
+  private async confirmRetried(tenant: string, result: AcceptedResult, partition: number, deadline: number, groups: readonly string[]): Promise<boolean> {
+    const readYourWrites = await this.waitForEnd(partition, groups);
     if (!readYourWrites || this.projected === undefined || (await this.projected(tenant, result))) return readYourWrites;
     // The end was read before the events were visible: wait until they are, then for every group again.
-    return (await this.confirm(tenant, result, deadline)) && (await this.waitForEnd(partition));
+    return (await this.confirm(tenant, result, deadline)) && (await this.waitForEnd(partition, groups));
   }
 
   /**
@@ -238,19 +242,19 @@ export class CommandGateway {
   }
 
   /** Events and the reply were appended in one transaction: the events end usually includes them (see ProjectionCheck). */
-  private async waitForEnd(partition: number): Promise<boolean> {
+  private async waitForEnd(partition: number, groups: readonly string[]): Promise<boolean> {
     const ends = await this.eventsEnds(this.options.readYourWritesTimeoutMs);
     if (ends === undefined) return false;
     const end = ends[partition] ?? 0;
     if (end === 0) return true;
-    return this.waitForGroups({ topic: TOPICS.events, partition, offset: end - 1 });
+    return this.waitForGroups({ topic: TOPICS.events, partition, offset: end - 1 }, groups);
   }
 
-  private async waitForGroups(position: LogPosition): Promise<boolean> {
+  private async waitForGroups(position: LogPosition, groups: readonly string[]): Promise<boolean> {
     // The write is accepted and durable by now: a committed-offsets read that fails (a
     // coordinator moving) makes it `pending`, as a wait that ran out does, not a 503.
     const results = await Promise.all(
-      READ_YOUR_WRITES_GROUPS.map((g) => this.bus.waitForCommitted(g, position, this.options.readYourWritesTimeoutMs).catch(() => false)),
+      groups.map((g) => this.bus.waitForCommitted(g, position, this.options.readYourWritesTimeoutMs).catch(() => false)),
     );
     return results.every(Boolean);
   }
@@ -258,9 +262,11 @@ export class CommandGateway {
 
 /**
  * The header every mutation answers with: `confirmed` once the projections folded the result
- * (the caller's next read sees it), `pending` when the wait ran out first — accepted and
- * durable, but a read right now may not see it yet.
+ * (the caller's next read sees it), `stored` once the state store did, for a write that asked
+ * to wait only for that (reads by id see it; a search does once it carries the write's
+ * consistency token), `pending` when the wait ran out first — accepted and durable, but a read
+ * right now may not see it yet.
  */
 export const READ_YOUR_WRITES_HEADER = 'read-your-writes';
-export const readYourWritesValue = (result: { readYourWrites: boolean }): 'confirmed' | 'pending' =>
-  result.readYourWrites ? 'confirmed' : 'pending';
+export const readYourWritesValue = (result: { readYourWrites: boolean; storedOnly?: boolean }): 'confirmed' | 'stored' | 'pending' =>
+  result.readYourWrites ? (result.storedOnly === true ? 'stored' : 'confirmed') : 'pending';

@@ -27,11 +27,13 @@ export function requestPoint(deps: BrokerDeps, request: FastifyRequest, tenant: 
  */
 export function answerMutation(
   deps: BrokerDeps, reply: FastifyReply, tenant: string, carried: ConsistencyPoint | undefined,
-  result: { readYourWrites?: boolean; landed?: Positions; commands?: Positions },
+  result: { readYourWrites?: boolean; storedOnly?: boolean; landed?: Positions; commands?: Positions },
 ): string {
   const own: ConsistencyPoint = { tenant, events: result.landed ?? new Map(), commands: result.commands ?? new Map() };
   const token = deps.tokens.issue(carried === undefined ? own : mergePoints(carried, own));
-  if (result.readYourWrites !== undefined) reply.header(READ_YOUR_WRITES_HEADER, readYourWritesValue({ readYourWrites: result.readYourWrites }));
+  if (result.readYourWrites !== undefined) {
+    reply.header(READ_YOUR_WRITES_HEADER, readYourWritesValue({ readYourWrites: result.readYourWrites, ...(result.storedOnly === true ? { storedOnly: true } : {}) }));
+  }
   reply.header(CONSISTENCY_TOKEN_HEADER, token);
   return token;
 }

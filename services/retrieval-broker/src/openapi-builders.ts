@@ -50,8 +50,8 @@ export const answer = (status: string, a: Answer) => ({
 export const CONSISTENCY_TOKEN_SCHEMA = { type: 'string', pattern: '^ct1\\.[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]{43}$' };
 export const MUTATION_HEADERS = {
   'Read-Your-Writes': {
-    description: '`confirmed`: the projections folded the result, so the next read sees it; `pending`: accepted and durable, but the wait for the projections ran out first',
-    schema: { type: 'string', enum: ['confirmed', 'pending'] },
+    description: '`confirmed`: the projections folded the result, so the next read sees it; `stored` (a write sent with `Prefer: wait-for=stored`): the state store folded it, so a read by id sees it and a search does once it sends the Consistency-Token; `pending`: accepted and durable, but the wait for the projections ran out first',
+    schema: { type: 'string', enum: ['confirmed', 'stored', 'pending'] },
   },
   'Consistency-Token': {
     description: 'where this mutation (and the token the request sent) landed in the log; a read that sends it waits until the projections passed it',
@@ -64,6 +64,11 @@ export const ASYNC_HEADERS = {
 };
 /** A mutation's answer: its body plus whether read-your-writes was confirmed (command-gateway.ts). */
 export const mutation = (status: string, a: Answer) => answer(status, { ...a, headers: MUTATION_HEADERS });
+/** A write's synchronous answer: a mutation's, plus the preference honoured when it waited only until stored (write-preference.ts). */
+export const writeMutation = (status: string, a: Answer) => answer(status, {
+  ...a,
+  headers: { ...MUTATION_HEADERS, 'Preference-Applied': { description: 'sent with `Prefer: wait-for=stored`: the answer waited for the state store only', schema: { type: 'string', const: 'wait-for=stored' } } },
+});
 
 export const idSchema = jsonSchema(Id);
 export const pathId = (name: string, what: string) => ({
@@ -78,9 +83,9 @@ export const idempotencyKey = {
   name: 'Idempotency-Key', in: 'header', required: false, schema: idSchema,
   description: 'the same key within the idempotency window answers the first result and writes nothing twice; the same key for another request is 422 `MEM_IDEMPOTENCY_MISMATCH`',
 };
-export const preferAsync = {
-  name: 'Prefer', in: 'header', required: false, schema: { type: 'string', examples: ['respond-async'] },
-  description: '`respond-async` (RFC 7240): answer 202 once the command is durably in the log, before write-admission decided it',
+export const preferWrite = {
+  name: 'Prefer', in: 'header', required: false, schema: { type: 'string', examples: ['respond-async', 'wait-for=stored'] },
+  description: 'RFC 7240. `respond-async`: answer 202 once the command is durably in the log, before write-admission decided it. `wait-for=stored`: answer once the write is decided and in the state store (reads by id see it), not waiting for the search indexes; a search sees it once it sends the answer\'s Consistency-Token. With both, `respond-async`; anything else is ignored (no `Preference-Applied`)',
 };
 
 export const RETRY_AFTER = { 'Retry-After': { description: 'seconds to wait before retrying', schema: { type: 'integer', minimum: 0 } } };

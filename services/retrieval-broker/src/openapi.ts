@@ -8,7 +8,7 @@ import {
 import { STATUS_OF } from './problem.ts';
 import {
   ASYNC_HEADERS, BACKLOG, JOB_LINK, type Operation, READ_LINK, RECORD_LINKS, SCHEMAS, SERVED, adminOnly, answer, assemble, consistencyToken,
-  idempotencyKey, json, jsonSchema, link, mutation, pathId, preferAsync, text,
+  idempotencyKey, json, jsonSchema, link, mutation, pathId, preferWrite, text, writeMutation,
 } from './openapi-builders.ts';
 import { ADMINISTRATION_PATHS } from './openapi-administration.ts';
 
@@ -33,10 +33,10 @@ const PATHS: Record<string, Partial<Record<'get' | 'post' | 'delete', Operation>
   '/v1/memories': {
     post: {
       operationId: 'writeMemory', tag: 'memories', summary: 'Write a memory',
-      parameters: [idempotencyKey, consistencyToken, preferAsync],
+      parameters: [idempotencyKey, consistencyToken, preferWrite],
       body: { schema: 'WriteMemoryRequest', required: true, examples: ['writeRequest', 'writeUntrustedRequest'] },
       responses: {
-        ...mutation('201', { schema: 'MutationResponse', description: 'admitted: `active`, or `quarantined` when untrusted', examples: ['writeResponse'], links: RECORD_LINKS }),
+        ...writeMutation('201', { schema: 'MutationResponse', description: 'admitted: `active`, or `quarantined` when untrusted', examples: ['writeResponse'], links: RECORD_LINKS }),
         ...answer('202', {
           schema: 'AsyncWriteAccepted', description: 'with `Prefer: respond-async`: the command is durably in the log; its outcome at /v1/commands/{commandId}',
           examples: ['asyncWriteResponse'], headers: ASYNC_HEADERS, links: { outcome: link('getCommand', 'commandId', 'commandId', 'how far the write got') },
@@ -54,10 +54,10 @@ const PATHS: Record<string, Partial<Record<'get' | 'post' | 'delete', Operation>
     post: {
       operationId: 'writeMemories', tag: 'memories',
       summary: `Write up to ${LIMITS.maxBatchItems} memories; each item passes or fails on its own, as POST /v1/memories would answer it`,
-      parameters: [consistencyToken, preferAsync],
+      parameters: [consistencyToken, preferWrite],
       body: { schema: 'WriteMemoryBatchRequest', required: true, examples: ['batchRequest'], description: `at most 16 × MEMORY_BODY_LIMIT_BYTES` },
       responses: {
-        ...mutation('200', {
+        ...writeMutation('200', {
           schema: 'WriteMemoryBatchResponse', description: 'every item\'s outcome, at its index (its httpStatus and problem are the single write\'s)', examples: ['batchResponse'],
           links: { first: link('getMemory', 'id', 'items/0/id', 'read the first item\'s record') },
         }),

@@ -8,7 +8,8 @@ import { GovernedMemoryError, type BatchItemOutcome, type CapabilityClaims } fro
 import { admitWrites, writeAuthority, type PreparedWrite } from '@gm/write-edge';
 import type { BrokerDeps } from './deps.ts';
 import { problemOf, STATUS_OF } from './problem.ts';
-import { postAsync } from './async-writes.ts';
+import { postAsync, type WriteWait } from './write-preference.ts';
+import { READ_YOUR_WRITES_GROUPS, STORED_GROUPS } from './command-gateway.ts';
 import type { Positions } from './consistency-token.ts';
 
 /** A batch body may be this many times MEMORY_BODY_LIMIT_BYTES: 500 items of a few KiB each. */
@@ -16,11 +17,11 @@ export const BATCH_BODY_LIMIT_FACTOR = 16;
 
 /**
  * The batch's outcomes; synchronously (the default) with read-your-writes and where the events
- * landed, asynchronously (`respondAsync`) with where the commands landed and each item's
- * commandId (httpStatus 202) instead of its result.
+ * landed (`stored`: waiting for the state store only), asynchronously (`async`) with where the
+ * commands landed and each item's commandId (httpStatus 202) instead of its result.
  */
 export async function writeBatch(
-  deps: BrokerDeps, claims: CapabilityClaims, partitions: readonly string[], items: readonly unknown[], requestId: string, respondAsync = false,
+  deps: BrokerDeps, claims: CapabilityClaims, partitions: readonly string[], items: readonly unknown[], requestId: string, wait: WriteWait = 'searchable',
 ): Promise<{ items: BatchItemOutcome[]; readYourWrites?: boolean; landed?: Positions; commands?: Positions }> {
   const outcomes: Array<BatchItemOutcome | undefined> = new Array<BatchItemOutcome | undefined>(items.length);
   const failed = (index: number, err: GovernedMemoryError): void => {
@@ -34,12 +35,12 @@ export async function writeBatch(
   });
   const answered = () => outcomes.filter((o): o is BatchItemOutcome => o !== undefined);
   if (sending.length === 0) return { items: answered(), readYourWrites: true, landed: new Map() };
-  if (respondAsync) {
+  if (wait === 'async') {
     const commands = await postAsync(deps, claims, sending.map(({ write }) => write.command));
     for (const { index, write } of sending) outcomes[index] = { index, httpStatus: 202, commandId: write.command.metadata.commandId };
     return { items: answered(), commands };
   }
-  const sent = await deps.gateway.sendAll(sending.map(({ write }) => write.command));
+  const sent = await deps.gateway.sendAll(sending.map(({ write }) => write.command), wait === 'stored' ? STORED_GROUPS : READ_YOUR_WRITES_GROUPS);
   sent.outcomes.forEach((outcome, i) => {
     const entry = sending[i];
     if (entry === undefined) return;

@@ -2,8 +2,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, memory, STARTUP_MS, type StartRuntime, type TestRuntime } from '../harness.ts';
 
 const ASYNC = { prefer: 'respond-async' };
+const STORED = { prefer: 'wait-for=stored' };
 
-/** Asynchronous writes (docs/ingest.md): 202 once the command is durable, its outcome at GET /v1/commands/{id}. */
+/**
+ * Asynchronous writes (docs/ingest.md): 202 once the command is durable, its outcome at GET
+ * /v1/commands/{id}. And writes that wait only until they are stored (`Prefer: wait-for=stored`,
+ * docs/api.md): decided as ever, answered before the search indexes caught up.
+ */
 export const asyncWritesSuite = (start: StartRuntime) => describe('asynchronous writes over the API', () => {
   let rt: TestRuntime;
   let writer: string;
@@ -75,5 +80,46 @@ export const asyncWritesSuite = (start: StartRuntime) => describe('asynchronous 
     const found = await rt.api('POST', '/v1/search', { token: writer, headers: { 'consistency-token': token }, body: { query: 'dunlin', subjectId: 'as-b' } });
     expect(found.body.items.map((i) => i.recordId).sort()).toEqual(['as-b1', 'as-b3']);
     for (const o of [outcomes[0], outcomes[2]]) expect((await decided(String(o?.commandId))).body.state).toBe('accepted');
+  });
+
+  it('with wait-for=stored answers 201 once stored: a read by id sees it at once, a search with its token too', async () => {
+    const sent = await rt.api('POST', '/v1/memories', { token: writer, headers: STORED, body: memory({ id: 'st-1', subjectId: 'st-s1', content: 'Plover moved to Bergen' }) });
+    expect(sent.status).toBe(201);
+    expect(sent.headers.get('preference-applied')).toBe('wait-for=stored');
+    expect(sent.headers.get('read-your-writes')).toBe('stored');
+    expect(sent.body).toMatchObject({ id: 'st-1', version: 1, status: 'active' });
+    const read = await rt.api('GET', '/v1/memories/st-1', { token: writer });
+    expect([read.status, read.body.content]).toEqual([200, 'Plover moved to Bergen']);
+    const token = String(sent.headers.get('consistency-token'));
+    const found = await rt.api('POST', '/v1/search', { token: writer, headers: { 'consistency-token': token }, body: { query: 'plover bergen', subjectId: 'st-s1' } });
+    expect(found.body.items.map((i) => i.recordId)).toEqual(['st-1']);
+  });
+
+  it('with wait-for=stored still answers a conflict and an idempotent retry as the default write does', async () => {
+    const conflict = await rt.api('POST', '/v1/memories', { token: writer, headers: STORED, body: memory({ id: 'st-conflict', subjectId: 'st-s2', expectedVersion: 3 }) });
+    expect([conflict.status, conflict.body.code]).toEqual([409, 'MEM_CONFLICT']);
+    const headers = { ...STORED, 'idempotency-key': 'st-once' };
+    const body = memory({ id: 'st-once', subjectId: 'st-s2', content: 'Plover pays by card' });
+    const first = await rt.api('POST', '/v1/memories', { token: writer, headers, body });
+    const again = await rt.api('POST', '/v1/memories', { token: writer, headers, body });
+    expect([first.status, again.status]).toEqual([201, 201]);
+    expect(again.body).toEqual(first.body);
+    expect(again.headers.get('read-your-writes')).toBe('stored');
+  });
+
+  it('honours respond-async over wait-for=stored, and ignores a preference it does not know', async () => {
+    const both = await rt.api('POST', '/v1/memories', { token: writer, headers: { prefer: 'wait-for=stored, respond-async' }, body: memory({ id: 'st-both', subjectId: 'st-s3' }) });
+    expect([both.status, both.headers.get('preference-applied')]).toEqual([202, 'respond-async']);
+    const unknown = await rt.api('POST', '/v1/memories', { token: writer, headers: { prefer: 'wait-for=indexed' }, body: memory({ id: 'st-unknown', subjectId: 'st-s3' }) });
+    expect([unknown.status, unknown.headers.get('preference-applied'), unknown.headers.get('read-your-writes')]).toEqual([201, null, 'confirmed']);
+  });
+
+  it('takes a batch with wait-for=stored: each item decided, the batch answered once stored', async () => {
+    const items = [memory({ id: 'st-b1', subjectId: 'st-b', content: 'Sanderling pays in krone' }), memory({ id: 'st-b2', subjectId: 'st-b', expectedVersion: 2 })];
+    const sent = await rt.api('POST', '/v1/memories:batch', { token: writer, headers: STORED, body: { items } });
+    expect([sent.status, sent.headers.get('preference-applied'), sent.headers.get('read-your-writes')]).toEqual([200, 'wait-for=stored', 'stored']);
+    const outcomes = (sent.body as unknown as { items: Array<{ httpStatus: number; error?: { code: string } }> }).items;
+    expect(outcomes.map((o) => o.httpStatus)).toEqual([201, 409]);
+    expect((await rt.api('GET', '/v1/memories/st-b1', { token: writer })).status).toBe(200);
   });
 });

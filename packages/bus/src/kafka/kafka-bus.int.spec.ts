@@ -15,6 +15,7 @@ import { eventually } from '@gm/testing/eventually';
 import type { BusLogger } from '../bus-logger.ts';
 import type { Bus, ConsumedMessage, LogPosition } from '../port.ts';
 import { createKafkaBus, type KafkaBusOptions } from './kafka-bus.ts';
+import type { CommitNotice, CommitNotices } from '../port.ts';
 import { waitingOnKafka } from './kafka-waits.ts';
 
 const brokers = (): string[] => engineEndpoint('kafka').split(',');
@@ -49,10 +50,33 @@ async function deleteNamespace(prefix: string): Promise<void> {
 
 const namespace = (): string => `gm-spec-${randomUUID().slice(0, 8)}.`;
 
+/**
+ * Commit notices as a deployment's Redis carries them (redis-commit-notices.ts, its own spec):
+ * told to every listener of the group, later, never in the announcing call. The contract runs
+ * with them, as every distributed service does; without them the waits only poll (the
+ * commit-watch unit spec).
+ */
+function noticeHub(): CommitNotices {
+  const listeners = new Map<string, Set<(notice: CommitNotice) => void>>();
+  return {
+    announce: (notice) => {
+      for (const listener of listeners.get(notice.group) ?? []) setImmediate(() => listener(notice));
+    },
+    listen: async (group, onNotice) => {
+      let each = listeners.get(group);
+      if (each === undefined) listeners.set(group, (each = new Set()));
+      each.add(onNotice);
+      return () => each.delete(onNotice);
+    },
+    close: async () => listeners.clear(),
+  };
+}
+
 testBus('kafka', async () => {
   const topicPrefix = namespace();
   const logger = memoryLogger();
-  const open = () => createKafkaBus({ brokers: brokers(), clientId: 'gm-bus-spec', topicPrefix, logger });
+  const commitNotices = noticeHub();
+  const open = () => createKafkaBus({ brokers: brokers(), clientId: 'gm-bus-spec', topicPrefix, logger, commitNotices });
   let bus = open();
   return {
     get bus() {

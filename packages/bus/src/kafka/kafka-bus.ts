@@ -20,7 +20,7 @@ import { Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
 import { errorMessage, stderrLogger, type BusLogger } from '../bus-logger.ts';
 import { partitionForKey } from '../partitioner.ts';
 import { Signal } from '../signal.ts';
-import type { Bus, ConsumedMessage, LogPosition, OutgoingMessage, ReadOptions, SubscribeOptions, Subscription, TopicSpec } from '../port.ts';
+import type { Bus, CommitNotices, ConsumedMessage, LogPosition, OutgoingMessage, ReadOptions, SubscribeOptions, Subscription, TopicSpec } from '../port.ts';
 import { encodeMessage, Mutex, Namespace, retryWithin, unavailable, withMetadataRetry, type EncodedMessage } from './kafka-codec.ts';
 import { CommitWatch } from './kafka-commit-watch.ts';
 import { Groups } from './kafka-groups.ts';
@@ -55,6 +55,12 @@ export interface KafkaBusOptions {
   fetchWaitMs?: number;
   /** Replication of the topics this bus creates (default: the broker's defaults). */
   replication?: TopicReplication;
+  /**
+   * Where the groups of this process announce their commits and its waits listen for other
+   * processes' (design §9). Without it, waitForCommitted fetches offsets every few ms. The bus
+   * does not close it.
+   */
+  commitNotices?: CommitNotices;
 }
 
 /**
@@ -133,7 +139,7 @@ class KafkaBus implements Bus {
     this.topics = new Topics(() => this.admin(), this.ns, options.replication);
     this.groups = new Groups(() => this.admin());
     this.transactions = new TransactionRunner(this.kafka, () => this.admin(), this.topics, this.ns, this.logger);
-    this.commitWatch = new CommitWatch(this.groups, this.closingSignal, () => this.closing);
+    this.commitWatch = new CommitWatch(this.groups, this.closingSignal, () => this.closing, options.commitNotices);
   }
 
   async ensureTopics(specs: TopicSpec[]): Promise<void> {
@@ -189,6 +195,7 @@ class KafkaBus implements Bus {
           await this.sendIdempotent(messages);
         },
         ...(options.transient === true ? { afterClose: () => this.deleteTransientGroup(options.groupId, kafkaGroup) } : {}),
+        ...(options.transient !== true && this.options.commitNotices !== undefined ? { notices: this.options.commitNotices } : {}),
       },
       options,
     );
@@ -285,6 +292,7 @@ class KafkaBus implements Bus {
     const outcome = await this.groups.delete(this.ns.group(groupId)).catch((err: unknown) => {
       throw unavailable(`resetGroup ${groupId}`, err);
     });
+    this.commitWatch.forget(this.ns.group(groupId));
     if (outcome === 'busy') throw conflict;
   }
 
@@ -305,6 +313,8 @@ class KafkaBus implements Bus {
       await retryWithin(this.sessionTimeoutMs, () => this.inTransaction((producer) => this.transactions.commit(producer, noMessages, commit)), 100);
     } catch (err) {
       throw unavailable(`setCommittedOffsets ${groupId}`, err);
+    } finally {
+      this.commitWatch.forget(kafkaGroup);
     }
   }
 
@@ -317,6 +327,7 @@ class KafkaBus implements Bus {
     this.closed ??= (async () => {
       this.closing = true;
       this.closingSignal.notify();
+      this.commitWatch.close();
       await Promise.all([...this.subscriptions].map((s) => s.close()));
       this.subscriptions.clear();
       await this.transactionLock.idle();
@@ -349,6 +360,7 @@ class KafkaBus implements Bus {
       const outcome = await this.groups.delete(this.ns.group(groupId)).catch((err: unknown) => {
         throw unavailable(`subscribe ${groupId}`, err);
       });
+      this.commitWatch.forget(this.ns.group(groupId));
       if (outcome === 'done') return;
       if (performance.now() > deadline) throw conflict;
       if (this.closing) throw new GovernedMemoryError('MEM_UNAVAILABLE', 'the bus is closed');
@@ -359,6 +371,7 @@ class KafkaBus implements Bus {
   /** Deletes a transient group once its member left; what fails is logged (docs/operations.md says how to clean up). */
   private async deleteTransientGroup(groupId: string, kafkaGroup: string): Promise<void> {
     const outcome = await this.groups.delete(kafkaGroup).catch((err: unknown) => errorMessage(err));
+    this.commitWatch.forget(kafkaGroup);
     if (outcome !== 'done') this.logger.warn({ groupId, err: outcome === 'busy' ? 'the group still has members' : outcome }, 'bus transient group not deleted');
   }
 

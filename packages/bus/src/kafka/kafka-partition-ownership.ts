@@ -21,6 +21,8 @@ export interface OwnershipDeps {
   transactions: Pick<TransactionRunner, 'connect' | 'fence'>;
   /** The group's committed offset of one partition (0 when none). */
   committedOffset(kafkaGroup: string, kafkaTopic: string, partition: number): Promise<number>;
+  /** Told of every commit (the bus announces it to other processes' waits: CommitNotices). */
+  onCommitted?(kafkaTopic: string, partition: number, next: number): void;
 }
 
 export class PartitionOwnership {
@@ -55,9 +57,10 @@ export class PartitionOwnership {
     return floor;
   }
 
-  /** A commit moved the group to `offset`. */
-  advance(key: string, offset: number): void {
-    this.floors.set(key, offset);
+  /** A commit moved the group to `next` on the partition. */
+  committed(kafkaTopic: string, partition: number, next: number): void {
+    this.floors.set(partitionKey(kafkaTopic, partition), next);
+    this.deps.onCommitted?.(kafkaTopic, partition, next);
   }
 
   producer(key: string, kafkaTopic: string, partition: number): Promise<Producer> {

@@ -40,7 +40,7 @@ import type { Batch, Consumer, EachBatchPayload, Kafka } from 'kafkajs';
 import { errorMessage, type BusLogger } from '../bus-logger.ts';
 import { Signal } from '../signal.ts';
 import { HandlerAttempt, type AttemptSettings } from '../handler-attempt.ts';
-import type { BatchHandler, ConsumedMessage, LogPosition, MessageHandler, Subscription, SubscribeOptions } from '../port.ts';
+import type { BatchHandler, CommitNotices, ConsumedMessage, LogPosition, MessageHandler, Subscription, SubscribeOptions } from '../port.ts';
 import { RetryPolicy } from '../retry-policy.ts';
 import { ChunkCommitter, type Chunk, type ChunkEntry, type ChunkLimits } from './kafka-chunks.ts';
 import { PartitionFlow } from './kafka-partition-flow.ts';
@@ -67,6 +67,8 @@ export interface SubscriptionDeps {
   produce(messages: readonly EncodedMessage[]): Promise<void>;
   /** Runs once the member left the group on close (a transient group deletes itself). */
   afterClose?: () => Promise<void>;
+  /** Announces the group's commits to other processes (not a transient group's: nobody waits on those). */
+  notices?: Pick<CommitNotices, 'announce'>;
 }
 
 type Outcome = 'committed' | 'stopped' | 'lost';
@@ -168,6 +170,7 @@ export class KafkaSubscription implements Subscription {
     this.owned = new PartitionOwnership({
       kafkaGroup: deps.ns.group(options.groupId), transactionalIdPrefix: deps.transactionalIdPrefix, sends: this.sends,
       transactions: deps.transactions, committedOffset: deps.committedOffset,
+      ...(deps.notices !== undefined ? { onCommitted: announcing(deps.notices, deps.ns.group(options.groupId)) } : {}),
     });
     const alone = options.transient === true;
     this.consumer = deps.kafka.consumer({
@@ -381,7 +384,7 @@ export class KafkaSubscription implements Subscription {
         const lastEntry = chunk.entries.at(-1);
         if (lastEntry === undefined) return;
         // Committed: a batch handed over again skips up to here.
-        this.owned.advance(partitionKey(batch.topic, batch.partition), lastEntry.next);
+        this.owned.committed(batch.topic, batch.partition, lastEntry.next);
       },
     );
     let stopped: boolean;
@@ -443,7 +446,7 @@ export class KafkaSubscription implements Subscription {
     const alone = new ChunkCommitter(
       CHUNK_LIMITS,
       (chunk) => this.stalls.onKafka(key, () => this.commitChunk(kafkaTopic, partition, chunk)),
-      () => this.owned.advance(key, entry.next),
+      () => this.owned.committed(kafkaTopic, partition, entry.next),
     );
     alone.add(entry);
     const failure = await alone.drain();
@@ -478,7 +481,7 @@ export class KafkaSubscription implements Subscription {
       if (Number(record.offset) < floor) {
         if (record === last && next > floor) {
           await this.commitOffsetOnly(batch.topic, batch.partition, next);
-          this.owned.advance(partitionKey(batch.topic, batch.partition), next);
+          this.owned.committed(batch.topic, batch.partition, next);
         }
         continue;
       }
@@ -627,7 +630,7 @@ export class KafkaSubscription implements Subscription {
     }
     const key = partitionKey(kafkaTopic, message.partition);
     await this.stalls.onKafka(key, () => this.commitOffsetOnly(kafkaTopic, message.partition, position.next));
-    this.owned.advance(key, position.next);
+    this.owned.committed(kafkaTopic, message.partition, position.next);
     this.retries.deadLetterDropped(message, attempts, refused);
     return 'done';
   }
@@ -694,11 +697,15 @@ export class KafkaSubscription implements Subscription {
         const floor = await this.owned.own(key, kafkaTopic, partition);
         if (floor >= from && next > floor) {
           await this.commitOffsetOnly(kafkaTopic, partition, next);
-          this.owned.advance(key, next);
+          this.owned.committed(kafkaTopic, partition, next);
         }
       })
       .catch((err: unknown) => this.deps.logger.warn({ groupId: this.groupId, topic: kafkaTopic, partition, err: errorMessage(err) }, 'bus commit past transaction markers failed'));
   }
 }
+
+/** Every commit of `group` told to its listeners (a wait on it in another process ends at once). */
+const announcing = (notices: Pick<CommitNotices, 'announce'>, group: string) => (topic: string, partition: number, next: number): void =>
+  notices.announce({ group, topic, partition, next });
 
 const isValidationError = (err: unknown): boolean => isGovernedMemoryError(err) && err.code === 'MEM_VALIDATION';

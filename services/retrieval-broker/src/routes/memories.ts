@@ -8,7 +8,8 @@ import type { BrokerDeps } from '../deps.ts';
 import { idempotencyKey, parseBody, parseQuery } from '../http.ts';
 import { notFound } from '../problem.ts';
 import { partitionOf, readHistory, readRecord } from '../retrieval.ts';
-import { PREFERENCE_APPLIED_HEADER, postAsync, prefersAsync } from '../async-writes.ts';
+import { APPLIED_PREFERENCE, PREFERENCE_APPLIED_HEADER, postAsync, writeWait } from '../write-preference.ts';
+import { READ_YOUR_WRITES_GROUPS, STORED_GROUPS } from '../command-gateway.ts';
 import { answerMutation, requestPoint } from '../consistency.ts';
 import { metadataFor } from '../metadata.ts';
 import { admitWrite, writeAuthority } from '@gm/write-edge';
@@ -19,17 +20,19 @@ export function memoryRoutes(app: FastifyInstance, deps: BrokerDeps): void {
     const { claims, partitions } = authorized(request, 'partitions');
     const carried = requestPoint(deps, request, claims.tenant);
     const body = parseBody(WriteMemoryRequest, request.body);
-    const respondAsync = prefersAsync(request);
-    if (respondAsync) await deps.backlog.admitAsync();
+    const wait = writeWait(request);
+    if (wait === 'async') await deps.backlog.admitAsync();
     const write = await admitWrite(deps, claims, writeAuthority(deps.pdp, claims, partitions), body, idempotencyKey(request));
-    if (respondAsync) {
+    if (wait === 'async') {
       const commands = await postAsync(deps, claims, [write.command]);
       const consistencyToken = answerMutation(deps, reply, claims.tenant, carried, { commands });
-      reply.header(PREFERENCE_APPLIED_HEADER, 'respond-async');
+      reply.header(PREFERENCE_APPLIED_HEADER, APPLIED_PREFERENCE.async);
       return reply.code(202).send({ commandId: write.command.metadata.commandId, consistencyToken });
     }
-    const result = await deps.gateway.send(write.command);
-    answerMutation(deps, reply, claims.tenant, carried, result);
+    const storedOnly = wait === 'stored';
+    const result = await deps.gateway.send(write.command, storedOnly ? STORED_GROUPS : READ_YOUR_WRITES_GROUPS);
+    answerMutation(deps, reply, claims.tenant, carried, { ...result, storedOnly });
+    if (storedOnly) reply.header(PREFERENCE_APPLIED_HEADER, APPLIED_PREFERENCE.stored);
     return reply.code(201).send({ id: result.id ?? write.id, version: result.version, status: result.status });
   });
 
@@ -38,12 +41,12 @@ export function memoryRoutes(app: FastifyInstance, deps: BrokerDeps): void {
     const { claims, partitions } = authorized(request, 'partitions');
     const carried = requestPoint(deps, request, claims.tenant);
     const { items } = parseBody(WriteMemoryBatchRequest, request.body);
-    const respondAsync = prefersAsync(request);
-    if (respondAsync) await deps.backlog.admitAsync();
-    const answer = await writeBatch(deps, claims, partitions, items, request.id, respondAsync);
-    const consistencyToken = answerMutation(deps, reply, claims.tenant, carried, answer);
-    if (respondAsync) reply.header(PREFERENCE_APPLIED_HEADER, 'respond-async');
-    return reply.code(respondAsync ? 202 : 200).send({ items: answer.items, consistencyToken });
+    const wait = writeWait(request);
+    if (wait === 'async') await deps.backlog.admitAsync();
+    const answer = await writeBatch(deps, claims, partitions, items, request.id, wait);
+    const consistencyToken = answerMutation(deps, reply, claims.tenant, carried, { ...answer, storedOnly: wait === 'stored' });
+    if (wait !== 'searchable') reply.header(PREFERENCE_APPLIED_HEADER, APPLIED_PREFERENCE[wait]);
+    return reply.code(wait === 'async' ? 202 : 200).send({ items: answer.items, consistencyToken });
   });
 
   // A rejection moves nothing: its body has no visibility (422 when one is sent).
