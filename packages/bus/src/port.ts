@@ -127,8 +127,8 @@ export interface SubscriptionSettings {
    * For groups nobody waits on (a waitForCommitted waiter would wait this much longer): a batch
    * whose handler sent nothing and registered no hook may commit its offset up to `lazyCommitMs`
    * later (default 0: at once), together with the next batch that does send. A crash before
-   * that re-handles those messages, as a crash before any commit does. Embedded bus only; the
-   * Kafka adapter commits every batch.
+   * that re-handles those messages, as a crash before any commit does. On Kafka, quiet chunks
+   * of a partition are committed together, one group commit per partition per `lazyCommitMs`.
    */
   lazyCommitMs?: number;
   /**

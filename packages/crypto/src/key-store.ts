@@ -33,7 +33,12 @@ export interface KeyStore {
    * id that was tombstoned, and with MEM_VALIDATION a value whose `kid` is not `keyId`.
    */
   put(keyId: string, wrapped: WrappedKey): Promise<void>;
-  get(keyId: string): Promise<KeyLookup>;
+  /**
+   * `named`: something already written names the key (an envelope its data key, a data key its
+   * KEK), so the key was stored before it; a store that follows a log may wait for that key to
+   * arrive rather than read the log's end. Not for a look-up before creating a key.
+   */
+  get(keyId: string, options?: { named?: boolean }): Promise<KeyLookup>;
   /**
    * Destroys the key for good. Idempotent; also valid for an id never written (a subject
    * forgotten before its first write can then never get that KEK). Resolves only once the

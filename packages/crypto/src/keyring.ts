@@ -186,7 +186,7 @@ export class Keyring {
   async dataKey(kid: string): Promise<SecretKey> {
     const cached = this.cached(kid);
     if (cached !== undefined) return cached;
-    const found = await this.store.get(kid);
+    const found = await this.store.get(kid, { named: true });
     if (found.status === 'destroyed') throw destroyedError(kid);
     if (found.status === 'missing') throw new CryptoError('KEY_MISSING', `data key ${kid} is not in the key store`);
     return this.unwrapDataKey(found.wrapped);
@@ -269,7 +269,8 @@ export class Keyring {
     const cached = this.cached(kid);
     if (cached !== undefined) return cached;
     const load = async (): Promise<SecretKey> => {
-      const found = await this.store.get(kid);
+      // Without `create`, a data key names this KEK: it was stored first.
+      const found = await this.store.get(kid, { named: !create });
       if (found.status === 'destroyed') throw destroyedError(kid);
       if (found.status === 'present') return this.remember(unwrapKey(found.wrapped, this.master(found.wrapped.wrappedBy)), undefined);
       if (!create) throw new CryptoError('KEY_MISSING', `KEK ${kid} is not in the key store`);

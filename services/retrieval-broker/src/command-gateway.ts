@@ -59,8 +59,9 @@ export class CommandGateway {
       topics: [TOPICS.replies],
       fromBeginning: false,
       // Nobody waits on this group, and a restarted broker has no caller left for old replies:
-      // it is this instance's alone, deleted when it closes, and it never sends.
-      lazyCommitMs: 100,
+      // it is this instance's alone, deleted when it closes, and it never sends. A reply handled
+      // again after a refetch finds no caller and stores the same outcome.
+      lazyCommitMs: 1_000,
       transient: true,
       sends: false,
       handler: async (message) => {

@@ -47,6 +47,7 @@ import { PartitionFlow } from './kafka-partition-flow.ts';
 import { decodeMessage, encodeMessage, recordRefusal, type EncodedMessage, type Namespace } from './kafka-codec.ts';
 import { PartitionOwnership, partitionKey } from './kafka-partition-ownership.ts';
 import { StallWatch } from './kafka-stall-watch.ts';
+import { LazyCommits } from './kafka-lazy-commits.ts';
 import { handlingBatch } from './kafka-waits.ts';
 import type { TransactionRunner } from './kafka-transactions.ts';
 
@@ -146,6 +147,8 @@ export class KafkaSubscription implements Subscription {
   private watchdog: NodeJS.Timeout | undefined;
   /** Which partitions are paused: at the bound of batches fetched ahead, or held after a failure. */
   private readonly flow = new PartitionFlow(BATCHES_AHEAD);
+  /** Quiet chunks' commits held back (lazyCommitMs; kafka-lazy-commits.ts). */
+  private readonly lazy: LazyCommits;
   /** Set while the member left the group because a handler stalled (checkStalled). */
   private leaving: Promise<void> | undefined;
   private closing = false;
@@ -166,6 +169,11 @@ export class KafkaSubscription implements Subscription {
     this.batchMessages = options.maxBatchMessages ?? DEFAULT_BATCH_MESSAGES;
     this.sends = options.sends !== false;
     this.stalls = new StallWatch(deps.sessionTimeoutMs);
+    this.lazy = new LazyCommits(options.lazyCommitMs ?? 0, {
+      groupId: options.groupId, logger: deps.logger,
+      lock: (key) => this.owned.lock(key),
+      commit: (kafkaTopic, partition, next) => this.commitOffsetOnly(kafkaTopic, partition, next),
+    });
     this.attemptSettings = { encode: encodeMessage, logger: deps.logger, sends: this.sends, groupId: options.groupId };
     this.owned = new PartitionOwnership({
       kafkaGroup: deps.ns.group(options.groupId), transactionalIdPrefix: deps.transactionalIdPrefix, sends: this.sends,
@@ -207,6 +215,7 @@ export class KafkaSubscription implements Subscription {
     consumer.on(consumer.events.GROUP_JOIN, () => {
       this.crashesInARow = 0;
       this.owned.releaseAll();
+      this.lazy.drop();
       joined();
     });
     consumer.on(consumer.events.END_BATCH_PROCESS, ({ payload }) => {
@@ -288,6 +297,7 @@ export class KafkaSubscription implements Subscription {
       this.stopping.notify();
       await this.leaving;
       await this.owned.idle();
+      await this.lazy.flush();
       await this.consumer.disconnect().catch((err: unknown) => this.deps.logger.warn({ groupId: this.groupId, err: errorMessage(err) }, 'bus consumer disconnect failed'));
       await this.owned.close();
       await this.deps.afterClose?.();
@@ -640,6 +650,10 @@ export class KafkaSubscription implements Subscription {
     if (lastEntry === undefined) return;
     const queued = chunk.entries.flatMap((e) => e.queued);
     const deferring = chunk.entries.some((e) => (e.attempt?.deferred.length ?? 0) > 0);
+    if (queued.length === 0 && !deferring && this.lazy.enabled && chunk.entries.every((e) => e.attempt?.quiet === true)) {
+      this.lazy.hold(kafkaTopic, partition, lastEntry.next);
+      return;
+    }
     if (queued.length === 0 && !deferring) {
       await this.commitOffsetOnly(kafkaTopic, partition, lastEntry.next);
       return;
@@ -651,6 +665,8 @@ export class KafkaSubscription implements Subscription {
       await this.commitOffsetOnly(kafkaTopic, partition, lastEntry.next);
       return;
     }
+    // The transaction's offset reaches past whatever is held.
+    this.lazy.covered(kafkaTopic, partition);
     const routed = await this.deps.transactions.route(queued);
     const producer = await this.owned.producer(partitionKey(kafkaTopic, partition), kafkaTopic, partition);
     // What sendWithPositions asked for, built from where each entry's own sends landed.
@@ -678,6 +694,7 @@ export class KafkaSubscription implements Subscription {
 
   /** A plain group commit: generation-fenced by the coordinator, so no producer is needed. */
   private async commitOffsetOnly(kafkaTopic: string, partition: number, offset: number): Promise<void> {
+    this.lazy.covered(kafkaTopic, partition);
     await this.consumer.commitOffsets([{ topic: kafkaTopic, partition, offset: String(offset) }]);
   }
 

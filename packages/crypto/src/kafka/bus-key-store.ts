@@ -38,9 +38,11 @@ export interface BusKeyStoreOptions {
  * The key store on the compacted topic `memory.keys`, through the Bus port (Kafka in the
  * distributed runtime; the SQLite bus works too). One subscription of a group of its own folds
  * the whole topic from the beginning and then follows it, so a key another instance writes or
- * destroys is seen within a fetch. A lookup that misses waits until the fold reached the end
- * offsets read at that moment. (Reading a range per miss instead joined a throwaway consumer
- * group each time: seconds on a fresh broker, on the write path.)
+ * destroys is seen within a fetch. A lookup of a key something already names (an envelope's
+ * data key) that misses first waits for the follower to bring it; any other miss, or one whose
+ * key did not come, waits until the fold reached the end offsets read at that moment. (Reading a
+ * range per miss instead joined a throwaway consumer group each time: seconds on a fresh broker,
+ * on the write path.)
  */
 export async function openBusKeyStore(options: BusKeyStoreOptions): Promise<KeyStore> {
   await options.bus.ensureTopics([keysTopicSpec(options.partitions)]);
@@ -49,6 +51,19 @@ export async function openBusKeyStore(options: BusKeyStoreOptions): Promise<KeyS
   await store.sync();
   return store;
 }
+
+/**
+ * How long a lookup of a named key (KeyStore.get) that misses waits for the follower to bring it before it reads
+ * the topic's end offsets and waits for the fold to reach them. A data key is in the log before
+ * any event sealed with it (write-admission awaits the put), so the follower's next fetch brings
+ * it; reading the end offsets on every miss cost a request per new record in every process
+ * that opens events (docs/sizing.md). A key that never comes (there is none) costs this much
+ * more before it answers `missing`.
+ */
+const KEY_ARRIVAL_WAIT_MS = 250;
+
+/** How late the follower's offsets may be committed: a restart re-reads the topic from the start anyway. */
+const FOLLOWER_LAZY_COMMIT_MS = 1_000;
 
 interface CatchUp {
   ends: number[];
@@ -74,6 +89,8 @@ class BusKeyStore implements KeyStore {
   private sharedSync: Promise<void> | undefined;
   /** Records to append with the next produce (see `append`). */
   private queued: QueuedAppend[] = [];
+  /** Lookups waiting for the follower to fold their key id (see `get`). */
+  private readonly arrivals = new Map<string, Set<() => void>>();
 
   constructor(private readonly options: BusKeyStoreOptions) {}
 
@@ -86,6 +103,9 @@ class BusKeyStore implements KeyStore {
       // Nobody continues this group: it is deleted when the store closes, and it never sends.
       transient: true,
       sends: false,
+      // Nobody reads its offsets either (a lookup waits for the fold, not for a commit): one group
+      // commit a second instead of one per key, in every process that holds keys.
+      lazyCommitMs: FOLLOWER_LAZY_COMMIT_MS,
       handler: async (message) => {
         try {
           this.apply(message);
@@ -129,6 +149,14 @@ class BusKeyStore implements KeyStore {
   }
 
   private apply(message: ConsumedMessage): void {
+    this.fold(message);
+    const waiting = this.arrivals.get(message.key);
+    if (waiting === undefined) return;
+    this.arrivals.delete(message.key);
+    for (const arrived of waiting) arrived();
+  }
+
+  private fold(message: ConsumedMessage): void {
     const parsed = KeyRecord.safeParse(message.value);
     // Destroyed is final: a put that raced a tombstone and landed after it changes nothing.
     if (this.keys.get(message.key)?.status === 'destroyed') return;
@@ -216,11 +244,12 @@ class BusKeyStore implements KeyStore {
     }
   }
 
-  async get(keyId: string): Promise<KeyLookup> {
+  async get(keyId: string, options: { named?: boolean } = {}): Promise<KeyLookup> {
     this.ensureOpen();
     // A miss may be a key another instance wrote that the follower has not folded yet: catch up
     // once. The misses of one turn of the event loop (a batch's new records) share that catch-up;
     // its end offsets are read after all of them, so none misses a key written before it asked.
+    if (!this.keys.has(keyId) && options.named === true) await this.arrival(keyId);
     if (!this.keys.has(keyId)) {
       this.sharedSync ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
         this.sharedSync = undefined;
@@ -229,6 +258,25 @@ class BusKeyStore implements KeyStore {
       await this.sharedSync;
     }
     return this.keys.get(keyId) ?? { status: 'missing' };
+  }
+
+  /** Resolves once the follower folded `keyId`, or after KEY_ARRIVAL_WAIT_MS. */
+  private arrival(keyId: string): Promise<void> {
+    return new Promise((resolve) => {
+      let waiting = this.arrivals.get(keyId);
+      if (waiting === undefined) this.arrivals.set(keyId, (waiting = new Set()));
+      const mine = waiting;
+      const timer = setTimeout(() => {
+        mine.delete(arrived);
+        if (mine.size === 0 && this.arrivals.get(keyId) === mine) this.arrivals.delete(keyId);
+        resolve();
+      }, KEY_ARRIVAL_WAIT_MS);
+      const arrived = (): void => {
+        clearTimeout(timer);
+        resolve();
+      };
+      mine.add(arrived);
+    });
   }
 
   async tombstone(keyId: string): Promise<TombstoneOutcome> {

@@ -466,6 +466,69 @@ export function testBus(adapterName: string, factory: () => Promise<BusFixture>)
       });
     });
 
+    describe('lazy commits (lazyCommitMs)', () => {
+      const quiet: MessageHandler = async () => undefined;
+      /** Where the group stands against the topic's end, per partition. */
+      const standing = async (groupName: string, name: string): Promise<{ committed: number[]; ends: number[] }> =>
+        ({ committed: await bus.committedOffsets(group(groupName), topic(name)), ends: await bus.endOffsets(topic(name)) });
+
+      it('commits the offsets of batches that sent nothing, without another message', async () => {
+        await bus.ensureTopics([{ name: topic('in'), partitions: 1 }]);
+        const sub = await subscribeIn('g', quiet, { lazyCommitMs: 20 });
+        const positions = await bus.produce([1, 2, 3].map((value) => ({ topic: topic('in'), key: 'k', value })));
+        const last = positions.at(-1);
+        if (last === undefined) throw new Error('no position');
+        expect(await bus.waitForCommitted(group('g'), last, CONDITION_TIMEOUT_MS)).toBe(true);
+        await sub.close();
+      });
+
+      it('commits held offsets with the next batch that sends, in the same transaction', async () => {
+        await bus.ensureTopics([{ name: topic('in'), partitions: 1 }, { name: topic('out'), partitions: 1 }]);
+        const sub = await subscribeIn('g', async (m, ctx) => {
+          if (m.value === 'send') ctx.send([{ topic: topic('out'), key: m.key, value: m.offset }]);
+        }, { lazyCommitMs: 600_000 });
+        const [, held] = await bus.produce(['a', 'b'].map((value) => ({ topic: topic('in'), key: 'k', value })));
+        const [sending] = await bus.produce([{ topic: topic('in'), key: 'k', value: 'send' }]);
+        if (sending === undefined || held === undefined) throw new Error('no position');
+        // The hold outlasts the test: only the sending batch's commit can pass the quiet ones.
+        expect(await bus.waitForCommitted(group('g'), sending, CONDITION_TIMEOUT_MS)).toBe(true);
+        const { committed, ends } = await standing('g', 'in');
+        expect(committed).toEqual(ends);
+        expect((await collect(bus, topic('out'))).map((m) => m.value)).toEqual([sending.offset]);
+        await sub.close();
+      });
+
+      it('commits what it holds when the subscription closes', async () => {
+        await bus.ensureTopics([{ name: topic('in'), partitions: 1 }]);
+        const handled: unknown[] = [];
+        const sub = await subscribeIn('g', async (m) => { handled.push(m.value); }, { lazyCommitMs: 600_000 });
+        await bus.produce([1, 2, 3].map((value) => ({ topic: topic('in'), key: 'k', value })));
+        await expect.poll(() => handled.length, { timeout: CONDITION_TIMEOUT_MS }).toBe(3);
+        expect((await standing('g', 'in')).committed).toEqual([0]);
+        await sub.close();
+        const { committed, ends } = await standing('g', 'in');
+        expect(committed).toEqual(ends);
+      });
+
+      it('still dead-letters a poison message that follows held ones, and moves past it', async () => {
+        await bus.ensureTopics([{ name: topic('in'), partitions: 1 }]);
+        const sub = await subscribeIn('g', async (m) => {
+          if (m.value === 'poison') throw new Error('cannot handle this one');
+        }, { lazyCommitMs: 600_000, maxAttempts: 2, retryBackoffMs: 1 });
+        const positions = await bus.produce(['a', 'b', 'poison'].map((value) => ({ topic: topic('in'), key: 'k', value })));
+        const poison = positions.at(-1);
+        if (poison === undefined) throw new Error('no position');
+        expect(await bus.waitForCommitted(group('g'), poison, CONDITION_TIMEOUT_MS)).toBe(true);
+        expect((await collect(bus, topic('in.dlq'))).map((m) => m.value)).toEqual(['poison']);
+        await sub.close();
+      });
+
+      it('refuses a negative delay', async () => {
+        await bus.ensureTopics([{ name: topic('in'), partitions: 1 }]);
+        await expect(subscribeIn('g', quiet, { lazyCommitMs: -1 })).rejects.toThrow(/lazyCommitMs/);
+      });
+    });
+
     describe('groups that never send, and transient groups', () => {
       it('with sends: false, refuses a handler\'s send: the message is retried, then dead-lettered, and nothing reaches the topic', async () => {
         await bus.ensureTopics([{ name: topic('in'), partitions: 1 }, { name: topic('out'), partitions: 1 }]);
